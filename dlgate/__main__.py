@@ -1,0 +1,5 @@
+import sys
+
+from dlgate.cli import main
+
+sys.exit(main())

@@ -1,0 +1,305 @@
+"""Graph generation: NNSmith's forward/backward insertion over concrete types, Isra's
+tensor reuse and instantiation order, GenCoG's concolic split (concrete first, z3 for
+what sampling cannot reach).
+
+Every choice comes from one ``random.Random`` seeded from the case seed; no set or dict
+iteration order, time or process state reaches the output.
+"""
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass, field
+
+import numpy as np
+import z3
+
+from dlgate import dtypes as dt
+from dlgate.graph.ir import Graph, Node, random_values
+from dlgate.graph.solver import Solver, concretize
+from dlgate.seeds import sub_seed
+from dlgate.spec import schema, sym
+from dlgate.spec.base import Ctx, Limits, OpSpec, SymCtx, TensorType, all_true
+from dlgate.spec.registry import select
+
+DEFAULT_OPSET_RANGE = (13, 21)
+
+
+@dataclass(frozen=True)
+class GenConfig:
+    min_nodes: int = 1
+    max_nodes: int = 10
+    limits: Limits = Limits()
+    dtypes: tuple = dt.ALL
+    ops: tuple | None = None  # spec names; None = all
+    opset: int | None = None  # fixed opset; None = drawn per case from opset_range
+    opset_range: tuple = DEFAULT_OPSET_RANGE
+    forward_prob: float = 0.5  # NNSmith: forward or backward with equal probability
+    picking_rate: float = 0.9  # Isra: probability of reusing an existing tensor
+    const_prob: float = 0.3  # probability a placeholder becomes a constant initializer
+    extra_output_prob: float = 0.1  # probability a consumed tensor is also a graph output
+    #: Allowed (op name, input dtypes, opset) triples, e.g. a backend's probed support; None = all.
+    support: frozenset | None = None
+
+    def __post_init__(self):
+        if not 1 <= self.min_nodes <= self.max_nodes:
+            raise ValueError(f"need 1 <= min_nodes <= max_nodes, got {self.min_nodes}, {self.max_nodes}")
+        if self.opset is not None and not 7 <= self.opset <= 30:
+            raise ValueError(f"opset {self.opset} is out of range")
+        for t in self.dtypes:
+            dt.check(t)
+
+
+class GenerationError(RuntimeError):
+    pass
+
+
+@dataclass
+class _State:
+    tensors: list = field(default_factory=list)
+    nodes: list = field(default_factory=list)
+    placeholders: list = field(default_factory=list)  # tensor ids, in creation order
+    uses: list = field(default_factory=list)
+
+    def add_tensor(self, t: TensorType) -> int:
+        self.tensors.append(t)
+        self.uses.append(0)
+        return len(self.tensors) - 1
+
+
+class Generator:
+    def __init__(self, cfg: GenConfig = GenConfig()):
+        self.cfg = cfg
+        self.specs = select(cfg.ops)
+        self.solver = Solver(cfg.limits.bins)
+        self.opset = cfg.opset or cfg.opset_range[1]
+        self.stats = {"forward": 0, "backward": 0, "z3_forward": 0, "z3_backward": 0, "failed": 0}
+
+    # -- entry point ----------------------------------------------------------------
+    def generate(self, seed: int) -> Graph:
+        cfg = self.cfg
+        rng = random.Random(sub_seed(seed, "graph"))
+        opset = self.opset = cfg.opset if cfg.opset is not None else self._draw_opset(rng)
+        specs = [s for s in self.specs if s.available(opset) and self._sigs(s)]
+        if not specs:
+            raise GenerationError(f"no operator is available at opset {opset} with the allowed dtypes")
+        ctx = Ctx(rng, cfg.limits, cfg.dtypes, opset)
+        target = rng.randint(cfg.min_nodes, cfg.max_nodes)
+        st = _State()
+        first_dtypes = sorted({s[0] for spec in specs for s in self._sigs(spec)}, key=dt.ALL.index)
+        first = TensorType(ctx.choice(first_dtypes), ctx.shape(rng.randint(1, min(4, cfg.limits.max_rank))))
+        st.placeholders.append(st.add_tensor(first))
+        budget = 40 * target + 40
+        while len(st.nodes) < target and budget > 0:
+            budget -= 1
+            spec = specs[rng.randrange(len(specs))]
+            if rng.random() < cfg.forward_prob:
+                ok = self._forward(st, spec, ctx, rng)
+            else:
+                ok = self._backward(st, spec, ctx, rng)
+            if not ok:
+                self.stats["failed"] += 1
+        if not st.nodes:
+            raise GenerationError(f"could not insert any operator (seed {seed})")
+        return self._finalize(st, seed, opset, rng)
+
+    def _draw_opset(self, rng: random.Random) -> int:
+        lo, hi = self.cfg.opset_range
+        return hi if rng.random() < 0.5 else rng.randint(lo, hi)
+
+    def _sigs(self, spec: OpSpec, first: str | None = None) -> list:
+        """Signatures allowed by the config, the probed support set and the ONNX schema."""
+        sup, allowed = self.cfg.support, set(self.cfg.dtypes)
+        return [s for s in spec.sigs(first)
+                if all(t in allowed for t in s) and (sup is None or (spec.name, s, self.opset) in sup)
+                and schema.allowed(spec.onnx_op, s, self.opset)]
+
+    # -- checks -----------------------------------------------------------------------
+    def _fits(self, types) -> bool:
+        lim = self.cfg.limits
+        for t in types:
+            if t.rank > lim.max_rank or any(d < 1 or d > 4 * lim.max_dim for d in t.shape):
+                return False
+            if t.numel > lim.max_elems:
+                return False
+        return True
+
+    def _valid(self, spec: OpSpec, ins: list, a: dict):
+        """Output types if the instantiation is valid and within limits, else None."""
+        if not all_true(spec.requires(ins, a)):
+            return None
+        outs = spec.infer(ins, a)
+        if not self._fits(outs) or not self._fits(ins):
+            return None
+        return outs
+
+    # -- forward insertion ------------------------------------------------------------
+    def _forward(self, st: _State, spec: OpSpec, ctx: Ctx, rng: random.Random) -> bool:
+        cands = [i for i, t in enumerate(st.tensors) if t.rank in spec.ranks and self._sigs(spec, t.dtype)]
+        if not cands:
+            return False
+        weights = [math.exp(-1.5 * st.uses[i]) for i in cands]
+        x0 = rng.choices(cands, weights)[0]
+        first = st.tensors[x0]
+        sig = ctx.choice(self._sigs(spec, first.dtype))
+        for _ in range(3):
+            a = spec.sample(ctx, [first])
+            ids, ins = [x0], [first]
+            for i in range(1, spec.arity):
+                pick = self._reuse(st, spec, ctx, rng, i, ins, a, sig) if rng.random() < self.cfg.picking_rate else None
+                if pick is None:
+                    ids.append(None)
+                    ins.append(spec.input_type(ctx, i, ins, a, sig[i]))
+                else:
+                    ids.append(pick)
+                    ins.append(st.tensors[pick])
+            outs = self._valid(spec, ins, a)
+            if outs is not None:
+                self._commit(st, spec, a, ids, ins, outs)
+                self.stats["forward"] += 1
+                return True
+        if spec.symbolic_ok:
+            return self._forward_z3(st, spec, rng, x0, first, sig)
+        return False
+
+    def _reuse(self, st, spec, ctx, rng, i, ins, a, sig):
+        """Isra's reuse: an existing tensor consistent with the inputs chosen so far."""
+        cands = [j for j, t in enumerate(st.tensors) if t.dtype == sig[i]]
+        rng.shuffle(cands)
+        for j in cands[:6]:
+            trial = ins + [st.tensors[j]]
+            for k in range(i + 1, spec.arity):
+                trial.append(spec.input_type(ctx, k, trial, a, sig[k]))
+            if all_true(spec.requires(trial, a)):
+                return j
+        return None
+
+    def _forward_z3(self, st, spec, rng, x0, first, sig) -> bool:
+        sctx = SymCtx(rng, self.cfg.limits, self.cfg.dtypes, self.opset, prefix="f")
+        try:
+            a = spec.sample(sctx, [first])
+            ins = [first]
+            for i in range(1, spec.arity):
+                ins.append(spec.input_type(sctx, i, ins, a, sig[i]))
+            outs = spec.infer(ins, a)
+        except (TypeError, z3.Z3Exception):
+            return False
+        cons = sctx.cons + list(spec.requires(ins, a)) + self._dim_cons(outs)
+        model = self.solver.solve(cons, sctx.vars, rng)
+        if model is None:
+            return False
+        a = concretize(model, a)
+        ins = [TensorType(t.dtype, tuple(concretize(model, list(t.shape)))) for t in ins]
+        outs = self._valid(spec, ins, a)
+        if outs is None:
+            return False
+        self._commit(st, spec, a, [x0] + [None] * (spec.arity - 1), ins, outs)
+        self.stats["z3_forward"] += 1
+        return True
+
+    def _dim_cons(self, types) -> list:
+        return [d >= 1 for t in types for d in t.shape] + [d <= self.cfg.limits.max_dim * 4 for t in types for d in t.shape]
+
+    # -- backward insertion -----------------------------------------------------------
+    def _backward(self, st: _State, spec: OpSpec, ctx: Ctx, rng: random.Random) -> bool:
+        if not st.placeholders:
+            return False
+        p = st.placeholders[rng.randrange(len(st.placeholders))]
+        target = st.tensors[p]
+        res = spec.backward(ctx, target)
+        via_z3 = False
+        if res is None and spec.symbolic_ok:
+            res, via_z3 = self._backward_z3(spec, target, rng), True
+        if res is None:
+            return False
+        ins, a = res
+        sig = tuple(t.dtype for t in ins)
+        if sig not in self._sigs(spec):
+            return False
+        outs = self._valid(spec, ins, a)
+        if outs is None or outs[0] != target:
+            return False
+        st.placeholders.remove(p)
+        self._commit(st, spec, a, [None] * len(ins), ins, outs, replace=p)
+        self.stats["z3_backward" if via_z3 else "backward"] += 1
+        return True
+
+    def _backward_z3(self, spec: OpSpec, target: TensorType, rng: random.Random):
+        sigs = self._sigs(spec)
+        rng.shuffle(sigs)
+        for sig in sigs[:3]:
+            for rank in spec.backward_ranks(target):
+                if rank not in spec.ranks or rank > self.cfg.limits.max_rank:
+                    continue
+                sctx = SymCtx(rng, self.cfg.limits, self.cfg.dtypes, self.opset, prefix="b")
+                try:
+                    first = TensorType(sig[0], sctx.shape(rank))
+                    a = spec.sample(sctx, [first])
+                    ins = [first]
+                    for i in range(1, spec.arity):
+                        ins.append(spec.input_type(sctx, i, ins, a, sig[i]))
+                    outs = spec.infer(ins, a)
+                except (TypeError, z3.Z3Exception):
+                    return None
+                if outs[0].dtype != target.dtype or outs[0].rank != target.rank:
+                    continue
+                cons = sctx.cons + list(spec.requires(ins, a)) + self._dim_cons(ins + outs)
+                cons += [d == e for d, e in zip(outs[0].shape, target.shape)]
+                model = self.solver.solve(cons, sctx.vars, rng)
+                if model is None:
+                    continue
+                ins = [TensorType(t.dtype, tuple(concretize(model, list(t.shape)))) for t in ins]
+                return ins, concretize(model, a)
+        return None
+
+    # -- bookkeeping ------------------------------------------------------------------
+    def _commit(self, st: _State, spec, a, ids, ins, outs, replace=None):
+        in_ids = []
+        for j, t in zip(ids, ins):
+            if j is None:
+                j = st.add_tensor(t)
+                st.placeholders.append(j)
+            st.uses[j] += 1
+            in_ids.append(j)
+        out_ids = [replace if (k == 0 and replace is not None) else st.add_tensor(t) for k, t in enumerate(outs)]
+        st.nodes.append(Node(spec.name, a, in_ids, out_ids))
+
+    def _finalize(self, st: _State, seed: int, opset: int, rng: random.Random) -> Graph:
+        # Topological order (Kahn), ties broken by insertion order: backward insertion
+        # adds producers after their consumers.
+        producer = {t: i for i, n in enumerate(st.nodes) for t in n.outputs}
+        deps = [sorted({producer[t] for t in n.inputs if t in producer}) for n in st.nodes]
+        order, done = [], [False] * len(st.nodes)
+        while len(order) < len(st.nodes):
+            for i in range(len(st.nodes)):
+                if not done[i] and all(done[d] for d in deps[i]):
+                    done[i] = True
+                    order.append(i)
+                    break
+        nodes = [st.nodes[i] for i in order]
+        # Renumber tensors in first-use order so names read naturally.
+        ph = [p for p in st.placeholders if st.uses[p] > 0]
+        consts = [p for p in ph if rng.random() < self.cfg.const_prob]
+        inputs = [p for p in ph if p not in consts]
+        if not inputs:
+            inputs, consts = consts[:1], consts[1:]
+        used = {t for n in nodes for t in n.inputs}
+        outputs = [t for n in nodes for t in n.outputs
+                   if t not in used or rng.random() < self.cfg.extra_output_prob]
+        remap: dict = {}
+        for t in inputs + consts + [t for n in nodes for t in n.outputs]:
+            remap.setdefault(t, len(remap))
+        vrng = np.random.Generator(np.random.PCG64(sub_seed(seed, "values")))
+        tensors = [None] * len(remap)
+        for old, new in remap.items():
+            tensors[new] = st.tensors[old]
+        g = Graph(
+            tensors=tensors,
+            nodes=[Node(n.op, n.attrs, [remap[t] for t in n.inputs], [remap[t] for t in n.outputs]) for n in nodes],
+            inputs=[remap[t] for t in inputs],
+            consts=[remap[t] for t in consts],
+            outputs=[remap[t] for t in outputs],
+            opset=opset,
+        )
+        g.values = {t: random_values(vrng, g.tensors[t]) for t in g.consts}
+        return g

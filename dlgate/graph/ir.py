@@ -1,0 +1,89 @@
+"""The generated graph: the data type the generator hands to materialization."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from dlgate.spec.base import TensorType
+
+
+@dataclass
+class Node:
+    op: str  # spec name
+    attrs: dict
+    inputs: list
+    outputs: list
+
+    def to_json(self) -> dict:
+        return {"op": self.op, "attrs": self.attrs, "inputs": self.inputs, "outputs": self.outputs}
+
+
+@dataclass
+class Graph:
+    """A DAG over tensors. Every tensor is a graph input, a constant (initializer) or the
+    output of exactly one node; ``nodes`` is in topological order."""
+
+    tensors: list
+    nodes: list
+    inputs: list
+    consts: list
+    outputs: list
+    opset: int
+    values: dict = field(default_factory=dict)  # const tensor id -> np.ndarray
+
+    def name(self, t: int) -> str:
+        return f"t{t}"
+
+    def consumers(self) -> dict:
+        out: dict = {t: [] for t in range(len(self.tensors))}
+        for i, n in enumerate(self.nodes):
+            for t in n.inputs:
+                out[t].append(i)
+        return out
+
+    def producers(self) -> dict:
+        return {t: i for i, n in enumerate(self.nodes) for t in n.outputs}
+
+    def op_names(self) -> list:
+        return [n.op for n in self.nodes]
+
+    def to_json(self) -> dict:
+        return {
+            "opset": self.opset,
+            "tensors": [t.to_json() for t in self.tensors],
+            "nodes": [n.to_json() for n in self.nodes],
+            "inputs": self.inputs,
+            "consts": self.consts,
+            "outputs": self.outputs,
+        }
+
+    @staticmethod
+    def from_json(d: dict, values: dict | None = None) -> "Graph":
+        return Graph(
+            tensors=[TensorType.from_json(t) for t in d["tensors"]],
+            nodes=[Node(n["op"], n["attrs"], list(n["inputs"]), list(n["outputs"])) for n in d["nodes"]],
+            inputs=list(d["inputs"]),
+            consts=list(d["consts"]),
+            outputs=list(d["outputs"]),
+            opset=d["opset"],
+            values=dict(values or {}),
+        )
+
+    def input_types(self) -> list:
+        return [self.tensors[t] for t in self.inputs]
+
+    def output_types(self) -> list:
+        return [self.tensors[t] for t in self.outputs]
+
+
+def random_values(rng: np.random.Generator, t: TensorType) -> np.ndarray:
+    """Plain random values of the right dtype: the starting point before any input search."""
+    shape = tuple(t.shape)
+    if t.dtype == "bool":
+        return rng.integers(0, 2, size=shape).astype(np.bool_)
+    if t.dtype == "uint8":
+        return rng.integers(0, 16, size=shape).astype(np.uint8)
+    if t.dtype in ("int8", "int32", "int64"):
+        return rng.integers(-8, 9, size=shape).astype(t.dtype)
+    return rng.uniform(-4.0, 4.0, size=shape).astype(t.dtype)

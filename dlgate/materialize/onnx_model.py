@@ -1,0 +1,84 @@
+"""Lower a generated graph to an ``onnx.ModelProto``, deterministically."""
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper
+
+from dlgate import __version__
+from dlgate import dtypes as dt
+from dlgate.graph.ir import Graph
+from dlgate.spec.registry import get
+
+
+class Builder:
+    """What an operator's ``onnx`` lowering writes into.
+
+    ``rng`` only decides spelling that does not change meaning (Isra's lesson that
+    importers break on the edges of the spec): whether an attribute equal to its default
+    is written out or omitted.
+    """
+
+    def __init__(self, opset: int, rng: random.Random):
+        self.opset = opset
+        self.rng = rng
+        self.nodes: list = []
+        self.initializers: list = []
+        self._n = 0
+
+    def fresh(self, hint: str = "c") -> str:
+        self._n += 1
+        return f"{hint}_{self._n}"
+
+    def node(self, op_type: str, inputs, outputs, **attrs) -> list:
+        attrs = {k: v for k, v in attrs.items() if v is not None}
+        outputs = list(outputs) if not isinstance(outputs, int) else [self.fresh("tmp") for _ in range(outputs)]
+        name = f"n{len(self.nodes)}_{op_type}"
+        self.nodes.append(helper.make_node(op_type, list(inputs), outputs, name=name, **attrs))
+        return outputs
+
+    def const(self, value, dtype: str | None = None, hint: str = "c") -> str:
+        arr = np.asarray(value, dtype=dtype) if dtype else np.asarray(value)
+        name = self.fresh(hint)
+        self.initializers.append(numpy_helper.from_array(arr, name))
+        return name
+
+    def ints(self, values, hint: str = "c") -> str:
+        """A 1-D int64 constant input (axes, shape, pads, repeats...)."""
+        return self.const(np.asarray(list(values), dtype=np.int64).reshape(-1), hint=hint)
+
+    def opt(self, value, default):
+        """``value``, or None (omit the attribute) half the time when it equals the default."""
+        if value == default and self.rng.random() < 0.5:
+            return None
+        return value
+
+
+def value_info(name: str, t) -> onnx.ValueInfoProto:
+    return helper.make_tensor_value_info(name, dt.ONNX[t.dtype], list(t.shape))
+
+
+def to_onnx(graph: Graph, spelling_seed: int, doc: str = "") -> onnx.ModelProto:
+    b = Builder(graph.opset, random.Random(spelling_seed))
+    name = graph.name
+    for node in graph.nodes:
+        spec = get(node.op)
+        spec.onnx(b, node.attrs, [name(t) for t in node.inputs], [name(t) for t in node.outputs])
+    inits = [numpy_helper.from_array(np.asarray(graph.values[t]), name(t)) for t in graph.consts]
+    produced = {t for n in graph.nodes for t in n.outputs}
+    vis = [value_info(name(t), graph.tensors[t]) for t in sorted(produced) if t not in set(graph.outputs)]
+    g = helper.make_graph(
+        b.nodes,
+        "dlgate",
+        [value_info(name(t), graph.tensors[t]) for t in graph.inputs],
+        [value_info(name(t), graph.tensors[t]) for t in graph.outputs],
+        initializer=inits + b.initializers,
+        value_info=vis,
+        doc_string=doc,
+    )
+    opset = [helper.make_opsetid("", graph.opset)]
+    model = helper.make_model(g, opset_imports=opset, producer_name="dlgate", producer_version=__version__)
+    model.ir_version = helper.find_min_ir_version_for(opset)
+    return model

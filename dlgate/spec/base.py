@@ -1,0 +1,297 @@
+"""The operator-spec contract and the sampling context specs draw their choices from.
+
+An operator spec is one small class and the one place an operator is described:
+
+* ``dtypes``: the allowed input dtype signatures (one tuple per signature, one entry per
+  tensor input); ``ranks``: allowed ranks of the first input; ``min_opset``.
+* ``sample(ctx, ins)``: choose the attributes, given the first input (Isra's order: first
+  input, then attributes, then the further inputs).
+* ``input_type(ctx, i, ins, a, dtype)``: the type of a fresh placeholder for input ``i``.
+* ``requires(ins, a)``: validity constraints; ``infer(ins, a)``: output types. Both are
+  written with :mod:`dlgate.spec.sym` so they hold on concrete ints and on z3 terms.
+* ``backward(ctx, out)``: optional fast inverse for backward insertion; without it the
+  generator inverts ``infer`` with z3.
+* ``onnx(b, a, xs, ys)`` / ``onnx_attrs(a, b)``: the ONNX lowering at ``b.opset``.
+* ``torch(a, *xs)``: the PyTorch implementation, with ONNX's semantics.
+* ``losses(a, *xs)``: for restricted domains, one loss per domain predicate, positive
+  exactly when the predicate is violated (used by the input search).
+
+``ctx`` is either concrete (a seeded ``random.Random`` with attribute binning) or
+symbolic (each integer choice becomes a z3 variable); specs never see the difference.
+"""
+from __future__ import annotations
+
+import random
+import struct
+from dataclasses import dataclass
+from typing import Any, ClassVar, Sequence
+
+import z3
+
+from dlgate import dtypes as dt
+from dlgate.spec import sym
+
+
+@dataclass(frozen=True)
+class TensorType:
+    dtype: str
+    shape: tuple
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    @property
+    def numel(self):
+        return sym.prod(self.shape)
+
+    def with_dtype(self, dtype: str) -> "TensorType":
+        return TensorType(dtype, self.shape)
+
+    def with_shape(self, shape) -> "TensorType":
+        return TensorType(self.dtype, tuple(shape))
+
+    def to_json(self) -> dict:
+        return {"dtype": self.dtype, "shape": list(self.shape)}
+
+    @staticmethod
+    def from_json(d: dict) -> "TensorType":
+        return TensorType(d["dtype"], tuple(d["shape"]))
+
+    def __str__(self) -> str:
+        return f"{self.dtype}[{','.join(str(d) for d in self.shape)}]"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Caps that keep generated tensors small enough to run thousands of cases quickly."""
+
+    max_rank: int = 5
+    max_dim: int = 64
+    max_elems: int = 4096
+    bins: int = 7  # NNSmith's k: exponential bins [2^(i-1), 2^i), the last one open
+
+
+def f32(x: float) -> float:
+    """Round to the nearest float32, so an attribute means the same in ONNX and PyTorch."""
+    return struct.unpack("f", struct.pack("f", x))[0]
+
+
+def binned_int(rng: random.Random, lo: int, hi: int, k: int) -> int:
+    """NNSmith's attribute binning, applied while sampling: pick a bin, then a value in it.
+
+    Bins are {0}, [2^(i-1), 2^i) for i < k, [2^(k-1), hi], and their negative mirrors, each
+    clipped to [lo, hi]. Small values are as likely as the whole tail, so neither the
+    boundaries nor large values dominate.
+    """
+    if lo > hi:
+        raise ValueError(f"empty range [{lo}, {hi}]")
+    bins = []
+    if lo <= 0 <= hi:
+        bins.append((0, 0))
+    for i in range(1, k + 1):
+        a = 1 << (i - 1)
+        b = (1 << i) - 1 if i < k else max(a, hi, -lo)
+        for p, q in ((a, b), (-b, -a)):
+            p, q = max(p, lo), min(q, hi)
+            if p <= q:
+                bins.append((p, q))
+    p, q = bins[rng.randrange(len(bins))]
+    return rng.randint(p, q)
+
+
+def bin_ranges(k: int, lo: int | None, hi: int | None):
+    """The bins as (lo, hi) pairs (hi None = open), for the solver path."""
+    out = []
+    if lo is None or lo <= 0:
+        out.append((0, 0))
+    for i in range(1, k + 1):
+        a = 1 << (i - 1)
+        b = (1 << i) - 1 if i < k else None
+        out.append((a, b))
+        if lo is None or lo < 0:
+            out.append((None if b is None else -b, -a))
+    return out
+
+
+class Ctx:
+    """Concrete choices from a seeded RNG."""
+
+    symbolic = False
+
+    def __init__(self, rng: random.Random, limits: Limits = Limits(), dtypes: tuple = dt.ALL, opset: int = 21):
+        self.rng = rng
+        self.limits = limits
+        self.dtypes = dtypes  # the dtypes this case may use (e.g. for Cast's target)
+        self.opset = opset  # the case's ONNX opset
+
+    # -- integers -----------------------------------------------------------------------
+    def int(self, lo: int, hi: int) -> int:
+        """An integer in [lo, hi], binned."""
+        return binned_int(self.rng, lo, hi, self.limits.bins)
+
+    def dim(self, hi: int | None = None) -> int:
+        return self.int(1, self.limits.max_dim if hi is None else max(1, min(hi, self.limits.max_dim)))
+
+    def divisor(self, n: int, hi: int | None = None) -> int:
+        """A divisor of n (at most hi)."""
+        ds = [d for d in range(1, n + 1) if n % d == 0 and (hi is None or d <= hi)]
+        return ds[self.rng.randrange(len(ds))]
+
+    def shape(self, rank: int, numel_cap: int | None = None) -> tuple:
+        """A fresh shape with binned dims, shrunk to fit the element cap."""
+        cap = self.limits.max_elems if numel_cap is None else numel_cap
+        dims = [self.dim() for _ in range(rank)]
+        while sym.prod(dims) > cap:
+            i = max(range(rank), key=lambda j: dims[j])
+            dims[i] = max(1, dims[i] // 2)
+        return tuple(dims)
+
+    # -- categorical choices (always concrete) ---------------------------------------------
+    def choice(self, seq: Sequence):
+        return seq[self.rng.randrange(len(seq))]
+
+    def coin(self, p: float = 0.5) -> bool:
+        return self.rng.random() < p
+
+    def uniform(self, lo: float, hi: float) -> float:
+        return f32(self.rng.uniform(lo, hi))
+
+    def axis(self, rank: int, negative_ok: bool = True) -> int:
+        """An axis of a rank-``rank`` tensor, sometimes spelled negatively."""
+        ax = self.rng.randrange(rank)
+        return ax - rank if negative_ok and self.coin(0.3) else ax
+
+    def axes(self, rank: int, lo: int = 1, hi: int | None = None) -> list:
+        """A sorted set of distinct non-negative axes, between lo and hi of them."""
+        hi = rank if hi is None else min(hi, rank)
+        k = self.rng.randint(min(lo, hi), hi)
+        return sorted(self.rng.sample(range(rank), k))
+
+    def perm(self, n: int) -> list:
+        p = list(range(n))
+        self.rng.shuffle(p)
+        return p
+
+
+class SymCtx(Ctx):
+    """Integer choices become fresh z3 variables with range constraints; the rest stays concrete."""
+
+    symbolic = True
+
+    def __init__(self, rng: random.Random, limits: Limits = Limits(), dtypes: tuple = dt.ALL,
+                 opset: int = 21, prefix: str = "v"):
+        super().__init__(rng, limits, dtypes, opset)
+        self.cons: list = []
+        self.vars: list = []  # (var, lo, hi) with concrete bounds or None
+        self._n = 0
+        self._prefix = prefix
+
+    def fresh(self, lo=None, hi=None):
+        v = z3.Int(f"{self._prefix}{self._n}")
+        self._n += 1
+        if lo is not None:
+            self.cons.append(v >= lo)
+        if hi is not None:
+            self.cons.append(v <= hi)
+        self.vars.append((v, lo if isinstance(lo, int) else None, hi if isinstance(hi, int) else None))
+        return v
+
+    def int(self, lo, hi):
+        return self.fresh(lo, hi)
+
+    def dim(self, hi=None):
+        return self.fresh(1, self.limits.max_dim if hi is None else sym.min_(hi, self.limits.max_dim))
+
+    def divisor(self, n, hi=None):
+        d = self.fresh(1, n if hi is None else sym.min_(n, hi))
+        self.cons.append(sym.mod(n, d) == 0)
+        return d
+
+    def shape(self, rank, numel_cap=None):
+        return tuple(self.dim() for _ in range(rank))
+
+
+class OpSpec:
+    """Base class of every operator spec; see the module docstring for the contract."""
+
+    name: ClassVar[str] = ""  # registry key, defaults to onnx_op
+    onnx_op: ClassVar[str] = ""
+    family: ClassVar[str] = ""  # set by the registry from the module
+    arity: ClassVar[int] = 1
+    n_outputs: ClassVar[int] = 1
+    dtypes: ClassVar[tuple] = ()
+    ranks: ClassVar[tuple] = (0, 1, 2, 3, 4, 5)
+    min_opset: ClassVar[int] = 13
+    max_opset: ClassVar[int | None] = None
+    #: True for operators with a restricted input domain (they define ``losses``).
+    restricted: ClassVar[bool] = False
+    #: False when ``sample``/``input_type`` cannot run on a symbolic context.
+    symbolic_ok: ClassVar[bool] = True
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        if cls.onnx_op and not cls.__dict__.get("name"):
+            cls.name = cls.onnx_op
+
+    # -- generation ------------------------------------------------------------------
+    def sample(self, ctx: Ctx, ins: list) -> dict:
+        return {}
+
+    def input_type(self, ctx: Ctx, i: int, ins: list, a: dict, dtype: str) -> TensorType:
+        return TensorType(dtype, ins[0].shape)
+
+    def requires(self, ins: list, a: dict) -> list:
+        return []
+
+    def infer(self, ins: list, a: dict) -> list:
+        raise NotImplementedError
+
+    def backward(self, ctx: Ctx, out: TensorType):
+        """Fast inverse of ``infer`` for output 0: ``(input types, attrs)``, or None to let
+        the generator solve for them with z3."""
+        return None
+
+    def backward_ranks(self, out: TensorType) -> tuple:
+        """Candidate ranks of the first input for an output of type ``out``."""
+        return (out.rank,)
+
+    def available(self, opset: int) -> bool:
+        return self.min_opset <= opset and (self.max_opset is None or opset <= self.max_opset)
+
+    def sigs(self, first_dtype: str | None = None) -> list:
+        return [s for s in self.dtypes if first_dtype is None or s[0] == first_dtype]
+
+    # -- materialization ----------------------------------------------------------------
+    def onnx_attrs(self, a: dict, b) -> dict:
+        return {}
+
+    def onnx(self, b, a: dict, xs: list, ys: list) -> None:
+        b.node(self.onnx_op, xs, ys, **self.onnx_attrs(a, b))
+
+    def torch(self, a: dict, *xs):
+        raise NotImplementedError
+
+    def losses(self, a: dict, *xs) -> list:
+        return []
+
+    def __repr__(self) -> str:
+        return f"<spec {self.name}>"
+
+
+def same_dtype_sigs(types: Sequence[str], arity: int) -> tuple:
+    """Signatures where every input has the same dtype."""
+    return tuple((t,) * arity for t in types)
+
+
+def all_true(conds) -> bool:
+    """Evaluate concrete constraints (any symbolic one is an error here)."""
+    for c in conds:
+        if sym.is_sym(c):
+            raise TypeError("symbolic constraint where a concrete one was expected")
+        if not c:
+            return False
+    return True
+
+
+Attrs = dict[str, Any]

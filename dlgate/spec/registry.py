@@ -1,0 +1,51 @@
+"""The operator registry: an explicit list of family modules, each with an ``OPS`` list."""
+from __future__ import annotations
+
+import importlib
+from functools import lru_cache
+
+from dlgate.spec.base import OpSpec
+
+#: One module per operator family, in a fixed order (the order specs are listed and drawn in).
+FAMILIES = ("unary", "binary", "activation", "logic", "cast", "reduce", "linalg", "conv",
+            "norm", "layout", "index")
+
+
+@lru_cache(maxsize=None)
+def all_specs() -> dict:
+    """Spec name -> spec instance, in family order."""
+    out: dict = {}
+    for fam in FAMILIES:
+        try:
+            mod = importlib.import_module(f"dlgate.spec.{fam}")
+        except ModuleNotFoundError as e:
+            if e.name == f"dlgate.spec.{fam}":
+                continue
+            raise
+        for cls in mod.OPS:
+            if not issubclass(cls, OpSpec) or not cls.name:
+                raise TypeError(f"{fam}.OPS holds {cls!r}, which is not a named OpSpec")
+            if cls.name in out:
+                raise ValueError(f"operator spec {cls.name!r} is defined twice")
+            cls.family = fam
+            out[cls.name] = cls()
+    return out
+
+
+def get(name: str) -> OpSpec:
+    specs = all_specs()
+    try:
+        return specs[name]
+    except KeyError:
+        raise KeyError(f"unknown operator {name!r}; known: {', '.join(specs)}") from None
+
+
+def select(names) -> list:
+    """Specs for the given names (None = all), with a clear error for unknown names."""
+    specs = all_specs()
+    if names is None:
+        return list(specs.values())
+    unknown = [n for n in names if n not in specs]
+    if unknown:
+        raise KeyError(f"unknown operator(s) {', '.join(unknown)}; known: {', '.join(specs)}")
+    return [specs[n] for n in names]

@@ -1,0 +1,203 @@
+"""Unary element-wise maths: one input, one output of the same shape."""
+from __future__ import annotations
+
+import torch
+
+from dlgate import dtypes as dt
+from dlgate.spec import losses as L
+from dlgate.spec.base import OpSpec, TensorType
+
+
+class Unary(OpSpec):
+    """Element-wise ``y = f(x)``; ``out_dtype`` None keeps the input dtype."""
+
+    types: tuple = dt.FLOATS
+    out_dtype: str | None = None
+    fn = None
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        cls.dtypes = tuple((t,) for t in cls.types)
+
+    def infer(self, ins, a):
+        return [TensorType(self.out_dtype or ins[0].dtype, ins[0].shape)]
+
+    def backward(self, ctx, out):
+        if self.out_dtype is None:
+            return ([out], {}) if out.dtype in self.types else None
+        if out.dtype != self.out_dtype:
+            return None
+        return [TensorType(ctx.choice(self.types), out.shape)], {}
+
+    def torch(self, a, x):
+        return type(self).fn(x)
+
+
+class Abs(Unary):
+    onnx_op = "Abs"
+    types = dt.FLOATS + dt.SIGNED
+    fn = torch.abs
+
+
+class Neg(Unary):
+    onnx_op = "Neg"
+    types = dt.FLOATS + dt.SIGNED
+    fn = torch.neg
+
+
+class Sign(Unary):
+    onnx_op = "Sign"
+    types = dt.FLOATS + dt.SIGNED
+    fn = torch.sign
+
+
+class Exp(Unary):
+    onnx_op = "Exp"
+    restricted = True
+    fn = torch.exp
+
+    def losses(self, a, x):
+        return [L.le0(x - L.log_max(x))]
+
+
+class Log(Unary):
+    onnx_op = "Log"
+    restricted = True
+    fn = torch.log
+
+    def losses(self, a, x):
+        return [L.gt0(x)]
+
+
+class Sqrt(Unary):
+    onnx_op = "Sqrt"
+    restricted = True
+    fn = torch.sqrt
+
+    def losses(self, a, x):
+        return [L.ge0(x)]
+
+
+class Reciprocal(Unary):
+    onnx_op = "Reciprocal"
+    restricted = True
+    fn = torch.reciprocal
+
+    def losses(self, a, x):
+        return [L.gt0(x.abs())]
+
+
+class Sin(Unary):
+    onnx_op = "Sin"
+    fn = torch.sin
+
+
+class Cos(Unary):
+    onnx_op = "Cos"
+    fn = torch.cos
+
+
+class Tan(Unary):
+    onnx_op = "Tan"
+    fn = torch.tan
+
+
+class Asin(Unary):
+    onnx_op = "Asin"
+    restricted = True
+    fn = torch.asin
+
+    def losses(self, a, x):
+        return [L.le0(x.abs() - 1)]
+
+
+class Acos(Unary):
+    onnx_op = "Acos"
+    restricted = True
+    fn = torch.acos
+
+    def losses(self, a, x):
+        return [L.le0(x.abs() - 1)]
+
+
+class Atan(Unary):
+    onnx_op = "Atan"
+    fn = torch.atan
+
+
+class Sinh(Unary):
+    onnx_op = "Sinh"
+    restricted = True
+    fn = torch.sinh
+
+    def losses(self, a, x):
+        return [L.le0(x.abs() - L.log_max(x))]
+
+
+class Cosh(Unary):
+    onnx_op = "Cosh"
+    restricted = True
+    fn = torch.cosh
+
+    def losses(self, a, x):
+        return [L.le0(x.abs() - L.log_max(x))]
+
+
+class Asinh(Unary):
+    onnx_op = "Asinh"
+    fn = torch.asinh
+
+
+class Acosh(Unary):
+    onnx_op = "Acosh"
+    restricted = True
+    fn = torch.acosh
+
+    def losses(self, a, x):
+        return [L.ge0(x - 1)]
+
+
+class Atanh(Unary):
+    onnx_op = "Atanh"
+    restricted = True
+    fn = torch.atanh
+
+    def losses(self, a, x):
+        return [L.lt0(x.abs() - 1)]
+
+
+class Floor(Unary):
+    onnx_op = "Floor"
+    fn = torch.floor
+
+
+class Ceil(Unary):
+    onnx_op = "Ceil"
+    fn = torch.ceil
+
+
+class Round(Unary):
+    onnx_op = "Round"  # half to even in both ONNX and PyTorch
+    fn = torch.round
+
+
+class Erf(Unary):
+    onnx_op = "Erf"
+    fn = torch.erf
+
+
+class IsNaN(Unary):
+    onnx_op = "IsNaN"
+    out_dtype = dt.BOOL
+    fn = torch.isnan
+
+
+class IsInf(Unary):
+    onnx_op = "IsInf"
+    out_dtype = dt.BOOL
+    min_opset = 20  # float16 support arrived in opset 20
+    fn = torch.isinf
+
+
+OPS = [Abs, Neg, Sign, Exp, Log, Sqrt, Reciprocal, Sin, Cos, Tan, Asin, Acos, Atan,
+       Sinh, Cosh, Asinh, Acosh, Atanh, Floor, Ceil, Round, Erf, IsNaN, IsInf]

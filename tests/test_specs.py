@@ -1,0 +1,76 @@
+"""Every operator spec against ONNX's checker and reference evaluator, onnxruntime and
+its own PyTorch implementation, on single-operator models over random shapes."""
+from __future__ import annotations
+
+import numpy as np
+import onnx
+import pytest
+import torch
+from onnx.reference import ReferenceEvaluator
+
+from dlgate.graph.ir import random_values
+from dlgate.materialize.torch_model import GraphModule
+from dlgate.probe.single import single_op_graph, single_op_model
+from dlgate.spec import schema
+from dlgate.spec.registry import all_specs
+from tests.helpers import finite, mismatch, ort_run
+
+SPECS = all_specs()
+OPSETS = (13, 17, 21)
+#: Defects of onnx.reference itself, where it cannot serve as the tie-breaker.
+REFERENCE_DEFECTS = {
+    "Mean": "onnx.reference's Mean adds in place into its first input, so it cannot broadcast it",
+}
+SEEDS = 4
+
+
+def _cases(spec):
+    for opset in OPSETS:
+        if not spec.available(opset):
+            continue
+        for sig in spec.dtypes:
+            if schema.allowed(spec.onnx_op, sig, opset):
+                yield opset, sig
+
+
+def _numeric_inputs(g, rng):
+    return [random_values(rng, g.tensors[t]) for t in g.inputs]
+
+
+@pytest.mark.parametrize("name", list(SPECS))
+def test_spec(name):
+    spec = SPECS[name]
+    built = 0
+    for opset, sig in _cases(spec):
+        for k in range(SEEDS):
+            g = single_op_graph(name, sig, opset, k)
+            if g is None:
+                continue
+            built += 1
+            node = g.nodes[0]
+            where = f"{name} {sig} opset {opset} attrs {node.attrs} inputs {[str(t) for t in g.input_types()]}"
+            model = single_op_model(g, k)
+            onnx.checker.check_model(onnx.load_from_string(model), full_check=True)
+            rng = np.random.default_rng(k)
+            feeds = _numeric_inputs(g, rng)
+            with torch.no_grad():
+                ours = [o.numpy() for o in GraphModule(g)(*[torch.from_numpy(x.copy()) for x in feeds])]
+            for t, y in zip(g.outputs, ours):
+                want = g.tensors[t]
+                assert (str(y.dtype), tuple(y.shape)) == (want.dtype, tuple(want.shape)), f"{where}: torch gives {y.dtype}{y.shape}, spec says {want}"
+            if not finite(*feeds, *ours):
+                continue
+            if name not in REFERENCE_DEFECTS:
+                ref = ReferenceEvaluator(onnx.load_from_string(model)).run(None, {g.name(t): x for t, x in zip(g.inputs, feeds)})
+                for a, b in zip(ref, ours):
+                    err = mismatch(np.asarray(a), b)
+                    assert err is None, f"{where}: ONNX reference vs torch: {err}"
+            try:
+                got = ort_run(model, g, feeds)
+            except Exception as e:  # an operator/dtype onnxruntime does not implement
+                assert "NOT_IMPLEMENTED" in str(e) or "not supported" in str(e).lower(), f"{where}: {e}"
+                continue
+            for a, b in zip(got, ours):
+                err = mismatch(a, b)
+                assert err is None, f"{where}: onnxruntime vs torch: {err}"
+    assert built, f"no single-operator model of {name} could be built"
