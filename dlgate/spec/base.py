@@ -228,6 +228,9 @@ class OpSpec:
     restricted: ClassVar[bool] = False
     #: False when ``sample``/``input_type`` cannot run on a symbolic context.
     symbolic_ok: ClassVar[bool] = True
+    #: True for operators whose output jumps at some input values (Floor, Sign, comparisons,
+    #: casts to integer, ArgMax...): a rounding-level difference upstream may flip them.
+    jumps: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
@@ -255,6 +258,10 @@ class OpSpec:
     def backward_ranks(self, out: TensorType) -> tuple:
         """Candidate ranks of the first input for an output of type ``out``."""
         return (out.rank,)
+
+    def discontinuous(self, a: dict) -> bool:
+        """Whether this instance's output can jump under a rounding-level input change."""
+        return self.jumps
 
     def available(self, opset: int) -> bool:
         return self.min_opset <= opset and (self.max_opset is None or opset <= self.max_opset)

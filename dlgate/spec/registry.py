@@ -8,7 +8,7 @@ from dlgate.spec.base import OpSpec
 
 #: One module per operator family, in a fixed order (the order specs are listed and drawn in).
 FAMILIES = ("unary", "binary", "activation", "logic", "cast", "reduce", "linalg", "conv",
-            "norm", "layout", "index")
+            "pool", "norm", "layout", "slicing", "index")
 
 
 @lru_cache(maxsize=None)

@@ -47,6 +47,7 @@ class Neg(Unary):
 
 class Sign(Unary):
     onnx_op = "Sign"
+    jumps = True
     types = dt.FLOATS + dt.SIGNED
     fn = torch.sign
 
@@ -168,16 +169,19 @@ class Atanh(Unary):
 
 class Floor(Unary):
     onnx_op = "Floor"
+    jumps = True
     fn = torch.floor
 
 
 class Ceil(Unary):
     onnx_op = "Ceil"
+    jumps = True
     fn = torch.ceil
 
 
 class Round(Unary):
     onnx_op = "Round"  # half to even in both ONNX and PyTorch
+    jumps = True
     fn = torch.round
 
 

@@ -1,0 +1,159 @@
+"""The ``dlgate`` command."""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+
+from dlgate import __version__
+
+
+class UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, exit status 2
+        raise UsageError(f"{self.prog}: {message}")
+
+
+def _positive(text: str) -> int:
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return v
+
+
+def _opset(text: str) -> int:
+    v = _positive(text)
+    if not 13 <= v <= 21:
+        raise argparse.ArgumentTypeError(f"opset {v} is outside the supported range 13-21")
+    return v
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="dlgate", description="CI regression gate for deep-learning compilers.")
+    p.add_argument("--version", action="version", version=f"dlgate {__version__}")
+    sub = p.add_subparsers(dest="command", parser_class=_Parser, required=True)
+
+    g = sub.add_parser("gen", help="generate a deterministic batch of models")
+    g.add_argument("--seed", required=True, help="root seed text (a commit SHA in CI)")
+    g.add_argument("--count", type=_positive, required=True, help="number of models")
+    g.add_argument("--out", required=True, help="output directory")
+    g.add_argument("--campaign", default="default", help="campaign name (part of the seed)")
+    g.add_argument("--start", type=int, default=0, help="index of the first case")
+    g.add_argument("--max-nodes", type=_positive, default=10)
+    g.add_argument("--min-nodes", type=_positive, default=1)
+    g.add_argument("--opset", type=_opset, help="fixed ONNX opset (default: drawn per case from 13-21)")
+    g.add_argument("--ops", help="comma-separated operator names to draw from (default: all)")
+    g.add_argument("--support", metavar="SYSTEM", help="restrict to what SYSTEM was probed to support (onnxruntime, tvm)")
+
+    s = sub.add_parser("stats", help="diversity metrics of a generated batch")
+    s.add_argument("dir")
+    s.add_argument("--json", dest="json_out", help="where to write the JSON (default DIR/stats.json)")
+
+    pr = sub.add_parser("probe", help="probe which operator x dtype combinations a system supports")
+    pr.add_argument("--system", required=True, help="onnxruntime or tvm")
+    pr.add_argument("--refresh", action="store_true", help="ignore the cache and probe again")
+    pr.add_argument("--jobs", type=_positive, default=1)
+
+    sub.add_parser("ops", help="list the operator specs")
+    return p
+
+
+def cmd_gen(args) -> int:
+    from dlgate.case import make_case
+    from dlgate.graph.generator import GenConfig, Generator
+    from dlgate.spec.registry import select
+
+    ops = tuple(o.strip() for o in args.ops.split(",") if o.strip()) if args.ops else None
+    if ops is not None:
+        try:
+            select(ops)
+        except KeyError as e:
+            raise UsageError(f"dlgate gen: --ops: {e.args[0]}") from None
+    if args.min_nodes > args.max_nodes:
+        raise UsageError("dlgate gen: --min-nodes must not exceed --max-nodes")
+    if args.start < 0:
+        raise UsageError("dlgate gen: --start must be non-negative")
+    support = None
+    if args.support:
+        from dlgate.probe.runners import RUNNERS
+        from dlgate.probe.support import load_or_probe, support_set
+
+        if args.support not in RUNNERS:
+            raise UsageError(f"dlgate gen: --support: unknown system {args.support!r}; known: {', '.join(RUNNERS)}")
+        support = support_set(load_or_probe(args.support))
+    cfg = GenConfig(min_nodes=args.min_nodes, max_nodes=args.max_nodes, ops=ops, opset=args.opset, support=support)
+    gen = Generator(cfg)
+    os.makedirs(args.out, exist_ok=True)
+    t0 = time.perf_counter()
+    for i in range(args.start, args.start + args.count):
+        make_case(gen, args.seed, args.campaign, i).write(args.out)
+    dt_ms = (time.perf_counter() - t0) * 1000 / args.count
+    print(f"wrote {args.count} models to {args.out} ({dt_ms:.1f} ms per model)")
+    return 0
+
+
+def cmd_stats(args) -> int:
+    from dlgate import stats
+
+    try:
+        graphs = stats.load_graphs(args.dir)
+    except FileNotFoundError as e:
+        raise UsageError(f"dlgate stats: {e}") from None
+    res = stats.compute(graphs)
+    print(stats.render(res), end="")
+    path = args.json_out or os.path.join(args.dir, "stats.json")
+    with open(path, "w") as f:
+        json.dump(res, f, indent=1, sort_keys=True)
+        f.write("\n")
+    print(f"wrote {path}")
+    return 0
+
+
+def cmd_probe(args) -> int:
+    from dlgate.probe.runners import RUNNERS
+    from dlgate.probe.support import cache_path, load_or_probe
+
+    if args.system not in RUNNERS:
+        raise UsageError(f"dlgate probe: unknown system {args.system!r}; known: {', '.join(RUNNERS)}")
+
+    def progress(done, total):
+        print(f"probing {args.system}: {done}/{total}", file=sys.stderr, flush=True)
+
+    doc = load_or_probe(args.system, refresh=args.refresh, jobs=args.jobs, progress=progress)
+    ops = sorted({n for n, _, _ in doc["supported"]})
+    print(f"{args.system} {doc['version']}: {len(doc['supported'])} supported and "
+          f"{len(doc['unsupported'])} unsupported operator x dtype x opset combinations "
+          f"({len(ops)} operators usable)")
+    print(f"cache: {cache_path(args.system, doc['version'])}")
+    return 0
+
+
+def cmd_ops(args) -> int:
+    from dlgate.spec.registry import all_specs
+
+    for name, spec in all_specs().items():
+        dts = sorted({t for s in spec.dtypes for t in s})
+        print(f"{name:24} {spec.family:10} opset>={spec.min_opset:<3} {','.join(dts)}")
+    return 0
+
+
+COMMANDS = {"gen": cmd_gen, "stats": cmd_stats, "probe": cmd_probe, "ops": cmd_ops}
+
+
+def main(argv=None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        return COMMANDS[args.command](args)
+    except UsageError as e:
+        print(str(e).splitlines()[0], file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130

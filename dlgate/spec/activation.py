@@ -1,0 +1,228 @@
+"""Activations: element-wise non-linearities (some with float attributes), PRelu with a
+unidirectionally broadcast slope, and Softmax/LogSoftmax/Hardmax along one axis."""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from dlgate import dtypes as dt
+from dlgate.spec import sym
+from dlgate.spec.base import OpSpec, TensorType, f32
+from dlgate.spec.binary import reduced_partner
+
+#: Probability a float attribute takes its ONNX default (so the omitted spelling is exercised).
+DEFAULT_PROB = 0.3
+
+
+class Activation(OpSpec):
+    """Element-wise ``y = f(x; attrs)``, same type in and out.
+
+    ``params``: ``(name, lo, hi, default)`` per float attribute, sampled uniformly in
+    ``[lo, hi]`` (float32-rounded) or set to the (float32) default.
+    """
+
+    types: tuple = dt.FLOATS
+    params: tuple = ()
+    fn = None
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        cls.dtypes = tuple((t,) for t in cls.types)
+
+    def sample(self, ctx, ins):
+        a = {}
+        for name, lo, hi, default in self.params:
+            a[name] = f32(default) if ctx.coin(DEFAULT_PROB) else ctx.uniform(lo, hi)
+        return a
+
+    def infer(self, ins, a):
+        return [TensorType(ins[0].dtype, ins[0].shape)]
+
+    def backward(self, ctx, out):
+        if out.dtype not in self.types or out.rank not in self.ranks:
+            return None
+        return [out], self.sample(ctx, [out])
+
+    def onnx_attrs(self, a, b):
+        return {name: b.opt(a[name], f32(default)) for name, _, _, default in self.params}
+
+    def torch(self, a, x):
+        return type(self).fn(x)
+
+
+class Relu(Activation):
+    onnx_op = "Relu"
+    types = dt.FLOATS + dt.SIGNED  # the integer types from opset 14
+    fn = torch.relu
+
+
+class LeakyRelu(Activation):
+    onnx_op = "LeakyRelu"
+    params = (("alpha", 0.0, 1.0, 0.01),)
+
+    def torch(self, a, x):
+        return torch.where(x >= 0, x, x * a["alpha"])
+
+
+class PRelu(OpSpec):
+    """``y = x < 0 ? slope * x : x``; ``slope`` broadcasts unidirectionally to ``x``."""
+
+    onnx_op = "PRelu"
+    arity = 2
+    dtypes = tuple((t, t) for t in dt.FLOATS + dt.COMMON_INTS)  # int32/int64 from opset 16
+
+    def input_type(self, ctx, i, ins, a, dtype):
+        return TensorType(dtype, reduced_partner(ctx, ins[0].shape))
+
+    def requires(self, ins, a):
+        x, s = ins[0].shape, ins[1].shape
+        if len(s) > len(x):
+            return [False]
+        return [sym.Or(d == 1, d == e) for d, e in zip(s, x[len(x) - len(s):])]
+
+    def infer(self, ins, a):
+        return [TensorType(ins[0].dtype, ins[0].shape)]
+
+    def backward(self, ctx, out):
+        if out.dtype not in dt.FLOATS + dt.COMMON_INTS:
+            return None
+        return [out, TensorType(out.dtype, reduced_partner(ctx, out.shape))], {}
+
+    def torch(self, a, x, slope):
+        return torch.where(x < 0, x * slope, x)
+
+
+class Elu(Activation):
+    onnx_op = "Elu"
+    params = (("alpha", 0.1, 3.0, 1.0),)
+
+    def torch(self, a, x):
+        return F.elu(x, alpha=a["alpha"])
+
+
+class Selu(Activation):
+    onnx_op = "Selu"
+    params = (("alpha", 0.5, 3.0, 1.67326319217681884765625),
+              ("gamma", 0.5, 2.0, 1.05070102214813232421875))
+
+    def torch(self, a, x):
+        return a["gamma"] * torch.where(x > 0, x, a["alpha"] * torch.expm1(x))
+
+
+class Celu(Activation):
+    onnx_op = "Celu"
+    types = (dt.FLOAT32,)
+    params = (("alpha", 0.1, 3.0, 1.0),)
+
+    def torch(self, a, x):
+        return F.celu(x, alpha=a["alpha"])
+
+
+class Sigmoid(Activation):
+    onnx_op = "Sigmoid"
+    fn = torch.sigmoid
+
+
+class HardSigmoid(Activation):
+    onnx_op = "HardSigmoid"
+    params = (("alpha", 0.05, 1.0, 0.2), ("beta", 0.0, 1.0, 0.5))
+
+    def torch(self, a, x):
+        return torch.clamp(a["alpha"] * x + a["beta"], 0.0, 1.0)
+
+
+class HardSwish(Activation):
+    onnx_op = "HardSwish"
+    min_opset = 14
+
+    def torch(self, a, x):
+        # ONNX defines it as x * HardSigmoid(x; alpha=1/6 as a float32 attribute, beta=0.5)
+        return x * torch.clamp(f32(1 / 6) * x + 0.5, 0.0, 1.0)
+
+
+class Gelu(Activation):
+    onnx_op = "Gelu"
+    min_opset = 20
+
+    def sample(self, ctx, ins):
+        return {"approximate": ctx.choice(("none", "tanh"))}
+
+    def onnx_attrs(self, a, b):
+        return {"approximate": b.opt(a["approximate"], "none")}
+
+    def torch(self, a, x):
+        return F.gelu(x, approximate=a["approximate"])
+
+
+class Softplus(Activation):
+    onnx_op = "Softplus"
+    fn = F.softplus  # log(1 + exp(x)), linear past 20 like a stable log-add-exp
+
+
+class Softsign(Activation):
+    onnx_op = "Softsign"
+    fn = F.softsign
+
+
+class Tanh(Activation):
+    onnx_op = "Tanh"
+    fn = torch.tanh
+
+
+class ThresholdedRelu(Activation):
+    onnx_op = "ThresholdedRelu"
+    params = (("alpha", -1.0, 3.0, 1.0),)
+
+    def torch(self, a, x):
+        return torch.where(x > a["alpha"], x, torch.zeros_like(x))
+
+
+class Mish(Activation):
+    onnx_op = "Mish"
+    min_opset = 18
+    fn = F.mish
+
+
+class AxisActivation(Activation):
+    """Normalization along one axis (opset 13 semantics); ``axis`` defaults to -1."""
+
+    ranks = (1, 2, 3, 4, 5)
+
+    def sample(self, ctx, ins):
+        return {"axis": ctx.axis(ins[0].rank)}
+
+    def onnx_attrs(self, a, b):
+        return {"axis": b.opt(a["axis"], -1)}
+
+
+class Softmax(AxisActivation):
+    onnx_op = "Softmax"
+
+    def torch(self, a, x):
+        return torch.softmax(x, dim=a["axis"])
+
+
+class LogSoftmax(AxisActivation):
+    onnx_op = "LogSoftmax"
+
+    def torch(self, a, x):
+        return torch.log_softmax(x, dim=a["axis"])
+
+
+class Hardmax(AxisActivation):
+    """One-hot of the *first* maximum along ``axis`` (ONNX's tie-breaking, and NumPy's
+    argmax, which treats the first NaN as the maximum), computed without relying on
+    PyTorch's own argmax tie-breaking."""
+
+    onnx_op = "Hardmax"
+
+    def torch(self, a, x):
+        ax = a["axis"] % x.dim()
+        m = x.amax(dim=ax, keepdim=True)
+        hit = torch.where(torch.isnan(m), torch.isnan(x), x == m)
+        first = hit & (torch.cumsum(hit.to(torch.int64), dim=ax) == 1)
+        return first.to(x.dtype)
+
+
+OPS = [Relu, LeakyRelu, PRelu, Elu, Selu, Celu, Sigmoid, HardSigmoid, HardSwish, Gelu,
+       Softplus, Softsign, Tanh, ThresholdedRelu, Mish, Softmax, LogSoftmax, Hardmax]

@@ -1,0 +1,148 @@
+"""The graph generator: validity of its structure, its knobs, and its use of z3."""
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import pytest
+
+from dlgate.graph.generator import GenConfig, GenerationError, Generator
+from dlgate.seeds import case_seed
+from dlgate.spec.base import Ctx, Limits, binned_int
+from dlgate.spec.registry import all_specs
+
+
+def _graphs(cfg, n=60, root="t"):
+    gen = Generator(cfg)
+    return gen, [gen.generate(case_seed(root, "gen", i)) for i in range(n)]
+
+
+def _check_structure(g, limits=Limits()):
+    defined = set(g.inputs) | set(g.consts)
+    for node in g.nodes:
+        assert all(t in defined for t in node.inputs), "node consumes a tensor defined later"
+        for t in node.outputs:
+            assert t not in defined, "tensor defined twice"
+            defined.add(t)
+    assert set(g.outputs) <= defined and g.outputs
+    assert set(range(len(g.tensors))) == defined
+    assert g.inputs, "every model has at least one graph input"
+    for t in g.tensors:
+        assert t.rank <= limits.max_rank and t.numel <= limits.max_elems and all(d >= 1 for d in t.shape)
+    assert set(g.values) == set(g.consts)
+
+
+def test_graphs_are_well_formed_and_within_limits():
+    _, graphs = _graphs(GenConfig(max_nodes=12), n=80)
+    for g in graphs:
+        _check_structure(g)
+        assert 1 <= len(g.nodes) <= 12
+
+
+def test_node_count_follows_the_configured_range():
+    _, graphs = _graphs(GenConfig(min_nodes=6, max_nodes=6), n=30)
+    assert Counter(len(g.nodes) for g in graphs).most_common(1)[0][0] == 6
+    assert all(len(g.nodes) <= 6 for g in graphs)
+
+
+def test_operator_restriction_is_honoured():
+    _, graphs = _graphs(GenConfig(ops=("Add", "Relu", "Sigmoid")), n=30)
+    assert {n.op for g in graphs for n in g.nodes} <= {"Add", "Relu", "Sigmoid"}
+
+
+def test_unknown_operator_is_a_clear_error():
+    with pytest.raises(KeyError, match="unknown operator"):
+        Generator(GenConfig(ops=("Add", "NoSuchOp")))
+
+
+def test_fixed_opset_and_drawn_opsets():
+    _, fixed = _graphs(GenConfig(opset=17), n=10)
+    assert {g.opset for g in fixed} == {17}
+    _, drawn = _graphs(GenConfig(), n=60)
+    opsets = {g.opset for g in drawn}
+    assert len(opsets) >= 4 and min(opsets) >= 13 and max(opsets) <= 21
+
+
+def test_picking_rate_makes_graphs_denser():
+    def shared(graphs):  # tensors consumed more than once
+        return sum(sum(1 for c in g.consumers().values() if len(c) > 1) for g in graphs)
+
+    ops = ("Add", "Mul", "Sub", "Max", "Where", "Concat")
+    ops = tuple(o for o in ops if o in all_specs())
+    _, dense = _graphs(GenConfig(ops=ops, picking_rate=1.0, min_nodes=8, max_nodes=8), n=40)
+    _, sparse = _graphs(GenConfig(ops=ops, picking_rate=0.0, min_nodes=8, max_nodes=8), n=40)
+    assert shared(dense) > 2 * shared(sparse)
+    assert sum(len(g.inputs) + len(g.consts) for g in sparse) > sum(len(g.inputs) + len(g.consts) for g in dense)
+
+
+def test_multi_input_and_multi_output_graphs_occur():
+    _, graphs = _graphs(GenConfig(max_nodes=10), n=80)
+    assert any(len(g.inputs) > 1 for g in graphs)
+    assert any(len(g.outputs) > 1 for g in graphs)
+    assert any(g.consts for g in graphs), "some placeholders become constant initializers"
+
+
+def test_forward_only_and_backward_insertion_both_work():
+    gen, _ = _graphs(GenConfig(forward_prob=1.0), n=20)
+    assert gen.stats["backward"] == gen.stats["z3_backward"] == 0 and gen.stats["forward"] > 0
+    gen, graphs = _graphs(GenConfig(forward_prob=0.0), n=20)
+    assert gen.stats["forward"] == gen.stats["z3_forward"] == 0
+    assert gen.stats["backward"] > 0
+    for g in graphs:
+        _check_structure(g)
+
+
+def test_z3_solves_what_propagation_cannot():
+    specs = all_specs()
+    ops = tuple(o for o in ("Conv", "MaxPool", "AveragePool", "Pad", "ConvTranspose") if o in specs)
+    if not ops:
+        pytest.skip("no arithmetic-shape operator is registered yet")
+    gen, graphs = _graphs(GenConfig(ops=ops + ("Relu",), forward_prob=0.3, max_nodes=6), n=40)
+    assert gen.stats["z3_backward"] > 0
+    assert gen.solver.calls > 0
+    for g in graphs:
+        _check_structure(g)
+
+
+def test_support_restriction_limits_operator_dtype_pairs():
+    support = frozenset((name, ("float32",) * spec.arity, o)
+                        for name, spec in all_specs().items() for o in range(13, 22)
+                        if ("float32",) * spec.arity in spec.dtypes)
+    _, graphs = _graphs(GenConfig(support=support, opset=18), n=40)
+    for g in graphs:
+        for n in g.nodes:
+            assert all(g.tensors[t].dtype == "float32" for t in n.inputs), n
+
+
+def test_attribute_binning_spreads_values_over_bins():
+    rng = random.Random(0)
+    vals = [binned_int(rng, 0, 200, 7) for _ in range(4000)]
+    buckets = Counter(0 if v == 0 else v.bit_length() for v in vals)
+    # {0}, [1,2), [2,4), ..., [64, 200]: eight bins, each drawn about equally often
+    assert len(buckets) == 8 and min(buckets.values()) > 300
+    neg = [binned_int(rng, -10, 10, 7) for _ in range(1000)]
+    assert min(neg) < 0 < max(neg) and neg.count(0) > 50
+
+
+def test_shapes_respect_the_element_cap():
+    ctx = Ctx(random.Random(1), Limits(max_elems=100))
+    for _ in range(200):
+        s = ctx.shape(4)
+        assert all(d >= 1 for d in s)
+        prod = 1
+        for d in s:
+            prod *= d
+        assert prod <= 100
+
+
+def test_bad_config_is_rejected():
+    with pytest.raises(ValueError):
+        GenConfig(min_nodes=5, max_nodes=2)
+    with pytest.raises(ValueError):
+        GenConfig(dtypes=("float32", "complex64"))
+
+
+def test_impossible_request_raises_generation_error():
+    gen = Generator(GenConfig(ops=("Add",), dtypes=("bool",)))
+    with pytest.raises(GenerationError):
+        gen.generate(1)
