@@ -71,8 +71,11 @@ def test_picking_rate_makes_graphs_denser():
     ops = tuple(o for o in ops if o in all_specs())
     _, dense = _graphs(GenConfig(ops=ops, picking_rate=1.0, min_nodes=8, max_nodes=8), n=40)
     _, sparse = _graphs(GenConfig(ops=ops, picking_rate=0.0, min_nodes=8, max_nodes=8), n=40)
-    assert shared(dense) > 2 * shared(sparse)
-    assert sum(len(g.inputs) + len(g.consts) for g in sparse) > sum(len(g.inputs) + len(g.consts) for g in dense)
+    def placeholders(graphs):
+        return sum(len(g.inputs) + len(g.consts) for g in graphs)
+
+    assert shared(dense) > 1.5 * shared(sparse)
+    assert placeholders(sparse) > 1.3 * placeholders(dense)
 
 
 def test_multi_input_and_multi_output_graphs_occur():
@@ -117,7 +120,7 @@ def test_support_restriction_limits_operator_dtype_pairs():
 def test_attribute_binning_spreads_values_over_bins():
     rng = random.Random(0)
     vals = [binned_int(rng, 0, 200, 7) for _ in range(4000)]
-    buckets = Counter(0 if v == 0 else v.bit_length() for v in vals)
+    buckets = Counter(0 if v == 0 else min(v.bit_length(), 7) for v in vals)
     # {0}, [1,2), [2,4), ..., [64, 200]: eight bins, each drawn about equally often
     assert len(buckets) == 8 and min(buckets.values()) > 300
     neg = [binned_int(rng, -10, 10, 7) for _ in range(1000)]

@@ -6,8 +6,9 @@ Agreement is checked at two levels. Per node: every operator's PyTorch implement
 fed onnxruntime's own intermediate values, reproduces onnxruntime's outputs (this checks
 both lowerings of every node in every model). Whole model: where the PyTorch run is
 numerically valid (no NaN/Inf anywhere), the outputs agree, unless the first node where
-the two runs diverge is one whose output jumps (Floor, Sign, a comparison...) and whose
-inputs still agree: a rounding-level difference upstream legitimately flips it.
+the two runs diverge sees agreeing inputs and amplifies their rounding-level differences
+(a discontinuity such as Floor, or ill-conditioning such as Tan near a pole): legitimate
+differences that the oracle classifies, not lowering errors.
 """
 from __future__ import annotations
 
@@ -49,6 +50,16 @@ def _expose_all(model_bytes: bytes, g) -> bytes:
     return m.SerializeToString()
 
 
+def _torch_node(n, ins):
+    with torch.no_grad():
+        outs = get(n.op).torch(n.attrs, *[torch.from_numpy(np.array(x, copy=True)) for x in ins])
+    return [y.numpy() for y in (outs if isinstance(outs, (tuple, list)) else (outs,))]
+
+
+def _half(*arrays) -> bool:
+    return any(np.asarray(a).dtype == np.float16 for a in arrays)
+
+
 def _check_case(case):
     g = case.graph
     where = f"case {case.id} ops {g.op_names()}"
@@ -59,16 +70,16 @@ def _check_case(case):
     env_ort = {t: x for t, x in zip(g.inputs, feeds)}
     env_ort.update({t: np.asarray(g.values[t]) for t in g.consts})
     env_ort.update({t: ort_vals[g.name(t)] for n in g.nodes for t in n.outputs})
-    # Per node: both lowerings of every node agree on identical inputs.
+    # Per node: both lowerings of every node agree on identical inputs. Not for float16:
+    # onnxruntime's CPU provider runs float16 operators it has no kernel for in float32 and
+    # drops the casts between consecutive ones, so a float16 value it exposes is not the
+    # value the next operator consumed.
     for n in g.nodes:
         ins = [env_ort[t] for t in n.inputs]
-        if not finite(*ins):
+        outs = [env_ort[t] for t in n.outputs]
+        if not finite(*ins) or _half(*ins, *outs):
             continue
-        with torch.no_grad():
-            outs = get(n.op).torch(n.attrs, *[torch.from_numpy(np.array(x, copy=True)) for x in ins])
-        outs = outs if isinstance(outs, (tuple, list)) else (outs,)
-        for t, y in zip(n.outputs, outs):
-            y = y.numpy()
+        for t, y in zip(n.outputs, _torch_node(n, ins)):
             if finite(y, env_ort[t]):
                 err = mismatch(env_ort[t], y)
                 assert err is None, f"{where}: node {n.op} {n.attrs}: {err}"
@@ -81,12 +92,18 @@ def _check_case(case):
     bad = [t for t in g.outputs if mismatch(env_ort[t], env_t[t]) is not None]
     if not bad:
         return "agree"
+    # The first node where the runs diverge must see agreeing inputs (so the two models
+    # are wired and parameterized alike), and the divergence must come from the operator
+    # itself amplifying rounding-level input differences (its own output moves when fed
+    # the other run's inputs: ill-conditioning or a discontinuity), or from float16.
     for n in g.nodes:
         if any(mismatch(env_ort[t], env_t[t]) for t in n.outputs):
-            inputs_agree = all(mismatch(env_ort[t], env_t[t]) is None for t in n.inputs)
-            assert inputs_agree and get(n.op).discontinuous(n.attrs), (
-                f"{where}: outputs {bad} differ from node {n.op} {n.attrs} on, which is not a discontinuity")
-            return "flipped"
+            ins_ort, ins_t = [env_ort[t] for t in n.inputs], [env_t[t] for t in n.inputs]
+            assert all(mismatch(a, b) is None for a, b in zip(ins_ort, ins_t)), f"{where}: inputs of {n.op} differ"
+            moved = any(mismatch(a, b) for a, b in zip(_torch_node(n, ins_ort), _torch_node(n, ins_t)))
+            assert moved or _half(*ins_ort), (
+                f"{where}: outputs {bad} differ from node {n.op} {n.attrs} on, though its inputs agree")
+            return "amplified"
     raise AssertionError(f"{where}: outputs differ but no node diverges")
 
 
@@ -96,7 +113,8 @@ def test_batch_is_valid_and_agrees(generator, chunk):
     for i in range(chunk, N, CHUNKS):
         r = _check_case(make_case(generator, "validity", "v", i))
         outcome[r] = outcome.get(r, 0) + 1
-    assert outcome.get("agree", 0) > 0.6 * sum(outcome.values()), outcome
+    valid = outcome.get("agree", 0) + outcome.get("amplified", 0)
+    assert outcome.get("agree", 0) >= 0.9 * valid, outcome
 
 
 def test_batch_covers_the_operator_set(generator):

@@ -86,8 +86,10 @@ class Generator:
         ctx = Ctx(rng, cfg.limits, cfg.dtypes, opset)
         target = rng.randint(cfg.min_nodes, cfg.max_nodes)
         st = _State()
-        first_dtypes = sorted({s[0] for spec in specs for s in self._sigs(spec)}, key=dt.ALL.index)
-        first = TensorType(ctx.choice(first_dtypes), ctx.shape(rng.randint(1, min(4, cfg.limits.max_rank))))
+        # The first placeholder fits a random operator, so the first insertion can succeed.
+        seed_spec = specs[rng.randrange(len(specs))]
+        ranks = [r for r in seed_spec.ranks if r <= min(4, cfg.limits.max_rank)] or [0]
+        first = TensorType(ctx.choice(self._sigs(seed_spec))[0], ctx.shape(ctx.choice(ranks)))
         st.placeholders.append(st.add_tensor(first))
         budget = 40 * target + 40
         while len(st.nodes) < target and budget > 0:

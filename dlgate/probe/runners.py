@@ -11,6 +11,11 @@ from functools import lru_cache
 class OnnxRuntimeRunner:
     name = "onnxruntime"
 
+    @staticmethod
+    def unsupported(exc: Exception) -> bool:
+        """Whether the failure is the system declaring it does not implement something."""
+        return "NOT_IMPLEMENTED" in str(exc) or type(exc).__name__ == "NotImplemented"
+
     def version(self) -> str:
         import onnxruntime
 
@@ -28,6 +33,12 @@ class OnnxRuntimeRunner:
 
 class TvmRunner:
     name = "tvm"
+
+    @staticmethod
+    def unsupported(exc: Exception) -> bool:
+        text = f"{type(exc).__name__}: {exc}"
+        return any(k in text for k in ("OpNotImplemented", "not supported", "not implemented",
+                                        "NotImplementedError", "Unsupported"))
 
     def version(self) -> str:
         import tvm

@@ -13,9 +13,10 @@ SMALL = Limits(max_rank=4, max_dim=8, max_elems=512)
 def single_op_graph(name: str, sig: tuple, opset: int, index: int = 0,
                     limits: Limits = SMALL, tries: int = 8) -> Graph | None:
     """A one-node graph of operator ``name`` with input dtypes ``sig``, or None if the
-    generator cannot instantiate it at this opset."""
+    generator cannot instantiate it at this opset. The support set pins the signature;
+    every dtype stays available to attributes such as Cast's target."""
     cfg = GenConfig(min_nodes=1, max_nodes=1, ops=(name,), opset=opset, limits=limits,
-                    dtypes=tuple(sorted(set(sig))), support=frozenset({(name, tuple(sig), opset)}),
+                    support=frozenset({(name, tuple(sig), opset)}),
                     const_prob=0.0, extra_output_prob=0.0)
     gen = Generator(cfg)
     for k in range(tries):

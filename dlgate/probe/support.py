@@ -1,8 +1,8 @@
 """Support probing (NNSmith's dtype test): which operator x dtype x opset combinations a
 system accepts, found by running single-operator models, cached per system version.
 
-A combination is supported when at least one of a few single-operator instances compiles
-and runs. Generation restricted to the supported set then spends its budget on real
+A combination is unsupported when the system declares one of a few single-operator
+instances unimplemented; other failures are findings and keep the combination. Generation restricted to the supported set then spends its budget on real
 findings rather than on "not implemented".
 """
 from __future__ import annotations
@@ -22,7 +22,9 @@ from dlgate.probe.single import single_op_graph, single_op_model
 from dlgate.spec import schema
 from dlgate.spec.registry import all_specs
 
-TRIES = 2
+TRIES = 4
+#: Bumped when the probing policy changes, so stale caches are not reused.
+PROBE_VERSION = 2
 
 
 def cache_dir() -> str:
@@ -30,7 +32,7 @@ def cache_dir() -> str:
 
 
 def cache_path(system: str, version: str) -> str:
-    return os.path.join(cache_dir(), "support", f"{system}-{version}-gen{GENERATOR_VERSION}.json")
+    return os.path.join(cache_dir(), "support", f"{system}-{version}-gen{GENERATOR_VERSION}-p{PROBE_VERSION}.json")
 
 
 def combos(opsets) -> list:
@@ -43,20 +45,29 @@ def combos(opsets) -> list:
 
 
 def probe_one(system: str, name: str, sig: tuple, opset: int) -> tuple:
-    """(supported, reason) for one combination."""
+    """(supported, reason) for one combination.
+
+    Unsupported means the system *declares* it does not handle an instance (onnxruntime's
+    NOT_IMPLEMENTED, TVM's OpNotImplemented...). Any other failure is a potential bug, not a
+    gap, so the combination stays in the generated set.
+    """
     runner = get_runner(system)
-    reason = "no single-operator instance could be generated"
+    built = 0
     for k in range(TRIES):
         g = single_op_graph(name, sig, opset, k)
         if g is None:
             continue
+        built += 1
         feeds = {g.name(t): random_values(np.random.default_rng(k), g.tensors[t]) for t in g.inputs}
         try:
             runner.run(single_op_model(g, k), feeds)
-            return True, ""
-        except Exception as e:  # any failure of the system under probe means "unsupported"
-            reason = f"{type(e).__name__}: {str(e).strip().splitlines()[0][:200] if str(e).strip() else ''}"
-    return False, reason
+        except Exception as e:  # classified below: a declared gap, or a finding to keep
+            if runner.unsupported(e):
+                first = str(e).strip().splitlines()[0][:200] if str(e).strip() else ""
+                return False, f"{type(e).__name__}: {first}"
+    if not built:
+        return False, "no single-operator instance could be generated"
+    return True, ""
 
 
 def _probe_chunk(args):

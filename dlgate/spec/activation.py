@@ -2,6 +2,7 @@
 unidirectionally broadcast slope, and Softmax/LogSoftmax/Hardmax along one axis."""
 from __future__ import annotations
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -32,7 +33,12 @@ class Activation(OpSpec):
     def sample(self, ctx, ins):
         a = {}
         for name, lo, hi, default in self.params:
-            a[name] = f32(default) if ctx.coin(DEFAULT_PROB) else ctx.uniform(lo, hi)
+            v = f32(default) if ctx.coin(DEFAULT_PROB) else ctx.uniform(lo, hi)
+            if ins[0].dtype == dt.FLOAT16 and v != f32(default):
+                # Representable in float16, so comparing x with it means the same whether a
+                # runtime compares in float16 or in float32 (ThresholdedRelu's threshold).
+                v = float(np.float16(v))
+            a[name] = v
         return a
 
     def infer(self, ins, a):
@@ -171,6 +177,7 @@ class Tanh(Activation):
 
 class ThresholdedRelu(Activation):
     onnx_op = "ThresholdedRelu"
+    jumps = True
     params = (("alpha", -1.0, 3.0, 1.0),)
 
     def torch(self, a, x):
@@ -213,6 +220,7 @@ class Hardmax(AxisActivation):
     """One-hot of the *first* maximum along ``axis`` (ONNX's tie-breaking, and NumPy's
     argmax, which treats the first NaN as the maximum), computed without relying on
     PyTorch's own argmax tie-breaking."""
+    jumps = True
 
     onnx_op = "Hardmax"
 

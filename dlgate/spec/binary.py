@@ -112,6 +112,7 @@ class Mod(Elementwise):
 
     onnx_op = "Mod"
     types = dt.FLOATS
+    jumps = True
     restricted = True
 
     def onnx_attrs(self, a, b):

@@ -1,0 +1,196 @@
+"""Convolutions: Conv and ConvTranspose, 1-D and 2-D, with groups, dilations, strides and
+explicit (possibly asymmetric) pads.
+
+Weights and bias are ordinary inputs whose shapes follow from the sampled attributes.
+The output size is an arithmetic function of input size, kernel, stride, padding and
+dilation, so backward insertion is left to z3 (no closed-form ``backward``).
+
+The bias is optional in ONNX, but a spec's arity is fixed, so each operator has a
+bias-free twin registered under its own name (``ConvNoBias``, ``ConvTransposeNoBias``).
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from dlgate import dtypes as dt
+from dlgate.spec import sym
+from dlgate.spec.base import OpSpec, TensorType
+
+_CONV = {1: (F.conv1d, F.conv_transpose1d), 2: (F.conv2d, F.conv_transpose2d)}
+
+
+def _spatial_attrs(ctx, r: int, kmax: int = 5) -> dict:
+    """Kernel, strides, dilations and begin/end pads for ``r`` spatial dims."""
+    k = [ctx.int(1, kmax) for _ in range(r)]
+    s = [ctx.int(1, 3) if ctx.coin(0.6) else 1 for _ in range(r)]
+    d = [ctx.int(1, 3) if ctx.coin(0.4) else 1 for _ in range(r)]
+    if ctx.coin(0.3):
+        pads = [0] * (2 * r)
+    elif ctx.coin(0.5):  # symmetric
+        half = [ctx.int(0, 3) for _ in range(r)]
+        pads = half + half
+    else:
+        pads = [ctx.int(0, 3) for _ in range(2 * r)]
+    return {"kernel": k, "strides": s, "dilations": d, "pads": pads}
+
+
+class _ConvBase(OpSpec):
+    ranks = (3, 4)
+    has_bias = True
+    transpose = False
+    types = dt.FLOATS
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        cls.arity = 3 if cls.has_bias else 2
+        cls.dtypes = tuple((t,) * cls.arity for t in cls.types)
+
+    # -- generation --------------------------------------------------------------------
+    def sample(self, ctx, ins):
+        x = ins[0]
+        r = x.rank - 2
+        c = x.shape[1]
+        a = _spatial_attrs(ctx, r)
+        # onnx.reference's ConvTranspose is wrong for group > 1 (it slices W by output
+        # channels and writes one channel per group), so transposed convs stay ungrouped.
+        if self.transpose:
+            a["group"] = 1
+        elif ctx.symbolic:
+            a["group"] = ctx.divisor(c)  # the solver (with binning) decides
+        else:
+            a["group"] = 1 if ctx.coin(0.5) else ctx.divisor(c)
+        # output channels per group: small when sampling forward (weights must fit),
+        # any width the solver needs when inverting
+        a["m_per_group"] = ctx.int(1, ctx.limits.max_dim if ctx.symbolic else 16)
+        if self.transpose:
+            # ONNX and PyTorch allow output_padding < stride or < dilation, but
+            # onnx.reference's col2im fails when output_padding >= stride: keep it < stride.
+            a["output_padding"] = [0] * r if ctx.coin(0.5) else [
+                ctx.int(0, s - 1) for s in a["strides"]]
+        a["spell_kernel"] = ctx.coin(0.5)
+        return a
+
+    def _out_channels(self, a):
+        return a["group"] * a["m_per_group"]
+
+    def _weight_shape(self, ins, a):
+        c = ins[0].shape[1]
+        if self.transpose:
+            return (c, a["m_per_group"]) + tuple(a["kernel"])
+        return (self._out_channels(a), sym.div(c, a["group"])) + tuple(a["kernel"])
+
+    def input_type(self, ctx, i, ins, a, dtype):
+        if i == 1:
+            return TensorType(dtype, self._weight_shape(ins, a))
+        return TensorType(dtype, (self._out_channels(a),))
+
+    def requires(self, ins, a):
+        x, w = ins[0], ins[1]
+        r = x.rank - 2
+        g = a["group"]
+        cons = [g >= 1, a["m_per_group"] >= 1, sym.mod(x.shape[1], g) == 0, w.rank == r + 2]
+        if w.rank != r + 2:
+            return [False]
+        want = self._weight_shape(ins, a)
+        cons += [p == q for p, q in zip(w.shape, want)]
+        if self.has_bias:
+            b = ins[2]
+            if b.rank != 1:
+                return [False]
+            cons.append(b.shape[0] == self._out_channels(a))
+        for i in range(r):
+            k, s, d = a["kernel"][i], a["strides"][i], a["dilations"][i]
+            pb, pe = a["pads"][i], a["pads"][i + r]
+            cons += [k >= 1, s >= 1, d >= 1, pb >= 0, pe >= 0]
+            if self.transpose:
+                op = a["output_padding"][i]
+                cons += [op >= 0, op < s]
+            else:
+                cons.append(x.shape[2 + i] + pb + pe - d * (k - 1) - 1 >= 0)
+        cons += [o >= 1 for o in self._spatial_out(x, a)]
+        return cons
+
+    def _spatial_out(self, x, a):
+        r = x.rank - 2
+        out = []
+        for i in range(r):
+            n = x.shape[2 + i]
+            k, s, d = a["kernel"][i], a["strides"][i], a["dilations"][i]
+            pb, pe = a["pads"][i], a["pads"][i + r]
+            if self.transpose:
+                out.append(s * (n - 1) + a["output_padding"][i] + d * (k - 1) + 1 - pb - pe)
+            else:
+                out.append(sym.div(n + pb + pe - d * (k - 1) - 1, s) + 1)
+        return out
+
+    def infer(self, ins, a):
+        x = ins[0]
+        shape = (x.shape[0], self._out_channels(a)) + tuple(self._spatial_out(x, a))
+        return [TensorType(x.dtype, shape)]
+
+    # -- materialization ---------------------------------------------------------------
+    def onnx_attrs(self, a, b):
+        r = len(a["kernel"])
+        attrs = {
+            "group": b.opt(a["group"], 1),
+            "strides": b.opt(a["strides"], [1] * r),
+            "dilations": b.opt(a["dilations"], [1] * r),
+            "pads": b.opt(a["pads"], [0] * (2 * r)),
+            "kernel_shape": a["kernel"] if a["spell_kernel"] else None,
+        }
+        if self.transpose:
+            attrs["output_padding"] = b.opt(a["output_padding"], [0] * r)
+        return attrs
+
+    def torch(self, a, x, w, bias=None):
+        r = x.dim() - 2
+        pads = a["pads"]
+        conv, convt = _CONV[r]
+        if not self.transpose:
+            # F.pad takes (last dim begin, last dim end, previous dim begin, ...).
+            fp = []
+            for i in reversed(range(r)):
+                fp += [pads[i], pads[i + r]]
+            xp = F.pad(x, fp) if any(fp) else x
+            return conv(xp, w, bias, stride=a["strides"], dilation=a["dilations"], groups=a["group"])
+        y = convt(x, w, None, stride=a["strides"], dilation=a["dilations"], groups=a["group"])
+        # Full output, then output_padding (zeros at the end), then crop the pads.
+        fp = []
+        for i in reversed(range(r)):
+            fp += [0, a["output_padding"][i]]
+        if any(fp):
+            y = F.pad(y, fp)
+        idx = [slice(None), slice(None)]
+        for i in range(r):
+            idx.append(slice(pads[i], y.shape[2 + i] - pads[i + r]))
+        y = y[tuple(idx)]
+        if bias is not None:
+            y = y + bias.reshape((1, -1) + (1,) * r)
+        return y
+
+
+class Conv(_ConvBase):
+    onnx_op = "Conv"
+
+
+class ConvNoBias(Conv):
+    name = "ConvNoBias"
+    has_bias = False
+
+
+class ConvTranspose(_ConvBase):
+    """No float16: onnxruntime's CPU kernel accumulates overlapping windows in float16
+    (errors of ~3e-2 on 100-term sums, beyond the float16 tolerance)."""
+
+    onnx_op = "ConvTranspose"
+    transpose = True
+    types = (dt.FLOAT32, dt.FLOAT64)
+
+
+class ConvTransposeNoBias(ConvTranspose):
+    name = "ConvTransposeNoBias"
+    has_bias = False
+
+
+OPS = [Conv, ConvNoBias, ConvTranspose, ConvTransposeNoBias]

@@ -1,0 +1,483 @@
+"""Indexing and index-like operators: Gather, GatherElements, TopK, CumSum, Trilu, OneHot
+and Resize.
+
+Index tensors that must hold in-range values (Gather, GatherElements) are sampled into the
+attributes as nested int lists and emitted as int64 constants, so no out-of-range index is
+ever generated; those two operators are concrete-only (the index list's shape cannot be a
+z3 term) and invert directly in ``backward``. K, axis, k, depth, scales and sizes are
+attributes emitted as constants.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from dlgate import dtypes as dt
+from dlgate.spec import sym
+from dlgate.spec.base import OpSpec, TensorType
+
+#: Indices lists are kept this small, so attributes stay readable.
+MAX_INDICES = 256
+
+
+def _nested(ctx, shape: tuple, lo: int, hi: int):
+    if not shape:
+        return ctx.rng.randint(lo, hi)
+    return [_nested(ctx, shape[1:], lo, hi) for _ in range(shape[0])]
+
+
+def _spell(ctx, ax: int, rank: int) -> int:
+    return ax - rank if ctx.coin(0.3) else ax
+
+
+def _budget(ctx, numel) -> int:
+    return max(1, ctx.limits.max_elems // max(1, numel))
+
+
+class Gather(OpSpec):
+    """``indices`` of rank 0..2 with values in [-n, n-1] (n = data.shape[axis])."""
+
+    onnx_op = "Gather"
+    dtypes = tuple((t,) for t in dt.ALL)
+    ranks = (1, 2, 3, 4, 5)
+    symbolic_ok = False
+
+    def _ishape(self, ctx, q):
+        shape = [ctx.rng.randint(1, 6) for _ in range(q)]
+        return tuple(shape)
+
+    def sample(self, ctx, ins):
+        x = ins[0]
+        ax = ctx.rng.randrange(x.rank)
+        n = x.shape[ax]
+        ishape = self._ishape(ctx, ctx.choice((0, 1, 1, 2)))
+        return {"axis": _spell(ctx, ax, x.rank), "indices": _nested(ctx, ishape, -n, n - 1)}
+
+    def requires(self, ins, a):
+        idx = np.asarray(a["indices"])
+        n = ins[0].shape[a["axis"] % ins[0].rank]
+        return [idx.size <= MAX_INDICES, int(idx.min()) >= -n, int(idx.max()) <= n - 1]
+
+    def infer(self, ins, a):
+        s, ax = ins[0].shape, a["axis"] % ins[0].rank
+        return [ins[0].with_shape(s[:ax] + np.shape(a["indices"]) + s[ax + 1:])]
+
+    def backward(self, ctx, out):
+        R = out.rank
+        qs = [q for q in (0, 1, 2) if q <= R and R - q + 1 <= ctx.limits.max_rank]
+        if not qs:
+            return None
+        q = ctx.choice(qs)
+        r = R - q + 1
+        ax = ctx.rng.randrange(r)
+        ishape = tuple(out.shape[ax:ax + q])
+        if sym.prod(ishape) > MAX_INDICES:
+            return None
+        rest = out.shape[:ax] + out.shape[ax + q:]
+        n = ctx.rng.randint(1, max(1, min(ctx.limits.max_dim, _budget(ctx, sym.prod(rest)))))
+        x = out.with_shape(out.shape[:ax] + (n,) + out.shape[ax + q:])
+        return [x], {"axis": _spell(ctx, ax, r), "indices": _nested(ctx, ishape, -n, n - 1)}
+
+    def backward_ranks(self, out):
+        return tuple(out.rank - q + 1 for q in (0, 1, 2) if out.rank - q + 1 >= 1)
+
+    def onnx(self, b, a, xs, ys):
+        b.node(self.onnx_op, [xs[0], b.const(np.asarray(a["indices"], dtype=np.int64))], ys,
+               axis=b.opt(a["axis"], 0))
+
+    def torch(self, a, x):
+        ax = a["axis"] % x.dim()
+        idx = torch.tensor(a["indices"], dtype=torch.int64)
+        idx = torch.where(idx < 0, idx + x.shape[ax], idx)
+        y = x.index_select(ax, idx.reshape(-1))
+        return y.reshape(x.shape[:ax] + idx.shape + x.shape[ax + 1:])
+
+
+class GatherElements(Gather):
+    """``indices`` of the data's shape except along ``axis`` (onnx.reference insists on
+    equal sizes elsewhere), values in [-n, n-1]. onnx.reference's implementation (np.choose)
+    fails on a negative ``axis`` and on n > 63, so neither is generated."""
+
+    onnx_op = "GatherElements"
+    max_n = 63
+
+    def sample(self, ctx, ins):
+        x = ins[0]
+        ax = ctx.rng.randrange(x.rank)
+        n = x.shape[ax]
+        other = sym.prod(x.shape) // n
+        m = ctx.rng.randint(1, max(1, min(8, MAX_INDICES // other)))
+        ishape = x.shape[:ax] + (m,) + x.shape[ax + 1:]
+        return {"axis": ax, "indices": _nested(ctx, ishape, -n, n - 1)}
+
+    def requires(self, ins, a):
+        s, r = ins[0].shape, ins[0].rank
+        ishape, ax = np.shape(a["indices"]), a["axis"] % r
+        same = len(ishape) == r and all(ishape[i] == s[i] for i in range(r) if i != ax)
+        return [same, a["axis"] >= 0, s[ax] <= self.max_n] + super().requires(ins, a)
+
+    def infer(self, ins, a):
+        return [ins[0].with_shape(np.shape(a["indices"]))]
+
+    def backward(self, ctx, out):
+        if out.rank < 1 or out.numel > MAX_INDICES:
+            return None
+        ax = ctx.rng.randrange(out.rank)
+        n = ctx.rng.randint(1, max(1, min(self.max_n, _budget(ctx, out.numel // out.shape[ax]))))
+        x = out.with_shape(out.shape[:ax] + (n,) + out.shape[ax + 1:])
+        return [x], {"axis": ax, "indices": _nested(ctx, out.shape, -n, n - 1)}
+
+    def backward_ranks(self, out):
+        return (out.rank,)
+
+    def torch(self, a, x):
+        ax = a["axis"] % x.dim()
+        idx = torch.tensor(a["indices"], dtype=torch.int64).reshape(np.shape(a["indices"]))
+        idx = torch.where(idx < 0, idx + x.shape[ax], idx)
+        return torch.gather(x, ax, idx)
+
+
+class TopK(OpSpec):
+    """``sorted=1`` only (the order of an unsorted result is implementation-defined). Ties
+    are defined by ONNX (lower index first), which a stable sort reproduces."""
+    jumps = True  # the indices output
+
+    onnx_op = "TopK"
+    n_outputs = 2
+    dtypes = tuple((t,) for t in dt.NUMERIC)
+    ranks = (1, 2, 3, 4, 5)
+
+    def sample(self, ctx, ins):
+        x = ins[0]
+        ax = ctx.rng.randrange(x.rank)
+        return {"axis": _spell(ctx, ax, x.rank), "k": ctx.int(1, x.shape[ax]), "largest": int(ctx.coin(0.7))}
+
+    def requires(self, ins, a):
+        d = ins[0].shape[a["axis"] % ins[0].rank]
+        return [a["k"] >= 1, a["k"] <= d]
+
+    def infer(self, ins, a):
+        s = list(ins[0].shape)
+        s[a["axis"] % len(s)] = a["k"]
+        return [ins[0].with_shape(s), TensorType(dt.INT64, tuple(s))]
+
+    def backward(self, ctx, out):
+        if out.rank < 1 or out.dtype not in dt.NUMERIC:
+            return None
+        ax = ctx.rng.randrange(out.rank)
+        k = out.shape[ax]
+        d = k + ctx.rng.randint(0, max(0, min(ctx.limits.max_dim, _budget(ctx, out.numel // k) * k) - k))
+        x = out.with_shape(out.shape[:ax] + (d,) + out.shape[ax + 1:])
+        return [x], {"axis": _spell(ctx, ax, out.rank), "k": k, "largest": int(ctx.coin(0.7))}
+
+    def onnx(self, b, a, xs, ys):
+        b.node("TopK", [xs[0], b.ints([a["k"]])], ys, axis=b.opt(a["axis"], -1),
+               largest=b.opt(a["largest"], 1), sorted=b.opt(1, 1))
+
+    def torch(self, a, x):
+        ax = a["axis"] % x.dim()
+        v, i = torch.sort(x, dim=ax, descending=bool(a["largest"]), stable=True)
+        return v.narrow(ax, 0, a["k"]), i.narrow(ax, 0, a["k"])
+
+
+class Same(OpSpec):
+    """Output of the input's type and shape."""
+
+    def infer(self, ins, a):
+        return [ins[0]]
+
+    def backward(self, ctx, out):
+        if out.rank not in self.ranks or not self.sigs(out.dtype):
+            return None
+        return [out], self.sample(ctx, [out])
+
+
+class CumSum(Same):
+    """Accumulated sequentially in the input's dtype, as the ONNX definition reads (and as
+    onnxruntime and onnx.reference do), not with PyTorch's wider accumulator."""
+
+    onnx_op = "CumSum"
+    dtypes = tuple((t,) for t in dt.FLOATS + dt.COMMON_INTS)
+    ranks = (1, 2, 3, 4, 5)
+
+    def sample(self, ctx, ins):
+        return {"axis": _spell(ctx, ctx.rng.randrange(ins[0].rank), ins[0].rank),
+                "exclusive": int(ctx.coin(0.3)), "reverse": int(ctx.coin(0.3))}
+
+    def onnx(self, b, a, xs, ys):
+        axis = b.const(np.array(a["axis"], dtype=b.rng.choice((np.int64, np.int32))))
+        b.node("CumSum", [xs[0], axis], ys, exclusive=b.opt(a["exclusive"], 0), reverse=b.opt(a["reverse"], 0))
+
+    def torch(self, a, x):
+        ax = a["axis"] % x.dim()
+        parts = list(torch.unbind(x, ax))
+        order = list(range(len(parts)))[::-1] if a["reverse"] else list(range(len(parts)))
+        out = [None] * len(parts)
+        acc = torch.zeros_like(parts[0])
+        for j in order:
+            if a["exclusive"]:
+                out[j] = acc
+                acc = acc + parts[j]
+            else:
+                acc = acc + parts[j]
+                out[j] = acc
+        return torch.stack(out, ax)
+
+
+class Trilu(Same):
+    onnx_op = "Trilu"
+    min_opset = 14
+    dtypes = tuple((t,) for t in dt.ALL)
+    ranks = (2, 3, 4, 5)
+
+    def sample(self, ctx, ins):
+        return {"upper": int(ctx.coin()), "k": ctx.choice((0, 0, ctx.rng.randint(-6, 6)))}
+
+    def onnx(self, b, a, xs, ys):
+        ins = [xs[0]]
+        if a["k"] != 0 or b.rng.random() < 0.5:
+            ins.append(b.const(np.array(a["k"], dtype=np.int64)))
+        b.node("Trilu", ins, ys, upper=b.opt(a["upper"], 1))
+
+    def torch(self, a, x):
+        fn = torch.triu if a["upper"] else torch.tril
+        if x.dtype == torch.bool:
+            return fn(x.to(torch.uint8), a["k"]).to(torch.bool)
+        return fn(x, a["k"])
+
+
+class OneHot(OpSpec):
+    """Integer indices from the graph (out-of-range ones give an all-off row, negative ones
+    count from the end, both defined by ONNX); depth and [off, on] values are constants.
+    Output/depth dtypes are drawn from combinations onnxruntime implements."""
+
+    onnx_op = "OneHot"
+    dtypes = ((dt.INT64,), (dt.INT32,))
+    ranks = (1, 2, 3)  # ONNX shape inference rejects rank-0 indices
+    COMBOS = {dt.INT64: ((dt.INT64, dt.INT64), (dt.FLOAT32, dt.INT64), (dt.INT32, dt.FLOAT32),
+                         (dt.FLOAT32, dt.FLOAT32), (dt.FLOAT32, dt.INT32)),
+              dt.INT32: ((dt.FLOAT32, dt.INT32), (dt.FLOAT32, dt.FLOAT32))}
+
+    def _attrs(self, ctx, idx_dtype, r, axis, depth, out_dtype=None):
+        combos = [c for c in self.COMBOS[idx_dtype] if out_dtype is None or c[0] == out_dtype]
+        if not combos:
+            return None
+        out_dtype, depth_dtype = ctx.choice(combos)
+        if dt.is_float(out_dtype):
+            vals = [ctx.choice((0.0, ctx.uniform(-4, 4))), ctx.choice((1.0, ctx.uniform(-4, 4)))]
+        else:
+            vals = [ctx.choice((0, ctx.rng.randint(-8, 8))), ctx.choice((1, ctx.rng.randint(-8, 8)))]
+        return {"axis": axis - (r + 1) if ctx.coin(0.3) else axis, "depth": depth, "values": vals,
+                "dtype": out_dtype, "depth_dtype": depth_dtype}
+
+    def sample(self, ctx, ins):
+        r = ins[0].rank
+        return self._attrs(ctx, ins[0].dtype, r, ctx.rng.randint(0, r), ctx.int(1, 16))
+
+    def requires(self, ins, a):
+        return [a["depth"] >= 1, 1 <= ins[0].rank <= 3]
+
+    def infer(self, ins, a):
+        s, r = list(ins[0].shape), ins[0].rank
+        s.insert(a["axis"] % (r + 1), a["depth"])
+        return [TensorType(a["dtype"], tuple(s))]
+
+    def backward(self, ctx, out):
+        if not 2 <= out.rank <= 4:
+            return None
+        idx_dtype = ctx.choice(self.dtypes)[0]
+        ax = ctx.rng.randrange(out.rank)
+        a = self._attrs(ctx, idx_dtype, out.rank - 1, ax, out.shape[ax], out.dtype)
+        if a is None:
+            return None
+        return [TensorType(idx_dtype, out.shape[:ax] + out.shape[ax + 1:])], a
+
+    def backward_ranks(self, out):
+        return (out.rank - 1,)
+
+    def onnx(self, b, a, xs, ys):
+        depth = b.const(np.array(a["depth"], dtype=a["depth_dtype"]))
+        vals = b.const(np.array(a["values"], dtype=a["dtype"]))
+        b.node("OneHot", [xs[0], depth, vals], ys, axis=b.opt(a["axis"], -1))
+
+    def torch(self, a, x):
+        n, r = a["depth"], x.dim()
+        idx = x.to(torch.int64)
+        valid = (idx >= -n) & (idx < n)
+        idx = torch.where(idx < 0, idx + n, idx)
+        hot = torch.nn.functional.one_hot(torch.where(valid, idx, 0), n).bool() & valid.unsqueeze(-1)
+        tdt = dt.torch_dtype(a["dtype"])
+        off, on = (torch.tensor(v, dtype=tdt) for v in a["values"])
+        return torch.where(hot, on, off).movedim(-1, a["axis"] % (r + 1))
+
+
+# -- Resize -------------------------------------------------------------------------------
+
+#: Spatial scales as exact fractions p/q, all exactly representable in float32, so that
+#: floor(dim * scale), out / in and the coordinate maps agree bit for bit across runtimes.
+RATIOS = ((1, 4), (1, 2), (3, 4), (1, 1), (5, 4), (3, 2), (2, 1), (5, 2), (3, 1), (4, 1))
+#: (mode, coordinate_transformation_mode) pairs checked against onnxruntime and onnx.reference.
+COMBOS = {
+    "nearest": ("asymmetric", "half_pixel", "align_corners", "pytorch_half_pixel", "half_pixel_symmetric"),
+    "linear": ("asymmetric", "half_pixel", "align_corners", "pytorch_half_pixel", "half_pixel_symmetric"),
+    "cubic": ("asymmetric", "half_pixel", "align_corners", "pytorch_half_pixel", "half_pixel_symmetric"),
+}
+NEAREST_MODES = ("round_prefer_floor", "round_prefer_ceil", "floor", "ceil")
+
+
+def _source(ctm: str, x: np.ndarray, d: int, o: int, scale: float) -> np.ndarray:
+    """ONNX Resize's coordinate transformation (output coordinate -> input coordinate)."""
+    if ctm == "asymmetric":
+        return x / scale
+    if ctm == "align_corners":
+        return np.zeros_like(x) if o == 1 else x * (d - 1) / (o - 1)
+    if ctm == "pytorch_half_pixel":
+        return (x + 0.5) / scale - 0.5 if o > 1 else np.zeros_like(x)
+    if ctm == "half_pixel_symmetric":
+        adj = o / (scale * d)
+        return d / 2 * (1 - adj) + (x + 0.5) / scale - 0.5
+    return (x + 0.5) / scale - 0.5  # half_pixel
+
+
+def _cubic_coeffs(r: np.ndarray, A: float) -> np.ndarray:
+    def near(t):  # |t| <= 1
+        return ((A + 2) * t - (A + 3)) * t * t + 1
+
+    def far(t):  # 1 < |t| < 2
+        return ((A * t - 5 * A) * t + 8 * A) * t - 4 * A
+
+    return np.stack([far(r + 1), near(r), near(1 - r), far(2 - r)], axis=-1)
+
+
+def _weights(a: dict, d: int, o: int, scale: float):
+    """Index list (nearest) or (o, d) interpolation matrix (linear, cubic) for one axis."""
+    x = _source(a["ctm"], np.arange(o, dtype=np.float64), d, o, scale)
+    mode = a["mode"]
+    if mode == "nearest":
+        nm = a["nearest_mode"]
+        idx = {"round_prefer_floor": np.ceil(x - 0.5), "round_prefer_ceil": np.floor(x + 0.5),
+               "floor": np.floor(x), "ceil": np.ceil(x)}[nm]
+        return np.clip(idx, 0, d - 1).astype(np.int64)
+    W = np.zeros((o, d))
+    rows = np.arange(o)
+    if mode == "linear":
+        x = np.clip(x, 0, d - 1)
+        x0 = np.floor(x)
+        r = x - x0
+        x0 = x0.astype(np.int64)
+        np.add.at(W, (rows, x0), 1 - r)
+        np.add.at(W, (rows, np.minimum(x0 + 1, d - 1)), r)
+        return W
+    x0 = np.floor(x)
+    r = x - x0
+    c = _cubic_coeffs(r, a["cubic_a"])
+    pts = x0.astype(np.int64)[:, None] + np.arange(-1, 3)[None, :]
+    if a["exclude_outside"]:
+        c = np.where((pts >= 0) & (pts <= d - 1), c, 0.0)
+        c = c / c.sum(axis=1, keepdims=True)
+    for j in range(4):
+        np.add.at(W, (rows, np.clip(pts[:, j], 0, d - 1)), c[:, j])
+    return W
+
+
+class Resize(OpSpec):
+    """Resizes the trailing one or two dims of a rank-3/4 input by exact ratios p/q
+    (``scales``, output floor(dim * p / q)) or to exact sizes dim * p / q (``sizes``);
+    roi is empty. d * p / q is always an integer: otherwise onnxruntime recomputes the
+    scale as out/in while onnx.reference keeps the given one (and uses the unrounded length
+    for align_corners). Cubic needs rank 4 (onnxruntime); cubic + pytorch_half_pixel with
+    an output length of 1 is left out (onnx.reference does not apply the length-1 rule).
+    Integer inputs use nearest only (linear/cubic rounding is unspecified), and so does
+    float64 (onnx.reference's interpolation weights are float32-accurate);
+    tf_crop_and_resize, antialias, keep_aspect_ratio_policy and the axes input are not
+    generated."""
+
+    onnx_op = "Resize"
+    dtypes = tuple((t,) for t in dt.FLOATS + (dt.INT8, dt.UINT8, dt.INT32, dt.INT64))
+    ranks = (3, 4)
+
+    def _mode_attrs(self, ctx, dtype, rank):
+        modes = ("nearest", "linear", "cubic") if rank == 4 else ("nearest", "linear")
+        # float64: onnx.reference interpolates in float32 precision, so nearest only
+        mode = ctx.choice(modes) if dtype in (dt.FLOAT32, dt.FLOAT16) else "nearest"
+        ctms = [c for c in COMBOS[mode] if c != "half_pixel_symmetric" or ctx.opset >= 19]
+        a = {"mode": mode, "ctm": ctx.choice(ctms), "nearest_mode": None, "cubic_a": None, "exclude_outside": None}
+        if mode == "nearest":
+            a["nearest_mode"] = ctx.choice(NEAREST_MODES)
+        if mode == "cubic":
+            a["cubic_a"] = ctx.choice((-0.75, -0.5))
+            a["exclude_outside"] = int(ctx.coin(0.3))
+        return a
+
+    def sample(self, ctx, ins):
+        x = ins[0]
+        a = self._mode_attrs(ctx, x.dtype, x.rank)
+        nsp = ctx.choice((1, 2))
+        pq = [[1, 1]] * (x.rank - nsp) + [list(ctx.choice(RATIOS)) for _ in range(nsp)]
+        a["pq"] = pq
+        a["use_sizes"] = int(ctx.coin(0.4))
+        a["sizes"] = [sym.div(d * p, q) for d, (p, q) in zip(x.shape, pq)] if a["use_sizes"] else None
+        return a
+
+    def requires(self, ins, a):
+        out = []
+        for d, (p, q) in zip(ins[0].shape, a["pq"]):
+            out += [sym.div(d * p, q) >= 1, sym.mod(d * p, q) == 0]
+            if a["mode"] == "cubic" and a["ctm"] == "pytorch_half_pixel" and p != q:
+                out.append(sym.div(d * p, q) >= 2)  # onnx.reference ignores the length-1 rule here
+        if a["mode"] == "cubic":
+            out.append(ins[0].rank == 4)  # onnxruntime: bicubic over the trailing two dims only
+        if a["use_sizes"]:
+            out += [s == sym.div(d * p, q) for s, d, (p, q) in zip(a["sizes"], ins[0].shape, a["pq"])]
+        return out
+
+    def infer(self, ins, a):
+        return [ins[0].with_shape([sym.div(d * p, q) for d, (p, q) in zip(ins[0].shape, a["pq"])])]
+
+    def backward(self, ctx, out):
+        if out.rank not in self.ranks or not self.sigs(out.dtype):
+            return None
+        a = self._mode_attrs(ctx, out.dtype, out.rank)
+        nsp = ctx.choice((1, 2))
+        a["use_sizes"] = int(ctx.coin(0.4))
+        shape, pq = list(out.shape), [[1, 1]] * out.rank
+        for i in range(out.rank - nsp, out.rank):
+            o = out.shape[i]
+            p, q = ctx.choice(RATIOS)
+            d = o * q // p if (o * q) % p == 0 else None
+            if d is None or d < 1 or d > ctx.limits.max_dim:
+                p = q = 1
+                d = o
+            shape[i], pq[i] = d, [p, q]
+        a["pq"] = pq
+        a["sizes"] = list(out.shape) if a["use_sizes"] else None
+        return [out.with_shape(shape)], a
+
+    def onnx(self, b, a, xs, ys):
+        if a["use_sizes"]:
+            ins = [xs[0], "", "", b.ints(a["sizes"])]
+        else:
+            ins = [xs[0], "", b.const(np.array([p / q for p, q in a["pq"]], dtype=np.float32))]
+        b.node("Resize", ins, ys, mode=b.opt(a["mode"], "nearest"),
+               coordinate_transformation_mode=b.opt(a["ctm"], "half_pixel"),
+               nearest_mode=None if a["nearest_mode"] is None else b.opt(a["nearest_mode"], "round_prefer_floor"),
+               cubic_coeff_a=None if a["cubic_a"] is None else b.opt(a["cubic_a"], -0.75),
+               exclude_outside=None if a["exclude_outside"] is None else b.opt(a["exclude_outside"], 0))
+
+    def torch(self, a, x):
+        for ax, (p, q) in enumerate(a["pq"]):
+            if p == q:
+                continue
+            d = x.shape[ax]
+            o = d * p // q
+            w = _weights(a, d, o, p / q)
+            if a["mode"] == "nearest":
+                x = x.index_select(ax, torch.from_numpy(w))
+                continue
+            ct = torch.float64 if x.dtype == torch.float64 else torch.float32
+            y = torch.matmul(x.movedim(ax, -1).to(ct), torch.from_numpy(w.T).to(ct))
+            x = y.to(x.dtype).movedim(-1, ax)
+        return x
+
+
+OPS = [Gather, GatherElements, TopK, CumSum, Trilu, OneHot, Resize]

@@ -1,0 +1,229 @@
+"""Pooling: MaxPool, AveragePool and LpPool (1-D and 2-D, explicit possibly asymmetric
+pads, strides, dilations, ceil_mode), GlobalAveragePool and GlobalMaxPool.
+
+The windowed pools share one PyTorch implementation: pad explicitly (-inf for max, 0
+otherwise), extend the end for ceil_mode, cut windows with ``unfold`` and reduce them,
+in float64, cast back. Averages divide by a pooled mask, so count_include_pad and the
+ceil_mode overflow (never counted) come out exactly as ONNX defines them.
+The output size is symbolic (``sym``), so backward insertion goes through z3.
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from dlgate import dtypes as dt
+from dlgate.spec import sym
+from dlgate.spec.base import OpSpec, TensorType
+
+
+def _out_size(n, k, s, d, pb, pe, ceil):
+    """ONNX's (and PyTorch's) pooled size: with ceil_mode, the last window must start
+    inside the input or the left padding."""
+    num = n + pb + pe - d * (k - 1) - 1
+    if not ceil:
+        return sym.div(num, s) + 1
+    o = sym.ceildiv(num, s) + 1
+    return sym.If((o - 1) * s >= n + pb, o - 1, o)
+
+
+def _windows(x, k, s, d):
+    """(N, C, prod(k), *out) windows of an already padded (N, C, *S) tensor."""
+    r = x.dim() - 2
+    if r == 1:
+        x = x.unsqueeze(2)
+        k, s, d = [1] + list(k), [1] + list(s), [1] + list(d)
+    n, c, h, w = x.shape
+    cols = F.unfold(x.reshape(n * c, 1, h, w), kernel_size=k, dilation=d, stride=s)
+    oh = (h - d[0] * (k[0] - 1) - 1) // s[0] + 1
+    ow = (w - d[1] * (k[1] - 1) - 1) // s[1] + 1
+    cols = cols.reshape(n, c, k[0] * k[1], oh, ow)
+    return cols[:, :, :, 0, :] if r == 1 else cols
+
+
+class _Pool(OpSpec):
+    ranks = (3, 4)
+    dtypes = tuple((t,) for t in dt.FLOATS)
+    kind = "max"  # max | avg | lp
+    #: first opset with ceil_mode / dilations for this operator (None = never).
+    ceil_opset: int | None = 13
+    dil_opset: int | None = 13
+
+    def sample(self, ctx, ins):
+        r = ins[0].rank - 2
+        k = [ctx.int(1, 4) for _ in range(r)]
+        s = [ctx.int(1, 3) if ctx.coin(0.6) else 1 for _ in range(r)]
+        dil_ok = self.dil_opset is not None and ctx.opset >= self.dil_opset
+        d = [ctx.int(1, 3) if dil_ok and ctx.coin(0.3) else 1 for _ in range(r)]
+        # onnxruntime insists on pads < kernel.
+        pads = [0] * (2 * r) if ctx.coin(0.3) else [ctx.int(0, k[i % r] - 1) for i in range(2 * r)]
+        ceil = self.ceil_opset is not None and ctx.opset >= self.ceil_opset and ctx.coin(0.5)
+        a = {"kernel": k, "strides": s, "dilations": d, "pads": pads, "ceil_mode": int(ceil)}
+        if self.kind == "avg":
+            a["count_include_pad"] = int(ctx.coin(0.5))
+        if self.kind == "lp":
+            a["p"] = ctx.choice((1, 2))
+        return a
+
+    def _spatial(self, x, a):
+        r = x.rank - 2
+        return [(x.shape[2 + i], a["kernel"][i], a["strides"][i], a["dilations"][i],
+                 a["pads"][i], a["pads"][i + r]) for i in range(r)]
+
+    #: the largest ceil_mode overflow onnx.reference gets right (see ``requires``).
+    max_overflow = 1
+
+    def requires(self, ins, a):
+        cons = []
+        for n, k, s, d, pb, pe in self._spatial(ins[0], a):
+            eff = d * (k - 1) + 1
+            cons += [k >= 1, s >= 1, d >= 1, pb >= 0, pe >= 0, pb < k, pe < k,
+                     n + pb + pe - eff >= 0,
+                     # every window holds an input element (a dilated window could
+                     # otherwise fall entirely into the padding)
+                     sym.Or(pb == 0, n >= d)]
+            if a["ceil_mode"]:
+                o = sym.ceildiv(n + pb + pe - eff, s) + 1
+                # ONNX's shape inference lacks the rule that the last window starts
+                # inside the input or left padding (onnxruntime, onnx.reference and
+                # PyTorch apply it): stay where the rule does not fire.
+                cons.append((o - 1) * s < n + pb)
+                # onnx.reference's AveragePool/LpPool split the ceil_mode overflow between
+                # both ends (shifting the windows) and LpPool averages instead of summing
+                # over it: keep the overflow within what it gets right.
+                cons.append((o - 1) * s + eff - (n + pb + pe) <= self.max_overflow)
+        return cons + self._extra_requires(ins, a)
+
+    def _extra_requires(self, ins, a):
+        return []
+
+    def infer(self, ins, a):
+        x = ins[0]
+        out = [_out_size(n, k, s, d, pb, pe, a["ceil_mode"]) for n, k, s, d, pb, pe in self._spatial(x, a)]
+        return [TensorType(x.dtype, tuple(x.shape[:2]) + tuple(out))]
+
+    def onnx_attrs(self, a, b):
+        r = len(a["kernel"])
+        attrs = {
+            "kernel_shape": a["kernel"],
+            "strides": b.opt(a["strides"], [1] * r),
+            "pads": b.opt(a["pads"], [0] * (2 * r)),
+        }
+        if self.ceil_opset is not None and b.opset >= self.ceil_opset:
+            attrs["ceil_mode"] = b.opt(a["ceil_mode"], 0)
+        if self.dil_opset is not None and b.opset >= self.dil_opset:
+            attrs["dilations"] = b.opt(a["dilations"], [1] * r)
+        if self.kind == "avg":
+            attrs["count_include_pad"] = b.opt(a["count_include_pad"], 0)
+        if self.kind == "lp":
+            attrs["p"] = b.opt(a["p"], 2)
+        return attrs
+
+    def torch(self, a, x):
+        r = x.dim() - 2
+        k, s, d, pads = a["kernel"], a["strides"], a["dilations"], a["pads"]
+        sizes = [_out_size(x.shape[2 + i], k[i], s[i], d[i], pads[i], pads[i + r], a["ceil_mode"])
+                 for i in range(r)]
+        # end padding: explicit pads plus the ceil_mode overflow
+        extra = [max(0, (sizes[i] - 1) * s[i] + d[i] * (k[i] - 1) + 1 - (x.shape[2 + i] + pads[i] + pads[i + r]))
+                 for i in range(r)]
+        ep, fo = [], []  # F.pad order: last dim first, (begin, end) each
+        for i in reversed(range(r)):
+            ep += [pads[i], pads[i + r]]
+            fo += [0, extra[i]]
+        fp = [p + e for p, e in zip(ep, fo)]
+        xd = x.to(torch.float64)
+        if self.kind == "max":
+            y = _windows(F.pad(xd, fp, value=float("-inf")), k, s, d).amax(dim=2)
+            return y.to(x.dtype)
+        if self.kind == "lp":
+            y = _windows(F.pad(xd.abs() ** a["p"], fp), k, s, d).sum(dim=2) ** (1.0 / a["p"])
+            return y.to(x.dtype)
+        total = _windows(F.pad(xd, fp), k, s, d).sum(dim=2)
+        ones = torch.ones((1, 1) + tuple(x.shape[2:]), dtype=torch.float64)
+        if a["count_include_pad"]:  # pads count, the ceil_mode overflow does not
+            mask = F.pad(F.pad(ones, ep, value=1.0), fo)
+        else:
+            mask = F.pad(ones, fp)
+        count = _windows(mask, k, s, d).sum(dim=2)
+        return (total / count).to(x.dtype)
+
+
+class MaxPool(_Pool):
+    onnx_op = "MaxPool"
+    dtypes = tuple((t,) for t in dt.FLOATS + (dt.INT8, dt.UINT8))
+    max_overflow = 1 << 20
+
+    def sample(self, ctx, ins):
+        a = super().sample(ctx, ins)
+        if not ctx.symbolic and all(v == 1 for v in a["strides"] + a["dilations"]):
+            if self._int2d(ins):
+                a["strides"][0] = 2
+            else:
+                a["pads"] = [0] * len(a["pads"])
+        return a
+
+    @staticmethod
+    def _int2d(ins):
+        return ins[0].rank == 4 and ins[0].dtype in (dt.INT8, dt.UINT8)
+
+    def _extra_requires(self, ins, a):
+        # onnx.reference's MaxPool with unit strides and dilations takes another code
+        # path that reads pads in the wrong order (and ignores 1-D pads), and that pads
+        # 2-D integer inputs with NaN (a crash): no pads there, no 2-D integers there.
+        unit = sym.And([v == 1 for v in a["strides"] + a["dilations"]])
+        if self._int2d(ins):
+            return [sym.Not(unit)]
+        return [sym.Implies(unit, sym.And([p == 0 for p in a["pads"]]))]
+
+
+class AveragePool(_Pool):
+    onnx_op = "AveragePool"
+    kind = "avg"
+    dil_opset = 19
+
+
+class LpPool(_Pool):
+    onnx_op = "LpPool"
+    kind = "lp"
+    ceil_opset = 18
+    dil_opset = 18
+    max_overflow = 0
+
+
+class _GlobalPool(OpSpec):
+    ranks = (3, 4, 5)
+    dtypes = tuple((t,) for t in dt.FLOATS)
+
+    def infer(self, ins, a):
+        x = ins[0]
+        return [TensorType(x.dtype, tuple(x.shape[:2]) + (1,) * (x.rank - 2))]
+
+    def backward(self, ctx, out):
+        if out.rank not in self.ranks or any(dd != 1 for dd in out.shape[2:]):
+            return None
+        if out.dtype not in [s[0] for s in self.dtypes]:
+            return None
+        cap = max(1, ctx.limits.max_elems // max(1, out.shape[0] * out.shape[1]))
+        return [TensorType(out.dtype, tuple(out.shape[:2]) + ctx.shape(out.rank - 2, cap))], {}
+
+    def torch(self, a, x):
+        dims = tuple(range(2, x.dim()))
+        if self.onnx_op == "GlobalMaxPool":
+            return x.amax(dim=dims, keepdim=True)
+        return x.to(torch.float64).mean(dim=dims, keepdim=True).to(x.dtype)
+
+
+class GlobalAveragePool(_GlobalPool):
+    onnx_op = "GlobalAveragePool"
+
+
+class GlobalMaxPool(_GlobalPool):
+    """Rank 4 only: onnx.reference's GlobalMaxPool reduces axes (r-2, r-1), which are the
+    spatial axes only at rank 4."""
+
+    onnx_op = "GlobalMaxPool"
+    ranks = (4,)
+
+
+OPS = [MaxPool, AveragePool, LpPool, GlobalAveragePool, GlobalMaxPool]

@@ -1,0 +1,332 @@
+"""Reductions (ReduceSum, ReduceMax, ...) and ArgMax/ArgMin.
+
+Attributes of the Reduce* operators: ``keepdims`` (0/1) and ``axes``, a list of distinct
+axes (some spelled negatively); ``axes`` absent means "reduce over every axis" (ONNX's
+behaviour when the axes are omitted and ``noop_with_empty_axes`` is 0). The axes are an
+attribute before the opset where they became an input (ReduceSum: 13, the others: 18) and
+a constant int64 input from then on; the lowering picks the spelling from ``b.opset``.
+
+Every shape choice depends only on the (concrete) rank, so ``sample``/``infer`` are the
+same on concrete and symbolic contexts; ``backward`` inverts them directly (inserting
+reduced dims of random size), so z3 is only a fallback.
+"""
+from __future__ import annotations
+
+import torch
+
+from dlgate import dtypes as dt
+from dlgate.spec import losses as L
+from dlgate.spec import sym
+from dlgate.spec.base import OpSpec, TensorType
+
+MAX_RANK = 5
+
+
+def _norm(axes, rank: int) -> list:
+    return sorted(ax % rank if rank else ax for ax in axes)
+
+
+def _spell(ctx, axes: list, rank: int) -> list:
+    """Non-negative axes, some spelled negatively."""
+    return [ax - rank if ctx.coin(0.3) else ax for ax in axes]
+
+
+def _reduced_shape(shape: tuple, red: list, keep: int) -> tuple:
+    if keep:
+        return tuple(1 if i in red else d for i, d in enumerate(shape))
+    return tuple(d for i, d in enumerate(shape) if i not in red)
+
+
+def _inverse(ctx, out: TensorType, k_max: int, one_axis: bool):
+    """Input shape, reduced (non-negative) axes and keepdims producing ``out``, or None.
+
+    keepdims=1 widens some size-1 dims of ``out``; keepdims=0 inserts new dims.
+    """
+    r = out.rank
+    ones = [i for i, d in enumerate(out.shape) if d == 1]
+    can_keep = bool(ones) or (r == 0 and not one_axis)
+    can_drop = r + 1 <= min(ctx.limits.max_rank, MAX_RANK)
+    if not (can_keep or can_drop):
+        return None
+    keep = int(ctx.coin()) if (can_keep and can_drop) else int(can_keep)
+    budget = ctx.limits.max_elems // max(1, sym.prod(out.shape))
+    if keep:
+        k = 1 if one_axis else ctx.rng.randint(min(1, len(ones)), len(ones))
+        red = sorted(ctx.rng.sample(ones, k))
+        rank = r
+    else:
+        hi = 1 if one_axis else min(k_max, min(ctx.limits.max_rank, MAX_RANK) - r)
+        k = ctx.rng.randint(1, hi)
+        rank = r + k
+        red = sorted(ctx.rng.sample(range(rank), k))
+    dims, it = [], iter(out.shape)
+    for i in range(rank):
+        if i in red:
+            d = ctx.dim(max(1, budget))
+            budget //= d
+            dims.append(d)
+            if keep:
+                next(it)
+        else:
+            dims.append(next(it))
+    return tuple(dims), red, keep
+
+
+class Reduce(OpSpec):
+    """``y = reduce(x, axes)``; ``axes_input_from`` is the opset where axes became an input."""
+
+    types: tuple = dt.FLOATS
+    axes_input_from: int = 18
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        cls.dtypes = tuple((t,) for t in cls.types)
+
+    # -- generation ------------------------------------------------------------------
+    def sample(self, ctx, ins):
+        r = ins[0].rank
+        a = {"keepdims": int(ctx.coin())}
+        if r > 0 and not ctx.coin(0.2):
+            a["axes"] = _spell(ctx, ctx.axes(r, 1), r)
+        return a
+
+    def _red(self, a, rank: int) -> list:
+        return _norm(a["axes"], rank) if "axes" in a else list(range(rank))
+
+    def infer(self, ins, a):
+        x = ins[0]
+        return [TensorType(x.dtype, _reduced_shape(x.shape, self._red(a, x.rank), a["keepdims"]))]
+
+    def backward(self, ctx, out):
+        types = [t for t in self.types if t in ctx.dtypes]
+        if out.dtype not in types:
+            return None
+        res = _inverse(ctx, out, MAX_RANK, one_axis=False)
+        if res is None or len(res[0]) not in self.ranks:
+            return None
+        shape, red, keep = res
+        a = {"keepdims": keep}
+        if len(red) < len(shape) or (shape and ctx.coin(0.5)):
+            a["axes"] = _spell(ctx, red, len(shape))
+        return [TensorType(out.dtype, shape)], a
+
+    def backward_ranks(self, out):
+        return tuple(r for r in range(out.rank, MAX_RANK + 1) if r in self.ranks)
+
+    # -- materialization ----------------------------------------------------------------
+    def onnx(self, b, a, xs, ys):
+        keep = b.opt(a["keepdims"], 1)
+        axes = a.get("axes")
+        if b.opset < self.axes_input_from:
+            b.node(self.onnx_op, xs, ys, axes=axes, keepdims=keep)
+            return
+        ins = list(xs)
+        if axes is not None:
+            ins.append(b.ints(axes, hint="axes"))
+        elif b.rng.random() < 0.3:  # an empty axes input also means "all axes"
+            ins.append(b.ints([], hint="axes"))
+        b.node(self.onnx_op, ins, ys, keepdims=keep, noop_with_empty_axes=b.opt(0, 0))
+
+    def _dims(self, a, x) -> tuple:
+        return tuple(self._red(a, x.dim()))
+
+    def torch(self, a, x):
+        dims = self._dims(a, x)
+        if x.dim() == 0 or not dims:
+            return self.fn0(a, x)
+        return self.fn(x, dims, bool(a["keepdims"]))
+
+    def fn0(self, a, x):
+        """The reduction of a rank-0 tensor (over no axis: the element itself)."""
+        return self.fn(x.reshape(1), (0,), False).reshape(())
+
+    def fn(self, x, dims, keep):
+        raise NotImplementedError
+
+
+def _sum(x, dims, keep):
+    return torch.sum(x, dims, keepdim=keep, dtype=x.dtype)
+
+
+def _fmax(x) -> float:
+    return float(torch.finfo(x.dtype).max) if x.dtype.is_floating_point else float(torch.iinfo(x.dtype).max)
+
+
+class ReduceSum(Reduce):
+    onnx_op = "ReduceSum"
+    types = dt.FLOATS + dt.COMMON_INTS
+    axes_input_from = 13
+
+    def fn(self, x, dims, keep):
+        return _sum(x, dims, keep)
+
+
+class ReduceMean(Reduce):
+    """Floats only: ONNX leaves the rounding of integer means to the backend."""
+
+    onnx_op = "ReduceMean"
+
+    def fn(self, x, dims, keep):
+        return torch.mean(x, dims, keepdim=keep)
+
+
+class ReduceMax(Reduce):
+    onnx_op = "ReduceMax"
+    types = dt.NUMERIC + (dt.BOOL,)  # bool from opset 20 (the schema filter applies it)
+
+    def fn(self, x, dims, keep):
+        return torch.amax(x, dims, keepdim=keep)
+
+
+class ReduceMin(Reduce):
+    onnx_op = "ReduceMin"
+    types = dt.NUMERIC + (dt.BOOL,)
+
+    def fn(self, x, dims, keep):
+        return torch.amin(x, dims, keepdim=keep)
+
+
+class ReduceProd(Reduce):
+    """Floats only: integer products of a few dozen elements overflow (undefined in C)."""
+
+    onnx_op = "ReduceProd"
+
+    def fn(self, x, dims, keep):
+        for d in sorted(dims, reverse=True):
+            x = torch.prod(x, d, keepdim=True)
+        if not keep:
+            x = x.reshape([s for i, s in enumerate(x.shape) if i not in dims])
+        return x
+
+
+class ReduceL1(Reduce):
+    onnx_op = "ReduceL1"
+    types = dt.FLOATS + dt.COMMON_INTS
+
+    def fn(self, x, dims, keep):
+        return _sum(x.abs(), dims, keep)
+
+
+class SquareSum(Reduce):
+    """Sums of squares: restricted so the sum (and every square) stays finite in the
+    input dtype; otherwise backends that accumulate wider (PyTorch) and narrower disagree."""
+
+    restricted = True
+
+    def losses(self, a, x):
+        xd = x.double()
+        ss = (xd * xd).sum(self._dims(a, x)) if x.dim() else xd * xd
+        return [L.le0(ss - 0.5 * _fmax(x))]
+
+
+class ReduceSumSquare(SquareSum):
+    """No int32: onnx.reference's ReduceSumSquare promotes int32 to int64 (np.sum)."""
+
+    onnx_op = "ReduceSumSquare"
+    types = dt.FLOATS + (dt.INT64,)
+
+    def fn(self, x, dims, keep):
+        return _sum(x * x, dims, keep)
+
+
+class ReduceL2(SquareSum):
+    """Floats only: the square root of an integer sum truncates differently per backend."""
+
+    onnx_op = "ReduceL2"
+
+    def fn(self, x, dims, keep):
+        return torch.sqrt(_sum(x * x, dims, keep))
+
+
+class ReduceLogSum(Reduce):
+    """Floats only; restricted to a positive sum (log of a non-positive sum is -inf/NaN)."""
+
+    onnx_op = "ReduceLogSum"
+    restricted = True
+
+    def fn(self, x, dims, keep):
+        return torch.log(_sum(x, dims, keep))
+
+    def losses(self, a, x):
+        s = x.double().sum(self._dims(a, x)) if x.dim() else x.double()
+        return [L.gt0(s)]
+
+
+class ReduceLogSumExp(Reduce):
+    """Floats only; restricted so that sum(exp(x)) itself is finite, since ONNX defines the
+    operator as log(sum(exp(x))) and a backend may compute it without the max shift."""
+
+    onnx_op = "ReduceLogSumExp"
+    restricted = True
+    ranks = (1, 2, 3, 4, 5)  # onnx.reference's ReduceLogSumExp crashes on rank-0 inputs
+
+    def fn(self, x, dims, keep):
+        return torch.logsumexp(x, dims, keepdim=keep)
+
+    def losses(self, a, x):
+        xd = x.double()
+        lse = torch.logsumexp(xd, self._dims(a, x)) if x.dim() else xd
+        return [L.le0(lse - L.log_max(x))]
+
+
+class Arg(OpSpec):
+    """ArgMax/ArgMin: int64 indices along ``axis``; ``select_last_index`` picks the last of
+    tied extrema (implemented by flipping). Float inputs only: ONNX and PyTorch both define
+    tie-breaking, but small random integers tie constantly, and many backends (and GPU
+    kernels) do not honour the first/last-index rule, so integer cases would mostly test
+    tie-breaking rather than the operator; float ties are rare."""
+    jumps = True
+
+    types = dt.FLOATS
+    dtypes = tuple((t,) for t in dt.FLOATS)
+    ranks = (1, 2, 3, 4, 5)
+    fn = None
+
+    def sample(self, ctx, ins):
+        return {"axis": ctx.axis(ins[0].rank), "keepdims": int(ctx.coin()),
+                "select_last_index": int(ctx.coin())}
+
+    def infer(self, ins, a):
+        x = ins[0]
+        ax = a["axis"] % x.rank
+        return [TensorType(dt.INT64, _reduced_shape(x.shape, [ax], a["keepdims"]))]
+
+    def backward(self, ctx, out):
+        types = [t for t in self.types if t in ctx.dtypes]
+        if out.dtype != dt.INT64 or not types:
+            return None
+        res = _inverse(ctx, out, 1, one_axis=True)
+        if res is None:
+            return None
+        shape, red, keep = res
+        ax = red[0] - len(shape) if ctx.coin(0.3) else red[0]
+        return ([TensorType(ctx.choice(types), shape)],
+                {"axis": ax, "keepdims": keep, "select_last_index": int(ctx.coin())})
+
+    def backward_ranks(self, out):
+        return (out.rank, out.rank + 1)
+
+    def onnx_attrs(self, a, b):
+        return {"axis": b.opt(a["axis"], 0), "keepdims": b.opt(a["keepdims"], 1),
+                "select_last_index": b.opt(a["select_last_index"], 0)}
+
+    def torch(self, a, x):
+        ax, keep = a["axis"] % x.dim(), bool(a["keepdims"])
+        if not a["select_last_index"]:
+            return type(self).fn(x, ax, keepdim=keep)  # first index of ties, as ONNX
+        idx = type(self).fn(torch.flip(x, (ax,)), ax, keepdim=keep)
+        return (x.shape[ax] - 1) - idx
+
+
+class ArgMax(Arg):
+    onnx_op = "ArgMax"
+    fn = torch.argmax
+
+
+class ArgMin(Arg):
+    onnx_op = "ArgMin"
+    fn = torch.argmin
+
+
+OPS = [ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceProd, ReduceL1, ReduceL2,
+       ReduceLogSumExp, ReduceSumSquare, ReduceLogSum, ArgMax, ArgMin]
