@@ -1,6 +1,6 @@
 """Generation speed and validity: seed -> serialized ONNX bytes for 10-node models.
 
-    python bench/gen.py [--count 500] [--nodes 10]
+    python bench/gen.py [--count 500] [--nodes 10] [--support onnxruntime]
 
 Prints the median and 90th-percentile milliseconds per model, models per second on one
 core (this process), how often z3 was needed, and the share of models that pass ONNX's
@@ -30,12 +30,19 @@ def main() -> int:
     ap.add_argument("--count", type=int, default=500)
     ap.add_argument("--nodes", type=int, default=10)
     ap.add_argument("--seed", default="bench")
+    ap.add_argument("--support", metavar="SYSTEM",
+                    help="restrict generation to SYSTEM's probed support (e.g. onnxruntime)")
     args = ap.parse_args()
     try:
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # one core
     except (AttributeError, OSError):
         pass
-    gen = Generator(GenConfig(min_nodes=args.nodes, max_nodes=args.nodes))
+    support = None
+    if args.support:
+        from dlgate.probe.support import load_or_probe, support_set
+
+        support = support_set(load_or_probe(args.support))
+    gen = Generator(GenConfig(min_nodes=args.nodes, max_nodes=args.nodes, support=support))
     make_case(gen, "warmup", "bench", 0)  # imports, caches
     times, cases = [], []
     t_all = time.perf_counter()
@@ -67,7 +74,8 @@ def main() -> int:
             else:
                 print(f"onnxruntime rejects {c.id}: {str(e).splitlines()[0][:200]}")
     n = args.count
-    print(f"models: {n} of {args.nodes} nodes (mean {statistics.mean(nodes):.2f} nodes)")
+    print(f"models: {n} of {args.nodes} nodes (mean {statistics.mean(nodes):.2f} nodes)"
+          + (f", restricted to {args.support}'s probed support" if args.support else ""))
     print(f"ms per model, seed to serialized ONNX: median {statistics.median(times):.2f}, "
           f"p90 {times[int(0.9 * n) - 1]:.2f}, max {times[-1]:.2f}")
     print(f"models per second on one core: {n / wall:.1f}")

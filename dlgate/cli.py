@@ -124,8 +124,13 @@ def cmd_probe(args) -> int:
     if args.system not in RUNNERS:
         raise UsageError(f"dlgate probe: unknown system {args.system!r}; known: {', '.join(RUNNERS)}")
 
-    def progress(done, total):
-        print(f"probing {args.system}: {done}/{total}", file=sys.stderr, flush=True)
+    last = [0.0]
+
+    def progress(done, total):  # a line every 10 seconds, and at the end
+        now = time.monotonic()
+        if now - last[0] >= 10 or done == total:
+            last[0] = now
+            print(f"probing {args.system}: {done}/{total} combinations", file=sys.stderr, flush=True)
 
     doc = load_or_probe(args.system, refresh=args.refresh, jobs=args.jobs, progress=progress)
     ops = sorted({n for n, _, _ in doc["supported"]})

@@ -10,6 +10,8 @@ from functools import lru_cache
 
 class OnnxRuntimeRunner:
     name = "onnxruntime"
+    probe_opsets = None  # every opset of the generator's range: sessions are cheap
+    probe_tries = 4
 
     @staticmethod
     def unsupported(exc: Exception) -> bool:
@@ -33,12 +35,15 @@ class OnnxRuntimeRunner:
 
 class TvmRunner:
     name = "tvm"
+    #: Compiling costs ~60 ms a model: probe three opsets, the others take the nearest lower.
+    probe_opsets = (13, 17, 21)
+    probe_tries = 2
 
     @staticmethod
     def unsupported(exc: Exception) -> bool:
         text = f"{type(exc).__name__}: {exc}"
         return any(k in text for k in ("OpNotImplemented", "not supported", "not implemented",
-                                        "NotImplementedError", "Unsupported"))
+                                        "NotImplementedError", "Unsupported", "only supports"))
 
     def version(self) -> str:
         import tvm
@@ -66,6 +71,15 @@ RUNNERS = {"onnxruntime": OnnxRuntimeRunner, "tvm": TvmRunner}
 
 @lru_cache(maxsize=None)
 def get_runner(name: str):
+    """A runner by name, or by ``package.module:Class`` for one defined elsewhere."""
+    if ":" in name:
+        import importlib
+
+        mod, _, cls = name.partition(":")
+        try:
+            return getattr(importlib.import_module(mod), cls)()
+        except (ImportError, AttributeError) as e:
+            raise KeyError(f"cannot load probe target {name!r}: {e}") from None
     try:
         return RUNNERS[name]()
     except KeyError:

@@ -1,16 +1,18 @@
 """Support probing (NNSmith's dtype test): which operator x dtype x opset combinations a
 system accepts, found by running single-operator models, cached per system version.
 
-A combination is unsupported when the system declares one of a few single-operator
-instances unimplemented; other failures are findings and keep the combination. Generation restricted to the supported set then spends its budget on real
-findings rather than on "not implemented".
+A combination is unsupported when the system *declares* one of a few single-operator
+instances unimplemented (onnxruntime's NOT_IMPLEMENTED, TVM's OpNotImplemented...). Any
+other failure, a crash included, is a potential finding and keeps the combination.
+Generation restricted to the supported set then spends its budget on real findings
+rather than on "not implemented".
 """
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import time
-from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
@@ -22,9 +24,8 @@ from dlgate.probe.single import single_op_graph, single_op_model
 from dlgate.spec import schema
 from dlgate.spec.registry import all_specs
 
-TRIES = 4
 #: Bumped when the probing policy changes, so stale caches are not reused.
-PROBE_VERSION = 2
+PROBE_VERSION = 3
 
 
 def cache_dir() -> str:
@@ -45,15 +46,10 @@ def combos(opsets) -> list:
 
 
 def probe_one(system: str, name: str, sig: tuple, opset: int) -> tuple:
-    """(supported, reason) for one combination.
-
-    Unsupported means the system *declares* it does not handle an instance (onnxruntime's
-    NOT_IMPLEMENTED, TVM's OpNotImplemented...). Any other failure is a potential bug, not a
-    gap, so the combination stays in the generated set.
-    """
+    """(supported, note) for one combination."""
     runner = get_runner(system)
-    built = 0
-    for k in range(TRIES):
+    built, note = 0, ""
+    for k in range(runner.probe_tries):
         g = single_op_graph(name, sig, opset, k)
         if g is None:
             continue
@@ -61,40 +57,88 @@ def probe_one(system: str, name: str, sig: tuple, opset: int) -> tuple:
         feeds = {g.name(t): random_values(np.random.default_rng(k), g.tensors[t]) for t in g.inputs}
         try:
             runner.run(single_op_model(g, k), feeds)
-        except Exception as e:  # classified below: a declared gap, or a finding to keep
+        except Exception as e:  # classified: a declared gap, or a finding to keep
+            text = str(e).strip().splitlines()[0][:200] if str(e).strip() else ""
             if runner.unsupported(e):
-                first = str(e).strip().splitlines()[0][:200] if str(e).strip() else ""
-                return False, f"{type(e).__name__}: {first}"
+                return False, f"{type(e).__name__}: {text}"
+            note = f"fails (kept, a potential finding): {type(e).__name__}: {text}"
     if not built:
         return False, "no single-operator instance could be generated"
-    return True, ""
+    return True, note
 
 
-def _probe_chunk(args):
-    system, chunk = args
-    return [(c, *probe_one(system, *c)) for c in chunk]
+def _worker(system: str, items: list, conn) -> None:
+    for i, combo in items:
+        conn.send(("start", i))  # a pipe write is synchronous: nothing is lost if we die next
+        conn.send(("done", i, *probe_one(system, *combo)))
+    conn.close()
 
 
-def probe(system: str, opsets=None, jobs: int = 1, progress=None) -> dict:
-    """Probe every combination; returns the cache document."""
-    runner = get_runner(system)
-    opsets = list(opsets or range(DEFAULT_OPSET_RANGE[0], DEFAULT_OPSET_RANGE[1] + 1))
-    todo = combos(opsets)
-    start = time.perf_counter()
-    results = []
-    if jobs > 1:
-        chunks = [todo[i::jobs * 4] for i in range(jobs * 4)]
-        with ProcessPoolExecutor(jobs) as pool:
-            for part in pool.map(_probe_chunk, [(system, c) for c in chunks]):
-                results += part
+def _run_isolated(system: str, todo: list, jobs: int, timeout: float, progress=None) -> dict:
+    """Probe in worker processes. A worker that dies (segfault, abort) or hangs past
+    ``timeout`` on one combination is replaced, and that combination is recorded as
+    supported with the reason: a crash is a finding, not a declared gap."""
+    import multiprocessing as mp
+    from multiprocessing.connection import wait
+
+    ctx = mp.get_context("spawn")
+    items = list(enumerate(todo))
+    results: dict = {}
+    workers: dict = {}  # parent end of the pipe -> [process, remaining items, in-flight, since]
+
+    def start(chunk):
+        parent, child = ctx.Pipe(duplex=False)
+        proc = ctx.Process(target=_worker, args=(system, chunk, child), daemon=True)
+        proc.start()
+        child.close()
+        workers[parent] = [proc, list(chunk), None, time.monotonic()]
+
+    def retire(conn, why):
+        proc, remaining, inflight, _ = workers.pop(conn)
+        if proc.is_alive():
+            proc.kill()
+        proc.join()
+        conn.close()
+        if inflight is not None:
+            results[inflight] = (True, why(proc))
+        rest = [it for it in remaining if it[0] not in results]
+        if rest:
+            start(rest)
+
+    for k in range(jobs):
+        if items[k::jobs]:
+            start(items[k::jobs])
+    while workers:
+        for conn in wait(list(workers), timeout=1.0):
+            w = workers[conn]
+            try:
+                msg = conn.recv()
+            except EOFError:  # finished, or died
+                retire(conn, lambda p: f"crashes (kept, a potential finding): exit code {p.exitcode}")
+                continue
+            if msg[0] == "start":
+                w[2], w[3] = msg[1], time.monotonic()
+            else:
+                results[msg[1]] = (msg[2], msg[3])
+                w[1] = [it for it in w[1] if it[0] != msg[1]]
+                w[2] = None
                 if progress:
                     progress(len(results), len(todo))
-    else:
-        for i, c in enumerate(todo):
-            results.append((c, *probe_one(system, *c)))
-            if progress and i % 50 == 0:
-                progress(i + 1, len(todo))
-    results.sort(key=lambda r: (r[0][0], r[0][2], r[0][1]))
+        for conn, (proc, _, inflight, since) in list(workers.items()):
+            if inflight is not None and time.monotonic() - since > timeout:
+                retire(conn, lambda p: f"hangs (kept, a potential finding): no answer in {timeout:.0f} s")
+    return results
+
+
+def probe(system: str, opsets=None, jobs: int = 1, progress=None, ops=None, timeout: float = 120.0) -> dict:
+    """Probe every combination (of ``ops``, default all, at ``opsets``, default the
+    system's probe opsets) in isolated workers; returns the cache document."""
+    runner = get_runner(system)
+    opsets = list(opsets or runner.probe_opsets or range(DEFAULT_OPSET_RANGE[0], DEFAULT_OPSET_RANGE[1] + 1))
+    todo = [c for c in combos(opsets) if ops is None or c[0] in ops]
+    start = time.perf_counter()
+    found = _run_isolated(system, todo, max(1, jobs), timeout, progress)
+    rows = sorted(((todo[i], *found[i]) for i in range(len(todo))), key=lambda r: (r[0][0], r[0][2], r[0][1]))
     return {
         "system": system,
         "version": runner.version(),
@@ -102,8 +146,9 @@ def probe(system: str, opsets=None, jobs: int = 1, progress=None) -> dict:
         "generator": GENERATOR_VERSION,
         "opsets": opsets,
         "seconds": round(time.perf_counter() - start, 2),
-        "supported": [[n, list(s), o] for (n, s, o), ok, _ in results if ok],
-        "unsupported": [[n, list(s), o, why] for (n, s, o), ok, why in results if not ok],
+        "supported": [[n, list(s), o] for (n, s, o), ok, _ in rows if ok],
+        "unsupported": [[n, list(s), o, why] for (n, s, o), ok, why in rows if not ok],
+        "findings": [[n, list(s), o, why] for (n, s, o), ok, why in rows if ok and why],
     }
 
 
@@ -115,7 +160,7 @@ def load_or_probe(system: str, refresh: bool = False, jobs: int = 1, progress=No
             return json.load(f)
     doc = probe(system, jobs=jobs, progress=progress)
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = path + ".tmp"
+    tmp = f"{path}.{os.getpid()}.tmp"
     with open(tmp, "w") as f:
         json.dump(doc, f, indent=0)
     os.replace(tmp, path)
@@ -123,5 +168,12 @@ def load_or_probe(system: str, refresh: bool = False, jobs: int = 1, progress=No
 
 
 def support_set(doc: dict) -> frozenset:
-    """The generator's ``support`` argument from a probe document."""
-    return frozenset((n, tuple(s), o) for n, s, o in doc["supported"])
+    """The generator's ``support`` argument from a probe document. An opset between probed
+    ones takes the answer of the nearest lower probed opset."""
+    probed = sorted(doc["opsets"])
+    out = set()
+    for n, s, o in doc["supported"]:
+        nxt = [p for p in probed if p > o]
+        hi = nxt[0] - 1 if nxt else max(DEFAULT_OPSET_RANGE[1], o)
+        out.update((n, tuple(s), v) for v in range(o, hi + 1))
+    return frozenset(out)

@@ -263,6 +263,12 @@ class OpSpec:
         """Whether this instance's output can jump under a rounding-level input change."""
         return self.jumps
 
+    def reference_defect(self, a: dict, ins: list, opset: int) -> str | None:
+        """Why ONNX's reference evaluator (``onnx.reference``) computes this instance wrongly,
+        or None. Generation does not avoid such instances (compilers must handle them); the
+        reference is just not consulted for them."""
+        return None
+
     def available(self, opset: int) -> bool:
         return self.min_opset <= opset and (self.max_opset is None or opset <= self.max_opset)
 
