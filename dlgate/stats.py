@@ -140,7 +140,7 @@ def render(res: dict) -> str:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"dlgate batch statistics ({res['graphs']} graphs, corpus of {res['corpus']} operation types)")
+    table = Table()
     table.add_column("metric")
     table.add_column("value", justify="right")
     table.add_column("kind")
@@ -150,6 +150,7 @@ def render(res: dict) -> str:
                       "graph (Isra)" if m in GRAPH_METRICS else "operation (Isra)" if m in OP_METRICS else "GenCoG")
     console = Console(width=120, record=True, force_terminal=False)
     with console.capture() as cap:
+        console.print(f"dlgate batch statistics: {res['graphs']} graphs, corpus of {res['corpus']} operation types")
         console.print(table)
         if res["types_missing"]:
             console.print(f"operation types never generated: {', '.join(res['types_missing'])}")

@@ -52,11 +52,7 @@ class _ConvBase(OpSpec):
         r = x.rank - 2
         c = x.shape[1]
         a = _spatial_attrs(ctx, r)
-        # onnx.reference's ConvTranspose is wrong for group > 1 (it slices W by output
-        # channels and writes one channel per group), so transposed convs stay ungrouped.
-        if self.transpose:
-            a["group"] = 1
-        elif ctx.symbolic:
+        if ctx.symbolic:
             a["group"] = ctx.divisor(c)  # the solver (with binning) decides
         else:
             a["group"] = 1 if ctx.coin(0.5) else ctx.divisor(c)
@@ -64,8 +60,10 @@ class _ConvBase(OpSpec):
         # any width the solver needs when inverting
         a["m_per_group"] = ctx.int(1, ctx.limits.max_dim if ctx.symbolic else 16)
         if self.transpose:
-            # ONNX and PyTorch allow output_padding < stride or < dilation, but
-            # onnx.reference's col2im fails when output_padding >= stride: keep it < stride.
+            # ONNX says output_padding must be "less than the corresponding stride/dilation",
+            # which PyTorch reads as < max(stride, dilation), but onnxruntime rejects
+            # output_padding >= stride (INVALID_ARGUMENT "output_padding may be too large
+            # for stride"), so stay below the stride, which every reading allows.
             a["output_padding"] = [0] * r if ctx.coin(0.5) else [
                 ctx.int(0, s - 1) for s in a["strides"]]
         a["spell_kernel"] = ctx.coin(0.5)
@@ -128,6 +126,18 @@ class _ConvBase(OpSpec):
         x = ins[0]
         shape = (x.shape[0], self._out_channels(a)) + tuple(self._spatial_out(x, a))
         return [TensorType(x.dtype, shape)]
+
+    def reference_defect(self, a, ins, opset):
+        if not self.transpose:
+            return None
+        g = a["group"]
+        # Its group > 1 path slices W by output channels, writes one output channel per
+        # group and adds B[0] to every group: right only for a bias-free depthwise
+        # transpose (C == group, one output channel per group).
+        if g > 1 and not (ins[0].shape[1] == g and a["m_per_group"] == 1 and not self.has_bias):
+            return ("onnx.reference's grouped ConvTranspose slices W by output channels, writes one "
+                    "output channel per group and adds B[0] to every group")
+        return None
 
     # -- materialization ---------------------------------------------------------------
     def onnx_attrs(self, a, b):

@@ -95,11 +95,11 @@ class Gather(OpSpec):
 
 class GatherElements(Gather):
     """``indices`` of the data's shape except along ``axis`` (onnx.reference insists on
-    equal sizes elsewhere), values in [-n, n-1]. onnx.reference's implementation (np.choose)
-    fails on a negative ``axis`` and on n > 63, so neither is generated."""
+    equal sizes elsewhere), values in [-n, n-1]."""
 
     onnx_op = "GatherElements"
-    max_n = 63
+    #: np.choose (onnx.reference's implementation) takes at most 63 choices.
+    ref_max_n = 63
 
     def sample(self, ctx, ins):
         x = ins[0]
@@ -108,13 +108,24 @@ class GatherElements(Gather):
         other = sym.prod(x.shape) // n
         m = ctx.rng.randint(1, max(1, min(8, MAX_INDICES // other)))
         ishape = x.shape[:ax] + (m,) + x.shape[ax + 1:]
-        return {"axis": ax, "indices": _nested(ctx, ishape, -n, n - 1)}
+        return {"axis": _spell(ctx, ax, x.rank), "indices": _nested(ctx, ishape, -n, n - 1)}
 
     def requires(self, ins, a):
         s, r = ins[0].shape, ins[0].rank
         ishape, ax = np.shape(a["indices"]), a["axis"] % r
         same = len(ishape) == r and all(ishape[i] == s[i] for i in range(r) if i != ax)
-        return [same, a["axis"] >= 0, s[ax] <= self.max_n] + super().requires(ins, a)
+        return [same] + super().requires(ins, a)
+
+    def reference_defect(self, a, ins, opset):
+        s, ishape = tuple(ins[0].shape), np.shape(a["indices"])
+        if a["axis"] == -1 and ishape != s:
+            # shape[:dim] + shape[dim + 1:] is the whole shape after shape[:-1] for dim = -1
+            return "onnx.reference's GatherElements compares the wrong dims for axis -1 (ValueError)"
+        # np.choose fails beyond 63 choices; the fallback is right only for 2-D data,
+        # axis 1 and a single index per row.
+        if s[a["axis"] % len(s)] > self.ref_max_n and not (len(s) == 2 and a["axis"] == 1 and ishape[1] == 1):
+            return "onnx.reference's GatherElements uses np.choose, which takes at most 63 choices"
+        return None
 
     def infer(self, ins, a):
         return [ins[0].with_shape(np.shape(a["indices"]))]
@@ -123,9 +134,9 @@ class GatherElements(Gather):
         if out.rank < 1 or out.numel > MAX_INDICES:
             return None
         ax = ctx.rng.randrange(out.rank)
-        n = ctx.rng.randint(1, max(1, min(self.max_n, _budget(ctx, out.numel // out.shape[ax]))))
+        n = ctx.rng.randint(1, max(1, min(ctx.limits.max_dim, _budget(ctx, out.numel // out.shape[ax]))))
         x = out.with_shape(out.shape[:ax] + (n,) + out.shape[ax + 1:])
-        return [x], {"axis": ax, "indices": _nested(ctx, out.shape, -n, n - 1)}
+        return [x], {"axis": _spell(ctx, ax, out.rank), "indices": _nested(ctx, out.shape, -n, n - 1)}
 
     def backward_ranks(self, out):
         return (out.rank,)

@@ -67,16 +67,22 @@ class BatchNormalization(Norm):
     onnx_op = "BatchNormalization"
     arity = 5
     restricted = True
-    # Opset 13 means BatchNormalization-9, whose onnx.reference implementation always takes
-    # a training-mode path (the schema default fills in momentum), so it cannot be checked.
-    min_opset = 14
 
     def sample(self, ctx, ins):
         return {"epsilon": _eps(ctx), "momentum": ctx.choice((f32(0.9), ctx.uniform(0.0, 1.0)))}
 
+    def reference_defect(self, a, ins, opset):
+        if opset < 14:
+            # BatchNormalization-9 is inference-only, but onnx.reference's version takes a
+            # training path whenever momentum is set, and the schema default always sets it.
+            return "onnx.reference's BatchNormalization-9 normalizes with batch statistics (training path)"
+        return None
+
     def onnx_attrs(self, a, b):
-        return {"epsilon": b.opt(a["epsilon"], EPS_DEFAULT), "momentum": b.opt(a["momentum"], f32(0.9)),
-                "training_mode": b.opt(0, 0)}
+        attrs = {"epsilon": b.opt(a["epsilon"], EPS_DEFAULT), "momentum": b.opt(a["momentum"], f32(0.9))}
+        if b.opset >= 14:  # training_mode appears in BatchNormalization-14
+            attrs["training_mode"] = b.opt(0, 0)
+        return attrs
 
     def torch(self, a, x, s, bias, mean, var):
         r = x.dim()

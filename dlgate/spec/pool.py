@@ -70,9 +70,6 @@ class _Pool(OpSpec):
         return [(x.shape[2 + i], a["kernel"][i], a["strides"][i], a["dilations"][i],
                  a["pads"][i], a["pads"][i + r]) for i in range(r)]
 
-    #: the largest ceil_mode overflow onnx.reference gets right (see ``requires``).
-    max_overflow = 1
-
     def requires(self, ins, a):
         cons = []
         for n, k, s, d, pb, pe in self._spatial(ins[0], a):
@@ -88,14 +85,12 @@ class _Pool(OpSpec):
                 # inside the input or left padding (onnxruntime, onnx.reference and
                 # PyTorch apply it): stay where the rule does not fire.
                 cons.append((o - 1) * s < n + pb)
-                # onnx.reference's AveragePool/LpPool split the ceil_mode overflow between
-                # both ends (shifting the windows) and LpPool averages instead of summing
-                # over it: keep the overflow within what it gets right.
-                cons.append((o - 1) * s + eff - (n + pb + pe) <= self.max_overflow)
-        return cons + self._extra_requires(ins, a)
+        return cons
 
-    def _extra_requires(self, ins, a):
-        return []
+    def _overflows(self, ins, a):
+        """Per spatial dim, how far the last window reaches past the padded input."""
+        return [(_out_size(n, k, s, d, pb, pe, a["ceil_mode"]) - 1) * s + d * (k - 1) + 1 - (n + pb + pe)
+                for n, k, s, d, pb, pe in self._spatial(ins[0], a)]
 
     def infer(self, ins, a):
         x = ins[0]
@@ -152,29 +147,29 @@ class _Pool(OpSpec):
 class MaxPool(_Pool):
     onnx_op = "MaxPool"
     dtypes = tuple((t,) for t in dt.FLOATS + (dt.INT8, dt.UINT8))
-    max_overflow = 1 << 20
 
-    def sample(self, ctx, ins):
-        a = super().sample(ctx, ins)
-        if not ctx.symbolic and all(v == 1 for v in a["strides"] + a["dilations"]):
-            if self._int2d(ins):
-                a["strides"][0] = 2
-            else:
-                a["pads"] = [0] * len(a["pads"])
-        return a
-
-    @staticmethod
-    def _int2d(ins):
-        return ins[0].rank == 4 and ins[0].dtype in (dt.INT8, dt.UINT8)
-
-    def _extra_requires(self, ins, a):
-        # onnx.reference's MaxPool with unit strides and dilations takes another code
-        # path that reads pads in the wrong order (and ignores 1-D pads), and that pads
-        # 2-D integer inputs with NaN (a crash): no pads there, no 2-D integers there.
-        unit = sym.And([v == 1 for v in a["strides"] + a["dilations"]])
-        if self._int2d(ins):
-            return [sym.Not(unit)]
-        return [sym.Implies(unit, sym.And([p == 0 for p in a["pads"]]))]
+    def reference_defect(self, a, ins, opset):
+        # With unit strides and dilations onnx.reference's MaxPool takes another code path.
+        if any(v != 1 for v in a["strides"] + a["dilations"]):
+            return None
+        x, p = ins[0], a["pads"]
+        # 2-D: it always runs np.pad with NaN, which raises for int8 and casts NaN
+        # (invalid, platform-dependent) for uint8.
+        if x.rank == 4 and x.dtype == dt.INT8:
+            return "onnx.reference's unit-stride 2-D MaxPool pads with NaN, which np.pad refuses for int8"
+        if not any(p):
+            return None
+        # 1-D: it never pads, and sizes the output as n - k + 1 (n + pads[0] - k + 1 in
+        # ceil_mode); only a single-element input in ceil_mode without end pad comes out right.
+        if x.rank == 3 and not (a["ceil_mode"] and p[1] == 0 and x.shape[2] == 1):
+            return "onnx.reference's unit-stride MaxPool ignores 1-D pads"
+        if x.rank == 4:
+            if x.dtype == dt.UINT8:
+                return "onnx.reference's unit-stride 2-D MaxPool pads uint8 with NaN cast to an integer"
+            if p[1] != p[2] or a["ceil_mode"]:
+                return ("onnx.reference's unit-stride 2-D MaxPool reads pads as (top, bottom, left, "
+                        "right) and counts them twice in ceil_mode")
+        return None
 
 
 class AveragePool(_Pool):
@@ -182,13 +177,24 @@ class AveragePool(_Pool):
     kind = "avg"
     dil_opset = 19
 
+    def reference_defect(self, a, ins, opset):
+        if any(o >= 2 for o in self._overflows(ins, a)):
+            return ("onnx.reference's AveragePool splits a ceil_mode overflow >= 2 between both "
+                    "ends, shifting the windows")
+        return None
+
 
 class LpPool(_Pool):
     onnx_op = "LpPool"
     kind = "lp"
     ceil_opset = 18
     dil_opset = 18
-    max_overflow = 0
+
+    def reference_defect(self, a, ins, opset):
+        if any(o >= 1 for o in self._overflows(ins, a)):
+            return ("onnx.reference's LpPool averages over the window without the ceil_mode "
+                    "overflow and rescales by the kernel size (and shifts windows for overflow >= 2)")
+        return None
 
 
 class _GlobalPool(OpSpec):
@@ -219,11 +225,12 @@ class GlobalAveragePool(_GlobalPool):
 
 
 class GlobalMaxPool(_GlobalPool):
-    """Rank 4 only: onnx.reference's GlobalMaxPool reduces axes (r-2, r-1), which are the
-    spatial axes only at rank 4."""
-
     onnx_op = "GlobalMaxPool"
-    ranks = (4,)
+
+    def reference_defect(self, a, ins, opset):
+        if ins[0].rank != 4:
+            return "onnx.reference's GlobalMaxPool reduces axes (r-2, r-1): the spatial axes only at rank 4"
+        return None
 
 
 OPS = [MaxPool, AveragePool, LpPool, GlobalAveragePool, GlobalMaxPool]

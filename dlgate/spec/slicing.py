@@ -19,10 +19,11 @@ from dlgate.spec.base import OpSpec, TensorType
 
 INT64_MAX, INT64_MIN = 2**63 - 1, -(2**63)
 STEPS = (1, 1, 1, 2, 3, -1, -1, -2)
-#: Negative (cropping) constant pads are valid ONNX and onnxruntime runs them, but
-#: onnx.reference's Pad hands them to np.pad, which raises; off until the spec test can
-#: skip the reference for them.
-NEGATIVE_PADS = False
+#: Negative (cropping) pads in constant mode, where cropping and padding commute. In the
+#: other modes they are ambiguous (onnxruntime crops after reflect/edge padding but before
+#: wrap padding), so those keep non-negative pads. onnx.reference's Pad hands negative pads
+#: to np.pad, which raises: see ``Pad.reference_defect``.
+NEGATIVE_PADS = True
 
 
 def _clamp(v, lo, hi):
@@ -195,8 +196,7 @@ def pad_index(d: int, pb: int, pe: int, mode: str) -> list:
 
 
 class Pad(OpSpec):
-    """Modes constant (pads may be negative, i.e. cropping keeping at least one element,
-    when ``NEGATIVE_PADS``),
+    """Modes constant (pads may be negative, i.e. cropping keeping at least one element),
     reflect (0 <= pad < dim), edge, and wrap (opset 19+; pads beyond the dim repeat). ``value`` is
     the optional constant_value input; ``axes`` the optional axes input of opset 18+
     (without it, or below opset 18, the pads of every axis are written)."""
@@ -297,6 +297,11 @@ class Pad(OpSpec):
         if axes is not None:
             ins.append(b.ints(axes))
         b.node("Pad", ins, ys, mode=b.opt(a["mode"], "constant"))
+
+    def reference_defect(self, a, ins, opset):
+        if any(v < 0 for v in a["pads"]):
+            return "onnx.reference's Pad passes negative (cropping) pads to np.pad, which raises"
+        return None
 
     def torch(self, a, x):
         p, mode = a["pads"], a["mode"]
