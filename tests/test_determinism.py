@@ -34,5 +34,7 @@ def test_a_shard_of_indices_matches_the_whole_batch(tmp_path):
     subprocess.run([sys.executable, "-m", "dlgate", "gen", "--seed", "0123abcd", "--campaign", "det",
                     "--start", "20", "--count", "10", "--out", str(tmp_path / "s")], check=True, env=env,
                    capture_output=True)
-    for case in os.listdir(tmp_path / "s"):
+    shard = sorted(os.listdir(tmp_path / "s"))
+    assert shard == sorted(whole)[20:30]
+    for case in shard:
         assert (tmp_path / "s" / case / "model.onnx").read_bytes() == (tmp_path / "w" / case / "model.onnx").read_bytes()

@@ -18,7 +18,7 @@ from dlgate import dtypes as dt
 from dlgate.graph.ir import Graph, Node, random_values
 from dlgate.graph.solver import Solver, concretize
 from dlgate.seeds import sub_seed
-from dlgate.spec import schema, sym
+from dlgate.spec import schema
 from dlgate.spec.base import Ctx, Limits, OpSpec, SymCtx, TensorType, all_true
 from dlgate.spec.registry import select
 
@@ -178,14 +178,10 @@ class Generator:
 
     def _forward_z3(self, st, spec, rng, x0, first, sig) -> bool:
         sctx = SymCtx(rng, self.cfg.limits, self.cfg.dtypes, self.opset, prefix="f")
-        try:
-            a = spec.sample(sctx, [first])
-            ins = [first]
-            for i in range(1, spec.arity):
-                ins.append(spec.input_type(sctx, i, ins, a, sig[i]))
-            outs = spec.infer(ins, a)
-        except (TypeError, z3.Z3Exception):
+        inst = self._symbolic_instance(spec, sctx, first, sig)
+        if inst is None:
             return False
+        a, ins, outs = inst
         cons = sctx.cons + list(spec.requires(ins, a)) + self._dim_cons(outs)
         model = self.solver.solve(cons, sctx.vars, rng)
         if model is None:
@@ -198,6 +194,19 @@ class Generator:
         self._commit(st, spec, a, [x0] + [None] * (spec.arity - 1), ins, outs)
         self.stats["z3_forward"] += 1
         return True
+
+    @staticmethod
+    def _symbolic_instance(spec: OpSpec, sctx: SymCtx, first: TensorType, sig: tuple):
+        """(attrs, inputs, outputs) with z3 variables for the integer choices, or None when
+        the spec cannot run symbolically."""
+        try:
+            a = spec.sample(sctx, [first])
+            ins = [first]
+            for i in range(1, spec.arity):
+                ins.append(spec.input_type(sctx, i, ins, a, sig[i]))
+            return a, ins, spec.infer(ins, a)
+        except (TypeError, z3.Z3Exception):
+            return None
 
     def _dim_cons(self, types) -> list:
         return [d >= 1 for t in types for d in t.shape] + [d <= self.cfg.limits.max_dim * 4 for t in types for d in t.shape]
@@ -234,15 +243,10 @@ class Generator:
                 if rank not in spec.ranks or rank > self.cfg.limits.max_rank:
                     continue
                 sctx = SymCtx(rng, self.cfg.limits, self.cfg.dtypes, self.opset, prefix="b")
-                try:
-                    first = TensorType(sig[0], sctx.shape(rank))
-                    a = spec.sample(sctx, [first])
-                    ins = [first]
-                    for i in range(1, spec.arity):
-                        ins.append(spec.input_type(sctx, i, ins, a, sig[i]))
-                    outs = spec.infer(ins, a)
-                except (TypeError, z3.Z3Exception):
+                inst = self._symbolic_instance(spec, sctx, TensorType(sig[0], sctx.shape(rank)), sig)
+                if inst is None:
                     return None
+                a, ins, outs = inst
                 if outs[0].dtype != target.dtype or outs[0].rank != target.rank:
                     continue
                 cons = sctx.cons + list(spec.requires(ins, a)) + self._dim_cons(ins + outs)

@@ -9,7 +9,6 @@ rather than on "not implemented".
 """
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import time
@@ -124,7 +123,7 @@ def _run_isolated(system: str, todo: list, jobs: int, timeout: float, progress=N
                 w[2] = None
                 if progress:
                     progress(len(results), len(todo))
-        for conn, (proc, _, inflight, since) in list(workers.items()):
+        for conn, (_, _, inflight, since) in list(workers.items()):
             if inflight is not None and time.monotonic() - since > timeout:
                 retire(conn, lambda p: f"hangs (kept, a potential finding): no answer in {timeout:.0f} s")
     return results

@@ -107,22 +107,17 @@ class Div(Elementwise):
         return [L.gt0(y.abs())]
 
 
-class Mod(Elementwise):
+class Mod(Div):
     """C fmod semantics (``fmod=1``); floats only, for the reason given for Div."""
 
     onnx_op = "Mod"
-    types = dt.FLOATS
     jumps = True
-    restricted = True
 
     def onnx_attrs(self, a, b):
         return {"fmod": 1}
 
     def torch(self, a, x, y):
         return torch.fmod(x, y)
-
-    def losses(self, a, x, y):
-        return [L.gt0(y.abs())]
 
 
 class Pow(Elementwise):
@@ -162,18 +157,13 @@ class Sum(Elementwise):
         return out
 
 
-class Mean(Elementwise):
+class Mean(Sum):
     """Variadic: three inputs."""
 
     onnx_op = "Mean"
-    arity = 3
-    types = dt.FLOATS
 
     def torch(self, a, *xs):
-        out = xs[0]
-        for x in xs[1:]:
-            out = out + x
-        return out / len(xs)
+        return super().torch(a, *xs) / len(xs)
 
 
 OPS = [Add, Sub, Mul, Div, Mod, Pow, Max, Min, Sum, Mean]

@@ -10,7 +10,6 @@ bias-free twin registered under its own name (``ConvNoBias``, ``ConvTransposeNoB
 """
 from __future__ import annotations
 
-import torch
 import torch.nn.functional as F
 
 from dlgate import dtypes as dt

@@ -15,7 +15,7 @@ import torch.nn.functional as F
 
 from dlgate import dtypes as dt
 from dlgate.spec import sym
-from dlgate.spec.base import OpSpec, TensorType
+from dlgate.spec.base import OpSpec
 
 INT64_MAX, INT64_MIN = 2**63 - 1, -(2**63)
 STEPS = (1, 1, 1, 2, 3, -1, -1, -2)
