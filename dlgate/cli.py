@@ -62,6 +62,17 @@ def build_parser() -> argparse.ArgumentParser:
     pr.add_argument("--refresh", action="store_true", help="ignore the cache and probe again")
     pr.add_argument("--jobs", type=_positive, default=1)
 
+    c = sub.add_parser("check", help="run generated cases on backends and judge them against the reference")
+    c.add_argument("dir", help="a folder written by `dlgate gen`")
+    c.add_argument("--backend", action="append", required=True, metavar="NAME[:DEVICE][@LEVEL]",
+                   help="a backend under test (repeatable), e.g. tvm, onnxruntime@basic, tvm:cuda")
+    c.add_argument("--reference", default="torch", metavar="NAME[:DEVICE]", help="the trusted reference (default torch)")
+    c.add_argument("--out", help="where to write results.jsonl and failing cases (default DIR/check)")
+    c.add_argument("--timeout", type=float, default=60.0, help="seconds per compile+run before a case is a timeout")
+    c.add_argument("--memory-mb", type=_positive, default=4096, help="memory cap of a backend worker")
+    c.add_argument("--no-crosscheck", action="store_true", help="skip the lowest-opt-level and onnx.reference checks")
+
+    sub.add_parser("backends", help="list the installed backends and whether each can run here")
     sub.add_parser("ops", help="list the operator specs")
     return p
 
@@ -150,7 +161,81 @@ def cmd_ops(args) -> int:
     return 0
 
 
-COMMANDS = {"gen": cmd_gen, "stats": cmd_stats, "probe": cmd_probe, "ops": cmd_ops}
+def _backend_spec(text: str, what: str):
+    from dlgate.backends.base import BackendSpec
+    from dlgate.backends.registry import load
+
+    try:
+        spec = BackendSpec.parse(text)
+        cls = load(spec.name)
+    except (ValueError, KeyError) as e:
+        raise UsageError(f"dlgate check: {what}: {e.args[0]}") from None
+    if spec.opt_level is not None and spec.opt_level not in cls.opt_levels:
+        raise UsageError(f"dlgate check: {what}: {spec.name} has no optimization level {spec.opt_level!r}; "
+                         f"known: {', '.join(cls.opt_levels)}")
+    if spec.device not in cls.devices:
+        raise UsageError(f"dlgate check: {what}: {spec.name} has no device {spec.device!r}; "
+                         f"known: {', '.join(cls.devices)}")
+    return spec
+
+
+def cmd_check(args) -> int:
+    from collections import Counter
+
+    from dlgate.check import CheckConfig, case_dirs, check, load_case, prepare, save_bundle
+    from dlgate.exec.worker import Pool
+    from dlgate.oracle import verdict as V
+
+    specs = [_backend_spec(b, "--backend") for b in args.backend]
+    ref = _backend_spec(args.reference, "--reference")
+    try:
+        dirs = case_dirs(args.dir)
+    except FileNotFoundError as e:
+        raise UsageError(f"dlgate check: {e}") from None
+    out = args.out or os.path.join(args.dir, "check")
+    os.makedirs(out, exist_ok=True)
+    cfg = CheckConfig(specs, ref, timeout_s=args.timeout, memory_mb=args.memory_mb, crosscheck=not args.no_crosscheck)
+    counts: Counter = Counter()
+    internal = False
+    with Pool(cfg.timeout_s, cfg.memory_mb) as pool, open(os.path.join(out, "results.jsonl"), "w") as res:
+        for d in dirs:
+            case = prepare(*load_case(d))
+            rec = check(pool, case, cfg)
+            res.write(json.dumps(rec, sort_keys=True, default=str) + "\n")
+            res.flush()
+            for v in rec["verdicts"]:
+                counts[(v["backend"], v["verdict"])] += 1
+                internal |= v["verdict"] == V.REFERENCE_ERROR
+                if v["verdict"] in V.FAILURES or v["verdict"] == V.REFERENCE_ERROR:
+                    save_bundle(out, case)
+                    sig = (v.get("signature") or {}).get("id", "")
+                    print(f"{case.id} {v['backend']}: {v['verdict']} {sig} {v['detail'][:160]}")
+    print(f"{len(dirs)} cases; results in {os.path.join(out, 'results.jsonl')}")
+    for (backend, verdict), n in sorted(counts.items()):
+        print(f"  {backend:32} {verdict:16} {n}")
+    if internal:
+        return 3
+    return 1 if any(v in V.FAILURES for (_, v) in counts) else 0
+
+
+def cmd_backends(args) -> int:
+    from dlgate.backends.registry import load, names
+
+    for name in names():
+        try:
+            cls = load(name)
+        except Exception as e:  # a broken third-party plug-in is listed, not fatal
+            print(f"{name:16} cannot be loaded: {e}")
+            continue
+        for device in cls.devices:
+            why = cls.unavailable_reason(device)
+            state = "available" if not why else f"unavailable: {why}"
+            print(f"{name:16} {device:9} levels {','.join(cls.opt_levels):40} {state}")
+    return 0
+
+
+COMMANDS = {"gen": cmd_gen, "stats": cmd_stats, "probe": cmd_probe, "ops": cmd_ops, "check": cmd_check,
+            "backends": cmd_backends}
 
 
 def main(argv=None) -> int:

@@ -7,6 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from dlgate import dtypes as dt
+from dlgate.spec import losses as L
 from dlgate.spec import sym
 from dlgate.spec.base import OpSpec, TensorType, f32
 from dlgate.spec.binary import reduced_partner
@@ -60,6 +61,9 @@ class Relu(Activation):
     onnx_op = "Relu"
     types = dt.FLOATS + dt.SIGNED  # the integer types from opset 14
     fn = torch.relu
+
+    def torch(self, a, x):
+        return L.proxy_relu(x) if x.requires_grad else torch.relu(x)
 
 
 class LeakyRelu(Activation):

@@ -164,6 +164,8 @@ class Clip(SameType):
         b.node("Clip", ins, ys)
 
     def torch(self, a, x):
+        if x.requires_grad:
+            return L.proxy_clip(x, a.get("min"), a.get("max"))
         y = x
         if "min" in a:
             y = torch.maximum(y, torch.tensor(a["min"], dtype=x.dtype))

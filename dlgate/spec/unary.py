@@ -172,17 +172,26 @@ class Floor(Unary):
     jumps = True
     fn = torch.floor
 
+    def torch(self, a, x):
+        return L.proxy_floor(x) if x.requires_grad else torch.floor(x)
+
 
 class Ceil(Unary):
     onnx_op = "Ceil"
     jumps = True
     fn = torch.ceil
 
+    def torch(self, a, x):
+        return L.proxy_ceil(x) if x.requires_grad else torch.ceil(x)
+
 
 class Round(Unary):
     onnx_op = "Round"  # half to even in both ONNX and PyTorch
     jumps = True
     fn = torch.round
+
+    def torch(self, a, x):
+        return L.proxy_round(x) if x.requires_grad else torch.round(x)
 
 
 class Erf(Unary):

@@ -1,0 +1,120 @@
+"""The backend interface: one small class per system under test or reference.
+
+A backend compiles a :class:`Model` and runs it on NumPy inputs. It never runs in the
+gate's own process: :mod:`dlgate.exec.worker` hosts it in an isolated worker that is
+kept alive across cases, so imports and per-process setup are paid once.
+
+Backends are found by name through the ``dlgate.backends`` entry-point group (in-tree
+ones are declared in ``pyproject.toml`` the same way), or as ``package.module:Class``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import numpy as np
+
+from dlgate.graph.ir import Graph
+
+
+@dataclass
+class Model:
+    """What a backend compiles: the ONNX bytes, and the same graph for PyTorch-based
+    backends (constants included in ``graph.values``)."""
+
+    onnx: bytes
+    graph: Graph
+
+    @property
+    def input_names(self) -> list:
+        return [self.graph.name(t) for t in self.graph.inputs]
+
+    @property
+    def output_names(self) -> list:
+        return [self.graph.name(t) for t in self.graph.outputs]
+
+
+class Unavailable(Exception):
+    """The backend cannot run here (package missing, no GPU...); the message says why."""
+
+
+@dataclass(frozen=True)
+class BackendSpec:
+    """How to construct a backend: what configs and the command line name."""
+
+    name: str
+    device: str = "cpu"
+    opt_level: str | None = None  # None = the backend's highest
+    options: tuple = field(default_factory=tuple)  # sorted (key, value) pairs
+
+    def label(self) -> str:
+        lvl = f"@{self.opt_level}" if self.opt_level else ""
+        return f"{self.name}[{self.device}]{lvl}"
+
+    def at(self, opt_level: str) -> "BackendSpec":
+        return BackendSpec(self.name, self.device, opt_level, self.options)
+
+    @staticmethod
+    def parse(text: str) -> "BackendSpec":
+        """``NAME[:DEVICE][@OPT_LEVEL]``, e.g. ``tvm``, ``tvm:cuda``, ``onnxruntime@basic``."""
+        name, _, level = text.partition("@")
+        if name.count(":") == 1 and not name.split(":")[1].isidentifier():
+            raise ValueError(f"bad backend {text!r}")
+        base, device = name, "cpu"
+        if ":" in name and "." not in name.split(":")[0]:  # not a package.module:Class path
+            base, _, device = name.partition(":")
+        if not base:
+            raise ValueError(f"bad backend {text!r}: expected NAME[:DEVICE][@OPT_LEVEL]")
+        return BackendSpec(base, device or "cpu", level or None)
+
+
+class Backend:
+    """Subclass, set the class attributes, implement ``compile`` and ``run``."""
+
+    name: ClassVar[str] = ""
+    #: Optimization levels, lowest first; the last is the default.
+    opt_levels: ClassVar[tuple] = ("default",)
+    devices: ClassVar[tuple] = ("cpu",)
+    #: Trusted enough to be the reference the others are compared against.
+    reference: ClassVar[bool] = False
+
+    def __init__(self, device: str = "cpu", opt_level: str | None = None, **options):
+        if device not in self.devices:
+            raise Unavailable(f"{self.name} does not run on {device!r} (devices: {', '.join(self.devices)})")
+        if opt_level is not None and opt_level not in self.opt_levels:
+            raise ValueError(f"{self.name}: unknown optimization level {opt_level!r}; "
+                             f"known: {', '.join(self.opt_levels)}")
+        self.device = device
+        self.opt_level = opt_level or self.opt_levels[-1]
+        self.options = options
+        reason = self.unavailable_reason(device)
+        if reason:
+            raise Unavailable(f"{self.name} on {device}: {reason}")
+
+    # -- to implement -------------------------------------------------------------------
+    @classmethod
+    def unavailable_reason(cls, device: str) -> str | None:
+        """Why the backend cannot run on ``device`` here, or None."""
+        return None
+
+    def version(self) -> str:
+        raise NotImplementedError
+
+    def compile(self, model: Model) -> Any:
+        raise NotImplementedError
+
+    def run(self, compiled: Any, inputs: list) -> list:
+        """Outputs as NumPy arrays, in the model's output order."""
+        raise NotImplementedError
+
+    def unsupported(self, exc: BaseException) -> bool:
+        """Whether a failure is the backend *declaring* it does not handle something."""
+        return isinstance(exc, NotImplementedError)
+
+    # -- provided ---------------------------------------------------------------------
+    def describe(self) -> dict:
+        return {"name": self.name, "version": self.version(), "device": self.device, "opt_level": self.opt_level}
+
+
+def as_numpy(x) -> np.ndarray:
+    return np.asarray(x)

@@ -1,0 +1,79 @@
+"""PyTorch Inductor: ``torch.compile`` of the graph's ``GraphModule``."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from dlgate.backends._cuda import missing
+from dlgate.backends.base import Backend, Model
+from dlgate.backends.torch_eager import to_numpy, to_torch, torch_cuda_reason
+
+#: opt level -> ``torch.compile`` mode; "eager" compiles nothing (the plain module).
+MODES = {"eager": None, "default": "default", "max-autotune-no-cudagraphs": "max-autotune-no-cudagraphs"}
+
+
+class Inductor(Backend):
+    """``torch.compile(GraphModule(graph), backend="inductor", mode=..., dynamic=False)``.
+
+    ``compile`` forces the compilation by running the compiled module once on random
+    inputs of the graph's input types and shapes, so compile time (seconds on the first
+    graph) is accounted to ``compile`` and ``run`` costs milliseconds. Compilation guards
+    only on shapes and dtypes, so the real inputs reuse that code; a value-dependent guard
+    would recompile in ``run``. Each ``compile`` first calls ``torch._dynamo.reset()``
+    so caches do not grow across many models: only the latest compiled model stays fast.
+
+    Options: ``fullgraph`` (default False: a graph break falls back to eager for that part;
+    True makes a break an error that ``unsupported`` recognizes).
+    """
+
+    name = "inductor"
+    opt_levels = tuple(MODES)
+    devices = ("cpu", "cuda")
+
+    @classmethod
+    def unavailable_reason(cls, device: str) -> str | None:
+        return torch_cuda_reason() if device == "cuda" else missing("torch")
+
+    def version(self) -> str:
+        import torch
+
+        return torch.__version__
+
+    def compile(self, model: Model) -> Any:
+        import torch
+
+        from dlgate.graph.ir import random_values
+        from dlgate.materialize.torch_model import GraphModule
+
+        torch.set_num_threads(1)
+        module = GraphModule(model.graph).to(self.device).eval()
+        mode = MODES[self.opt_level]
+        if mode is None:
+            return module
+        torch._dynamo.reset()
+        fn = torch.compile(module, backend="inductor", mode=mode, dynamic=False,
+                           fullgraph=bool(self.options.get("fullgraph", False)))
+        rng = np.random.default_rng(0)
+        warm = [random_values(rng, t) for t in model.graph.input_types()]
+        with torch.no_grad():
+            fn(*to_torch(warm, self.device))
+        return fn
+
+    def run(self, compiled: Any, inputs: list) -> list:
+        import torch
+
+        with torch.no_grad():
+            outs = compiled(*to_torch(inputs, self.device))
+        if self.device == "cuda":
+            torch.cuda.synchronize()
+        return to_numpy(outs)
+
+    def unsupported(self, exc: BaseException) -> bool:
+        if isinstance(exc, NotImplementedError):
+            return True
+        try:
+            from torch._dynamo.exc import Unsupported
+        except ImportError:
+            return False
+        return isinstance(exc, Unsupported)

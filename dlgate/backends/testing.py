@@ -1,0 +1,55 @@
+"""Helpers for testing the gate itself: deliberate miscompilations to inject into a backend.
+
+``TVM(extra_passes=[rewrite_op_pass("relax.sigmoid", "relax.tanh")])`` compiles every model
+with each ``relax.sigmoid`` call replaced by ``relax.tanh``: a known-wrong compiler, so end-to-end
+tests and benchmarks can check that the gate catches it (and only on models using the op).
+Imports TVM only when a pass is built.
+"""
+from __future__ import annotations
+
+
+def rewrite_op_pass(src: str = "relax.sigmoid", dst: str = "relax.tanh"):
+    """A Relax module pass replacing every call of operator ``src`` by ``dst`` (same arguments
+    and attributes: pick operators of the same signature, e.g. two unary or two binary ones)."""
+    import tvm
+    from tvm import relax
+    from tvm.relax.expr_functor import PyExprMutator, mutator
+
+    src_op, dst_op = tvm.ir.Op.get(src), tvm.ir.Op.get(dst)
+
+    @mutator
+    class _Rewrite(PyExprMutator):
+        def __init__(self, mod):
+            super().__init__(mod)
+            self.mod_ = mod
+            self.count = 0
+
+        def visit_call_(self, call):
+            call = self.visit_expr_post_order(call)
+            if isinstance(call.op, tvm.ir.Op) and call.op.same_as(src_op):
+                self.count += 1
+                return relax.Call(dst_op, call.args, call.attrs, call.ty_args, call.span)  # ty_args: sinfo_args before 0.27
+            return call
+
+        def transform(self):
+            for gv, func in self.mod_.functions_items():
+                if isinstance(func, relax.Function):
+                    self.builder_.update_func(gv, self.visit_expr(func))
+            return self.builder_.get()
+
+    @tvm.transform.module_pass(opt_level=0, name=f"Rewrite_{src}_to_{dst}".replace(".", "_"))
+    def _pass(mod, _ctx):
+        return _Rewrite(mod).transform()
+
+    return _pass
+
+
+def sigmoid_to_tanh():
+    """``rewrite_op_pass("relax.sigmoid", "relax.tanh")``, nameable as
+    ``"dlgate.backends.testing:sigmoid_to_tanh"`` in a TVM ``extra_passes`` option."""
+    return rewrite_op_pass("relax.sigmoid", "relax.tanh")
+
+
+def add_to_subtract():
+    """``rewrite_op_pass("relax.add", "relax.subtract")``."""
+    return rewrite_op_pass("relax.add", "relax.subtract")

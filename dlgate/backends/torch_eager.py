@@ -1,0 +1,64 @@
+"""PyTorch eager: the generated graph's own ``GraphModule``, the trusted reference."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from dlgate.backends._cuda import missing
+from dlgate.backends.base import Backend, Model
+
+
+def torch_cuda_reason() -> str | None:
+    reason = missing("torch")
+    if reason:
+        return reason
+    import torch
+
+    if not torch.cuda.is_available():
+        build = "a CPU-only build" if torch.version.cuda is None else f"CUDA {torch.version.cuda}"
+        return f"torch.cuda.is_available() is False (torch {torch.__version__}, {build}; no CUDA device is visible)"
+    return None
+
+
+def to_torch(inputs: list, device: str) -> list:
+    import torch
+
+    return [torch.from_numpy(np.array(x, copy=True)).to(device) for x in inputs]
+
+
+def to_numpy(outs) -> list:
+    return [np.array(o.detach().cpu().numpy(), copy=True) for o in outs]
+
+
+class TorchEager(Backend):
+    """``GraphModule(model.graph)`` under ``torch.no_grad()``, one intra-op thread."""
+
+    name = "torch"
+    opt_levels = ("eager",)
+    devices = ("cpu", "cuda")
+    reference = True
+
+    @classmethod
+    def unavailable_reason(cls, device: str) -> str | None:
+        return torch_cuda_reason() if device == "cuda" else missing("torch")
+
+    def version(self) -> str:
+        import torch
+
+        return torch.__version__
+
+    def compile(self, model: Model) -> Any:
+        import torch
+
+        from dlgate.materialize.torch_model import GraphModule
+
+        torch.set_num_threads(1)
+        return GraphModule(model.graph).to(self.device).eval()
+
+    def run(self, compiled: Any, inputs: list) -> list:
+        import torch
+
+        with torch.no_grad():
+            outs = compiled(*to_torch(inputs, self.device))
+        return to_numpy(outs)

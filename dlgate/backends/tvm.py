@@ -1,0 +1,120 @@
+"""Apache TVM (Relax): the ONNX importer, a Relax pipeline, the Relax VM."""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import numpy as np
+
+from dlgate.backends._cuda import NO_CUDA, missing
+from dlgate.backends.base import Backend, Model
+
+TARGETS = {"cpu": "llvm", "cuda": "cuda"}
+#: Relax pipelines, lowest first. TVM 0.27's registered "zero" pipeline (legalize + fuse) does
+#: not lower to VM code by itself, so it cannot be passed to ``tvm.compile`` alone; the levels are:
+#: "zero": ``default_build`` (legalize + lowering, no constant folding or fusion; what
+#: ``tvm.compile(relax_pipeline="default")`` does on a CPU target);
+#: "default": ``relax.get_default_pipeline(target)``, TVM's target-specific default (on llvm:
+#: library dispatch, legalize, FoldConstant, FuseOps, FuseTIR, lowering; on cuda: with DLight).
+PIPELINES = {"zero": "default_build", "default": "target-default"}
+UNSUPPORTED_MARKS = ("OpNotImplemented", "not supported", "only supports")
+
+
+def _resolve_pass(item):
+    """A pass, a zero-argument callable returning one, or ``"package.module:function"``."""
+    import tvm
+
+    if isinstance(item, str):
+        mod, _, attr = item.partition(":")
+        item = getattr(importlib.import_module(mod), attr)
+    if isinstance(item, tvm.transform.Pass):
+        return item
+    p = item()
+    if not isinstance(p, tvm.transform.Pass):
+        raise TypeError(f"extra_passes entry {item!r} returned {type(p).__name__}, not a tvm.transform.Pass")
+    return p
+
+
+class TVM(Backend):
+    """``from_onnx`` then ``tvm.compile`` then ``relax.VirtualMachine``.
+
+    Options: ``extra_passes``: a sequence of Relax passes (or zero-argument callables
+    returning one, or ``"package.module:function"`` strings), applied in order to the
+    imported IRModule before ``tvm.compile``; tests use it to inject a miscompilation
+    (see :mod:`dlgate.backends.testing`).
+    """
+
+    name = "tvm"
+    opt_levels = tuple(PIPELINES)
+    devices = tuple(TARGETS)
+
+    @classmethod
+    def unavailable_reason(cls, device: str) -> str | None:
+        reason = missing("tvm")
+        if reason:
+            return reason
+        if device == "cuda":
+            import tvm
+
+            if not tvm.runtime.enabled("cuda"):
+                return "this TVM build has no CUDA runtime (the apache-tvm wheel is CPU-only); build TVM with CUDA"
+            if not tvm.cuda(0).exist:
+                return NO_CUDA
+        return None
+
+    def version(self) -> str:
+        import tvm
+
+        return tvm.__version__
+
+    def _pipeline(self, target):
+        import tvm
+        from tvm import relax
+
+        if PIPELINES[self.opt_level] == "target-default":
+            return relax.get_default_pipeline(target)
+        build = relax.get_pipeline("default_build")
+        if self.device != "cuda":
+            return build
+        # Unscheduled TIR has no thread bindings: a GPU needs at least DLight's fallback schedule.
+        from tvm.s_tir import dlight as dl
+
+        @tvm.transform.module_pass(opt_level=0, name="BuildWithGpuFallbackSchedule")
+        def _build_gpu(mod, _ctx):
+            with target:
+                mod = relax.transform.LegalizeOps()(mod)
+                mod = dl.ApplyDefaultSchedule(dl.gpu.Fallback())(mod)
+                return build(mod)
+
+        return _build_gpu
+
+    def compile(self, model: Model) -> Any:
+        import onnx
+        import tvm
+        from tvm import relax
+        from tvm.relax.frontend.onnx import from_onnx
+
+        proto = onnx.load_from_string(model.onnx)
+        mod = from_onnx(proto, keep_params_in_input=False)
+        for item in self.options.get("extra_passes", ()) or ():
+            mod = _resolve_pass(item)(mod)
+        target = tvm.target.Target(TARGETS[self.device])
+        ex = tvm.compile(mod, target=target, relax_pipeline=self._pipeline(target))
+        dev = tvm.cuda(0) if self.device == "cuda" else tvm.cpu(0)
+        vm = relax.VirtualMachine(ex, dev)
+        initializers = {t.name for t in proto.graph.initializer}
+        order = [i.name for i in proto.graph.input if i.name not in initializers]
+        pos = {n: k for k, n in enumerate(model.input_names)}
+        return vm, dev, [pos[n] for n in order]
+
+    def run(self, compiled: Any, inputs: list) -> list:
+        import tvm
+
+        vm, dev, order = compiled
+        out = vm["main"](*[tvm.runtime.tensor(np.array(inputs[k], order="C"), dev) for k in order])
+        outs = [out] if hasattr(out, "numpy") else list(out)
+        return [o.numpy() for o in outs]
+
+    def unsupported(self, exc: BaseException) -> bool:
+        text = f"{type(exc).__name__}: {exc}"
+        return isinstance(exc, NotImplementedError) or any(k in text for k in UNSUPPORTED_MARKS)

@@ -1,0 +1,133 @@
+"""From a generated case to verdicts: numeric-valid inputs, the reference run, each
+candidate backend in its isolated worker, and the oracle's judgement."""
+from __future__ import annotations
+
+import glob
+import json
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+
+from dlgate.backends.base import BackendSpec, Model
+from dlgate.backends.registry import load
+from dlgate.exec import worker as W
+from dlgate.graph.ir import Graph
+from dlgate.inputs.search import search
+from dlgate.materialize.onnx_model import to_onnx
+from dlgate.oracle import ub
+from dlgate.oracle import verdict as V
+from dlgate.oracle.compare import all_finite
+from dlgate.seeds import sub_seed
+from dlgate.spec.registry import get
+
+REFERENCE = BackendSpec("torch")
+
+
+@dataclass
+class CheckConfig:
+    backends: list  # BackendSpec of each candidate
+    reference: BackendSpec = REFERENCE
+    tolerances: dict = field(default_factory=dict)
+    timeout_s: float = 60.0
+    memory_mb: int = 4096
+    search_steps: int | None = None
+    crosscheck: bool = True
+
+
+@dataclass
+class Prepared:
+    """A case ready to run: final model (constants after the input search) and inputs."""
+
+    id: str
+    meta: dict
+    graph: Graph
+    model: bytes
+    inputs: list
+    search: dict
+
+
+def load_case(directory: str) -> tuple:
+    """(meta, graph with constant values, model bytes) of a generated case folder."""
+    with open(os.path.join(directory, "meta.json")) as f:
+        meta = json.load(f)
+    with open(os.path.join(directory, "model.onnx"), "rb") as f:
+        model = f.read()
+    inits = {i.name: numpy_helper.to_array(i) for i in onnx.load_from_string(model).graph.initializer}
+    graph = Graph.from_json(meta["graph"])
+    graph.values = {t: inits[graph.name(t)] for t in graph.consts}
+    return meta, graph, model
+
+
+def prepare(meta: dict, graph: Graph, model: bytes, search_steps: int | None = None) -> Prepared:
+    kw = {} if search_steps is None else {"max_steps": search_steps}
+    res = search(graph, meta["seed"], **kw)
+    info = {"valid": res.valid, "method": res.method, "steps": res.steps, "restarts": res.restarts,
+            "seconds": round(res.seconds, 4), "reason": res.reason, "hit_time_cap": res.hit_time_cap}
+    changed = any(not np.array_equal(graph.values[t], res.consts[t]) for t in graph.consts)
+    if changed:
+        graph = Graph(graph.tensors, graph.nodes, graph.inputs, graph.consts, graph.outputs, graph.opset,
+                      dict(res.consts))
+        model = to_onnx(graph, sub_seed(meta["seed"], "onnx"), doc=f"dlgate case {meta['id']}").SerializeToString()
+    return Prepared(meta["id"], meta, graph, model, res.inputs, info)
+
+
+def op_pattern(graph: Graph) -> str:
+    return ",".join(sorted({get(n.op).onnx_op for n in graph.nodes}))
+
+
+def check(pool: W.Pool, case: Prepared, cfg: CheckConfig) -> dict:
+    """Run the reference and every candidate on one prepared case; returns the result record."""
+    model = Model(case.model, case.graph)
+    record = {"case": case.id, "seed": case.meta.get("seed"), "root": case.meta.get("root"),
+              "campaign": case.meta.get("campaign"), "index": case.meta.get("index"),
+              "opset": case.graph.opset, "operators": case.meta.get("operators"), "search": case.search,
+              "verdicts": []}
+    ref = pool.execute(cfg.reference, model, case.inputs)
+    record["reference"] = {"backend": cfg.reference.label(), "status": ref.status, "versions": ref.backend,
+                           "error": ref.error}
+    if not ref.ok:
+        for spec in cfg.backends:
+            record["verdicts"].append(V.Verdict(spec.label(), V.REFERENCE_ERROR,
+                                                f"the reference failed: {ref.error}").to_json())
+        return record
+    invalid = not case.search["valid"] or not all_finite(ref.outputs)
+    for spec in cfg.backends:
+        if invalid:
+            why = case.search["reason"] or "the reference output holds NaN or Inf"
+            record["verdicts"].append(V.Verdict(spec.label(), V.INVALID, f"no numeric-valid input: {why}").to_json())
+            continue
+        out = pool.execute(spec, model, case.inputs)
+        levels = load(spec.name).opt_levels
+        lowest = levels[0]
+        at_lowest = (lambda s=spec, low=lowest: pool.execute(s.at(low), model, case.inputs)) \
+            if cfg.crosscheck and (spec.opt_level or levels[-1]) != lowest else None
+        onnx_ref = (lambda: pool.execute(BackendSpec("onnx-reference"), model, case.inputs)) \
+            if cfg.crosscheck else None
+        v = V.judge(spec.name, spec.label(), out, ref.outputs, cfg.tolerances,
+                    explain=lambda: ub.explain(case.graph, case.inputs, cfg.tolerances),
+                    at_lowest=at_lowest, onnx_reference=onnx_ref, op_pattern=op_pattern(case.graph))
+        record["verdicts"].append(v.to_json())
+    return record
+
+
+def case_dirs(directory: str) -> list:
+    dirs = sorted(os.path.dirname(p) for p in glob.glob(os.path.join(directory, "*", "meta.json")))
+    if not dirs:
+        raise FileNotFoundError(f"no generated cases (*/meta.json) under {directory}")
+    return dirs
+
+
+def save_bundle(out_dir: str, case: Prepared, reference: list | None = None) -> str:
+    """The files a failure needs to be reproduced: final model, inputs, metadata."""
+    d = os.path.join(out_dir, "cases", case.id)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "model.onnx"), "wb") as f:
+        f.write(case.model)
+    np.savez(os.path.join(d, "inputs.npz"), **{case.graph.name(t): x for t, x in zip(case.graph.inputs, case.inputs)})
+    meta = dict(case.meta, search=case.search, graph=case.graph.to_json())
+    with open(os.path.join(d, "meta.json"), "w") as f:
+        json.dump(meta, f, indent=1, sort_keys=True)
+    return d

@@ -1,0 +1,333 @@
+"""Numeric-valid inputs and weights: NNSmith's gradient-guided search (Algorithm 3).
+
+A model is *numerically valid* when every floating-point intermediate and output of its
+PyTorch run is finite (NaN/Inf inside the graph make compiler comparisons meaningless even
+when the outputs look fine), and no restricted operator with a non-float output (a Cast to
+an integer type) sees inputs outside its domain, which NaN/Inf cannot reveal.
+
+Algorithm, over the graph inputs and the float constants together:
+
+1. Start from the graph's own values: the constants as generated and inputs drawn with
+   :func:`dlgate.graph.ir.random_values` (uniform [-4, 4] floats, small signed integers), so
+   negative numbers stay exercised. One forward pass without autograd; most models stop here
+   (method ``"initial"``), and nothing else (optimizer, float64 copies) is built.
+2. Otherwise run in topological order (``GraphModule.run`` with a hook) up to the first node
+   that produces NaN/Inf; take that operator's first positive loss (its spec's ``losses`` on
+   that node's inputs), or, when it has none, a generic magnitude loss that pulls the node's
+   float inputs back towards [-1, 1] (overflow in Mul/MatMul/... chains). One Adam step
+   (lr 0.5, reset whenever the (node, loss index) pair changes) on float64 master copies of
+   every float input and constant; the run uses them cast to their dtype.
+3. Zero/None gradient, or parameters that do not change in their own dtype: random restart
+   (every value redrawn, integers included, from a rotating set of ranges, see
+   ``RESTART_RANGES``). NaN/Inf in parameters (after the cast) are replaced element-wise by
+   fresh random values.
+4. Stop at the first fully valid run (method ``"gradient"``).
+
+Graphs with no float input or constant cannot be differentiated: plain re-sampling
+(method ``"sampling"``), up to ``SAMPLING_ATTEMPTS`` draws.
+
+Determinism: all randomness comes from NumPy PCG64 streams seeded with
+``sub_seed(seed, ...)``, the search runs with ``torch.set_num_threads(1)`` (restored after),
+and the budget is a *step* budget (``max_steps``; one step = one forward pass, with a
+backward pass and an Adam step for gradient steps). ``max_seconds`` is only a safety cap:
+when it is hit (``SearchResult.hit_time_cap``) the result depends on the machine's speed.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from dlgate import dtypes as dt
+from dlgate.graph.ir import Graph, random_values
+from dlgate.materialize.torch_model import GraphModule
+from dlgate.seeds import sub_seed
+
+#: Adam's initial learning rate (NNSmith §5.1).
+LR = 0.5
+DEFAULT_MAX_STEPS = 48
+DEFAULT_MAX_SECONDS = 10.0  # safety cap only; the first call also pays torch's lazy imports
+#: Draws for graphs that cannot be differentiated.
+SAMPLING_ATTEMPTS = 8
+#: Float ranges for random restarts, used in turn (restart k uses entry (k - 1) % len).
+#: The first keeps the generator's own distribution (negatives included); NNSmith found
+#: [1, 9] best for plain sampling; a narrow positive range fits |x| <= 1 domains (Asin,
+#: Acos, Atanh) and keeps products and exponentials small.
+RESTART_RANGES = ((0.1, 1.0), (-1.0, 1.0), (1.0, 9.0), (-4.0, 4.0))
+#: Gradient steps without success after which the search restarts anyway (oscillation
+#: between operators, or a descent that creeps too slowly).
+STALL_STEPS = 6
+#: Per-dtype bound the generic (overflow) loss pulls magnitudes under.
+_FMAX = {"float16": 65504.0, "float32": 3.4e38, "float64": 1.7e308}
+
+
+@dataclass
+class SearchResult:
+    inputs: list  # np.ndarray per graph input, graph order
+    consts: dict  # const tensor id -> np.ndarray (float ones possibly updated)
+    valid: bool
+    method: str  # "initial" | "gradient" | "sampling"
+    steps: int = 0
+    restarts: int = 0
+    seconds: float = 0.0
+    reason: str = ""
+    #: True when ``max_seconds`` stopped the search: the result is then machine-dependent.
+    hit_time_cap: bool = False
+    failing: list = field(default_factory=list)  # (node index, op) where the search stopped
+
+
+class _Module(GraphModule):
+    """GraphModule whose constants can be overridden by the search's tensors."""
+
+    def __init__(self, graph: Graph):
+        super().__init__(graph)
+        self.override: dict | None = None
+
+    def const(self, t: int) -> torch.Tensor:
+        if self.override is not None:
+            return self.override[t]
+        return super().const(t)
+
+
+def _draw(rng: np.random.Generator, t, lo_hi=None) -> np.ndarray:
+    if lo_hi is None or not dt.is_float(t.dtype):
+        return random_values(rng, t)
+    lo, hi = lo_hi
+    return rng.uniform(lo, hi, size=tuple(t.shape)).astype(t.dtype)
+
+
+class _Probe:
+    """The hook: stops at the first node whose float output is non-finite, or whose
+    restricted spec with non-float outputs reports a violated predicate."""
+
+    def __init__(self, mod: _Module, want_loss: bool):
+        self.mod = mod
+        self.want_loss = want_loss
+        self.bad = None  # (index, node, ins, outs, kind)
+
+    def __call__(self, i, node, ins, outs):
+        for y in outs:
+            if y.is_floating_point() and not bool(torch.isfinite(y).all()):
+                self.bad = (i, node, ins, "NaN/Inf")
+                return True
+        spec = self.mod.specs[i]
+        if spec.restricted and not any(y.is_floating_point() for y in outs) and any(
+                x.is_floating_point() for x in ins):
+            with torch.no_grad():
+                ls = spec.losses(node.attrs, *ins)
+            if any(float(v) > 0 for v in ls):
+                self.bad = (i, node, ins, "out-of-domain input")
+                return True
+        return False
+
+
+def _first_loss(spec, node, ins):
+    """(loss index, loss tensor) of the first positive loss; index -1 for the generic one."""
+    for k, v in enumerate(spec.losses(node.attrs, *ins)):
+        if float(v.detach()) > 0:
+            return k, v
+    terms = []
+    for x in ins:
+        if x.is_floating_point() and x.requires_grad:
+            xd = x.double()
+            big = (xd.abs() - 1.0).clamp(min=0)
+            terms.append(torch.nan_to_num(big, nan=0.0, posinf=0.0).sum())
+    if terms:
+        total = sum(terms)
+        if float(total) > 0:
+            return -1, total
+    return None, None
+
+
+def search(graph: Graph, seed: int, max_steps: int = DEFAULT_MAX_STEPS,
+           max_seconds: float = DEFAULT_MAX_SECONDS, gradients: bool = True) -> SearchResult:
+    """Find inputs (and float constant values) with a numerically valid PyTorch run.
+
+    ``gradients=False`` gives the plain-sampling baseline under the same step budget.
+    """
+    threads = torch.get_num_threads()
+    if threads != 1:
+        torch.set_num_threads(1)
+    try:
+        return _search(graph, seed, max_steps, max_seconds, gradients)
+    finally:
+        if threads != 1:
+            torch.set_num_threads(threads)
+
+
+def _search(graph, seed, max_steps, max_seconds, gradients):
+    t0 = time.perf_counter()
+    rng = np.random.Generator(np.random.PCG64(sub_seed(seed, "input-search")))
+    types = graph.tensors
+    inputs = [random_values(rng, types[t]) for t in graph.inputs]
+    mod = _Module(graph)
+    probe = _Probe(mod, False)
+    with torch.no_grad():
+        mod.run([torch.from_numpy(x) for x in inputs], probe)
+    consts = {t: graph.values[t] for t in graph.consts}
+    if probe.bad is None:
+        return SearchResult(inputs, dict(consts), True, "initial", 0, 0, time.perf_counter() - t0)
+
+    fl_in = [k for k, t in enumerate(graph.inputs) if dt.is_float(types[t].dtype)]
+    fl_c = [t for t in graph.consts if dt.is_float(types[t].dtype)]
+    if not gradients or not (fl_in or fl_c):
+        return _sampling(graph, mod, rng, inputs, consts, probe, max_steps if not gradients else SAMPLING_ATTEMPTS,
+                         max_seconds, t0)
+    return _gradient(graph, mod, rng, inputs, consts, fl_in, fl_c, max_steps, max_seconds, t0)
+
+
+def _reason(bad, steps):
+    i, node, _, kind = bad
+    return f"operator {node.op} (node {i}) still produces {kind} after {steps} steps"
+
+
+def _sampling(graph, mod, rng, inputs, consts, probe, attempts, max_seconds, t0):
+    types = graph.tensors
+    steps = 0
+    capped = False
+    while steps < attempts:
+        if time.perf_counter() - t0 > max_seconds:
+            capped = True
+            break
+        steps += 1
+        rr = RESTART_RANGES[(steps - 1) % len(RESTART_RANGES)]
+        inputs = [_draw(rng, types[t], rr) for t in graph.inputs]
+        consts = {t: _draw(rng, types[t], rr) for t in graph.consts}
+        mod.override = {t: torch.from_numpy(v) for t, v in consts.items()}
+        probe.bad = None
+        with torch.no_grad():
+            mod.run([torch.from_numpy(x) for x in inputs], probe)
+        if probe.bad is None:
+            return SearchResult(inputs, consts, True, "sampling", steps, steps, time.perf_counter() - t0,
+                                hit_time_cap=False)
+    return SearchResult(inputs, consts, False, "sampling", steps, steps, time.perf_counter() - t0,
+                        _reason(probe.bad, steps), capped, [(probe.bad[0], probe.bad[1].op)])
+
+
+def _gradient(graph, mod, rng, inputs, consts, fl_in, fl_c, max_steps, max_seconds, t0):
+    types = graph.tensors
+    in_dt = [dt.torch_dtype(types[t].dtype) for t in graph.inputs]
+    c_dt = {t: dt.torch_dtype(types[t].dtype) for t in graph.consts}
+    # float64 masters: Adam in float16 would underflow its epsilon and moments
+    masters = {("i", k): torch.tensor(inputs[k], dtype=torch.float64, requires_grad=True) for k in fl_in}
+    masters.update({("c", t): torch.tensor(consts[t], dtype=torch.float64, requires_grad=True) for t in fl_c})
+    keys = list(masters)
+    fixed_in = {k: torch.from_numpy(inputs[k]) for k in range(len(inputs)) if k not in fl_in}
+    fixed_c = {t: torch.from_numpy(consts[t]) for t in graph.consts if t not in fl_c}
+    probe = _Probe(mod, True)
+    opt = None
+    target = None
+    steps = restarts = 0
+    capped = False
+    bad = None
+
+    def dtype_of(key):
+        return in_dt[key[1]] if key[0] == "i" else c_dt[key[1]]
+
+    def type_of(key):
+        return types[graph.inputs[key[1]]] if key[0] == "i" else types[key[1]]
+
+    def restart():
+        nonlocal opt, target, since
+        since = 0
+        visits.clear()
+        rr = RESTART_RANGES[(restarts - 1) % len(RESTART_RANGES)]
+        for k in range(len(inputs)):
+            if k not in fl_in:
+                fixed_in[k] = torch.from_numpy(_draw(rng, types[graph.inputs[k]]))
+        for t in fixed_c:
+            fixed_c[t] = torch.from_numpy(_draw(rng, types[t]))
+        with torch.no_grad():
+            for key in keys:
+                masters[key].copy_(torch.from_numpy(_draw(rng, type_of(key), rr).astype(np.float64)))
+        opt, target = None, None
+
+    def cast_all():
+        cur = {key: masters[key].to(dtype_of(key)) for key in keys}
+        ins = [cur[("i", k)] if ("i", k) in cur else fixed_in[k] for k in range(len(inputs))]
+        cs = {t: cur[("c", t)] if ("c", t) in cur else fixed_c[t] for t in graph.consts}
+        return ins, cs
+
+    since = 0  # steps since the last restart
+    visits: dict = {}  # (node, loss index) -> optimizer resets on it since the last restart
+    while True:
+        if steps >= max_steps:
+            break
+        if time.perf_counter() - t0 > max_seconds:
+            capped = True
+            break
+        steps += 1
+        ins, cs = cast_all()
+        mod.override = cs
+        probe.bad = None
+        mod.run(ins, probe)
+        bad = probe.bad
+        if bad is None:
+            return _finish(graph, masters, fixed_in, fixed_c, dtype_of, True, "gradient", steps, restarts,
+                           t0, "", False, [])
+        i, node, nins, _ = bad
+        k, loss = _first_loss(mod.specs[i], node, nins)
+        since += 1
+        if loss is None or not loss.requires_grad or since > STALL_STEPS:
+            restarts += 1
+            restart()
+            continue
+        if target != (i, k) or opt is None:
+            # A target seen again since the last restart means two operators undo each
+            # other's fixes (Adam's first step after a reset moves every violating element
+            # by exactly lr): halve lr for each revisit so the ping-pong converges.
+            n = visits.get((i, k), 0)
+            visits[(i, k)] = n + 1
+            opt = torch.optim.Adam([masters[key] for key in keys], lr=LR * 0.5 ** n)
+            target = (i, k)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        grads = [masters[key].grad for key in keys]
+        if all(g is None or not bool(g.any()) for g in grads):
+            restarts += 1
+            restart()
+            continue
+        before = [masters[key].detach().to(dtype_of(key)) for key in keys]
+        opt.step()
+        changed = False
+        with torch.no_grad():
+            for key, b in zip(keys, before):
+                m = masters[key]
+                c = m.to(dtype_of(key))
+                fin = torch.isfinite(c)
+                if not bool(fin.all()):
+                    fresh = torch.from_numpy(_draw(rng, type_of(key)).astype(np.float64))
+                    m.copy_(torch.where(fin, m, fresh))
+                    c = m.to(dtype_of(key))
+                if not changed and not torch.equal(c, b):
+                    changed = True
+        if not changed:
+            restarts += 1
+            restart()
+    reason = _reason(bad, steps) if bad is not None else "step budget exhausted"
+    if capped:
+        reason += f" (wall-clock cap of {max_seconds}s hit)"
+    failing = [(bad[0], bad[1].op)] if bad is not None else []
+    return _finish(graph, masters, fixed_in, fixed_c, dtype_of, False, "gradient", steps, restarts, t0,
+                   reason, capped, failing)
+
+
+def _finish(graph, masters, fixed_in, fixed_c, dtype_of, valid, method, steps, restarts, t0, reason,
+            capped, failing):
+    types = graph.tensors
+
+    def arr(key, fixed):
+        if key in masters:
+            return masters[key].detach().to(dtype_of(key)).numpy().astype(types_of(key), copy=True)
+        return fixed.numpy().copy()
+
+    def types_of(key):
+        t = graph.inputs[key[1]] if key[0] == "i" else key[1]
+        return dt.NUMPY[types[t].dtype]
+
+    inputs = [arr(("i", k), fixed_in.get(k)) for k in range(len(graph.inputs))]
+    consts = {t: arr(("c", t), fixed_c.get(t)) for t in graph.consts}
+    return SearchResult(inputs, consts, valid, method, steps, restarts, time.perf_counter() - t0, reason,
+                        capped, failing)

@@ -1,0 +1,91 @@
+"""Comparing a candidate's outputs with the reference's.
+
+Shapes and dtypes must match exactly, and so must the positions of NaN and of +/-Inf.
+Integers and booleans must be equal. Floating-point values must satisfy
+``|got - ref| <= atol * scale + rtol * |ref|`` where ``scale = max(1, max |ref|)`` over the
+output (NNSmith's "distance scaled by the overall magnitude"), with per-dtype tolerances
+that a campaign may override.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+#: dtype -> (rtol, atol). Deliberately loose: a false alarm costs an engineer an hour.
+DEFAULT_TOLERANCES = {
+    "float16": (2e-2, 1e-2),
+    "float32": (1e-2, 1e-3),
+    "float64": (1e-5, 1e-7),
+}
+
+
+@dataclass
+class Comparison:
+    ok: bool
+    kind: str = ""  # "", "count", "shape", "dtype", "nonfinite", "values"
+    output: int | None = None  # index of the first differing output
+    detail: str = ""
+    max_abs: float = 0.0
+    max_rel: float = 0.0
+    first_index: tuple | None = None
+
+    def to_json(self) -> dict:
+        return {"ok": self.ok, "kind": self.kind, "output": self.output, "detail": self.detail,
+                "max_abs": self.max_abs, "max_rel": self.max_rel,
+                "first_index": list(self.first_index) if self.first_index is not None else None}
+
+
+def compare(ref: list, got: list, tolerances: dict | None = None) -> Comparison:
+    tol = dict(DEFAULT_TOLERANCES, **(tolerances or {}))
+    if len(ref) != len(got):
+        return Comparison(False, "count", None, f"{len(got)} outputs, expected {len(ref)}")
+    for i, (r, g) in enumerate(zip(ref, got)):
+        r, g = np.asarray(r), np.asarray(g)
+        if r.shape != g.shape:
+            return Comparison(False, "shape", i, f"output {i}: shape {list(g.shape)}, expected {list(r.shape)}")
+        if r.dtype != g.dtype:
+            return Comparison(False, "dtype", i, f"output {i}: dtype {g.dtype}, expected {r.dtype}")
+        c = _compare_one(i, r, g, tol)
+        if not c.ok:
+            return c
+    return Comparison(True)
+
+
+def _compare_one(i: int, r: np.ndarray, g: np.ndarray, tol: dict) -> Comparison:
+    if not np.issubdtype(r.dtype, np.floating):
+        diff = r != g
+        if diff.any():
+            idx = tuple(int(k) for k in np.argwhere(diff)[0])
+            wide_r, wide_g = r.astype(np.float64), g.astype(np.float64)
+            max_abs = float(np.max(np.abs(wide_r - wide_g)))
+            return Comparison(False, "values", i, f"output {i}: {int(diff.sum())} of {r.size} elements differ; "
+                              f"first at {list(idx)}: {g[idx]!r} instead of {r[idx]!r}", max_abs, 0.0, idx)
+        return Comparison(True)
+    rtol, atol = tol[str(r.dtype)]
+    x, y = r.astype(np.float64), g.astype(np.float64)
+    for name, fn in (("NaN", np.isnan), ("+Inf", lambda a: np.isposinf(a)), ("-Inf", lambda a: np.isneginf(a))):
+        fr, fg = fn(x), fn(y)
+        if not np.array_equal(fr, fg):
+            idx = tuple(int(k) for k in np.argwhere(fr != fg)[0])
+            return Comparison(False, "nonfinite", i, f"output {i}: {name} positions differ; first at {list(idx)}: "
+                              f"{y[idx]!r} instead of {x[idx]!r}", first_index=idx)
+    finite = np.isfinite(x)
+    if not finite.any():
+        return Comparison(True)
+    scale = max(1.0, float(np.max(np.abs(x[finite]))))
+    err = np.where(finite, np.abs(x - y), 0.0)
+    bound = atol * scale + rtol * np.abs(x)
+    bad = finite & (err > bound)
+    max_abs = float(err.max())
+    max_rel = float(np.max(np.where(finite, err / np.maximum(np.abs(x), 1e-30), 0.0)))
+    if bad.any():
+        idx = tuple(int(k) for k in np.argwhere(bad)[0])
+        return Comparison(False, "values", i, f"output {i}: {int(bad.sum())} of {x.size} elements differ; "
+                          f"max abs error {max_abs:.3g}, max rel error {max_rel:.3g}; first at {list(idx)}: "
+                          f"{y[idx]!r} instead of {x[idx]!r}", max_abs, max_rel, idx)
+    return Comparison(True, max_abs=max_abs, max_rel=max_rel)
+
+
+def all_finite(arrays) -> bool:
+    return all(not np.issubdtype(np.asarray(a).dtype, np.floating) or np.isfinite(a).all() for a in arrays)

@@ -1,0 +1,121 @@
+"""Undefined and ill-conditioned behaviour: reasons a disagreement is not a compiler bug.
+
+Two checks on the *reference* run, made only when a candidate disagrees:
+
+* **Undefined values.** Signed integer overflow in integer arithmetic, and conversions
+  whose result does not fit the target type (float -> int of NaN, Inf or out-of-range
+  values; int -> narrower int). C++ leaves these undefined, so compilers differ
+  legitimately. (Integer division and modulo are never generated; ONNX has no shifts in
+  dlgate's operator set.)
+* **Instability.** Compilers round intermediates differently (fused operations, other
+  summation orders, float16 computed in float32). The reference is re-run with every
+  floating-point intermediate perturbed by a few units of rounding in its own dtype; if the
+  outputs then move beyond the comparison tolerance, the case amplifies rounding-level
+  differences: a value a rounding step from an integer before Floor, Ceil, Round or a cast,
+  a near-tie before ArgMax or TopK, operands of a comparison that almost agree, float16
+  through an ill-conditioned function, Tan near a pole... The node where the perturbed run
+  first departs is named.
+"""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from dlgate import dtypes as dt
+from dlgate.graph.ir import Graph
+from dlgate.materialize.torch_model import GraphModule
+from dlgate.oracle.compare import compare
+from dlgate.spec.registry import get
+
+#: Relative perturbation per dtype: a few units in the last place.
+NOISE = {"float16": 4 * 2.0**-11, "float32": 4 * 2.0**-24, "float64": 4 * 2.0**-53}
+#: Operators whose integer results can overflow; recomputed in float64 to check.
+INT_ARITH = {"Add", "Sub", "Mul", "Neg", "Abs", "Sum", "ReduceSum", "ReduceProd", "ReduceSumSquare", "ReduceL1",
+             "CumSum", "MatMul", "PRelu", "Einsum", "Gemm", "GemmNoC"}
+_RANGE = {t: (np.iinfo(t).min, np.iinfo(t).max) for t in dt.INTS}
+
+
+def _run(graph: Graph, inputs: list, noise_rng: np.random.Generator | None = None) -> tuple:
+    """Run node by node; returns (env, per-node (ins, outs)). With ``noise_rng``, every
+    floating-point node output is perturbed before the next node sees it."""
+    mod = GraphModule(graph)
+    env = {t: torch.from_numpy(np.array(x, copy=True)) for t, x in zip(graph.inputs, inputs)}
+    for t in graph.consts:
+        env[t] = mod.const(t).detach()
+    trace = []
+    with torch.no_grad():
+        for node, spec in zip(graph.nodes, mod.specs):
+            ins = [env[t] for t in node.inputs]
+            outs = spec.torch(node.attrs, *ins)
+            outs = list(outs) if isinstance(outs, (tuple, list)) else [outs]
+            if noise_rng is not None:
+                for k, y in enumerate(outs):
+                    name = str(y.dtype).replace("torch.", "")
+                    if name in NOISE and y.numel():
+                        u = torch.from_numpy(noise_rng.uniform(-1, 1, size=tuple(y.shape))).to(torch.float64)
+                        outs[k] = (y.double() * (1 + NOISE[name] * u)).to(y.dtype)
+            for t, y in zip(node.outputs, outs):
+                env[t] = y
+            trace.append((ins, outs))
+    return env, trace
+
+
+def undefined_values(graph: Graph, inputs: list) -> str | None:
+    """Signed integer overflow or an out-of-range conversion in the reference run."""
+    _, trace = _run(graph, inputs)
+    for i, (node, (ins, _)) in enumerate(zip(graph.nodes, trace)):
+        spec = get(node.op)
+        if node.op in INT_ARITH:
+            for t in node.outputs:
+                name = graph.tensors[t].dtype
+                if name not in dt.SIGNED:
+                    continue
+                with torch.no_grad():
+                    wide = spec.torch(node.attrs, *[x.double() if not x.is_floating_point() else x for x in ins])
+                wide = wide[0] if isinstance(wide, (tuple, list)) else wide
+                lo, hi = _RANGE[name]
+                if wide.numel() and (wide.max().item() > hi or wide.min().item() < lo):
+                    return f"signed integer overflow in {node.op} (node {i}): {name} results beyond [{lo}, {hi}]"
+        if node.op in ("Cast", "CastLike"):
+            src = ins[0]
+            to = graph.tensors[node.outputs[0]].dtype
+            if to in dt.INTS:
+                lo, hi = _RANGE[to]
+                if src.is_floating_point():
+                    v = src.double()
+                    if not torch.isfinite(v).all():
+                        return f"{node.op} (node {i}) converts NaN or Inf to {to}"
+                    v = torch.trunc(v)
+                else:
+                    v = src.double()
+                if v.numel() and (v.max().item() > hi or v.min().item() < lo):
+                    return f"{node.op} (node {i}) converts values outside [{lo}, {hi}] to {to}"
+    return None
+
+
+def instability(graph: Graph, inputs: list, tolerances: dict | None = None, trials: int = 3,
+                seed: int = 0) -> str | None:
+    """Whether rounding-level perturbations of intermediates move the outputs beyond the
+    comparison tolerance; names the first node where the perturbed run departs."""
+    base_env, base_trace = _run(graph, inputs)
+    base = [base_env[t].numpy() for t in graph.outputs]
+    rng = np.random.default_rng(seed)
+    for _ in range(trials):
+        env, trace = _run(graph, inputs, rng)
+        got = [env[t].numpy() for t in graph.outputs]
+        if compare(base, got, tolerances).ok:
+            continue
+        # name the first node whose (perturbed) inputs still agree but whose outputs do not
+        for i, (node, (_, outs_p), (_, outs_b)) in enumerate(zip(graph.nodes, trace, base_trace)):
+            out_cmp = compare([o.numpy() for o in outs_b], [o.numpy() for o in outs_p], tolerances)
+            if not out_cmp.ok:
+                jump = " (its output jumps)" if get(node.op).discontinuous(node.attrs) else ""
+                return (f"unstable: rounding-level differences in intermediates change the outputs; "
+                        f"{node.op} (node {i}){jump} amplifies them: {out_cmp.detail}")
+        return "unstable: rounding-level differences in intermediates change the outputs"
+    return None
+
+
+def explain(graph: Graph, inputs: list, tolerances: dict | None = None) -> str | None:
+    """The reason a disagreement on this case is not evidence of a bug, or None."""
+    return undefined_values(graph, inputs) or instability(graph, inputs, tolerances)

@@ -1,0 +1,120 @@
+"""Verdicts: what one backend did on one case, decided honestly.
+
+The oracle compares the candidate with the reference (PyTorch eager by default). When
+they disagree it first asks whether the case itself is at fault (undefined or unstable
+behaviour, see :mod:`dlgate.oracle.ub`), then cross-checks: the candidate at its lowest
+optimization level (NNSmith's O0 check, HirFuzz's and Tzer's optimization-level oracle)
+and ONNX's own reference evaluator, to tell a miscompilation by an optimization from a
+conversion bug present at every level, and both from a fault of the reference itself.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Callable
+
+from dlgate.exec import worker as W
+from dlgate.oracle.compare import Comparison, compare
+from dlgate.oracle.signature import signature
+
+PASS = "pass"
+MISMATCH = "mismatch"
+SHAPE_MISMATCH = "shape_mismatch"
+DTYPE_MISMATCH = "dtype_mismatch"
+COMPILE_ERROR = "compile_error"
+RUN_ERROR = "run_error"
+CRASH = "crash"
+TIMEOUT = "timeout"
+OOM = "oom"
+UNSUPPORTED = "unsupported"
+INVALID = "invalid"
+UNDEFINED = "undefined"
+SKIPPED = "skipped"  # the backend cannot run here (no GPU, package missing)
+REFERENCE_ERROR = "reference_error"  # the reference itself failed: dlgate's fault
+
+#: Verdicts that are findings about the compiler under test.
+FAILURES = (MISMATCH, SHAPE_MISMATCH, DTYPE_MISMATCH, COMPILE_ERROR, RUN_ERROR, CRASH, TIMEOUT, OOM)
+VERDICTS = (PASS,) + FAILURES + (UNSUPPORTED, INVALID, UNDEFINED, SKIPPED, REFERENCE_ERROR)
+
+_STATUS = {W.COMPILE_ERROR: COMPILE_ERROR, W.RUN_ERROR: RUN_ERROR, W.CRASH: CRASH, W.TIMEOUT: TIMEOUT,
+           W.OOM: OOM, W.UNSUPPORTED: UNSUPPORTED, W.UNAVAILABLE: SKIPPED}
+_COMPARISON = {"shape": SHAPE_MISMATCH, "dtype": DTYPE_MISMATCH, "count": SHAPE_MISMATCH}
+
+
+@dataclass
+class Verdict:
+    backend: str  # label, e.g. tvm[cpu]@default
+    verdict: str
+    detail: str = ""
+    signature: dict | None = None
+    comparison: dict | None = None
+    crosscheck: dict = field(default_factory=dict)
+    blame: str | None = None  # for mismatches: optimization | conversion | reference | unknown
+    error: dict | None = None
+    compile_s: float = 0.0
+    run_s: float = 0.0
+    wall_s: float = 0.0
+    versions: dict = field(default_factory=dict)
+
+    @property
+    def failed(self) -> bool:
+        return self.verdict in FAILURES
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def _agrees(ref: list, outcome, tolerances) -> bool | None:
+    if outcome is None or not outcome.ok:
+        return None
+    return compare(ref, outcome.outputs, tolerances).ok
+
+
+def judge(backend_name: str, label: str, outcome, reference: list, tolerances: dict | None = None,
+          explain: Callable[[], str | None] | None = None,
+          at_lowest: Callable[[], object] | None = None,
+          onnx_reference: Callable[[], object] | None = None,
+          op_pattern: str = "") -> Verdict:
+    """The verdict for ``outcome`` (a worker Outcome) against the reference outputs.
+
+    ``explain`` returns why the case is undefined or unstable (or None); ``at_lowest`` and
+    ``onnx_reference`` run the cross-checks on demand, only for disagreements.
+    """
+    times = {"compile_s": outcome.compile_s, "run_s": outcome.run_s, "wall_s": outcome.wall_s,
+             "versions": dict(outcome.backend)}
+    if outcome.status != W.OK:
+        kind = _STATUS[outcome.status]
+        err = outcome.error or {}
+        detail = f"{err.get('type', '')}: {err.get('message', '')}".strip(": ")
+        sig = None if kind in (SKIPPED,) else signature(kind, backend_name, err)
+        return Verdict(label, kind, detail[:2000], sig, error=err, **times)
+    cmp: Comparison = compare(reference, outcome.outputs, tolerances)
+    if cmp.ok:
+        return Verdict(label, PASS, comparison=cmp.to_json(), **times)
+    reason = explain() if explain else None
+    if reason:
+        return Verdict(label, UNDEFINED, reason, comparison=cmp.to_json(), **times)
+    cross: dict = {}
+    low = at_lowest() if at_lowest else None
+    if low is not None:
+        cross["lowest_opt_level"] = {"status": low.status, "agrees_with_reference": _agrees(reference, low, tolerances)}
+    ref2 = onnx_reference() if onnx_reference else None
+    if ref2 is not None:
+        cross["onnx_reference"] = {"status": ref2.status,
+                                   "agrees_with_reference": _agrees(reference, ref2, tolerances),
+                                   "agrees_with_candidate": _agrees(outcome.outputs, ref2, tolerances)}
+    blame = _blame(cross)
+    kind = _COMPARISON.get(cmp.kind, MISMATCH)
+    sig = signature(kind, backend_name, extra=f"{cmp.kind} | {op_pattern}")
+    return Verdict(label, kind, cmp.detail, sig, cmp.to_json(), cross, blame, **times)
+
+
+def _blame(cross: dict) -> str:
+    onnx_ref = cross.get("onnx_reference", {})
+    if onnx_ref.get("agrees_with_candidate") and not onnx_ref.get("agrees_with_reference"):
+        return "reference"  # ONNX's evaluator sides with the compiler: suspect our reference
+    low = cross.get("lowest_opt_level", {})
+    if low.get("agrees_with_reference") is True:
+        return "optimization"  # right without optimizations, wrong with them
+    if low.get("agrees_with_reference") is False:
+        return "conversion"  # wrong at every level: import/lowering or codegen
+    return "unknown"

@@ -1,0 +1,83 @@
+"""Misbehaving backends for the isolation tests (loaded by name in worker processes)."""
+import ctypes
+import os
+import time
+
+import numpy as np
+
+from dlgate.backends.base import Backend
+
+
+class Good(Backend):
+    """Returns zeros of the graph's output types."""
+
+    name = "good"
+
+    def version(self):
+        return "1"
+
+    def compile(self, model):
+        return model.graph
+
+    def run(self, graph, inputs):
+        return [np.zeros(graph.tensors[t].shape, graph.tensors[t].dtype) for t in graph.outputs]
+
+
+class Segfault(Good):
+    name = "segfault"
+
+    def run(self, graph, inputs):
+        ctypes.string_at(0)  # reads address 0: SIGSEGV
+
+
+class Abort(Good):
+    name = "abort"
+
+    def compile(self, model):
+        os.abort()
+
+
+class Hang(Good):
+    name = "hang"
+
+    def run(self, graph, inputs):
+        time.sleep(3600)
+
+
+class Hog(Good):
+    name = "hog"
+
+    def run(self, graph, inputs):
+        blocks = []
+        while True:  # touch every page so it is resident
+            blocks.append(np.ones(32 * 2**20, dtype=np.uint8))
+            time.sleep(0.01)
+
+
+class Declines(Good):
+    name = "declines"
+
+    def compile(self, model):
+        raise NotImplementedError("operator Foo is not implemented for int8")
+
+
+class Raises(Good):
+    name = "raises"
+
+    def run(self, graph, inputs):
+        raise RuntimeError("internal error at 0x7f3a12 in pass FuseOps")
+
+
+class Broken(Good):
+    name = "broken"
+
+    def __init__(self, **kw):
+        raise RuntimeError("cannot initialise")
+
+
+class NoGpu(Good):
+    name = "nogpu"
+
+    @classmethod
+    def unavailable_reason(cls, device):
+        return "needs a GPU; none is visible"

@@ -1,0 +1,257 @@
+"""The backend plug-ins: CPU backends agree with PyTorch eager on generated models, every
+optimization level runs, GPU-only backends say why they cannot run here, an injected TVM
+miscompilation is caught, and the registry finds them all."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from functools import lru_cache
+
+import numpy as np
+import pytest
+
+from dlgate.backends import registry
+from dlgate.backends.base import Backend, BackendSpec, Model, Unavailable
+from dlgate.case import make_case
+from dlgate.graph.generator import GenConfig, Generator
+from dlgate.graph.ir import random_values
+
+ALL = ["inductor", "onnx-reference", "onnxruntime", "tensorrt", "torch", "tvm"]
+COMMON_OPS = ("Add", "Sub", "Mul", "Relu", "Sigmoid", "Tanh", "Exp", "Abs", "Neg", "MatMul", "Transpose",
+              "Reshape", "Concat", "ReduceSum", "ReduceMean", "Softmax", "Max", "Min")
+RTOL, ATOL = 1e-3, 1e-4
+GPU_DEVICES = [("tensorrt", "cuda"), ("onnxruntime", "cuda"), ("onnxruntime", "tensorrt"),
+               ("tvm", "cuda"), ("torch", "cuda"), ("inductor", "cuda")]
+
+
+@lru_cache(maxsize=None)
+def cases(ops: tuple = COMMON_OPS, n: int = 6, campaign: str = "backends", dtypes: tuple = ("float32",)) -> tuple:
+    gen = Generator(GenConfig(max_nodes=5, dtypes=dtypes, ops=ops))
+    return tuple(make_case(gen, "root", campaign, i) for i in range(n))
+
+
+def feeds(case) -> list:
+    rng = np.random.default_rng(case.index)
+    return [random_values(rng, t) for t in case.graph.input_types()]
+
+
+def model(case) -> Model:
+    return Model(onnx=case.model_bytes, graph=case.graph)
+
+
+_REFERENCE: dict = {}
+
+
+def reference(case) -> tuple:
+    if case.id not in _REFERENCE:
+        torch = registry.load("torch")()
+        _REFERENCE[case.id] = tuple(torch.run(torch.compile(model(case)), feeds(case)))
+    return _REFERENCE[case.id]
+
+
+def disagreement(outs, ref) -> str | None:
+    if len(outs) != len(ref):
+        return f"{len(outs)} outputs vs {len(ref)}"
+    for k, (a, b) in enumerate(zip(outs, ref)):
+        if not isinstance(a, np.ndarray):
+            return f"output {k} is a {type(a).__name__}, not a NumPy array"
+        if a.dtype != b.dtype or a.shape != b.shape:
+            return f"output {k}: {a.dtype}{a.shape} vs {b.dtype}{b.shape}"
+        if not np.allclose(a, b, rtol=RTOL, atol=ATOL, equal_nan=True):
+            return f"output {k}: max abs difference {np.nanmax(np.abs(a.astype(np.float64) - b)):.3g}"
+    return None
+
+
+def check(backend: Backend, case) -> None:
+    outs = backend.run(backend.compile(model(case)), feeds(case))
+    ref = reference(case)
+    assert [str(o.dtype) for o in ref] == [t.dtype for t in case.graph.output_types()]
+    problem = disagreement(outs, ref)
+    assert problem is None, f"{backend.name}@{backend.opt_level} on {case.graph.op_names()}: {problem}"
+
+
+# -- CPU backends agree with the reference ----------------------------------------------------
+@pytest.mark.parametrize("name", ["onnxruntime", "tvm", "onnx-reference", "torch"])
+def test_cpu_backend_agrees_with_torch(name):
+    backend = registry.load(name)()
+    assert backend.device == "cpu" and backend.opt_level == backend.opt_levels[-1]
+    assert backend.describe()["version"]
+    for case in cases():
+        check(backend, case)
+
+
+@pytest.mark.parametrize("name", ["onnxruntime", "tvm", "onnx-reference"])
+def test_mixed_dtypes_agree_or_are_declared_unsupported(name):
+    """int64/bool inputs and outputs come back with the ONNX dtypes (or the backend declares
+    the model unsupported, e.g. onnxruntime has no Where kernel for bool values)."""
+    backend = registry.load(name)()
+    ops = ("Add", "Mul", "Equal", "Greater", "Where", "Cast", "Relu", "Not", "And", "ReduceSum", "Concat", "Abs", "Max")
+    for case in cases(ops, 6, "mixed", ("float32", "int64", "bool")):
+        try:
+            compiled = backend.compile(model(case))
+        except Exception as e:
+            assert backend.unsupported(e), f"{name} failed on {case.graph.op_names()}: {e}"
+            continue
+        check_outputs = backend.run(compiled, feeds(case))
+        problem = disagreement(check_outputs, reference(case))
+        assert problem is None, f"{name} on {case.graph.op_names()}: {problem}"
+
+
+def test_references_are_marked():
+    assert {n for n in ALL if registry.load(n).reference} == {"torch", "onnx-reference"}
+
+
+@pytest.mark.parametrize("name", ["onnxruntime", "tvm"])
+def test_every_opt_level_runs(name):
+    cls = registry.load(name)
+    for level in cls.opt_levels:
+        backend = registry.create(BackendSpec(name, "cpu", level))
+        assert backend.opt_level == level
+        for case in cases()[:2]:
+            check(backend, case)
+
+
+def test_inductor_compiles_in_compile_and_agrees():
+    import time
+
+    case = cases()[0]
+    eager = registry.load("inductor")(opt_level="eager")
+    check(eager, case)
+    backend = registry.load("inductor")()  # max-autotune-no-cudagraphs: the highest level
+    compiled = backend.compile(model(case))  # compiles here, on random inputs of the right types
+    t = time.perf_counter()
+    outs = backend.run(compiled, feeds(case))
+    assert time.perf_counter() - t < 2.0, "run recompiled: compile did not warm the compiled module"
+    assert disagreement(outs, reference(case)) is None
+
+
+def test_onnxruntime_threads_option():
+    backend = registry.load("onnxruntime")(intra_op_threads=2)
+    sess = backend.compile(model(cases()[0]))[0]
+    assert sess.get_session_options().intra_op_num_threads == 2
+    check(backend, cases()[0])
+
+
+# -- unsupported vs failure -----------------------------------------------------------------------
+def test_unsupported_declarations():
+    from dlgate.backends.onnxruntime import OnnxRuntime
+    from dlgate.backends.tvm import TVM
+
+    celu = make_case(Generator(GenConfig(max_nodes=1, dtypes=("float32",), ops=("Celu",))), "r", "c", 0)
+    tvm = TVM()
+    with pytest.raises(Exception) as e:
+        tvm.compile(model(celu))
+    assert tvm.unsupported(e.value), e.value
+    acos64 = make_case(Generator(GenConfig(max_nodes=1, dtypes=("float64",), ops=("Acos",))), "r", "c", 0)
+    ort = OnnxRuntime(opt_level="disable")
+    with pytest.raises(Exception) as e:
+        ort.compile(model(acos64))
+    assert ort.unsupported(e.value), e.value
+    for backend in (tvm, ort, registry.load("onnx-reference")(), registry.load("inductor")()):
+        assert not backend.unsupported(ValueError("wrong result")), backend.name
+
+
+# -- GPU-only backends and devices --------------------------------------------------------------
+@pytest.mark.parametrize("name,device", GPU_DEVICES)
+def test_gpu_backend_says_why_it_cannot_run(name, device):
+    cls = registry.load(name)
+    reason = cls.unavailable_reason(device)
+    if reason is None:  # a machine with a GPU: it must construct
+        cls(device=device)
+        return
+    assert isinstance(reason, str) and len(reason) > 10
+    assert any(k in reason for k in ("CUDA", "GPU", "not installed", "Provider", "onnxruntime-gpu")), reason
+    with pytest.raises(Unavailable, match="cannot|CUDA|GPU|installed|Provider"):
+        cls(device=device)
+
+
+def test_tensorrt_reason_without_gpu():
+    import torch
+
+    from dlgate.backends.tensorrt import NO_GPU, TensorRT
+
+    with pytest.raises(Unavailable, match="does not run on 'cpu'"):
+        TensorRT(device="cpu")
+    if not torch.cuda.is_available():
+        assert TensorRT.unavailable_reason("cuda") == NO_GPU
+        with pytest.raises(Unavailable, match=NO_GPU):
+            TensorRT(device="cuda")
+
+
+@pytest.mark.parametrize("name,device", GPU_DEVICES)
+def test_gpu_backend_agrees_with_torch(name, device):
+    reason = registry.load(name).unavailable_reason(device)
+    if reason:
+        pytest.skip(f"{name} on {device}: {reason}")
+    backend = registry.load(name)(device=device)
+    for case in cases()[:2]:
+        check(backend, case)
+
+
+def test_bad_device_and_level():
+    with pytest.raises(Unavailable, match="does not run on 'tpu'"):
+        registry.load("tvm")(device="tpu")
+    with pytest.raises(ValueError, match="unknown optimization level 'O9'"):
+        registry.load("onnxruntime")(opt_level="O9")
+
+
+# -- TVM miscompilation injection -------------------------------------------------------------------
+def _with_and_without(op_name: str):
+    pool = cases(("Sigmoid", "Add", "Mul", "Relu", "Tanh"), 12, "inject")
+    with_op = next(c for c in pool if op_name in c.graph.op_names())
+    without = next(c for c in pool if op_name not in c.graph.op_names())
+    return with_op, without
+
+
+def test_tvm_extra_passes_inject_a_miscompilation():
+    from dlgate.backends.testing import rewrite_op_pass
+
+    with_sigmoid, without = _with_and_without("Sigmoid")
+    good = registry.load("tvm")()
+    check(good, with_sigmoid)
+    forms = [lambda: rewrite_op_pass("relax.sigmoid", "relax.tanh"),  # a callable returning a pass
+             rewrite_op_pass("relax.sigmoid", "relax.tanh"),  # a pass
+             "dlgate.backends.testing:sigmoid_to_tanh"]  # a name, for options that travel as text
+    for form in forms:
+        bad = registry.load("tvm")(extra_passes=[form])
+        outs = bad.run(bad.compile(model(with_sigmoid)), feeds(with_sigmoid))
+        assert disagreement(outs, reference(with_sigmoid)) is not None, f"{form!r} changed nothing"
+        check(bad, without)  # models without the operator still agree
+
+
+def test_tvm_add_to_subtract():
+    with_add, without = _with_and_without("Add")
+    bad = registry.load("tvm")(opt_level="zero", extra_passes=["dlgate.backends.testing:add_to_subtract"])
+    outs = bad.run(bad.compile(model(with_add)), feeds(with_add))
+    assert disagreement(outs, reference(with_add)) is not None
+    check(bad, without)
+
+
+# -- registry -------------------------------------------------------------------------------------------
+def test_registry_names():
+    assert registry.names() == ALL
+
+
+def test_registry_unknown_name_lists_known():
+    with pytest.raises(KeyError) as e:
+        registry.load("nope")
+    msg = str(e.value)
+    assert "unknown backend 'nope'" in msg and all(n in msg for n in ALL)
+
+
+def test_registry_module_class_path():
+    from dlgate.backends.onnxruntime import OnnxRuntime
+
+    assert registry.load("dlgate.backends.onnxruntime:OnnxRuntime") is OnnxRuntime
+    with pytest.raises(KeyError, match="cannot load backend"):
+        registry.load("dlgate.backends.nothere:X")
+    with pytest.raises(KeyError, match="not a dlgate.backends.base.Backend subclass"):
+        registry.load("dlgate.backends.base:Model")
+
+
+def test_listing_and_loading_imports_nothing_heavy():
+    code = ("import sys\nfrom dlgate.backends import registry\n"
+            "classes = [registry.load(n) for n in registry.names()]\n"
+            "print(sorted(m for m in ('torch', 'tvm', 'onnxruntime', 'tensorrt') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"

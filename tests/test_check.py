@@ -1,0 +1,80 @@
+"""End to end: generated cases through input search, the reference, real and
+misbehaving backends in workers, and the oracle."""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from dlgate.backends.base import BackendSpec
+from dlgate.case import make_case
+from dlgate.check import CheckConfig, check, load_case, prepare
+from dlgate.cli import main
+from dlgate.exec.worker import Pool
+from dlgate.graph.generator import GenConfig, Generator
+from dlgate.oracle import verdict as V
+
+OPS = ("Sigmoid", "Add", "Relu", "Mul", "Abs", "Neg", "Tanh")
+BROKEN_TVM = BackendSpec("tvm", options=(("extra_passes", ("dlgate.backends.testing:sigmoid_to_tanh",)),))
+
+
+@pytest.fixture(scope="module")
+def cases(tmp_path_factory):
+    out = tmp_path_factory.mktemp("batch")
+    gen = Generator(GenConfig(ops=OPS, dtypes=("float32",), max_nodes=6, opset=18))
+    for i in range(16):
+        make_case(gen, "e2e", "check", i).write(str(out))
+    return [prepare(*load_case(os.path.join(out, d))) for d in sorted(os.listdir(out))]
+
+
+def test_injected_tvm_miscompilation_is_caught_only_where_it_applies(cases):
+    cfg = CheckConfig([BROKEN_TVM, BackendSpec("tvm")])
+    with_sigmoid = 0
+    with Pool(timeout_s=120) as pool:
+        for case in cases:
+            broken, healthy = check(pool, case, cfg)["verdicts"]
+            assert healthy["verdict"] == V.PASS, (case.id, healthy)
+            if "Sigmoid" in case.meta["operators"]:
+                with_sigmoid += 1
+                assert broken["verdict"] == V.MISMATCH, (case.id, broken)
+                assert broken["signature"]["id"] and broken["comparison"]["max_abs"] > 0
+                # the injected pass runs at every level, so the lowest level is wrong too
+                assert broken["blame"] == "conversion"
+                assert broken["crosscheck"]["onnx_reference"]["agrees_with_reference"] is True
+            else:
+                assert broken["verdict"] == V.PASS, (case.id, broken)
+    assert with_sigmoid >= 3
+
+
+def test_crashing_and_hanging_backends_do_not_stop_the_batch(cases):
+    specs = [BackendSpec("tests.fake_backends:Segfault"), BackendSpec("tests.fake_backends:Hang"),
+             BackendSpec("tests.fake_backends:Declines"), BackendSpec("tests.fake_backends:NoGpu")]
+    cfg = CheckConfig(specs, timeout_s=2, crosscheck=False)
+    records = []
+    with Pool(cfg.timeout_s) as pool:
+        for case in cases[:4]:
+            records.append(check(pool, case, cfg))
+    assert len(records) == 4
+    for rec in records:
+        got = [v["verdict"] for v in rec["verdicts"]]
+        if rec["search"]["valid"]:
+            assert got == [V.CRASH, V.TIMEOUT, V.UNSUPPORTED, V.SKIPPED]
+            assert "SIGSEGV" in rec["verdicts"][0]["signature"]["text"]
+            assert "needs a GPU" in rec["verdicts"][3]["detail"]
+    crashes = {r["verdicts"][0]["signature"]["id"] for r in records if r["search"]["valid"]}
+    assert len(crashes) == 1  # one bug, one signature
+
+
+def test_cli_check_writes_results_and_exit_status(tmp_path, capsys):
+    main(["gen", "--seed", "cli", "--count", "3", "--out", str(tmp_path), "--ops", "Add,Relu,Sigmoid",
+          "--opset", "18"])
+    assert main(["check", str(tmp_path), "--backend", "onnxruntime", "--no-crosscheck"]) == 0
+    lines = (tmp_path / "check" / "results.jsonl").read_text().splitlines()
+    assert len(lines) == 3
+    rec = json.loads(lines[0])
+    assert rec["verdicts"][0]["backend"] == "onnxruntime[cpu]" and "search" in rec
+    assert "onnxruntime[cpu]" in capsys.readouterr().out
+    assert main(["check", str(tmp_path), "--backend", "tests.fake_backends:Raises", "--no-crosscheck"]) == 1
+    assert main(["check", str(tmp_path), "--backend", "nosuch"]) == 2
+    assert main(["check", str(tmp_path), "--backend", "tvm@O9"]) == 2

@@ -1,0 +1,103 @@
+"""The oracle's parts: comparison, signatures, undefined behaviour, verdicts."""
+from __future__ import annotations
+
+import numpy as np
+
+from dlgate.exec.worker import Outcome
+from dlgate.graph.ir import Graph, Node
+from dlgate.oracle import ub
+from dlgate.oracle import verdict as V
+from dlgate.oracle.compare import compare
+from dlgate.oracle.signature import normalize, signature
+from dlgate.spec.base import TensorType as T
+
+
+def test_compare_exact_for_integers_and_positions_of_nonfinite():
+    assert compare([np.array([1, 2], np.int32)], [np.array([1, 2], np.int32)]).ok
+    c = compare([np.array([1, 2], np.int32)], [np.array([1, 3], np.int32)])
+    assert not c.ok and c.kind == "values" and c.first_index == (1,)
+    c = compare([np.array([1.0, np.nan], np.float32)], [np.array([1.0, 2.0], np.float32)])
+    assert c.kind == "nonfinite" and "NaN" in c.detail
+    c = compare([np.array([np.inf], np.float32)], [np.array([-np.inf], np.float32)])
+    assert c.kind == "nonfinite"
+    assert compare([np.array([np.nan, 1.0])], [np.array([np.nan, 1.0])]).ok
+
+
+def test_compare_shape_dtype_and_scaled_tolerance():
+    assert compare([np.zeros((2, 3), np.float32)], [np.zeros((3, 2), np.float32)]).kind == "shape"
+    assert compare([np.zeros(3, np.float32)], [np.zeros(3, np.float64)]).kind == "dtype"
+    ref = np.array([1000.0, 0.0], np.float32)
+    # atol scales with the output's magnitude: 0.5 next to 1000 is within 1e-3 * 1000
+    assert compare([ref], [np.array([1000.0, 0.5], np.float32)]).ok
+    assert not compare([ref], [np.array([1000.0, 5.0], np.float32)]).ok
+    c = compare([np.array([1.0], np.float32)], [np.array([1.5], np.float32)])
+    assert not c.ok and abs(c.max_abs - 0.5) < 1e-9 and abs(c.max_rel - 0.5) < 1e-9
+    assert compare([np.array([1.0], np.float32)], [np.array([1.5], np.float32)], {"float32": (1.0, 0.0)}).ok
+
+
+def test_signatures_ignore_what_varies_between_occurrences():
+    a = normalize("InternalError at 0x7f3a12: tensor t12 shape [3, 4] in /home/x/tvm/src/a.cc:120")
+    b = normalize("InternalError at 0x55aa01: tensor t7 shape [8, 1] in /opt/tvm/src/a.cc:99")
+    assert a == b and "0x" not in a and "t12" not in a
+    e1 = {"type": "TVMError", "message": "Check failed: 3 == 4 at 0x1", "frames": ["a.py:f", "b.py:g"]}
+    e2 = {"type": "TVMError", "message": "Check failed: 7 == 9 at 0x2", "frames": ["a.py:f", "b.py:g"]}
+    assert signature("crash", "tvm", e1)["id"] == signature("crash", "tvm", e2)["id"]
+    assert signature("crash", "tvm", e1)["id"] != signature("crash", "onnxruntime", e1)["id"]
+    assert signature("crash", "tvm", e1)["id"] != signature("compile_error", "tvm", e1)["id"]
+
+
+def _graph(nodes, tensors, inputs, outputs, consts=(), values=None):
+    return Graph(tensors=tensors, nodes=nodes, inputs=list(inputs), consts=list(consts), outputs=list(outputs),
+                 opset=18, values=values or {})
+
+
+def test_signed_overflow_and_out_of_range_casts_are_undefined():
+    g = _graph([Node("Mul", {}, [0, 1], [2])], [T("int32", (2,))] * 3, [0, 1], [2])
+    big = np.array([70000, 3], np.int32)
+    assert "overflow" in ub.undefined_values(g, [big, big])
+    assert ub.undefined_values(g, [np.array([2, 3], np.int32)] * 2) is None
+    g = _graph([Node("Cast", {"to": "uint8"}, [0], [1])], [T("float32", (2,)), T("uint8", (2,))], [0], [1])
+    assert "outside" in ub.undefined_values(g, [np.array([-3.5, 2.0], np.float32)])
+    assert "NaN" in ub.undefined_values(g, [np.array([np.nan, 2.0], np.float32)])
+    assert ub.undefined_values(g, [np.array([3.5, 2.0], np.float32)]) is None
+
+
+def test_rounding_boundary_before_floor_is_unstable():
+    # x * 3 lands a rounding step from 1.0, then Floor: compilers may legitimately give 0 or 1
+    g = _graph([Node("Mul", {}, [0, 1], [2]), Node("Floor", {}, [2], [3])],
+               [T("float32", (64,))] * 4, [0, 1], [3])
+    x = np.full(64, 1 / 3, np.float32)
+    three = np.full(64, 3.0, np.float32)
+    why = ub.instability(g, [x, three])
+    assert why and "Floor" in why
+    assert ub.instability(g, [np.full(64, 0.4, np.float32), three]) is None
+
+
+def _outcome(status="ok", outputs=None, error=None):
+    return Outcome(status, outputs, error, 0.1, 0.01, 0.2, {"name": "x", "version": "1"})
+
+
+def test_judge_maps_failures_and_blames_mismatches():
+    ref = [np.array([1.0, 2.0], np.float32)]
+    bad = [np.array([1.0, 9.0], np.float32)]
+    assert V.judge("x", "x[cpu]", _outcome(outputs=ref), ref).verdict == V.PASS
+    crash = V.judge("x", "x[cpu]", _outcome("crash", error={"type": "Crash", "message": "m", "signal": "SIGSEGV"}), ref)
+    assert crash.verdict == V.CRASH and crash.signature and crash.failed
+    assert V.judge("x", "x", _outcome("timeout", error={"type": "Timeout", "message": ""}), ref).verdict == V.TIMEOUT
+    assert V.judge("x", "x", _outcome("unsupported", error={"type": "E", "message": ""}), ref).verdict == V.UNSUPPORTED
+    assert V.judge("x", "x", _outcome("unavailable", error={"type": "U", "message": "no GPU"}), ref).verdict == V.SKIPPED
+    v = V.judge("x", "x", _outcome(outputs=bad), ref, explain=lambda: "unstable: Floor")
+    assert v.verdict == V.UNDEFINED and "Floor" in v.detail and not v.failed
+    v = V.judge("x", "x", _outcome(outputs=bad), ref, explain=lambda: None,
+                at_lowest=lambda: _outcome(outputs=ref), onnx_reference=lambda: _outcome(outputs=ref))
+    assert v.verdict == V.MISMATCH and v.blame == "optimization" and v.comparison["max_abs"] == 7.0
+    v = V.judge("x", "x", _outcome(outputs=bad), ref, at_lowest=lambda: _outcome(outputs=bad),
+                onnx_reference=lambda: _outcome(outputs=ref))
+    assert v.blame == "conversion"
+    v = V.judge("x", "x", _outcome(outputs=bad), ref, at_lowest=lambda: _outcome(outputs=bad),
+                onnx_reference=lambda: _outcome(outputs=bad))
+    assert v.blame == "reference"
+    shape = V.judge("x", "x", _outcome(outputs=[np.zeros(3, np.float32)]), ref)
+    assert shape.verdict == V.SHAPE_MISMATCH
+    dtype = V.judge("x", "x", _outcome(outputs=[ref[0].astype(np.float64)]), ref)
+    assert dtype.verdict == V.DTYPE_MISMATCH
