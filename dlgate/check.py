@@ -87,7 +87,7 @@ def check(pool: W.Pool, case: Prepared, cfg: CheckConfig) -> dict:
               "verdicts": []}
     ref = pool.execute(cfg.reference, model, case.inputs)
     record["reference"] = {"backend": cfg.reference.label(), "status": ref.status, "versions": ref.backend,
-                           "error": ref.error}
+                           "error": ref.error, "compile_s": ref.compile_s, "run_s": ref.run_s}
     if not ref.ok:
         for spec in cfg.backends:
             record["verdicts"].append(V.Verdict(spec.label(), V.REFERENCE_ERROR,

@@ -47,7 +47,7 @@ from dlgate.seeds import sub_seed
 
 #: Adam's initial learning rate (NNSmith §5.1).
 LR = 0.5
-DEFAULT_MAX_STEPS = 48
+DEFAULT_MAX_STEPS = 24
 DEFAULT_MAX_SECONDS = 10.0  # safety cap only; the first call also pays torch's lazy imports
 #: Draws for graphs that cannot be differentiated.
 SAMPLING_ATTEMPTS = 8

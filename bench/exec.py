@@ -1,0 +1,79 @@
+"""Harness overhead: the time dlgate adds per case on top of the backends' own compile
+and run, as a share of the total.
+
+    python bench/exec.py [--count 60] [--backend tvm] [--nodes 10]
+
+Per case, "total" is the wall time of preparing (input search, re-materialization) and
+checking it (reference run, candidate run, comparison, cross-checks on disagreement);
+"backends" is the compile and run time the workers measured inside the backends (the
+reference's and the candidate's). The rest is dlgate: search, process round trips,
+pickling, comparison. One-off costs are kept out: the first case (worker start-up,
+imports) is reported apart, and PyTorch's optimizer is warmed up before timing.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+import warnings
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+from dlgate.backends.base import BackendSpec  # noqa: E402
+from dlgate.case import make_case  # noqa: E402
+from dlgate.check import CheckConfig, check, prepare  # noqa: E402
+from dlgate.exec.worker import Pool  # noqa: E402
+from dlgate.graph.generator import GenConfig, Generator  # noqa: E402
+from dlgate.probe.support import load_or_probe, support_set  # noqa: E402
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--count", type=int, default=60)
+    ap.add_argument("--backend", default="tvm")
+    ap.add_argument("--nodes", type=int, default=10)
+    args = ap.parse_args()
+    warnings.filterwarnings("ignore")
+    spec = BackendSpec.parse(args.backend)
+    gen = Generator(GenConfig(min_nodes=args.nodes, max_nodes=args.nodes,
+                              support=support_set(load_or_probe(spec.name))))
+    cfg = CheckConfig([spec])
+    import torch
+
+    torch.optim.Adam([torch.zeros(1, requires_grad=True)])  # one-off: the optimizer's first use imports dynamo (~2 s)
+    rows = []
+    with Pool(timeout_s=120) as pool:
+        for i in range(args.count + 1):
+            case = make_case(gen, "bench-exec", args.backend, i)
+            meta = case.meta()
+            t0 = time.perf_counter()
+            prepared = prepare(meta, case.graph, case.model_bytes)
+            t1 = time.perf_counter()
+            rec = check(pool, prepared, cfg)
+            t2 = time.perf_counter()
+            v = rec["verdicts"][0]
+            ref = rec["reference"]
+            backend_s = v["compile_s"] + v["run_s"] + ref.get("compile_s", 0.0) + ref.get("run_s", 0.0)
+            rows.append({"total": t2 - t0, "search": t1 - t0, "backend": backend_s, "verdict": v["verdict"]})
+    first, rows = rows[0], rows[1:]
+    total = sum(r["total"] for r in rows)
+    backend = sum(r["backend"] for r in rows)
+    search = sum(r["search"] for r in rows)
+    print(f"{len(rows)} cases of {args.nodes} nodes on {spec.label()} (first case, with worker start-up, "
+          f"{first['total']:.2f} s, excluded)")
+    print(f"per case: total {1000 * total / len(rows):.1f} ms, inside the backends {1000 * backend / len(rows):.1f} ms, "
+          f"input search {1000 * search / len(rows):.1f} ms")
+    print(f"dlgate's share of the total: {100 * (total - backend) / total:.1f}% "
+          f"({100 * (total - backend - search) / total:.1f}% without the input search)")
+    print(f"median case: {1000 * statistics.median(r['total'] for r in rows):.1f} ms")
+    verdicts: dict = {}
+    for r in rows:
+        verdicts[r["verdict"]] = verdicts.get(r["verdict"], 0) + 1
+    print(f"verdicts: {verdicts}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
