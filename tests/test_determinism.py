@@ -38,3 +38,16 @@ def test_a_shard_of_indices_matches_the_whole_batch(tmp_path):
     assert shard == sorted(whole)[20:30]
     for case in shard:
         assert (tmp_path / "s" / case / "model.onnx").read_bytes() == (tmp_path / "w" / case / "model.onnx").read_bytes()
+
+
+def test_a_case_does_not_depend_on_the_cases_generated_before_it():
+    from dlgate.case import make_case
+    from dlgate.graph.generator import GenConfig, Generator
+
+    def shas(order):
+        gen = Generator(GenConfig(max_nodes=10))
+        return {i: make_case(gen, "order", "o", i).sha256 for i in order}
+
+    forward = shas(range(120))
+    assert shas(reversed(range(120))) == forward
+    assert shas(list(range(1, 120, 2)) + list(range(0, 120, 2))) == forward

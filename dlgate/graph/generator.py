@@ -15,12 +15,12 @@ import numpy as np
 import z3
 
 from dlgate import dtypes as dt
-from dlgate.graph.ir import Graph, Node, random_values
+from dlgate.graph.ir import Graph, Node, domain_spans, random_values
 from dlgate.graph.solver import Solver, concretize
 from dlgate.seeds import sub_seed
 from dlgate.spec import schema
 from dlgate.spec.base import Ctx, Limits, OpSpec, SymCtx, TensorType, all_true
-from dlgate.spec.registry import select
+from dlgate.spec.registry import all_specs, select
 
 DEFAULT_OPSET_RANGE = (13, 21)
 
@@ -79,6 +79,9 @@ class Generator:
     def generate(self, seed: int) -> Graph:
         cfg = self.cfg
         rng = random.Random(sub_seed(seed, "graph"))
+        # A fresh solver per case: an incremental solver keeps learned lemmas across
+        # push/pop, so reusing one would make a case depend on the cases before it.
+        self.solver.reset()
         opset = self.opset = cfg.opset if cfg.opset is not None else self._draw_opset(rng)
         specs = [s for s in self.specs if s.available(opset) and self._sigs(s)]
         if not specs:
@@ -160,9 +163,16 @@ class Generator:
                 self._commit(st, spec, a, ids, ins, outs)
                 self.stats["forward"] += 1
                 return True
-        if spec.symbolic_ok:
+        if self._solvable(spec):
             return self._forward_z3(st, spec, rng, x0, first, sig)
         return False
+
+    @staticmethod
+    def _solvable(spec: OpSpec) -> bool:
+        """z3 is for specs whose shapes follow arithmetic that has no closed-form inverse
+        (they do not define ``backward``); where a spec's own ``backward`` or sampling says
+        no, the instance is impossible or unlikely, and a solver would only cost time."""
+        return spec.symbolic_ok and type(spec).backward is OpSpec.backward
 
     def _reuse(self, st, spec, ctx, rng, i, ins, a, sig):
         """Isra's reuse: an existing tensor consistent with the inputs chosen so far."""
@@ -177,7 +187,7 @@ class Generator:
         return None
 
     def _forward_z3(self, st, spec, rng, x0, first, sig) -> bool:
-        sctx = SymCtx(rng, self.cfg.limits, self.cfg.dtypes, self.opset, prefix="f")
+        sctx = SymCtx(rng, self.cfg.limits, self.cfg.dtypes, self.opset, prefix="f", z3ctx=self.solver.context())
         inst = self._symbolic_instance(spec, sctx, first, sig)
         if inst is None:
             return False
@@ -219,7 +229,7 @@ class Generator:
         target = st.tensors[p]
         res = spec.backward(ctx, target)
         via_z3 = False
-        if res is None and spec.symbolic_ok:
+        if res is None and self._solvable(spec):
             res, via_z3 = self._backward_z3(spec, target, rng), True
         if res is None:
             return False
@@ -242,7 +252,7 @@ class Generator:
             for rank in spec.backward_ranks(target):
                 if rank not in spec.ranks or rank > self.cfg.limits.max_rank:
                     continue
-                sctx = SymCtx(rng, self.cfg.limits, self.cfg.dtypes, self.opset, prefix="b")
+                sctx = SymCtx(rng, self.cfg.limits, self.cfg.dtypes, self.opset, prefix="b", z3ctx=self.solver.context())
                 inst = self._symbolic_instance(spec, sctx, TensorType(sig[0], sctx.shape(rank)), sig)
                 if inst is None:
                     return None
@@ -307,5 +317,6 @@ class Generator:
             outputs=[remap[t] for t in outputs],
             opset=opset,
         )
-        g.values = {t: random_values(vrng, g.tensors[t]) for t in g.consts}
+        spans = domain_spans(g, all_specs())
+        g.values = {t: random_values(vrng, g.tensors[t], spans.get(t)) for t in g.consts}
         return g

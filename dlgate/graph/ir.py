@@ -77,9 +77,12 @@ class Graph:
         return [self.tensors[t] for t in self.outputs]
 
 
-def random_values(rng: np.random.Generator, t: TensorType) -> np.ndarray:
-    """Plain random values of the right dtype: the starting point before any input search."""
+def random_values(rng: np.random.Generator, t: TensorType, span: tuple | None = None) -> np.ndarray:
+    """Plain random values of the right dtype: the starting point before any input search.
+    ``span`` narrows floating-point values to a range (e.g. inside an operator's domain)."""
     shape = tuple(t.shape)
+    if span is not None and t.dtype in ("float16", "float32", "float64"):
+        return rng.uniform(span[0], span[1], size=shape).astype(t.dtype)
     if t.dtype == "bool":
         return rng.integers(0, 2, size=shape).astype(np.bool_)
     if t.dtype == "uint8":
@@ -87,3 +90,19 @@ def random_values(rng: np.random.Generator, t: TensorType) -> np.ndarray:
     if t.dtype in ("int8", "int32", "int64"):
         return rng.integers(-8, 9, size=shape).astype(t.dtype)
     return rng.uniform(-4.0, 4.0, size=shape).astype(t.dtype)
+
+
+def domain_spans(graph: "Graph", specs: dict) -> dict:
+    """Tensor id -> a value range for graph inputs and constants that directly feed an
+    operator with a restricted domain (``OpSpec.input_range``); the first consumer with a
+    range decides. ``specs`` maps spec names to specs."""
+    spans: dict = {}
+    leaves = set(graph.inputs) | set(graph.consts)
+    for node in graph.nodes:
+        spec = specs[node.op]
+        for i, t in enumerate(node.inputs):
+            if t in leaves and t not in spans:
+                span = spec.input_range(node.attrs, i)
+                if span is not None:
+                    spans[t] = span
+    return spans

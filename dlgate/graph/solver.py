@@ -1,8 +1,9 @@
 """z3 for what propagation cannot decide: one incremental solver per generator.
 
 Used when a spec has no closed-form inverse for backward insertion (Conv, Pool, Pad,
-Resize...) and as a fallback when concrete sampling keeps missing ``requires``. Each
-problem is pushed, solved and popped on the same solver. Attribute binning is applied
+Resize...) and as a fallback when concrete sampling keeps missing ``requires``. Within a
+case each problem is pushed, solved and popped on the same solver; a case that needs the
+solver gets a fresh z3 context, so no case depends on the cases generated before it. Attribute binning is applied
 as NNSmith does: a bin per variable, dropping a random half of the bin constraints on
 unsat. Search effort is bounded by z3's deterministic ``rlimit``, never by wall time, so
 the answer does not depend on the machine.
@@ -22,9 +23,22 @@ RLIMIT = 2_000_000
 class Solver:
     def __init__(self, bins: int = 7):
         self.bins = bins
-        self.z3 = z3.Solver()
-        self.z3.set("rlimit", RLIMIT)
         self.calls = 0
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget everything (once per generated case). z3's answers depend on the history
+        of its context (term ids, learned lemmas), so each case that needs the solver gets
+        a fresh context and solver."""
+        self._ctx = None
+        self._solver = None
+
+    def context(self) -> z3.Context:
+        if self._ctx is None:
+            self._ctx = z3.Context()
+            self._solver = z3.SimpleSolver(ctx=self._ctx)
+            self._solver.set("rlimit", RLIMIT)
+        return self._ctx
 
     def _bin_constraint(self, rng: random.Random, v, lo, hi):
         choices = []
@@ -52,7 +66,8 @@ class Solver:
             elif not c:
                 return None
         self.calls += 1
-        s = self.z3
+        self.context()
+        s = self._solver
         s.push()
         try:
             s.set("random_seed", rng.randrange(1 << 30))

@@ -41,9 +41,10 @@ import numpy as np
 import torch
 
 from dlgate import dtypes as dt
-from dlgate.graph.ir import Graph, random_values
+from dlgate.graph.ir import Graph, domain_spans, random_values
 from dlgate.materialize.torch_model import GraphModule
 from dlgate.seeds import sub_seed
+from dlgate.spec.registry import all_specs
 
 #: Adam's initial learning rate (NNSmith §5.1).
 LR = 0.5
@@ -161,7 +162,8 @@ def _search(graph, seed, max_steps, max_seconds, gradients):
     t0 = time.perf_counter()
     rng = np.random.Generator(np.random.PCG64(sub_seed(seed, "input-search")))
     types = graph.tensors
-    inputs = [random_values(rng, types[t]) for t in graph.inputs]
+    spans = domain_spans(graph, all_specs())
+    inputs = [random_values(rng, types[t], spans.get(t)) for t in graph.inputs]
     mod = _Module(graph)
     probe = _Probe(mod, False)
     with torch.no_grad():

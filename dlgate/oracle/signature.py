@@ -15,6 +15,7 @@ _RULES = [
     (re.compile(r"(/[\w.\-+]+)+/?"), "<path>"),
     (re.compile(r"\b[tn]\d+(_\w+)?\b"), "<name>"),
     (re.compile(r"\b(c|tmp|axes|lv|gv|v)_?\d+\b"), "<name>"),
+    (re.compile(r"\b(lv|gv)\b"), "<name>"),  # Relax's binding names, numbered or not
     (re.compile(r"\[[\d,\s]*\]"), "<shape>"),
     (re.compile(r"\(\s*\d+(\s*,\s*\d+)*\s*,?\s*\)"), "<shape>"),
     (re.compile(r"-?\b\d+(\.\d+)?([eE][-+]?\d+)?\b"), "<n>"),

@@ -60,36 +60,44 @@ def _run(graph: Graph, inputs: list, noise_rng: np.random.Generator | None = Non
     return env, trace
 
 
+def undefined_at(graph: Graph, i: int, node, ins: list) -> str | None:
+    """Why node ``i`` of ``graph``, on inputs ``ins`` (torch tensors), has an undefined
+    result: signed integer overflow, or a conversion whose result does not fit."""
+    if node.op in INT_ARITH:
+        for t in node.outputs:
+            name = graph.tensors[t].dtype
+            if name not in dt.SIGNED:
+                continue
+            with torch.no_grad():
+                wide = get(node.op).torch(node.attrs, *[x.double() if not x.is_floating_point() else x for x in ins])
+            wide = wide[0] if isinstance(wide, (tuple, list)) else wide
+            lo, hi = _RANGE[name]
+            if wide.numel() and (wide.max().item() > hi or wide.min().item() < lo):
+                return f"signed integer overflow in {node.op} (node {i}): {name} results beyond [{lo}, {hi}]"
+    if node.op in ("Cast", "CastLike"):
+        src = ins[0]
+        to = graph.tensors[node.outputs[0]].dtype
+        if to in dt.INTS:
+            lo, hi = _RANGE[to]
+            if src.is_floating_point():
+                v = src.double()
+                if not torch.isfinite(v).all():
+                    return f"{node.op} (node {i}) converts NaN or Inf to {to}"
+                v = torch.trunc(v)
+            else:
+                v = src.double()
+            if v.numel() and (v.max().item() > hi or v.min().item() < lo):
+                return f"{node.op} (node {i}) converts values outside [{lo}, {hi}] to {to}"
+    return None
+
+
 def undefined_values(graph: Graph, inputs: list) -> str | None:
     """Signed integer overflow or an out-of-range conversion in the reference run."""
     _, trace = _run(graph, inputs)
     for i, (node, (ins, _)) in enumerate(zip(graph.nodes, trace)):
-        spec = get(node.op)
-        if node.op in INT_ARITH:
-            for t in node.outputs:
-                name = graph.tensors[t].dtype
-                if name not in dt.SIGNED:
-                    continue
-                with torch.no_grad():
-                    wide = spec.torch(node.attrs, *[x.double() if not x.is_floating_point() else x for x in ins])
-                wide = wide[0] if isinstance(wide, (tuple, list)) else wide
-                lo, hi = _RANGE[name]
-                if wide.numel() and (wide.max().item() > hi or wide.min().item() < lo):
-                    return f"signed integer overflow in {node.op} (node {i}): {name} results beyond [{lo}, {hi}]"
-        if node.op in ("Cast", "CastLike"):
-            src = ins[0]
-            to = graph.tensors[node.outputs[0]].dtype
-            if to in dt.INTS:
-                lo, hi = _RANGE[to]
-                if src.is_floating_point():
-                    v = src.double()
-                    if not torch.isfinite(v).all():
-                        return f"{node.op} (node {i}) converts NaN or Inf to {to}"
-                    v = torch.trunc(v)
-                else:
-                    v = src.double()
-                if v.numel() and (v.max().item() > hi or v.min().item() < lo):
-                    return f"{node.op} (node {i}) converts values outside [{lo}, {hi}] to {to}"
+        why = undefined_at(graph, i, node, ins)
+        if why:
+            return why
     return None
 
 

@@ -180,15 +180,16 @@ class SymCtx(Ctx):
     symbolic = True
 
     def __init__(self, rng: random.Random, limits: Limits = Limits(), dtypes: tuple = dt.ALL,
-                 opset: int = 21, prefix: str = "v"):
+                 opset: int = 21, prefix: str = "v", z3ctx: "z3.Context | None" = None):
         super().__init__(rng, limits, dtypes, opset)
+        self.z3ctx = z3ctx
         self.cons: list = []
         self.vars: list = []  # (var, lo, hi) with concrete bounds or None
         self._n = 0
         self._prefix = prefix
 
     def fresh(self, lo=None, hi=None):
-        v = z3.Int(f"{self._prefix}{self._n}")
+        v = z3.Int(f"{self._prefix}{self._n}", ctx=self.z3ctx)
         self._n += 1
         if lo is not None:
             self.cons.append(v >= lo)
@@ -258,6 +259,12 @@ class OpSpec:
     def backward_ranks(self, out: TensorType) -> tuple:
         """Candidate ranks of the first input for an output of type ``out``."""
         return (out.rank,)
+
+    def input_range(self, a: dict, i: int) -> tuple | None:
+        """A value range inside the operator's domain for its input ``i``, used to draw
+        starting values of graph inputs and constants that feed it directly (the input
+        search then handles deeper chains); None when any value will do."""
+        return None
 
     def discontinuous(self, a: dict) -> bool:
         """Whether this instance's output can jump under a rounding-level input change."""

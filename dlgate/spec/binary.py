@@ -103,6 +103,9 @@ class Div(Elementwise):
     restricted = True
     fn = torch.div
 
+    def input_range(self, a, i):
+        return (0.5, 4.0) if i == 1 else None
+
     def losses(self, a, x, y):
         return [L.gt0(y.abs())]
 
@@ -125,6 +128,9 @@ class Pow(Elementwise):
     types = dt.FLOATS
     restricted = True
     fn = torch.pow
+
+    def input_range(self, a, i):
+        return (0.5, 2.0) if i == 0 else (-2.0, 2.0)
 
     def losses(self, a, x, y):
         xd, yd = x.double(), y.double()

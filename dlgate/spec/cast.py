@@ -73,6 +73,9 @@ class Cast(OpSpec):
     def torch(self, a, x):
         return to_dtype(x, a["to"])
 
+    def input_range(self, a, i):
+        return (0.0, 8.0) if a["to"] in dt.INTS else None  # fits every integer type
+
     def losses(self, a, x):
         return cast_losses(x, a["to"])
 

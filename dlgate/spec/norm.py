@@ -89,6 +89,9 @@ class BatchNormalization(Norm):
         s, bias, mean, var = (_chan(v, r) for v in (s, bias, mean, var))
         return s * (x - mean) / torch.sqrt(var + a["epsilon"]) + bias
 
+    def input_range(self, a, i):
+        return (0.1, 2.0) if i == 4 else None  # the variance
+
     def losses(self, a, x, s, bias, mean, var):
         return [L.gt0(var.double() + a["epsilon"])]
 

@@ -244,6 +244,9 @@ class ReduceLogSum(Reduce):
     onnx_op = "ReduceLogSum"
     restricted = True
 
+    def input_range(self, a, i):
+        return (0.1, 4.0)
+
     def fn(self, x, dims, keep):
         return torch.log(_sum(x, dims, keep))
 

@@ -14,6 +14,10 @@ class Unary(OpSpec):
     types: tuple = dt.FLOATS
     out_dtype: str | None = None
     fn = None
+    safe: tuple | None = None  # a range inside the domain, for starting values
+
+    def input_range(self, a, i):
+        return self.safe
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
@@ -63,6 +67,7 @@ class Exp(Unary):
 
 class Log(Unary):
     onnx_op = "Log"
+    safe = (0.5, 4.0)
     restricted = True
     fn = torch.log
 
@@ -72,6 +77,7 @@ class Log(Unary):
 
 class Sqrt(Unary):
     onnx_op = "Sqrt"
+    safe = (0.5, 4.0)
     restricted = True
     fn = torch.sqrt
 
@@ -81,6 +87,7 @@ class Sqrt(Unary):
 
 class Reciprocal(Unary):
     onnx_op = "Reciprocal"
+    safe = (0.5, 4.0)
     restricted = True
     fn = torch.reciprocal
 
@@ -105,6 +112,7 @@ class Tan(Unary):
 
 class Asin(Unary):
     onnx_op = "Asin"
+    safe = (-0.9, 0.9)
     restricted = True
     fn = torch.asin
 
@@ -114,6 +122,7 @@ class Asin(Unary):
 
 class Acos(Unary):
     onnx_op = "Acos"
+    safe = (-0.9, 0.9)
     restricted = True
     fn = torch.acos
 
@@ -151,6 +160,7 @@ class Asinh(Unary):
 
 class Acosh(Unary):
     onnx_op = "Acosh"
+    safe = (1.1, 4.0)
     restricted = True
     fn = torch.acosh
 
@@ -160,6 +170,7 @@ class Acosh(Unary):
 
 class Atanh(Unary):
     onnx_op = "Atanh"
+    safe = (-0.9, 0.9)
     restricted = True
     fn = torch.atanh
 
