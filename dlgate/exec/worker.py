@@ -84,9 +84,10 @@ def _serve(spec: BackendSpec, conn, log_path: str) -> None:
         try:
             compiled = backend.compile(model)
         except MemoryError as e:
-            res.update(status=OOM, error=_error(e, "compile"))
+            res.update(status=OOM, error=_error(e, "compile"), compile_s=time.perf_counter() - t0)
         except Exception as e:  # every compiler failure becomes a classified outcome
-            res.update(status=UNSUPPORTED if backend.unsupported(e) else COMPILE_ERROR, error=_error(e, "compile"))
+            res.update(status=UNSUPPORTED if backend.unsupported(e) else COMPILE_ERROR, error=_error(e, "compile"),
+                       compile_s=time.perf_counter() - t0)
         else:
             t1 = time.perf_counter()
             res["compile_s"] = t1 - t0

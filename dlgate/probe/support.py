@@ -67,6 +67,10 @@ def probe_one(system: str, name: str, sig: tuple, opset: int) -> tuple:
 
 
 def _worker(system: str, items: list, conn) -> None:
+    # What the probed system prints (importer errors, C++ warnings) is noise here.
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)
+    os.dup2(devnull, 2)
     for i, combo in items:
         conn.send(("start", i))  # a pipe write is synchronous: nothing is lost if we die next
         conn.send(("done", i, *probe_one(system, *combo)))
