@@ -118,7 +118,7 @@ class _Probe:
                 x.is_floating_point() for x in ins):
             with torch.no_grad():
                 ls = spec.losses(node.attrs, *ins)
-            if any(float(v) > 0 for v in ls):
+            if any(float(v.detach()) > 0 for v in ls):
                 self.bad = (i, node, ins, "out-of-domain input")
                 return True
         return False
@@ -137,7 +137,7 @@ def _first_loss(spec, node, ins):
             terms.append(torch.nan_to_num(big, nan=0.0, posinf=0.0).sum())
     if terms:
         total = sum(terms)
-        if float(total) > 0:
+        if float(total.detach()) > 0:
             return -1, total
     return None, None
 
