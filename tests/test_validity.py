@@ -7,8 +7,9 @@ fed onnxruntime's own intermediate values, reproduces onnxruntime's outputs (thi
 both lowerings of every node in every model). Whole model: where the PyTorch run is
 numerically valid (no NaN/Inf anywhere), the outputs agree, unless the first node where
 the two runs diverge sees agreeing inputs and amplifies their rounding-level differences
-(a discontinuity such as Floor, or ill-conditioning such as Tan near a pole): legitimate
-differences that the oracle classifies, not lowering errors.
+(a discontinuity such as Floor, or ill-conditioning such as Tan near a pole), or
+onnxruntime overflows to Inf where the result is finite: legitimate differences or runtime
+defects, not lowering errors.
 """
 from __future__ import annotations
 
@@ -104,7 +105,10 @@ def _check_case(case):
             ins_ort, ins_t = [env_ort[t] for t in n.inputs], [env_t[t] for t in n.inputs]
             assert all(mismatch(a, b) is None for a, b in zip(ins_ort, ins_t)), f"{where}: inputs of {n.op} differ"
             moved = any(mismatch(a, b) for a, b in zip(_torch_node(n, ins_ort), _torch_node(n, ins_t)))
-            assert moved or _half(*ins_ort), (
+            # onnxruntime overflowing where the result is finite (its float64 Softplus computes
+            # log(1 + exp(x)) literally): a runtime defect, not a lowering disagreement
+            overflow = not finite(*[env_ort[t] for t in n.outputs]) and finite(*[env_t[t] for t in n.outputs])
+            assert moved or overflow or _half(*ins_ort), (
                 f"{where}: outputs {bad} differ from node {n.op} {n.attrs} on, though its inputs agree")
             return "amplified"
     raise AssertionError(f"{where}: outputs differ but no node diverges")

@@ -19,8 +19,8 @@ from dlgate.graph.ir import Graph, Node, domain_spans, random_values
 from dlgate.graph.solver import Solver, concretize
 from dlgate.seeds import sub_seed
 from dlgate.spec import schema
-from dlgate.spec.base import Ctx, Limits, OpSpec, SymCtx, TensorType, all_true
-from dlgate.spec.registry import all_specs, select
+from dlgate.spec.base import UNBOUNDED, Ctx, Limits, OpSpec, SymCtx, TensorType, all_true, overlaps
+from dlgate.spec.registry import all_specs, get, select
 
 DEFAULT_OPSET_RANGE = (13, 21)
 
@@ -60,10 +60,12 @@ class _State:
     nodes: list = field(default_factory=list)
     placeholders: list = field(default_factory=list)  # tensor ids, in creation order
     uses: list = field(default_factory=list)
+    ranges: list = field(default_factory=list)  # known bounds on each tensor's values
 
-    def add_tensor(self, t: TensorType) -> int:
+    def add_tensor(self, t: TensorType, bounds: tuple = UNBOUNDED) -> int:
         self.tensors.append(t)
         self.uses.append(0)
+        self.ranges.append(bounds)
         return len(self.tensors) - 1
 
 
@@ -159,7 +161,7 @@ class Generator:
                     ids.append(pick)
                     ins.append(st.tensors[pick])
             outs = self._valid(spec, ins, a)
-            if outs is not None:
+            if outs is not None and self._domains_ok(st, spec, a, ids):
                 self._commit(st, spec, a, ids, ins, outs)
                 self.stats["forward"] += 1
                 return True
@@ -199,9 +201,10 @@ class Generator:
         a = concretize(model, a)
         ins = [TensorType(t.dtype, tuple(concretize(model, list(t.shape)))) for t in ins]
         outs = self._valid(spec, ins, a)
-        if outs is None:
+        ids = [x0] + [None] * (spec.arity - 1)
+        if outs is None or not self._domains_ok(st, spec, a, ids):
             return False
-        self._commit(st, spec, a, [x0] + [None] * (spec.arity - 1), ins, outs)
+        self._commit(st, spec, a, ids, ins, outs)
         self.stats["z3_forward"] += 1
         return True
 
@@ -240,6 +243,12 @@ class Generator:
         outs = self._valid(spec, ins, a)
         if outs is None or outs[0] != target:
             return False
+        bounds = (spec.value_range(a, [UNBOUNDED] * len(ins)) or [UNBOUNDED])[0]
+        for node in st.nodes:  # the placeholder's consumers must still be satisfiable
+            for k, t in enumerate(node.inputs):
+                dom = get(node.op).input_domain(node.attrs, k) if t == p else None
+                if dom is not None and not overlaps(bounds, dom):
+                    return False
         st.placeholders.remove(p)
         self._commit(st, spec, a, [None] * len(ins), ins, outs, replace=p)
         self.stats["z3_backward" if via_z3 else "backward"] += 1
@@ -268,6 +277,17 @@ class Generator:
                 return ins, concretize(model, a)
         return None
 
+    def _domains_ok(self, st: _State, spec: OpSpec, a: dict, ids: list) -> bool:
+        """Whether each existing input's known value bounds leave room in the operator's
+        domain (no Acosh of a Sigmoid): models without any valid input are not generated."""
+        for i, j in enumerate(ids):
+            if j is None:
+                continue
+            dom = spec.input_domain(a, i)
+            if dom is not None and not overlaps(st.ranges[j], dom):
+                return False
+        return True
+
     # -- bookkeeping ------------------------------------------------------------------
     def _commit(self, st: _State, spec, a, ids, ins, outs, replace=None):
         in_ids = []
@@ -277,7 +297,11 @@ class Generator:
                 st.placeholders.append(j)
             st.uses[j] += 1
             in_ids.append(j)
-        out_ids = [replace if (k == 0 and replace is not None) else st.add_tensor(t) for k, t in enumerate(outs)]
+        bounds = spec.value_range(a, [st.ranges[j] for j in in_ids]) or [UNBOUNDED] * len(outs)
+        out_ids = [replace if (k == 0 and replace is not None) else st.add_tensor(t, b)
+                   for k, (t, b) in enumerate(zip(outs, bounds))]
+        if replace is not None:
+            st.ranges[replace] = bounds[0]
         st.nodes.append(Node(spec.name, a, in_ids, out_ids))
 
     def _finalize(self, st: _State, seed: int, opset: int, rng: random.Random) -> Graph:

@@ -11,7 +11,9 @@ from functools import lru_cache
 class OnnxRuntimeRunner:
     name = "onnxruntime"
     probe_opsets = None  # every opset of the generator's range: sessions are cheap
-    probe_tries = 4
+    #: Sessions are cheap, so more instances: support can hinge on an attribute (Gelu's
+    #: exact form needs Erf, which onnxruntime lacks for float64).
+    probe_tries = 8
 
     @staticmethod
     def unsupported(exc: Exception) -> bool:

@@ -9,7 +9,7 @@ import torch.nn.functional as F
 from dlgate import dtypes as dt
 from dlgate.spec import losses as L
 from dlgate.spec import sym
-from dlgate.spec.base import OpSpec, TensorType, f32
+from dlgate.spec.base import INF, OpSpec, TensorType, f32
 from dlgate.spec.binary import reduced_partner
 
 #: Probability a float attribute takes its ONNX default (so the omitted spelling is exercised).
@@ -59,6 +59,11 @@ class Activation(OpSpec):
 
 class Relu(Activation):
     onnx_op = "Relu"
+
+    def value_range(self, a, ranges):
+        lo, hi = ranges[0]
+        return [(max(0.0, lo), max(0.0, hi))]
+
     types = dt.FLOATS + dt.SIGNED  # the integer types from opset 14
     fn = torch.relu
 
@@ -129,11 +134,13 @@ class Celu(Activation):
 
 
 class Sigmoid(Activation):
+    out_range = (0.0, 1.0)
     onnx_op = "Sigmoid"
     fn = torch.sigmoid
 
 
 class HardSigmoid(Activation):
+    out_range = (0.0, 1.0)
     onnx_op = "HardSigmoid"
     params = (("alpha", 0.05, 1.0, 0.2), ("beta", 0.0, 1.0, 0.5))
 
@@ -165,16 +172,19 @@ class Gelu(Activation):
 
 
 class Softplus(Activation):
+    out_range = (0.0, INF)
     onnx_op = "Softplus"
     fn = F.softplus  # log(1 + exp(x)), linear past 20 like a stable log-add-exp
 
 
 class Softsign(Activation):
+    out_range = (-1.0, 1.0)
     onnx_op = "Softsign"
     fn = F.softsign
 
 
 class Tanh(Activation):
+    out_range = (-1.0, 1.0)
     onnx_op = "Tanh"
     fn = torch.tanh
 
@@ -207,6 +217,7 @@ class AxisActivation(Activation):
 
 
 class Softmax(AxisActivation):
+    out_range = (0.0, 1.0)
     onnx_op = "Softmax"
 
     def torch(self, a, x):
@@ -224,6 +235,7 @@ class Hardmax(AxisActivation):
     """One-hot of the *first* maximum along ``axis`` (ONNX's tie-breaking, and NumPy's
     argmax, which treats the first NaN as the maximum), computed without relying on
     PyTorch's own argmax tie-breaking."""
+    out_range = (0.0, 1.0)
     jumps = True
 
     onnx_op = "Hardmax"

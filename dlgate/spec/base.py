@@ -32,6 +32,15 @@ from dlgate import dtypes as dt
 from dlgate.spec import sym
 
 
+INF = float("inf")
+UNBOUNDED = (-INF, INF)
+
+
+def overlaps(r: tuple, d: tuple) -> bool:
+    """Whether value bounds ``r`` leave room inside domain ``d`` (an open overlap)."""
+    return r[0] < d[1] and d[0] < r[1]
+
+
 @dataclass(frozen=True)
 class TensorType:
     dtype: str
@@ -229,6 +238,13 @@ class OpSpec:
     restricted: ClassVar[bool] = False
     #: False when ``sample``/``input_type`` cannot run on a symbolic context.
     symbolic_ok: ClassVar[bool] = True
+    #: Static bounds on the output values, e.g. (0, 1) for Sigmoid.
+    out_range: ClassVar[tuple | None] = None
+    #: True when every output value is one of the (float) inputs' values, or between them
+    #: (Transpose, Slice, ReduceMax, ReduceMean...).
+    keeps_range: ClassVar[bool] = False
+    #: Values input 0 must be able to take (e.g. (1, inf) for Acosh); see ``input_domain``.
+    domain: ClassVar[tuple | None] = None
     #: True for operators whose output jumps at some input values (Floor, Sign, comparisons,
     #: casts to integer, ArgMax...): a rounding-level difference upstream may flip them.
     jumps: ClassVar[bool] = False
@@ -259,6 +275,23 @@ class OpSpec:
     def backward_ranks(self, out: TensorType) -> tuple:
         """Candidate ranks of the first input for an output of type ``out``."""
         return (out.rank,)
+
+    def value_range(self, a: dict, ranges: list) -> list | None:
+        """Bounds (lo, hi) on each output's values given bounds on the inputs' (``ranges``,
+        one per input, UNBOUNDED when unknown), or None when nothing is known. Used by the
+        generator to avoid compositions no input can make valid (Acosh of a Sigmoid)."""
+        if self.out_range is not None:
+            return [self.out_range] * self.n_outputs
+        if self.keeps_range:
+            floats = [r for r in ranges if r is not None]
+            lo = min((r[0] for r in floats), default=-INF)
+            hi = max((r[1] for r in floats), default=INF)
+            return [(lo, hi)] * self.n_outputs
+        return None
+
+    def input_domain(self, a: dict, i: int) -> tuple | None:
+        """The values (lo, hi) input ``i`` must be able to take for a valid result, or None."""
+        return self.domain if i == 0 else None
 
     def input_range(self, a: dict, i: int) -> tuple | None:
         """A value range inside the operator's domain for its input ``i``, used to draw

@@ -178,6 +178,7 @@ class Clip(SameType):
 
 
 class Identity(SameType):
+    keeps_range = True
     onnx_op = "Identity"
     dtypes = tuple((t,) for t in dt.ALL)
 

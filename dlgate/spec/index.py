@@ -37,6 +37,7 @@ def _budget(ctx, numel) -> int:
 class Gather(OpSpec):
     """``indices`` of rank 0..2 with values in [-n, n-1] (n = data.shape[axis])."""
 
+    keeps_range = True
     onnx_op = "Gather"
     dtypes = tuple((t,) for t in dt.ALL)
     ranks = (1, 2, 3, 4, 5)
@@ -151,6 +152,7 @@ class GatherElements(Gather):
 class TopK(OpSpec):
     """``sorted=1`` only (the order of an unsorted result is implementation-defined). Ties
     are defined by ONNX (lower index first), which a stable sort reproduces."""
+    keeps_range = True  # (the indices output is integer)
     jumps = True  # the indices output
 
     onnx_op = "TopK"

@@ -65,6 +65,7 @@ def axes_node(b, op: str, xs, ys, axes) -> None:
 class Layout(OpSpec):
     """One input of any dtype; subclasses give ``out_shape`` (or override ``infer``)."""
 
+    keeps_range = True  # values are only moved, copied or selected
     dtypes = tuple((t,) for t in dt.ALL)
     ranks = (1, 2, 3, 4, 5)
 

@@ -145,6 +145,7 @@ class _Pool(OpSpec):
 
 
 class MaxPool(_Pool):
+    keeps_range = True
     onnx_op = "MaxPool"
     dtypes = tuple((t,) for t in dt.FLOATS + (dt.INT8, dt.UINT8))
 
@@ -221,10 +222,12 @@ class _GlobalPool(OpSpec):
 
 
 class GlobalAveragePool(_GlobalPool):
+    keeps_range = True
     onnx_op = "GlobalAveragePool"
 
 
 class GlobalMaxPool(_GlobalPool):
+    keeps_range = True
     onnx_op = "GlobalMaxPool"
 
     def reference_defect(self, a, ins, opset):

@@ -164,6 +164,7 @@ class ReduceSum(Reduce):
 class ReduceMean(Reduce):
     """Floats only: ONNX leaves the rounding of integer means to the backend."""
 
+    keeps_range = True
     onnx_op = "ReduceMean"
 
     def fn(self, x, dims, keep):
@@ -171,6 +172,7 @@ class ReduceMean(Reduce):
 
 
 class ReduceMax(Reduce):
+    keeps_range = True
     onnx_op = "ReduceMax"
     types = dt.NUMERIC + (dt.BOOL,)  # bool from opset 20 (the schema filter applies it)
 
@@ -179,6 +181,7 @@ class ReduceMax(Reduce):
 
 
 class ReduceMin(Reduce):
+    keeps_range = True
     onnx_op = "ReduceMin"
     types = dt.NUMERIC + (dt.BOOL,)
 
@@ -200,6 +203,7 @@ class ReduceProd(Reduce):
 
 
 class ReduceL1(Reduce):
+    out_range = (0.0, float("inf"))
     onnx_op = "ReduceL1"
     types = dt.FLOATS + dt.COMMON_INTS
 
@@ -211,6 +215,7 @@ class SquareSum(Reduce):
     """Sums of squares: restricted so the sum (and every square) stays finite in the
     input dtype; otherwise backends that accumulate wider (PyTorch) and narrower disagree."""
 
+    out_range = (0.0, float("inf"))
     restricted = True
 
     def losses(self, a, x):

@@ -69,6 +69,7 @@ class Slice(OpSpec):
     """``starts``/``ends`` are clamped ONNX-style; ``axes`` None means the leading axes
     ``0..len(starts)-1``, ``steps`` None means all ones. Empty outputs are not generated."""
 
+    keeps_range = True
     onnx_op = "Slice"
     dtypes = tuple((t,) for t in dt.ALL)
     ranks = (1, 2, 3, 4, 5)

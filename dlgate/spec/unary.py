@@ -5,7 +5,7 @@ import torch
 
 from dlgate import dtypes as dt
 from dlgate.spec import losses as L
-from dlgate.spec.base import OpSpec, TensorType
+from dlgate.spec.base import INF, OpSpec, TensorType
 
 
 class Unary(OpSpec):
@@ -38,6 +38,7 @@ class Unary(OpSpec):
 
 
 class Abs(Unary):
+    out_range = (0.0, INF)
     onnx_op = "Abs"
     types = dt.FLOATS + dt.SIGNED
     fn = torch.abs
@@ -50,6 +51,7 @@ class Neg(Unary):
 
 
 class Sign(Unary):
+    out_range = (-1.0, 1.0)
     onnx_op = "Sign"
     jumps = True
     types = dt.FLOATS + dt.SIGNED
@@ -57,6 +59,7 @@ class Sign(Unary):
 
 
 class Exp(Unary):
+    out_range = (0.0, INF)
     onnx_op = "Exp"
     restricted = True
     fn = torch.exp
@@ -66,6 +69,7 @@ class Exp(Unary):
 
 
 class Log(Unary):
+    domain = (0.0, INF)
     onnx_op = "Log"
     safe = (0.5, 4.0)
     restricted = True
@@ -76,6 +80,8 @@ class Log(Unary):
 
 
 class Sqrt(Unary):
+    domain = (0.0, INF)
+    out_range = (0.0, INF)
     onnx_op = "Sqrt"
     safe = (0.5, 4.0)
     restricted = True
@@ -96,11 +102,13 @@ class Reciprocal(Unary):
 
 
 class Sin(Unary):
+    out_range = (-1.0, 1.0)
     onnx_op = "Sin"
     fn = torch.sin
 
 
 class Cos(Unary):
+    out_range = (-1.0, 1.0)
     onnx_op = "Cos"
     fn = torch.cos
 
@@ -111,6 +119,8 @@ class Tan(Unary):
 
 
 class Asin(Unary):
+    domain = (-1.0, 1.0)
+    out_range = (-1.6, 1.6)
     onnx_op = "Asin"
     safe = (-0.9, 0.9)
     restricted = True
@@ -121,6 +131,8 @@ class Asin(Unary):
 
 
 class Acos(Unary):
+    domain = (-1.0, 1.0)
+    out_range = (0.0, 3.2)
     onnx_op = "Acos"
     safe = (-0.9, 0.9)
     restricted = True
@@ -131,6 +143,7 @@ class Acos(Unary):
 
 
 class Atan(Unary):
+    out_range = (-1.6, 1.6)
     onnx_op = "Atan"
     fn = torch.atan
 
@@ -145,6 +158,7 @@ class Sinh(Unary):
 
 
 class Cosh(Unary):
+    out_range = (1.0, INF)
     onnx_op = "Cosh"
     restricted = True
     fn = torch.cosh
@@ -159,6 +173,7 @@ class Asinh(Unary):
 
 
 class Acosh(Unary):
+    domain = (1.0, INF)
     onnx_op = "Acosh"
     safe = (1.1, 4.0)
     restricted = True
@@ -169,6 +184,7 @@ class Acosh(Unary):
 
 
 class Atanh(Unary):
+    domain = (-1.0, 1.0)
     onnx_op = "Atanh"
     safe = (-0.9, 0.9)
     restricted = True
@@ -206,6 +222,7 @@ class Round(Unary):
 
 
 class Erf(Unary):
+    out_range = (-1.0, 1.0)
     onnx_op = "Erf"
     fn = torch.erf
 
