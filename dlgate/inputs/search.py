@@ -93,10 +93,16 @@ class _Module(GraphModule):
 
 
 def _draw(rng: np.random.Generator, t, lo_hi=None) -> np.ndarray:
-    if lo_hi is None or not dt.is_float(t.dtype):
+    """Fresh values; with a range, integers are drawn from the integers it spans too (an
+    integer path into a narrow domain, through a cast, needs small values such as 0 or 1)."""
+    if lo_hi is None or t.dtype == "bool":
         return random_values(rng, t)
     lo, hi = lo_hi
-    return rng.uniform(lo, hi, size=tuple(t.shape)).astype(t.dtype)
+    if dt.is_float(t.dtype):
+        return rng.uniform(lo, hi, size=tuple(t.shape)).astype(t.dtype)
+    ilo = max(int(np.floor(lo)), 0 if t.dtype == "uint8" else -128)
+    ihi = max(int(np.ceil(hi)), ilo)
+    return rng.integers(ilo, ihi + 1, size=tuple(t.shape)).astype(t.dtype)
 
 
 class _Probe:
@@ -238,9 +244,9 @@ def _gradient(graph, mod, rng, inputs, consts, fl_in, fl_c, max_steps, max_secon
         rr = RESTART_RANGES[(restarts - 1) % len(RESTART_RANGES)]
         for k in range(len(inputs)):
             if k not in fl_in:
-                fixed_in[k] = torch.from_numpy(_draw(rng, types[graph.inputs[k]]))
+                fixed_in[k] = torch.from_numpy(_draw(rng, types[graph.inputs[k]], rr))
         for t in fixed_c:
-            fixed_c[t] = torch.from_numpy(_draw(rng, types[t]))
+            fixed_c[t] = torch.from_numpy(_draw(rng, types[t], rr))
         with torch.no_grad():
             for key in keys:
                 masters[key].copy_(torch.from_numpy(_draw(rng, type_of(key), rr).astype(np.float64)))

@@ -145,7 +145,10 @@ class HardSigmoid(Activation):
     params = (("alpha", 0.05, 1.0, 0.2), ("beta", 0.0, 1.0, 0.5))
 
     def torch(self, a, x):
-        return torch.clamp(a["alpha"] * x + a["beta"], 0.0, 1.0)
+        y = a["alpha"] * x + a["beta"]
+        if y.requires_grad:  # the input search: slope 0.1 on the flat sides
+            return L.proxy_clip(y, 0.0, 1.0)
+        return torch.clamp(y, 0.0, 1.0)
 
 
 class HardSwish(Activation):
