@@ -5,15 +5,14 @@ from typing import Any
 
 import numpy as np
 
-from dlgate.backends._cuda import missing
-from dlgate.backends.base import Backend, Model
-from dlgate.backends.torch_eager import to_numpy, to_torch, torch_cuda_reason
+from dlgate.backends.base import Model
+from dlgate.backends.torch_eager import TorchEager, to_torch
 
 #: opt level -> ``torch.compile`` mode; "eager" compiles nothing (the plain module).
 MODES = {"eager": None, "default": "default", "max-autotune-no-cudagraphs": "max-autotune-no-cudagraphs"}
 
 
-class Inductor(Backend):
+class Inductor(TorchEager):
     """``torch.compile(GraphModule(graph), backend="inductor", mode=..., dynamic=False)``.
 
     ``compile`` forces the compilation by running the compiled module once on random
@@ -30,24 +29,14 @@ class Inductor(Backend):
     name = "inductor"
     opt_levels = tuple(MODES)
     devices = ("cpu", "cuda")
-
-    @classmethod
-    def unavailable_reason(cls, device: str) -> str | None:
-        return torch_cuda_reason() if device == "cuda" else missing("torch")
-
-    def version(self) -> str:
-        import torch
-
-        return torch.__version__
+    reference = False
 
     def compile(self, model: Model) -> Any:
         import torch
 
         from dlgate.graph.ir import random_values
-        from dlgate.materialize.torch_model import GraphModule
 
-        torch.set_num_threads(1)
-        module = GraphModule(model.graph).to(self.device).eval()
+        module = super().compile(model)
         mode = MODES[self.opt_level]
         if mode is None:
             return module
@@ -59,15 +48,6 @@ class Inductor(Backend):
         with torch.no_grad():
             fn(*to_torch(warm, self.device))
         return fn
-
-    def run(self, compiled: Any, inputs: list) -> list:
-        import torch
-
-        with torch.no_grad():
-            outs = compiled(*to_torch(inputs, self.device))
-        if self.device == "cuda":
-            torch.cuda.synchronize()
-        return to_numpy(outs)
 
     def unsupported(self, exc: BaseException) -> bool:
         if isinstance(exc, NotImplementedError):

@@ -61,4 +61,6 @@ class TorchEager(Backend):
 
         with torch.no_grad():
             outs = compiled(*to_torch(inputs, self.device))
+        if self.device == "cuda":
+            torch.cuda.synchronize()
         return to_numpy(outs)
