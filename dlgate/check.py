@@ -107,7 +107,7 @@ def check(pool: W.Pool, case: Prepared, cfg: CheckConfig) -> dict:
         onnx_ref = (lambda: pool.execute(BackendSpec("onnx-reference"), model, case.inputs)) \
             if cfg.crosscheck else None
         v = V.judge(spec.name, spec.label(), out, ref.outputs, cfg.tolerances,
-                    explain=lambda: ub.explain(case.graph, case.inputs, cfg.tolerances),
+                    explain=lambda o=out: ub.explain(case.graph, case.inputs, cfg.tolerances, o.outputs),
                     at_lowest=at_lowest, onnx_reference=onnx_ref, op_pattern=op_pattern(case.graph))
         record["verdicts"].append(v.to_json())
     return record

@@ -73,6 +73,11 @@ def test_rounding_boundary_before_floor_is_unstable():
     why = ub.instability(g, [x, three])
     assert why and "Floor" in why
     assert ub.instability(g, [np.full(64, 0.4, np.float32), three]) is None
+    # a candidate off by one where Floor sits on the boundary is explained ...
+    base = np.floor(x * three)
+    assert ub.instability(g, [x, three], candidate=[base - 1]) is not None
+    # ... one off by far more than rounding could cause is not
+    assert ub.instability(g, [x, three], candidate=[base + 7]) is None
 
 
 def _outcome(status="ok", outputs=None, error=None):
