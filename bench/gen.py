@@ -22,7 +22,8 @@ import onnx  # noqa: E402
 from dlgate.case import make_case  # noqa: E402
 from dlgate.graph.generator import GenConfig, Generator  # noqa: E402
 from dlgate.graph.ir import random_values  # noqa: E402
-from dlgate.probe.runners import get_runner  # noqa: E402
+from dlgate.backends.base import BackendSpec, Model  # noqa: E402
+from dlgate.backends.registry import create  # noqa: E402
 
 
 def main() -> int:
@@ -55,7 +56,7 @@ def main() -> int:
     times.sort()
     nodes = [len(c.graph.nodes) for c in cases]
     ok_checker = ok_ort = 0
-    ort = get_runner("onnxruntime")
+    ort = create(BackendSpec("onnxruntime", opt_level="disable"))
     unsupported = 0
     for c in cases:
         try:
@@ -64,12 +65,12 @@ def main() -> int:
         except Exception as e:
             print(f"checker rejects {c.id}: {str(e).splitlines()[0][:200]}")
             continue
-        feeds = {c.graph.name(t): random_values(np.random.default_rng(0), c.graph.tensors[t]) for t in c.graph.inputs}
+        feeds = [random_values(np.random.default_rng(0), c.graph.tensors[t]) for t in c.graph.inputs]
         try:
-            ort.run(c.model_bytes, feeds)
+            ort.run(ort.compile(Model(c.model_bytes, c.graph)), feeds)
             ok_ort += 1
         except Exception as e:
-            if "NOT_IMPLEMENTED" in str(e):
+            if ort.unsupported(e):
                 unsupported += 1
             else:
                 print(f"onnxruntime rejects {c.id}: {str(e).splitlines()[0][:200]}")

@@ -51,14 +51,14 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--min-nodes", type=_positive, default=1)
     g.add_argument("--opset", type=_opset, help="fixed ONNX opset (default: drawn per case from 13-21)")
     g.add_argument("--ops", help="comma-separated operator names to draw from (default: all)")
-    g.add_argument("--support", metavar="SYSTEM", help="restrict to what SYSTEM was probed to support (onnxruntime, tvm)")
+    g.add_argument("--support", metavar="SYSTEM", help="restrict to what backend SYSTEM was probed to support (e.g. onnxruntime, tvm)")
 
     s = sub.add_parser("stats", help="diversity metrics of a generated batch")
     s.add_argument("dir")
     s.add_argument("--json", dest="json_out", help="where to write the JSON (default DIR/stats.json)")
 
     pr = sub.add_parser("probe", help="probe which operator x dtype combinations a system supports")
-    pr.add_argument("--system", required=True, help="onnxruntime or tvm")
+    pr.add_argument("--system", required=True, help="a backend name (see `dlgate backends`), e.g. onnxruntime, tvm")
     pr.add_argument("--refresh", action="store_true", help="ignore the cache and probe again")
     pr.add_argument("--jobs", type=_positive, default=1)
 
@@ -94,12 +94,9 @@ def cmd_gen(args) -> int:
         raise UsageError("dlgate gen: --start must be non-negative")
     support = None
     if args.support:
-        from dlgate.probe.runners import RUNNERS
-        from dlgate.probe.support import load_or_probe, support_set
+        from dlgate.probe.support import support_set
 
-        if args.support not in RUNNERS:
-            raise UsageError(f"dlgate gen: --support: unknown system {args.support!r}; known: {', '.join(RUNNERS)}")
-        support = support_set(load_or_probe(args.support))
+        support = support_set(_probe_doc(args.support, "dlgate gen: --support"))
     cfg = GenConfig(min_nodes=args.min_nodes, max_nodes=args.max_nodes, ops=ops, opset=args.opset, support=support)
     gen = Generator(cfg)
     os.makedirs(args.out, exist_ok=True)
@@ -128,12 +125,22 @@ def cmd_stats(args) -> int:
     return 0
 
 
-def cmd_probe(args) -> int:
-    from dlgate.probe.runners import RUNNERS
-    from dlgate.probe.support import cache_path, load_or_probe
+def _probe_doc(system: str, where: str, **kw) -> dict:
+    """The probe document of a backend (cached), with usage errors for bad names."""
+    from dlgate.backends.registry import load
+    from dlgate.probe.support import ProbeError, load_or_probe
 
-    if args.system not in RUNNERS:
-        raise UsageError(f"dlgate probe: unknown system {args.system!r}; known: {', '.join(RUNNERS)}")
+    try:
+        load(system)
+        return load_or_probe(system, **kw)
+    except KeyError as e:
+        raise UsageError(f"{where}: {e.args[0]}") from None
+    except ProbeError as e:
+        raise UsageError(f"{where}: cannot probe {system}: {e}") from None
+
+
+def cmd_probe(args) -> int:
+    from dlgate.probe.support import cache_path
 
     last = [0.0]
 
@@ -143,7 +150,7 @@ def cmd_probe(args) -> int:
             last[0] = now
             print(f"probing {args.system}: {done}/{total} combinations", file=sys.stderr, flush=True)
 
-    doc = load_or_probe(args.system, refresh=args.refresh, jobs=args.jobs, progress=progress)
+    doc = _probe_doc(args.system, "dlgate probe: --system", refresh=args.refresh, jobs=args.jobs, progress=progress)
     ops = sorted({n for n, _, _ in doc["supported"]})
     print(f"{args.system} {doc['version']}: {len(doc['supported'])} supported and "
           f"{len(doc['unsupported'])} unsupported operator x dtype x opset combinations "

@@ -1,25 +1,25 @@
-"""A stand-in system for probing tests: declares Relu unimplemented, aborts on Sigmoid,
+"""A stand-in backend for probing tests: declares Relu unimplemented, aborts on Sigmoid,
 hangs on Tanh, raises an ordinary error on Abs, runs everything else."""
 import os
 import time
 
 import onnx
 
+from dlgate.backends.base import Backend
 
-class FakeRunner:
+
+class FakeRunner(Backend):
     name = "fake"
-    probe_opsets = None
     probe_tries = 2
 
-    @staticmethod
-    def unsupported(exc):
+    def unsupported(self, exc):
         return "NOT_IMPLEMENTED" in str(exc)
 
     def version(self):
         return "0.0-test"
 
-    def run(self, model, feeds):
-        ops = {n.op_type for n in onnx.load_from_string(model).graph.node}
+    def compile(self, model):
+        ops = {n.op_type for n in onnx.load_from_string(model.onnx).graph.node}
         if "Relu" in ops:
             raise RuntimeError("[ONNXRuntimeError] : 9 : NOT_IMPLEMENTED : no Relu here")
         if "Sigmoid" in ops:
@@ -28,4 +28,7 @@ class FakeRunner:
             time.sleep(60)
         if "Abs" in ops:
             raise RuntimeError("internal compiler error")
+        return model
+
+    def run(self, compiled, inputs):
         return []

@@ -6,7 +6,6 @@ import json
 
 from dlgate.graph.generator import GenConfig, Generator
 from dlgate.probe import support
-from dlgate.probe.runners import get_runner
 from dlgate.seeds import case_seed
 
 FAKE = "tests.fake_runner:FakeRunner"
@@ -50,10 +49,14 @@ def test_cache_round_trip(tmp_path, monkeypatch):
     assert len(calls) == 2
 
 
-def test_runner_lookup_errors_are_clear():
+def test_probing_an_unknown_or_unavailable_backend_is_a_clear_error(capsys):
     import pytest
 
-    with pytest.raises(KeyError, match="known: onnxruntime, tvm"):
-        get_runner("nosuch")
-    with pytest.raises(KeyError, match="cannot load"):
-        get_runner("tests.nosuchmodule:X")
+    from dlgate.cli import main
+
+    assert main(["probe", "--system", "nosuch"]) == 2
+    assert "unknown backend 'nosuch'" in capsys.readouterr().err
+    assert main(["gen", "--seed", "s", "--count", "1", "--out", "x", "--support", "tests.nosuchmodule:X"]) == 2
+    assert "cannot load backend" in capsys.readouterr().err
+    with pytest.raises(support.ProbeError, match="needs a GPU"):
+        support.load_or_probe("tests.fake_backends:NoGpu")

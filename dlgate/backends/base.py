@@ -77,6 +77,10 @@ class Backend:
     devices: ClassVar[tuple] = ("cpu",)
     #: Trusted enough to be the reference the others are compared against.
     reference: ClassVar[bool] = False
+    #: Support probing: opsets to probe (None = every opset of the generator's range; the
+    #: others take the nearest lower probed one) and instances per combination.
+    probe_opsets: ClassVar[tuple | None] = None
+    probe_tries: ClassVar[int] = 4
 
     def __init__(self, device: str = "cpu", opt_level: str | None = None, **options):
         if device not in self.devices:

@@ -28,6 +28,9 @@ class OnnxRuntime(Backend):
     name = "onnxruntime"
     opt_levels = tuple(LEVELS)
     devices = tuple(PROVIDERS)
+    #: Sessions are cheap, so more instances: support can hinge on an attribute (Gelu's
+    #: exact form needs Erf, which onnxruntime lacks for float64).
+    probe_tries = 8
 
     @classmethod
     def unavailable_reason(cls, device: str) -> str | None:

@@ -47,6 +47,9 @@ class TVM(Backend):
     name = "tvm"
     opt_levels = tuple(PIPELINES)
     devices = tuple(TARGETS)
+    #: Compiling costs ~60 ms a model: probe three opsets, the others take the nearest lower.
+    probe_opsets = (13, 17, 21)
+    probe_tries = 2
 
     @classmethod
     def unavailable_reason(cls, device: str) -> str | None:

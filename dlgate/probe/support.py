@@ -1,30 +1,41 @@
 """Support probing (NNSmith's dtype test): which operator x dtype x opset combinations a
-system accepts, found by running single-operator models, cached per system version.
+backend accepts, found by running single-operator models, cached per backend version.
 
-A combination is unsupported when the system *declares* one of a few single-operator
-instances unimplemented (onnxruntime's NOT_IMPLEMENTED, TVM's OpNotImplemented...). Any
-other failure, a crash included, is a potential finding and keeps the combination.
-Generation restricted to the supported set then spends its budget on real findings
-rather than on "not implemented".
+A combination is unsupported when the backend *declares* one of a few single-operator
+instances unimplemented (its ``unsupported``: onnxruntime's NOT_IMPLEMENTED, TVM's
+OpNotImplemented...). Any other failure, a crash or hang included, is a potential finding
+and keeps the combination. Probing runs in the same isolated workers as every other
+compile and run (:mod:`dlgate.exec.worker`). Generation restricted to the supported set
+then spends its budget on real findings rather than on "not implemented".
 """
 from __future__ import annotations
 
 import json
 import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from dlgate import GENERATOR_VERSION, __version__
+from dlgate.backends.base import BackendSpec, Model
+from dlgate.backends.registry import create, load
+from dlgate.exec import worker as W
 from dlgate.graph.generator import DEFAULT_OPSET_RANGE
 from dlgate.graph.ir import random_values
-from dlgate.probe.runners import get_runner
 from dlgate.probe.single import single_op_graph, single_op_model
 from dlgate.spec import schema
 from dlgate.spec.registry import all_specs
 
 #: Bumped when the probing policy changes, so stale caches are not reused.
-PROBE_VERSION = 3
+PROBE_VERSION = 4
+
+_FINDING = {W.CRASH: "crashes", W.TIMEOUT: "hangs", W.OOM: "exhausts memory",
+            W.COMPILE_ERROR: "fails", W.RUN_ERROR: "fails"}
+
+
+class ProbeError(RuntimeError):
+    """The backend cannot be probed here (not installed, no GPU...)."""
 
 
 def cache_dir() -> str:
@@ -32,7 +43,8 @@ def cache_dir() -> str:
 
 
 def cache_path(system: str, version: str) -> str:
-    return os.path.join(cache_dir(), "support", f"{system}-{version}-gen{GENERATOR_VERSION}-p{PROBE_VERSION}.json")
+    safe = system.replace(":", "-").replace("/", "-")
+    return os.path.join(cache_dir(), "support", f"{safe}-{version}-gen{GENERATOR_VERSION}-p{PROBE_VERSION}.json")
 
 
 def combos(opsets) -> list:
@@ -44,107 +56,59 @@ def combos(opsets) -> list:
     return out
 
 
-def probe_one(system: str, name: str, sig: tuple, opset: int) -> tuple:
-    """(supported, note) for one combination."""
-    runner = get_runner(system)
+def probe_one(worker: W.Worker, tries: int, name: str, sig: tuple, opset: int) -> tuple:
+    """(supported, note) for one combination, run in ``worker``."""
     built, note = 0, ""
-    for k in range(runner.probe_tries):
+    for k in range(tries):
         g = single_op_graph(name, sig, opset, k)
         if g is None:
             continue
         built += 1
-        feeds = {g.name(t): random_values(np.random.default_rng(k), g.tensors[t]) for t in g.inputs}
-        try:
-            runner.run(single_op_model(g, k), feeds)
-        except Exception as e:  # classified: a declared gap, or a finding to keep
-            text = str(e).strip().splitlines()[0][:200] if str(e).strip() else ""
-            if runner.unsupported(e):
-                return False, f"{type(e).__name__}: {text}"
-            note = f"fails (kept, a potential finding): {type(e).__name__}: {text}"
+        inputs = [random_values(np.random.default_rng(k), g.tensors[t]) for t in g.inputs]
+        out = worker.execute(Model(single_op_model(g, k), g), inputs)
+        err = out.error or {}
+        text = (err.get("message") or "").strip().splitlines()
+        text = f"{err.get('type', '')}: {text[0][:200] if text else ''}"
+        if out.status == W.UNSUPPORTED:
+            return False, text
+        if out.status == W.UNAVAILABLE:
+            raise ProbeError(err.get("message", "the backend cannot run here"))
+        if out.status in _FINDING:
+            note = f"{_FINDING[out.status]} (kept, a potential finding): {text}"
     if not built:
         return False, "no single-operator instance could be generated"
     return True, note
 
 
-def _worker(system: str, items: list, conn) -> None:
-    # What the probed system prints (importer errors, C++ warnings) is noise here.
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, 1)
-    os.dup2(devnull, 2)
-    for i, combo in items:
-        conn.send(("start", i))  # a pipe write is synchronous: nothing is lost if we die next
-        conn.send(("done", i, *probe_one(system, *combo)))
-    conn.close()
-
-
-def _run_isolated(system: str, todo: list, jobs: int, timeout: float, progress=None) -> dict:
-    """Probe in worker processes. A worker that dies (segfault, abort) or hangs past
-    ``timeout`` on one combination is replaced, and that combination is recorded as
-    supported with the reason: a crash is a finding, not a declared gap."""
-    import multiprocessing as mp
-    from multiprocessing.connection import wait
-
-    ctx = mp.get_context("spawn")
-    items = list(enumerate(todo))
-    results: dict = {}
-    workers: dict = {}  # parent end of the pipe -> [process, remaining items, in-flight, since]
-
-    def start(chunk):
-        parent, child = ctx.Pipe(duplex=False)
-        proc = ctx.Process(target=_worker, args=(system, chunk, child), daemon=True)
-        proc.start()
-        child.close()
-        workers[parent] = [proc, list(chunk), None, time.monotonic()]
-
-    def retire(conn, why):
-        proc, remaining, inflight, _ = workers.pop(conn)
-        if proc.is_alive():
-            proc.kill()
-        proc.join()
-        conn.close()
-        if inflight is not None:
-            results[inflight] = (True, why(proc))
-        rest = [it for it in remaining if it[0] not in results]
-        if rest:
-            start(rest)
-
-    for k in range(jobs):
-        if items[k::jobs]:
-            start(items[k::jobs])
-    while workers:
-        for conn in wait(list(workers), timeout=1.0):
-            w = workers[conn]
-            try:
-                msg = conn.recv()
-            except EOFError:  # finished, or died
-                retire(conn, lambda p: f"crashes (kept, a potential finding): exit code {p.exitcode}")
-                continue
-            if msg[0] == "start":
-                w[2], w[3] = msg[1], time.monotonic()
-            else:
-                results[msg[1]] = (msg[2], msg[3])
-                w[1] = [it for it in w[1] if it[0] != msg[1]]
-                w[2] = None
-                if progress:
-                    progress(len(results), len(todo))
-        for conn, (_, _, inflight, since) in list(workers.items()):
-            if inflight is not None and time.monotonic() - since > timeout:
-                retire(conn, lambda p: f"hangs (kept, a potential finding): no answer in {timeout:.0f} s")
-    return results
-
-
 def probe(system: str, opsets=None, jobs: int = 1, progress=None, ops=None, timeout: float = 120.0) -> dict:
     """Probe every combination (of ``ops``, default all, at ``opsets``, default the
-    system's probe opsets) in isolated workers; returns the cache document."""
-    runner = get_runner(system)
-    opsets = list(opsets or runner.probe_opsets or range(DEFAULT_OPSET_RANGE[0], DEFAULT_OPSET_RANGE[1] + 1))
+    backend's probe opsets), spread over ``jobs`` workers; returns the cache document."""
+    cls = load(system)
+    opsets = list(opsets or cls.probe_opsets or range(DEFAULT_OPSET_RANGE[0], DEFAULT_OPSET_RANGE[1] + 1))
     todo = [c for c in combos(opsets) if ops is None or c[0] in ops]
+    jobs = max(1, min(jobs, len(todo) or 1))
     start = time.perf_counter()
-    found = _run_isolated(system, todo, max(1, jobs), timeout, progress)
+    found: dict = {}
+    workers = [W.Worker(BackendSpec(system), timeout_s=timeout) for _ in range(jobs)]
+
+    def run(k: int) -> None:
+        for i in range(k, len(todo), jobs):
+            found[i] = probe_one(workers[k], cls.probe_tries, *todo[i])
+            if progress:
+                progress(len(found), len(todo))
+
+    try:
+        with ThreadPoolExecutor(jobs) as pool:
+            for f in [pool.submit(run, k) for k in range(jobs)]:
+                f.result()
+        version = next((w.describe["version"] for w in workers if w.describe), None) or version_of(system)
+    finally:
+        for w in workers:
+            w.close()
     rows = sorted(((todo[i], *found[i]) for i in range(len(todo))), key=lambda r: (r[0][0], r[0][2], r[0][1]))
     return {
         "system": system,
-        "version": runner.version(),
+        "version": version,
         "dlgate": __version__,
         "generator": GENERATOR_VERSION,
         "opsets": opsets,
@@ -155,9 +119,18 @@ def probe(system: str, opsets=None, jobs: int = 1, progress=None, ops=None, time
     }
 
 
+def version_of(system: str) -> str:
+    """The backend's version, for the cache key (constructs it in this process)."""
+    from dlgate.backends.base import Unavailable
+
+    try:
+        return create(BackendSpec(system)).version()
+    except Unavailable as e:
+        raise ProbeError(str(e)) from None
+
+
 def load_or_probe(system: str, refresh: bool = False, jobs: int = 1, progress=None) -> dict:
-    runner = get_runner(system)
-    path = cache_path(system, runner.version())
+    path = cache_path(system, version_of(system))
     if not refresh and os.path.exists(path):
         with open(path) as f:
             return json.load(f)
