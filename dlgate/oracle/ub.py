@@ -21,7 +21,6 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from dlgate import dtypes as dt
 from dlgate.graph.ir import Graph
 from dlgate.materialize.torch_model import GraphModule
 from dlgate.oracle.compare import compare
@@ -29,10 +28,6 @@ from dlgate.spec.registry import get
 
 #: Relative perturbation per dtype: a few units in the last place.
 NOISE = {"float16": 4 * 2.0**-11, "float32": 4 * 2.0**-24, "float64": 4 * 2.0**-53}
-#: Operators whose integer results can overflow; recomputed in float64 to check.
-INT_ARITH = {"Add", "Sub", "Mul", "Neg", "Abs", "Sum", "ReduceSum", "ReduceProd", "ReduceSumSquare", "ReduceL1",
-             "CumSum", "MatMul", "PRelu", "Einsum", "Gemm", "GemmNoC"}
-_RANGE = {t: (np.iinfo(t).min, np.iinfo(t).max) for t in dt.INTS}
 
 
 def _run(graph: Graph, inputs: list, noise_rng: np.random.Generator | None = None) -> tuple:
@@ -66,33 +61,10 @@ def _run(graph: Graph, inputs: list, noise_rng: np.random.Generator | None = Non
 
 def undefined_at(graph: Graph, i: int, node, ins: list) -> str | None:
     """Why node ``i`` of ``graph``, on inputs ``ins`` (torch tensors), has an undefined
-    result: signed integer overflow, or a conversion whose result does not fit."""
-    if node.op in INT_ARITH:
-        for t in node.outputs:
-            name = graph.tensors[t].dtype
-            if name not in dt.SIGNED:
-                continue
-            with torch.no_grad():
-                wide = get(node.op).torch(node.attrs, *[x.double() if not x.is_floating_point() else x for x in ins])
-            wide = wide[0] if isinstance(wide, (tuple, list)) else wide
-            lo, hi = _RANGE[name]
-            if wide.numel() and (wide.max().item() > hi or wide.min().item() < lo):
-                return f"signed integer overflow in {node.op} (node {i}): {name} results beyond [{lo}, {hi}]"
-    if node.op in ("Cast", "CastLike"):
-        src = ins[0]
-        to = graph.tensors[node.outputs[0]].dtype
-        if to in dt.INTS:
-            lo, hi = _RANGE[to]
-            if src.is_floating_point():
-                v = src.double()
-                if not torch.isfinite(v).all():
-                    return f"{node.op} (node {i}) converts NaN or Inf to {to}"
-                v = torch.trunc(v)
-            else:
-                v = src.double()
-            if v.numel() and (v.max().item() > hi or v.min().item() < lo):
-                return f"{node.op} (node {i}) converts values outside [{lo}, {hi}] to {to}"
-    return None
+    result (its spec's ``undefined``: signed integer overflow, a conversion that does not
+    fit...), or None."""
+    why = get(node.op).undefined(node.attrs, ins, [graph.tensors[t] for t in node.outputs])
+    return f"{node.op} (node {i}): {why}" if why else None
 
 
 def undefined_values(graph: Graph, inputs: list) -> str | None:

@@ -82,6 +82,7 @@ class LeakyRelu(Activation):
 class PRelu(OpSpec):
     """``y = x < 0 ? slope * x : x``; ``slope`` broadcasts unidirectionally to ``x``."""
 
+    can_overflow = True
     onnx_op = "PRelu"
     arity = 2
     dtypes = tuple((t, t) for t in dt.FLOATS + dt.COMMON_INTS)  # int32/int64 from opset 16

@@ -238,6 +238,8 @@ class OpSpec:
     restricted: ClassVar[bool] = False
     #: False when ``sample``/``input_type`` cannot run on a symbolic context.
     symbolic_ok: ClassVar[bool] = True
+    #: True for arithmetic whose integer results can overflow (see ``undefined``).
+    can_overflow: ClassVar[bool] = False
     #: Static bounds on the output values, e.g. (0, 1) for Sigmoid.
     out_range: ClassVar[tuple | None] = None
     #: True when every output value is one of the (float) inputs' values, or between them
@@ -297,6 +299,28 @@ class OpSpec:
         """A value range inside the operator's domain for its input ``i``, used to draw
         starting values of graph inputs and constants that feed it directly (the input
         search then handles deeper chains); None when any value will do."""
+        return None
+
+    def undefined(self, a: dict, ins: list, out_types: list) -> str | None:
+        """Why this instance's result is undefined on these inputs (PyTorch tensors), or
+        None. By default, for ``can_overflow`` operators: a signed integer result beyond its
+        type's range, found by recomputing in float64."""
+        if not self.can_overflow:
+            return None
+        import torch
+
+        wide = None
+        for k, t in enumerate(out_types):
+            if t.dtype not in dt.SIGNED:
+                continue
+            if wide is None:
+                with torch.no_grad():
+                    wide = self.torch(a, *[x if x.is_floating_point() else x.double() for x in ins])
+                wide = list(wide) if isinstance(wide, (tuple, list)) else [wide]
+            info = torch.iinfo(dt.torch_dtype(t.dtype))
+            w = wide[k]
+            if w.numel() and (w.max().item() > info.max or w.min().item() < info.min):
+                return f"signed integer overflow: {t.dtype} results beyond [{info.min}, {info.max}]"
         return None
 
     def discontinuous(self, a: dict) -> bool:

@@ -78,18 +78,21 @@ class Elementwise(OpSpec):
 
 
 class Add(Elementwise):
+    can_overflow = True
     onnx_op = "Add"
     types = dt.NUMERIC
     fn = torch.add
 
 
 class Sub(Elementwise):
+    can_overflow = True
     onnx_op = "Sub"
     types = dt.NUMERIC
     fn = torch.sub
 
 
 class Mul(Elementwise):
+    can_overflow = True
     onnx_op = "Mul"
     types = dt.NUMERIC
     fn = torch.mul
@@ -152,6 +155,7 @@ class Min(Elementwise):
 class Sum(Elementwise):
     """Variadic: three inputs."""
 
+    can_overflow = True
     onnx_op = "Sum"
     arity = 3
     types = dt.FLOATS

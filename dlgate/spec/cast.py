@@ -24,6 +24,22 @@ def cast_losses(x, to: str) -> list:
     return [L.lt0(x - hi), L.lt0(lo - x)]
 
 
+def cast_undefined(x, to: str) -> str | None:
+    """Conversion of ``x`` (a PyTorch tensor) to ``to`` is undefined when an integer target
+    cannot hold a value: NaN, Inf, or a (truncated) value out of range."""
+    if to not in dt.INTS:
+        return None
+    info = torch.iinfo(dt.torch_dtype(to))
+    v = x.double()
+    if x.is_floating_point():
+        if not torch.isfinite(v).all():
+            return f"converts NaN or Inf to {to}"
+        v = torch.trunc(v)
+    if v.numel() and (v.max().item() > info.max or v.min().item() < info.min):
+        return f"converts values outside [{info.min}, {info.max}] to {to}"
+    return None
+
+
 def to_dtype(x, to: str):
     """PyTorch's ``.to()``, which matches ONNX Cast on the values we generate."""
     return x.to(dt.torch_dtype(to))
@@ -79,6 +95,9 @@ class Cast(OpSpec):
     def losses(self, a, x):
         return cast_losses(x, a["to"])
 
+    def undefined(self, a, ins, out_types):
+        return cast_undefined(ins[0], a["to"])
+
 
 class CastLike(OpSpec):
     """``y = cast(x, dtype of target)``; the target's values and shape are irrelevant.
@@ -110,6 +129,9 @@ class CastLike(OpSpec):
 
     def losses(self, a, x, like):
         return cast_losses(x, str(like.dtype).replace("torch.", ""))
+
+    def undefined(self, a, ins, out_types):
+        return cast_undefined(ins[0], out_types[0].dtype)
 
 
 class SameType(OpSpec):

@@ -209,6 +209,7 @@ class CumSum(Same):
     """Accumulated sequentially in the input's dtype, as the ONNX definition reads (and as
     onnxruntime and onnx.reference do), not with PyTorch's wider accumulator."""
 
+    can_overflow = True
     onnx_op = "CumSum"
     dtypes = tuple((t,) for t in dt.FLOATS + dt.COMMON_INTS)
     ranks = (1, 2, 3, 4, 5)

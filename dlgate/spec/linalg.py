@@ -24,6 +24,7 @@ def _small_k(k, dtype):
 class MatMul(OpSpec):
     """``numpy.matmul``: batch broadcasting, 1-D operands promoted and their dim removed."""
 
+    can_overflow = True
     onnx_op = "MatMul"
     arity = 2
     dtypes = tuple((t, t) for t in dt.FLOATS + dt.COMMON_INTS)
@@ -109,6 +110,7 @@ def _c_shape(form, m, n):
 class Gemm(OpSpec):
     """``Y = alpha * A' @ B' + beta * C`` with optional transposes; C broadcast to (M, N)."""
 
+    can_overflow = True
     onnx_op = "Gemm"
     arity = 3
     dtypes = tuple((t, t, t) for t in dt.FLOATS)
@@ -221,6 +223,7 @@ def _rename(ctx, eq: str) -> str:
 class Einsum(OpSpec):
     """Two-operand Einsum over a fixed set of equation templates (letters renamed)."""
 
+    can_overflow = True
     onnx_op = "Einsum"
     arity = 2
     dtypes = tuple((t, t) for t in dt.FLOATS)

@@ -153,6 +153,7 @@ def _fmax(x) -> float:
 
 
 class ReduceSum(Reduce):
+    can_overflow = True
     onnx_op = "ReduceSum"
     types = dt.FLOATS + dt.COMMON_INTS
     axes_input_from = 13
@@ -192,6 +193,7 @@ class ReduceMin(Reduce):
 class ReduceProd(Reduce):
     """Floats only: integer products of a few dozen elements overflow (undefined in C)."""
 
+    can_overflow = True
     onnx_op = "ReduceProd"
 
     def fn(self, x, dims, keep):
@@ -203,6 +205,7 @@ class ReduceProd(Reduce):
 
 
 class ReduceL1(Reduce):
+    can_overflow = True
     out_range = (0.0, float("inf"))
     onnx_op = "ReduceL1"
     types = dt.FLOATS + dt.COMMON_INTS
@@ -215,6 +218,7 @@ class SquareSum(Reduce):
     """Sums of squares: restricted so the sum (and every square) stays finite in the
     input dtype; otherwise backends that accumulate wider (PyTorch) and narrower disagree."""
 
+    can_overflow = True
     out_range = (0.0, float("inf"))
     restricted = True
 

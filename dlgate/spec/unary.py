@@ -38,6 +38,7 @@ class Unary(OpSpec):
 
 
 class Abs(Unary):
+    can_overflow = True
     out_range = (0.0, INF)
     onnx_op = "Abs"
     types = dt.FLOATS + dt.SIGNED
@@ -45,6 +46,7 @@ class Abs(Unary):
 
 
 class Neg(Unary):
+    can_overflow = True
     onnx_op = "Neg"
     types = dt.FLOATS + dt.SIGNED
     fn = torch.neg
