@@ -210,13 +210,15 @@ def cmd_check(args) -> int:
             rec = check(pool, case, cfg)
             res.write(json.dumps(rec, sort_keys=True, default=str) + "\n")
             res.flush()
+            bad = [v for v in rec["verdicts"] if v["verdict"] in V.FAILURES or v["verdict"] == V.REFERENCE_ERROR]
+            if bad:
+                save_bundle(out, case)
             for v in rec["verdicts"]:
                 counts[(v["backend"], v["verdict"])] += 1
                 internal |= v["verdict"] == V.REFERENCE_ERROR
-                if v["verdict"] in V.FAILURES or v["verdict"] == V.REFERENCE_ERROR:
-                    save_bundle(out, case)
-                    sig = (v.get("signature") or {}).get("id", "")
-                    print(f"{case.id} {v['backend']}: {v['verdict']} {sig} {v['detail'][:160]}")
+            for v in bad:
+                sig = (v.get("signature") or {}).get("id", "")
+                print(f"{case.id} {v['backend']}: {v['verdict']} {sig} {v['detail'][:160]}")
     print(f"{len(dirs)} cases; results in {os.path.join(out, 'results.jsonl')}")
     for (backend, verdict), n in sorted(counts.items()):
         print(f"  {backend:32} {verdict:16} {n}")
