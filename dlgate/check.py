@@ -55,7 +55,8 @@ def load_case(directory: str) -> tuple:
         meta = json.load(f)
     with open(os.path.join(directory, "model.onnx"), "rb") as f:
         model = f.read()
-    inits = {i.name: numpy_helper.to_array(i) for i in onnx.load_from_string(model).graph.initializer}
+    # to_array gives read-only views of the protobuf's bytes; later stages hand them to torch
+    inits = {i.name: np.array(numpy_helper.to_array(i), copy=True) for i in onnx.load_from_string(model).graph.initializer}
     graph = Graph.from_json(meta["graph"])
     graph.values = {t: inits[graph.name(t)] for t in graph.consts}
     return meta, graph, model
