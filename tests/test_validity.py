@@ -58,6 +58,32 @@ def _torch_node(n, ins):
     return [y.numpy() for y in (outs if isinstance(outs, (tuple, list)) else (outs,))]
 
 
+def _ill_conditioned(n, ins) -> bool:
+    """Whether the node's own output moves beyond tolerance when its float inputs move by
+    a few units of rounding: two correct implementations may then differ."""
+    rng = np.random.default_rng(0)
+    base = _torch_node(n, ins)
+    for _ in range(3):
+        noisy = [x * (1 + ub.NOISE[x.dtype.name] * rng.uniform(-1, 1, x.shape)).astype(x.dtype)
+                 if x.dtype.name in ub.NOISE else x for x in (np.asarray(v) for v in ins)]
+        if any(mismatch(a, b) for a, b in zip(base, _torch_node(n, noisy))):
+            return True
+    return False
+
+
+def _cancellation(n, ins, a, b) -> bool:
+    """Normalizations subtract a mean from values of their own magnitude: implementations
+    may differ by a few units of rounding of max|x|, times |scale| / sqrt(epsilon)."""
+    if get(n.op).family != "norm" or "epsilon" not in n.attrs:
+        return False
+    x = np.asarray(ins[0])
+    if x.dtype.name not in ub.NOISE or not x.size:
+        return False
+    gain = max((float(np.abs(np.asarray(v)).max()) for v in ins[1:2] if np.asarray(v).size), default=1.0)
+    bound = 8 * ub.NOISE[x.dtype.name] * float(np.abs(x).max()) * gain / np.sqrt(n.attrs["epsilon"])
+    return float(np.abs(np.asarray(a, np.float64) - np.asarray(b, np.float64)).max()) <= bound
+
+
 def _half(*arrays) -> bool:
     return any(np.asarray(a).dtype == np.float16 for a in arrays)
 
@@ -86,6 +112,8 @@ def _check_case(case):
         for t, y in zip(n.outputs, _torch_node(n, ins)):
             if finite(y, env_ort[t]):
                 err = mismatch(env_ort[t], y)
+                if err is not None and (_ill_conditioned(n, ins) or _cancellation(n, ins, env_ort[t], y)):
+                    continue  # e.g. LayerNormalization of a row constant to a few ulps
                 assert err is None, f"{where}: node {n.op} {n.attrs}: {err}"
     # Whole model, where the reference run is numerically valid.
     with torch.no_grad():
@@ -108,7 +136,9 @@ def _check_case(case):
             # onnxruntime overflowing where the result is finite (its float64 Softplus computes
             # log(1 + exp(x)) literally): a runtime defect, not a lowering disagreement
             overflow = not finite(*[env_ort[t] for t in n.outputs]) and finite(*[env_t[t] for t in n.outputs])
-            assert moved or overflow or _half(*ins_ort), (
+            conditioned = _ill_conditioned(n, ins_ort) or any(
+                _cancellation(n, ins_ort, env_ort[t], env_t[t]) for t in n.outputs)
+            assert moved or overflow or _half(*ins_ort) or conditioned, (
                 f"{where}: outputs {bad} differ from node {n.op} {n.attrs} on, though its inputs agree")
             return "amplified"
     raise AssertionError(f"{where}: outputs differ but no node diverges")

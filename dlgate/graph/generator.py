@@ -19,7 +19,8 @@ from dlgate.graph.ir import Graph, Node, domain_spans, random_values
 from dlgate.graph.solver import Solver, concretize
 from dlgate.seeds import sub_seed
 from dlgate.spec import schema
-from dlgate.spec.base import UNBOUNDED, Ctx, Limits, OpSpec, SymCtx, TensorType, all_true, overlaps
+from dlgate.spec.base import (UNBOUNDED, Ctx, Limits, OpSpec, SymCtx, TensorType, all_true, excludes_zero, inside,
+                              overlaps)
 from dlgate.spec.registry import all_specs, get, select
 
 DEFAULT_OPSET_RANGE = (13, 21)
@@ -61,11 +62,15 @@ class _State:
     placeholders: list = field(default_factory=list)  # tensor ids, in creation order
     uses: list = field(default_factory=list)
     ranges: list = field(default_factory=list)  # known bounds on each tensor's values
+    #: Whether the input search's gradient steps reach each tensor's values (a float leaf,
+    #: or computed from one through steerable operators); the others can only be re-sampled.
+    steer: list = field(default_factory=list)
 
-    def add_tensor(self, t: TensorType, bounds: tuple = UNBOUNDED) -> int:
+    def add_tensor(self, t: TensorType, bounds: tuple = UNBOUNDED, steer: bool | None = None) -> int:
         self.tensors.append(t)
         self.uses.append(0)
         self.ranges.append(bounds)
+        self.steer.append(dt.is_float(t.dtype) if steer is None else steer)
         return len(self.tensors) - 1
 
 
@@ -243,12 +248,14 @@ class Generator:
         outs = self._valid(spec, ins, a)
         if outs is None or outs[0] != target:
             return False
-        bounds = (spec.value_range(a, [UNBOUNDED] * len(ins)) or [UNBOUNDED])[0]
+        bounds = (spec.value_range(a, [UNBOUNDED] * len(ins), ins) or [UNBOUNDED])[0]
+        steer = self._steers(spec, [dt.is_float(t.dtype) for t in ins], outs[0])
         for node in st.nodes:  # the placeholder's consumers must still be satisfiable
             for k, t in enumerate(node.inputs):
-                dom = get(node.op).input_domain(node.attrs, k) if t == p else None
-                if dom is not None and not overlaps(bounds, dom):
+                if t == p and not self._input_ok(get(node.op), node.attrs, k, bounds, steer):
                     return False
+        if st.steer[p] and not steer and self._restricted_below(st, p):
+            return False  # values the search could steer would become unsteerable
         st.placeholders.remove(p)
         self._commit(st, spec, a, [None] * len(ins), ins, outs, replace=p)
         self.stats["z3_backward" if via_z3 else "backward"] += 1
@@ -281,12 +288,49 @@ class Generator:
         """Whether each existing input's known value bounds leave room in the operator's
         domain (no Acosh of a Sigmoid): models without any valid input are not generated."""
         for i, j in enumerate(ids):
-            if j is None:
-                continue
-            dom = spec.input_domain(a, i)
-            if dom is not None and not overlaps(st.ranges[j], dom):
+            if j is not None and not self._input_ok(spec, a, i, st.ranges[j], st.steer[j]):
                 return False
         return True
+
+    @staticmethod
+    def _input_ok(spec: OpSpec, a: dict, i: int, bounds: tuple, steer: bool) -> bool:
+        """Whether a tensor with these value bounds can feed input ``i``. The input search
+        can move a steerable tensor into the domain, so bounds need only overlap it; a
+        tensor it cannot steer (a cast from integers, a Hardmax) must lie inside it, since
+        re-sampling rarely lands every element of a non-smooth path there (Atanh of a
+        boolean cast, a Hardmax as divisor)."""
+        dom = spec.input_domain(a, i)
+        if dom is not None and not (overlaps(bounds, dom) if steer else inside(bounds, dom)):
+            return False
+        return steer or not spec.input_nonzero(a, i) or excludes_zero(bounds)
+
+    @staticmethod
+    def _restricted_below(st: _State, p: int) -> bool:
+        """Whether a tensor downstream of ``p`` feeds an input with a domain or a
+        non-zero requirement (nodes are in insertion order, which backward insertion
+        breaks, hence the fixpoint)."""
+        below, grew = {p}, True
+        while grew:
+            grew = False
+            for node in st.nodes:
+                hit = [k for k, t in enumerate(node.inputs) if t in below]
+                if not hit:
+                    continue
+                spec = get(node.op)
+                if any(spec.input_domain(node.attrs, k) is not None or spec.input_nonzero(node.attrs, k)
+                       for k in hit):
+                    return True
+                for t in node.outputs:
+                    if t not in below:
+                        below.add(t)
+                        grew = True
+        return False
+
+    @staticmethod
+    def _steers(spec: OpSpec, in_steer: list, out: TensorType) -> bool:
+        vals = spec.value_inputs
+        return spec.steerable and dt.is_float(out.dtype) and any(
+            s for i, s in enumerate(in_steer) if vals is None or i in vals)
 
     # -- bookkeeping ------------------------------------------------------------------
     def _commit(self, st: _State, spec, a, ids, ins, outs, replace=None):
@@ -297,11 +341,21 @@ class Generator:
                 st.placeholders.append(j)
             st.uses[j] += 1
             in_ids.append(j)
-        bounds = spec.value_range(a, [st.ranges[j] for j in in_ids]) or [UNBOUNDED] * len(outs)
-        out_ids = [replace if (k == 0 and replace is not None) else st.add_tensor(t, b)
+        bounds = spec.value_range(a, [st.ranges[j] for j in in_ids], ins) or [UNBOUNDED] * len(outs)
+        in_steer = [st.steer[j] for j in in_ids]
+        out_ids = [replace if (k == 0 and replace is not None) else st.add_tensor(t, b, self._steers(spec, in_steer, t))
                    for k, (t, b) in enumerate(zip(outs, bounds))]
+        for i, j in enumerate(in_ids):
+            # valid runs keep an input inside its domain: narrow its bounds to it, so a
+            # second consumer with a disjoint domain (Atanh and Acosh of one constant)
+            # is refused
+            dom = spec.input_domain(a, i)
+            if dom is not None:
+                st.ranges[j] = (max(st.ranges[j][0], dom[0]), min(st.ranges[j][1], dom[1]))
         if replace is not None:
-            st.ranges[replace] = bounds[0]
+            old = st.ranges[replace]
+            st.ranges[replace] = (max(old[0], bounds[0][0]), min(old[1], bounds[0][1]))
+            st.steer[replace] = self._steers(spec, in_steer, outs[0])
         st.nodes.append(Node(spec.name, a, in_ids, out_ids))
 
     def _finalize(self, st: _State, seed: int, opset: int, rng: random.Random) -> Graph:

@@ -55,8 +55,9 @@ SAMPLING_ATTEMPTS = 8
 #: Float ranges for random restarts, used in turn (restart k uses entry (k - 1) % len).
 #: The first keeps the generator's own distribution (negatives included); NNSmith found
 #: [1, 9] best for plain sampling; a narrow positive range fits |x| <= 1 domains (Asin,
-#: Acos, Atanh) and keeps products and exponentials small.
-RESTART_RANGES = ((0.1, 1.0), (-1.0, 1.0), (1.0, 9.0), (-4.0, 4.0))
+#: Acos, Atanh) and keeps products and exponentials small; a tiny range fits norms and
+#: sums over many elements into such domains.
+RESTART_RANGES = ((0.1, 1.0), (-1.0, 1.0), (-0.05, 0.05), (1.0, 9.0), (-4.0, 4.0))
 #: Gradient steps without success after which the search restarts anyway (oscillation
 #: between operators, or a descent that creeps too slowly).
 STALL_STEPS = 6
@@ -259,6 +260,7 @@ def _gradient(graph, mod, rng, inputs, consts, fl_in, fl_c, max_steps, max_secon
         return ins, cs
 
     since = 0  # steps since the last restart
+    last = None  # the target's loss at the previous step
     visits: dict = {}  # (node, loss index) -> optimizer resets on it since the last restart
     while True:
         if steps >= max_steps:
@@ -290,6 +292,13 @@ def _gradient(graph, mod, rng, inputs, consts, fl_in, fl_c, max_steps, max_secon
             visits[(i, k)] = n + 1
             opt = torch.optim.Adam([masters[key] for key in keys], lr=LR * 0.5 ** n)
             target = (i, k)
+            last = None
+        lv = float(loss.detach())
+        if last is not None and lv >= last:
+            # the step overshot (Adam moves every element by about lr): backtrack
+            for grp in opt.param_groups:
+                grp["lr"] *= 0.5
+        last = lv
         opt.zero_grad(set_to_none=True)
         loss.backward()
         grads = [masters[key].grad for key in keys]
@@ -297,7 +306,8 @@ def _gradient(graph, mod, rng, inputs, consts, fl_in, fl_c, max_steps, max_secon
             restarts += 1
             restart()
             continue
-        before = [masters[key].detach().to(dtype_of(key)) for key in keys]
+        # clone: for float64 parameters .to() is the master itself, which step() updates
+        before = [masters[key].detach().to(dtype_of(key)).clone() for key in keys]
         opt.step()
         changed = False
         with torch.no_grad():

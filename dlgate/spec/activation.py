@@ -60,7 +60,7 @@ class Activation(OpSpec):
 class Relu(Activation):
     onnx_op = "Relu"
 
-    def value_range(self, a, ranges):
+    def value_range(self, a, ranges, ins):
         lo, hi = ranges[0]
         return [(max(0.0, lo), max(0.0, hi))]
 
@@ -72,6 +72,7 @@ class Relu(Activation):
 
 
 class LeakyRelu(Activation):
+    monotone = 1
     onnx_op = "LeakyRelu"
     params = (("alpha", 0.0, 1.0, 0.01),)
 
@@ -109,6 +110,7 @@ class PRelu(OpSpec):
 
 
 class Elu(Activation):
+    monotone = 1
     onnx_op = "Elu"
     params = (("alpha", 0.1, 3.0, 1.0),)
 
@@ -117,6 +119,7 @@ class Elu(Activation):
 
 
 class Selu(Activation):
+    monotone = 1
     onnx_op = "Selu"
     params = (("alpha", 0.5, 3.0, 1.67326319217681884765625),
               ("gamma", 0.5, 2.0, 1.05070102214813232421875))
@@ -126,6 +129,7 @@ class Selu(Activation):
 
 
 class Celu(Activation):
+    monotone = 1
     onnx_op = "Celu"
     types = (dt.FLOAT32,)
     params = (("alpha", 0.1, 3.0, 1.0),)
@@ -135,12 +139,14 @@ class Celu(Activation):
 
 
 class Sigmoid(Activation):
+    monotone = 1
     out_range = (0.0, 1.0)
     onnx_op = "Sigmoid"
     fn = torch.sigmoid
 
 
 class HardSigmoid(Activation):
+    monotone = 1
     out_range = (0.0, 1.0)
     onnx_op = "HardSigmoid"
     params = (("alpha", 0.05, 1.0, 0.2), ("beta", 0.0, 1.0, 0.5))
@@ -176,18 +182,21 @@ class Gelu(Activation):
 
 
 class Softplus(Activation):
+    monotone = 1
     out_range = (0.0, INF)
     onnx_op = "Softplus"
     fn = F.softplus  # log(1 + exp(x)), linear past 20 like a stable log-add-exp
 
 
 class Softsign(Activation):
+    monotone = 1
     out_range = (-1.0, 1.0)
     onnx_op = "Softsign"
     fn = F.softsign
 
 
 class Tanh(Activation):
+    monotone = 1
     out_range = (-1.0, 1.0)
     onnx_op = "Tanh"
     fn = torch.tanh
@@ -224,12 +233,19 @@ class Softmax(AxisActivation):
     out_range = (0.0, 1.0)
     onnx_op = "Softmax"
 
+    def value_range(self, a, ranges, ins):
+        # along an axis of size 1 every output is exactly 1
+        return [(1.0, 1.0)] if ins[0].shape[a["axis"]] == 1 else [self.out_range]
+
     def torch(self, a, x):
         return torch.softmax(x, dim=a["axis"])
 
 
 class LogSoftmax(AxisActivation):
     onnx_op = "LogSoftmax"
+
+    def value_range(self, a, ranges, ins):
+        return [(0.0, 0.0)] if ins[0].shape[a["axis"]] == 1 else [(-INF, 0.0)]
 
     def torch(self, a, x):
         return torch.log_softmax(x, dim=a["axis"])
@@ -241,6 +257,7 @@ class Hardmax(AxisActivation):
     PyTorch's own argmax tie-breaking."""
     out_range = (0.0, 1.0)
     jumps = True
+    steerable = False
 
     onnx_op = "Hardmax"
 

@@ -41,6 +41,16 @@ def overlaps(r: tuple, d: tuple) -> bool:
     return r[0] < d[1] and d[0] < r[1]
 
 
+def inside(r: tuple, d: tuple) -> bool:
+    """Whether every value within bounds ``r`` lies in domain ``d``. A finite domain end
+    is treated as open (Atanh's (-1, 1), Log's (0, inf)): conservative for closed ones."""
+    return (d[0] == -INF or d[0] < r[0]) and (d[1] == INF or r[1] < d[1])
+
+
+def excludes_zero(r: tuple) -> bool:
+    return r[0] > 0 or r[1] < 0
+
+
 @dataclass(frozen=True)
 class TensorType:
     dtype: str
@@ -245,11 +255,21 @@ class OpSpec:
     #: True when every output value is one of the (float) inputs' values, or between them
     #: (Transpose, Slice, ReduceMax, ReduceMean...).
     keeps_range: ClassVar[bool] = False
+    #: +1 (non-decreasing) or -1 (non-increasing) for single-input element-wise operators:
+    #: ``value_range`` then maps the input's bounds through the function itself.
+    monotone: ClassVar[int] = 0
     #: Values input 0 must be able to take (e.g. (1, inf) for Acosh); see ``input_domain``.
     domain: ClassVar[tuple | None] = None
     #: True for operators whose output jumps at some input values (Floor, Sign, comparisons,
     #: casts to integer, ArgMax...): a rounding-level difference upstream may flip them.
     jumps: ClassVar[bool] = False
+    #: False for piecewise-constant operators with float outputs and no proxy derivative
+    #: (Hardmax, Sign): gradient steps on their inputs do not move their outputs, so the
+    #: input search can only re-sample values downstream of them (see the generator).
+    steerable: ClassVar[bool] = True
+    #: The inputs whose values flow into the outputs (None: all); CastLike's second input
+    #: only names a dtype.
+    value_inputs: ClassVar[tuple | None] = None
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
@@ -278,10 +298,15 @@ class OpSpec:
         """Candidate ranks of the first input for an output of type ``out``."""
         return (out.rank,)
 
-    def value_range(self, a: dict, ranges: list) -> list | None:
+    def value_range(self, a: dict, ranges: list, ins: list) -> list | None:
         """Bounds (lo, hi) on each output's values given bounds on the inputs' (``ranges``,
-        one per input, UNBOUNDED when unknown), or None when nothing is known. Used by the
-        generator to avoid compositions no input can make valid (Acosh of a Sigmoid)."""
+        one per input, UNBOUNDED when unknown) and the input types ``ins``, or None when
+        nothing is known. Used by the generator to avoid compositions no input can make
+        valid (Acosh of a Sigmoid)."""
+        if self.monotone and ranges:
+            mapped = self.map_bounds(a, ranges[0])
+            if mapped is not None:
+                return [mapped]
         if self.out_range is not None:
             return [self.out_range] * self.n_outputs
         if self.keeps_range:
@@ -291,9 +316,32 @@ class OpSpec:
             return [(lo, hi)] * self.n_outputs
         return None
 
+    def map_bounds(self, a: dict, r: tuple) -> tuple | None:
+        """A monotone operator's output bounds for input bounds ``r`` (clamped to its
+        domain), evaluated with its own PyTorch implementation in float64; None on NaN."""
+        import torch
+
+        lo, hi = r
+        if self.domain is not None:
+            lo, hi = max(lo, self.domain[0]), min(hi, self.domain[1])
+            if lo > hi:
+                return None
+        with torch.no_grad():
+            y = self.torch(a, torch.tensor([lo, hi], dtype=torch.float64)).tolist()
+        if y[0] != y[0] or y[1] != y[1]:
+            return None
+        out = (y[0], y[1]) if self.monotone > 0 else (y[1], y[0])
+        if self.out_range is not None:
+            out = (max(out[0], self.out_range[0]), min(out[1], self.out_range[1]))
+        return out
+
     def input_domain(self, a: dict, i: int) -> tuple | None:
         """The values (lo, hi) input ``i`` must be able to take for a valid result, or None."""
         return self.domain if i == 0 else None
+
+    def input_nonzero(self, a: dict, i: int) -> bool:
+        """Whether input ``i`` must hold no zero for a valid result (a divisor)."""
+        return False
 
     def input_range(self, a: dict, i: int) -> tuple | None:
         """A value range inside the operator's domain for its input ``i``, used to draw

@@ -6,7 +6,7 @@ import torch
 from dlgate import dtypes as dt
 from dlgate.spec import losses as L
 from dlgate.spec import sym
-from dlgate.spec.base import Ctx, OpSpec, TensorType
+from dlgate.spec.base import UNBOUNDED, Ctx, OpSpec, TensorType
 
 
 def broadcast_partner(ctx: Ctx, shape: tuple) -> tuple:
@@ -37,6 +37,21 @@ def reduced_partner(ctx: Ctx, shape: tuple) -> tuple:
     r = len(shape)
     r2 = ctx.rng.randint(max(0, r - 2), r) if ctx.coin(0.5) else r
     return tuple(1 if ctx.coin(0.3) else d for d in shape[r - r2:])
+
+
+def _finite_or_unbounded(lo: float, hi: float) -> tuple:
+    return UNBOUNDED if lo != lo or hi != hi else (lo, hi)  # NaN from inf - inf, 0 * inf
+
+
+def add_bounds(rs) -> tuple:
+    return _finite_or_unbounded(sum(r[0] for r in rs), sum(r[1] for r in rs))
+
+
+def mul_bounds(r, q) -> tuple:
+    corners = [x * y for x in r for y in q]
+    if any(c != c for c in corners):
+        return UNBOUNDED
+    return (min(corners), max(corners))
 
 
 class Elementwise(OpSpec):
@@ -78,6 +93,9 @@ class Elementwise(OpSpec):
 
 
 class Add(Elementwise):
+    def value_range(self, a, ranges, ins):
+        return [add_bounds(ranges)]
+
     can_overflow = True
     onnx_op = "Add"
     types = dt.NUMERIC
@@ -85,6 +103,10 @@ class Add(Elementwise):
 
 
 class Sub(Elementwise):
+    def value_range(self, a, ranges, ins):
+        (lo, hi), (qlo, qhi) = ranges
+        return [_finite_or_unbounded(lo - qhi, hi - qlo)]
+
     can_overflow = True
     onnx_op = "Sub"
     types = dt.NUMERIC
@@ -92,6 +114,9 @@ class Sub(Elementwise):
 
 
 class Mul(Elementwise):
+    def value_range(self, a, ranges, ins):
+        return [mul_bounds(*ranges)]
+
     can_overflow = True
     onnx_op = "Mul"
     types = dt.NUMERIC
@@ -108,6 +133,9 @@ class Div(Elementwise):
 
     def input_range(self, a, i):
         return (0.5, 4.0) if i == 1 else None
+
+    def input_nonzero(self, a, i):
+        return i == 1
 
     def losses(self, a, x, y):
         return [L.gt0(y.abs())]
@@ -145,11 +173,17 @@ class Max(Elementwise):
     types = dt.NUMERIC
     fn = torch.maximum
 
+    def value_range(self, a, ranges, ins):
+        return [(max(r[0] for r in ranges), max(r[1] for r in ranges))]
+
 
 class Min(Elementwise):
     onnx_op = "Min"
     types = dt.NUMERIC
     fn = torch.minimum
+
+    def value_range(self, a, ranges, ins):
+        return [(min(r[0] for r in ranges), min(r[1] for r in ranges))]
 
 
 class Sum(Elementwise):
@@ -159,6 +193,9 @@ class Sum(Elementwise):
     onnx_op = "Sum"
     arity = 3
     types = dt.FLOATS
+
+    def value_range(self, a, ranges, ins):
+        return [add_bounds(ranges)]
 
     def torch(self, a, *xs):
         out = xs[0]
@@ -171,6 +208,10 @@ class Mean(Sum):
     """Variadic: three inputs."""
 
     onnx_op = "Mean"
+    keeps_range = True
+
+    def value_range(self, a, ranges, ins):
+        return OpSpec.value_range(self, a, ranges, ins)
 
     def torch(self, a, *xs):
         return super().torch(a, *xs) / len(xs)

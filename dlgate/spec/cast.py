@@ -103,6 +103,7 @@ class CastLike(OpSpec):
     """``y = cast(x, dtype of target)``; the target's values and shape are irrelevant.
     Same semantics and hazard as Cast."""
     jumps = True  # when the target is an integer or bool type
+    value_inputs = (0,)
 
     onnx_op = "CastLike"
     arity = 2

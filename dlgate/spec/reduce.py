@@ -158,6 +158,11 @@ class ReduceSum(Reduce):
     types = dt.FLOATS + dt.COMMON_INTS
     axes_input_from = 13
 
+    def value_range(self, a, ranges, ins):
+        # a sum of one or more terms keeps the sign of its terms' bounds
+        lo, hi = ranges[0]
+        return [(lo if lo >= 0 else -float("inf"), hi if hi <= 0 else float("inf"))]
+
     def fn(self, x, dims, keep):
         return _sum(x, dims, keep)
 

@@ -37,6 +37,15 @@ class Unary(OpSpec):
         return type(self).fn(x)
 
 
+def abs_bounds(r: tuple) -> tuple:
+    lo, hi = r
+    if lo >= 0:
+        return (lo, hi)
+    if hi <= 0:
+        return (-hi, -lo)
+    return (0.0, max(-lo, hi))
+
+
 class Abs(Unary):
     can_overflow = True
     out_range = (0.0, INF)
@@ -44,8 +53,12 @@ class Abs(Unary):
     types = dt.FLOATS + dt.SIGNED
     fn = torch.abs
 
+    def value_range(self, a, ranges, ins):
+        return [abs_bounds(ranges[0])]
+
 
 class Neg(Unary):
+    monotone = -1
     can_overflow = True
     onnx_op = "Neg"
     types = dt.FLOATS + dt.SIGNED
@@ -56,11 +69,13 @@ class Sign(Unary):
     out_range = (-1.0, 1.0)
     onnx_op = "Sign"
     jumps = True
+    steerable = False
     types = dt.FLOATS + dt.SIGNED
     fn = torch.sign
 
 
 class Exp(Unary):
+    monotone = 1
     out_range = (0.0, INF)
     onnx_op = "Exp"
     restricted = True
@@ -71,6 +86,7 @@ class Exp(Unary):
 
 
 class Log(Unary):
+    monotone = 1
     domain = (0.0, INF)
     onnx_op = "Log"
     safe = (0.5, 4.0)
@@ -82,6 +98,7 @@ class Log(Unary):
 
 
 class Sqrt(Unary):
+    monotone = 1
     domain = (0.0, INF)
     out_range = (0.0, INF)
     onnx_op = "Sqrt"
@@ -98,6 +115,9 @@ class Reciprocal(Unary):
     safe = (0.5, 4.0)
     restricted = True
     fn = torch.reciprocal
+
+    def input_nonzero(self, a, i):
+        return True
 
     def losses(self, a, x):
         return [L.gt0(x.abs())]
@@ -121,6 +141,7 @@ class Tan(Unary):
 
 
 class Asin(Unary):
+    monotone = 1
     domain = (-1.0, 1.0)
     out_range = (-1.6, 1.6)
     onnx_op = "Asin"
@@ -133,6 +154,7 @@ class Asin(Unary):
 
 
 class Acos(Unary):
+    monotone = -1
     domain = (-1.0, 1.0)
     out_range = (0.0, 3.2)
     onnx_op = "Acos"
@@ -145,12 +167,14 @@ class Acos(Unary):
 
 
 class Atan(Unary):
+    monotone = 1
     out_range = (-1.6, 1.6)
     onnx_op = "Atan"
     fn = torch.atan
 
 
 class Sinh(Unary):
+    monotone = 1
     onnx_op = "Sinh"
     restricted = True
     fn = torch.sinh
@@ -165,16 +189,23 @@ class Cosh(Unary):
     restricted = True
     fn = torch.cosh
 
+    def value_range(self, a, ranges, ins):
+        lo, hi = abs_bounds(ranges[0])
+        return [(max(1.0, float(torch.cosh(torch.tensor(lo, dtype=torch.float64)))),
+                 float(torch.cosh(torch.tensor(hi, dtype=torch.float64))))]
+
     def losses(self, a, x):
         return [L.le0(x.abs() - L.log_max(x))]
 
 
 class Asinh(Unary):
+    monotone = 1
     onnx_op = "Asinh"
     fn = torch.asinh
 
 
 class Acosh(Unary):
+    monotone = 1
     domain = (1.0, INF)
     onnx_op = "Acosh"
     safe = (1.1, 4.0)
@@ -186,6 +217,7 @@ class Acosh(Unary):
 
 
 class Atanh(Unary):
+    monotone = 1
     domain = (-1.0, 1.0)
     onnx_op = "Atanh"
     safe = (-0.9, 0.9)
@@ -197,6 +229,7 @@ class Atanh(Unary):
 
 
 class Floor(Unary):
+    monotone = 1
     onnx_op = "Floor"
     jumps = True
     fn = torch.floor
@@ -206,6 +239,7 @@ class Floor(Unary):
 
 
 class Ceil(Unary):
+    monotone = 1
     onnx_op = "Ceil"
     jumps = True
     fn = torch.ceil
@@ -215,6 +249,7 @@ class Ceil(Unary):
 
 
 class Round(Unary):
+    monotone = 1
     onnx_op = "Round"  # half to even in both ONNX and PyTorch
     jumps = True
     fn = torch.round
@@ -224,6 +259,7 @@ class Round(Unary):
 
 
 class Erf(Unary):
+    monotone = 1
     out_range = (-1.0, 1.0)
     onnx_op = "Erf"
     fn = torch.erf
