@@ -75,18 +75,34 @@ def prepare(meta: dict, graph: Graph, model: bytes, search_steps: int | None = N
     return Prepared(meta["id"], meta, graph, model, res.inputs, info)
 
 
+def load_bundle(directory: str, case_id: str | None = None) -> Prepared:
+    """A saved case (a failure's bundle or a corpus case) ready to run again: its final
+    model and, when saved, its inputs; otherwise the input search runs again."""
+    meta, graph, model = load_case(directory)
+    npz = os.path.join(directory, "inputs.npz")
+    if not os.path.exists(npz):
+        p = prepare(meta, graph, model)
+        if case_id:
+            p.id = case_id
+        return p
+    with np.load(npz) as z:
+        inputs = [np.array(z[graph.name(t)], copy=True) for t in graph.inputs]
+    search_info = dict(meta.get("search") or {"valid": True, "method": "saved", "reason": ""})
+    return Prepared(case_id or meta["id"], meta, graph, model, inputs, search_info)
+
+
 def op_pattern(graph: Graph) -> str:
     return ",".join(sorted({get(n.op).onnx_op for n in graph.nodes}))
 
 
-def check(pool: W.Pool, case: Prepared, cfg: CheckConfig) -> dict:
-    """Run the reference and every candidate on one prepared case; returns the result record."""
-    model = Model(case.model, case.graph)
+def check(pool: W.Pool, case: Prepared, cfg: CheckConfig, reference_out: list | None = None) -> dict:
+    """Run the reference and every candidate on one prepared case; returns the result record.
+    ``reference_out``, when given, receives the reference's outputs (for re-runs)."""
     record = {"case": case.id, "seed": case.meta.get("seed"), "root": case.meta.get("root"),
               "campaign": case.meta.get("campaign"), "index": case.meta.get("index"),
               "opset": case.graph.opset, "operators": case.meta.get("operators"), "search": case.search,
               "verdicts": []}
-    ref = pool.execute(cfg.reference, model, case.inputs)
+    ref = pool.execute(cfg.reference, Model(case.model, case.graph), case.inputs)
     record["reference"] = {"backend": cfg.reference.label(), "status": ref.status, "versions": ref.backend,
                            "error": ref.error, "compile_s": ref.compile_s, "run_s": ref.run_s}
     if not ref.ok:
@@ -94,27 +110,40 @@ def check(pool: W.Pool, case: Prepared, cfg: CheckConfig) -> dict:
             record["verdicts"].append(V.Verdict(spec.label(), V.REFERENCE_ERROR,
                                                 f"the reference failed: {ref.error}").to_json())
         return record
+    if reference_out is not None:
+        reference_out[:] = ref.outputs
     invalid = not case.search["valid"] or not all_finite(ref.outputs)
     for spec in cfg.backends:
         if invalid:
             why = case.search["reason"] or "the reference output holds NaN or Inf"
             record["verdicts"].append(V.Verdict(spec.label(), V.INVALID, f"no numeric-valid input: {why}").to_json())
             continue
-        out = pool.execute(spec, model, case.inputs)
-        levels = load(spec.name).opt_levels
-        lowest = levels[0]
-        at_lowest = (lambda s=spec, low=lowest: pool.execute(s.at(low), model, case.inputs)) \
-            if cfg.crosscheck and (spec.opt_level or levels[-1]) != lowest else None
-        onnx_ref = (lambda: pool.execute(BackendSpec("onnx-reference"), model, case.inputs)) \
-            if cfg.crosscheck else None
-        v = V.judge(spec.name, spec.label(), out, ref.outputs, cfg.tolerances,
-                    explain=lambda o=out: ub.explain(case.graph, case.inputs, cfg.tolerances, o.outputs),
-                    at_lowest=at_lowest, onnx_reference=onnx_ref, op_pattern=op_pattern(case.graph))
-        record["verdicts"].append(v.to_json())
+        record["verdicts"].append(judge_backend(pool, case, cfg, spec, ref.outputs).to_json())
     return record
 
 
+def judge_backend(pool: W.Pool, case: Prepared, cfg: CheckConfig, spec: BackendSpec, reference: list,
+                  crosscheck: bool | None = None, explain: bool = True) -> V.Verdict:
+    """One candidate's verdict on a case whose reference outputs are known. Re-runs (flaky
+    confirmation, the base build) pass ``crosscheck=False``: the cross-checks explain a
+    mismatch but do not change its signature."""
+    model = Model(case.model, case.graph)
+    cross = cfg.crosscheck if crosscheck is None else crosscheck
+    out = pool.execute(spec, model, case.inputs)
+    levels = load(spec.name).opt_levels
+    lowest = levels[0]
+    at_lowest = (lambda: pool.execute(spec.at(lowest), model, case.inputs)) \
+        if cross and (spec.opt_level or levels[-1]) != lowest else None
+    onnx_ref = (lambda: pool.execute(BackendSpec("onnx-reference"), model, case.inputs)) if cross else None
+    why = (lambda: ub.explain(case.graph, case.inputs, cfg.tolerances, out.outputs)) if explain else None
+    return V.judge(spec.name, spec.label(), out, reference, cfg.tolerances, explain=why, at_lowest=at_lowest,
+                   onnx_reference=onnx_ref, op_pattern=op_pattern(case.graph))
+
+
 def case_dirs(directory: str) -> list:
+    """A case folder itself, or the case folders under it."""
+    if os.path.isfile(os.path.join(directory, "meta.json")):
+        return [directory]
     dirs = sorted(os.path.dirname(p) for p in glob.glob(os.path.join(directory, "*", "meta.json")))
     if not dirs:
         raise FileNotFoundError(f"no generated cases (*/meta.json) under {directory}")

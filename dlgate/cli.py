@@ -72,6 +72,39 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--memory-mb", type=_positive, default=4096, help="memory cap of a backend worker")
     c.add_argument("--no-crosscheck", action="store_true", help="skip the lowest-opt-level and onnx.reference checks")
 
+    r = sub.add_parser("run", help="run a campaign: the gate (exit 0 pass, 1 new failures, 2 usage, 3 internal error)")
+    r.add_argument("--config", required=True, help="campaign YAML, e.g. configs/pr.yaml")
+    r.add_argument("--commit", help="commit SHA seeding the batch (default: GITHUB_SHA, else git rev-parse HEAD)")
+    r.add_argument("--seed", help="explicit seed text instead of a commit")
+    r.add_argument("--shard", metavar="I/N", help="run only shard I of N (merge the outputs with `dlgate merge`)")
+    r.add_argument("--out", default="dlgate-out", help="output folder (default dlgate-out); a rerun resumes it")
+    r.add_argument("--fresh", action="store_true", help="discard what --out holds instead of resuming")
+    r.add_argument("--no-progress", action="store_true", help="plain progress lines even on a terminal")
+    for key, kind, hlp in (("models", _positive, "number of models"), ("max-nodes", _positive, "most operators per model"),
+                           ("min-nodes", _positive, "fewest operators per model"),
+                           ("timeout", float, "seconds per compile+run"), ("memory-mb", _positive, "worker memory cap"),
+                           ("baseline", str, "baseline file"), ("corpus", str, "regression corpus folder"),
+                           ("reference", str, "reference backend"), ("campaign", str, "campaign name"),
+                           ("fail-on", str, "new | any | none"), ("confirm-runs", int, "re-runs of a failing case")):
+        r.add_argument(f"--{key}", type=kind, help=f"override the config: {hlp}")
+    r.add_argument("--backend", action="append", metavar="NAME[:DEVICE][@LEVEL]", help="override the config's backends (repeatable)")
+    r.add_argument("--base-python", help="head-versus-base: interpreter of the environment with the base build")
+
+    m = sub.add_parser("merge", help="combine shard outputs into one results file and report")
+    m.add_argument("dirs", nargs="+", help="output folders of `dlgate run --shard`")
+    m.add_argument("--out", required=True)
+
+    b = sub.add_parser("baseline", help="manage the known-failure baseline")
+    bsub = b.add_subparsers(dest="baseline_command", parser_class=_Parser, required=True)
+    bu = bsub.add_parser("update", help="accept a run's failures as known (run it on the default branch)")
+    bu.add_argument("run_dir", help="output folder of `dlgate run` (or `dlgate merge`)")
+    bu.add_argument("--baseline", required=True, help="the baseline file to write")
+    bu.add_argument("--prune", action="store_true", help="drop entries this run did not see")
+
+    cf = sub.add_parser("config", help="validate a campaign config, or print the config reference")
+    cf.add_argument("file", nargs="?")
+    cf.add_argument("--reference", action="store_true", help="print every key as a Markdown table")
+
     sub.add_parser("backends", help="list the installed backends and whether each can run here")
     sub.add_parser("ops", help="list the operator specs")
     return p
@@ -189,7 +222,7 @@ def _backend_spec(text: str, what: str):
 def cmd_check(args) -> int:
     from collections import Counter
 
-    from dlgate.check import CheckConfig, case_dirs, check, load_case, prepare, save_bundle
+    from dlgate.check import CheckConfig, case_dirs, check, load_bundle, save_bundle
     from dlgate.exec.worker import Pool
     from dlgate.oracle import verdict as V
 
@@ -206,7 +239,7 @@ def cmd_check(args) -> int:
     internal = False
     with Pool(cfg.timeout_s, cfg.memory_mb) as pool, open(os.path.join(out, "results.jsonl"), "w") as res:
         for d in dirs:
-            case = prepare(*load_case(d))
+            case = load_bundle(d)
             rec = check(pool, case, cfg)
             res.write(json.dumps(rec, sort_keys=True, default=str) + "\n")
             res.flush()
@@ -243,7 +276,68 @@ def cmd_backends(args) -> int:
     return 0
 
 
-COMMANDS = {"gen": cmd_gen, "stats": cmd_stats, "probe": cmd_probe, "ops": cmd_ops, "check": cmd_check,
+_OVERRIDES = {"models": "models", "max_nodes": "max_nodes", "min_nodes": "min_nodes", "timeout": "timeout_s",
+              "memory_mb": "memory_mb", "baseline": "baseline", "corpus": "corpus", "reference": "reference",
+              "campaign": "campaign", "fail_on": "fail_on", "confirm_runs": "confirm_runs", "backend": "backends"}
+
+
+def cmd_run(args) -> int:
+    from dlgate.gate import config as C
+    from dlgate.gate.run import RunError, Shard, run
+
+    over = {key: getattr(args, attr) for attr, key in _OVERRIDES.items()}
+    if args.base_python:
+        over["base"] = {"python": args.base_python}
+    try:
+        cfg = C.load(args.config, over)
+        root, source = C.resolve_root(args.seed, args.commit)
+        shard = Shard.parse(args.shard) if args.shard else None
+        return run(cfg, root, source, args.out, shard, fresh=args.fresh,
+                   progress=False if args.no_progress else None, log=_log)
+    except (C.ConfigError, RunError) as e:
+        raise UsageError(f"dlgate run: {e}") from None
+
+
+def cmd_merge(args) -> int:
+    from dlgate.gate.run import RunError, merge
+
+    try:
+        return merge(args.dirs, args.out, log=_log)
+    except RunError as e:
+        raise UsageError(f"dlgate merge: {e}") from None
+
+
+def cmd_baseline(args) -> int:
+    from dlgate.gate.run import RunError, update_baseline
+
+    try:
+        update_baseline(args.run_dir, args.baseline, args.prune, log=_log)
+    except (RunError, OSError) as e:
+        raise UsageError(f"dlgate baseline update: {e}") from None
+    return 0
+
+
+def cmd_config(args) -> int:
+    from dlgate.gate import config as C
+
+    if args.reference:
+        print(C.reference_markdown(), end="")
+        return 0
+    if not args.file:
+        raise UsageError("dlgate config: name a config file, or pass --reference")
+    try:
+        cfg = C.load(args.file)
+    except C.ConfigError as e:
+        raise UsageError(f"dlgate config: {e}") from None
+    print(json.dumps(cfg.to_json(), indent=1, sort_keys=True))
+    return 0
+
+
+def _log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+COMMANDS = {"run": cmd_run, "merge": cmd_merge, "baseline": cmd_baseline, "config": cmd_config,"gen": cmd_gen, "stats": cmd_stats, "probe": cmd_probe, "ops": cmd_ops, "check": cmd_check,
             "backends": cmd_backends}
 
 
@@ -256,3 +350,10 @@ def main(argv=None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except Exception:  # dlgate's own defect: never reported as a compiler failure
+        import traceback
+
+        traceback.print_exc()
+        print("dlgate: internal error (a defect in dlgate, not a failure of the compiler under test); "
+              "please report it with the traceback above", file=sys.stderr)
+        return 3

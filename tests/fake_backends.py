@@ -81,3 +81,41 @@ class NoGpu(Good):
     @classmethod
     def unavailable_reason(cls, device):
         return "needs a GPU; none is visible"
+
+
+class EnvBug(Backend):
+    """onnxruntime's answers, plus one wherever the environment variable ``FAKE_BUG`` is
+    "1" in the worker: a compiler whose build (environment) decides whether a bug is there,
+    for the head-versus-base tests."""
+
+    name = "envbug"
+
+    def version(self):
+        return "1"
+
+    def compile(self, model):
+        import onnxruntime as ort
+
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = 1
+        return ort.InferenceSession(model.onnx, so, providers=["CPUExecutionProvider"])
+
+    def run(self, sess, inputs):
+        outs = sess.run(None, {i.name: x for i, x in zip(sess.get_inputs(), inputs)})
+        if os.environ.get("FAKE_BUG") == "1":
+            outs = [o + 1 if o.dtype.kind == "f" else o for o in outs]
+        return outs
+
+
+class Flaky(EnvBug):
+    """Wrong on every other call in a worker: a failure that a re-run does not reproduce."""
+
+    name = "flaky"
+    calls = 0
+
+    def run(self, sess, inputs):
+        type(self).calls += 1
+        outs = sess.run(None, {i.name: x for i, x in zip(sess.get_inputs(), inputs)})
+        if type(self).calls % 2 == 1:
+            outs = [o + 1 if o.dtype.kind == "f" else o for o in outs]
+        return outs

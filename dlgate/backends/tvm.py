@@ -17,7 +17,7 @@ TARGETS = {"cpu": "llvm", "cuda": "cuda"}
 #: "default": ``relax.get_default_pipeline(target)``, TVM's target-specific default (on llvm:
 #: library dispatch, legalize, FoldConstant, FuseOps, FuseTIR, lowering; on cuda: with DLight).
 PIPELINES = {"zero": "default_build", "default": "target-default"}
-UNSUPPORTED_MARKS = ("OpNotImplemented", "not supported", "only supports")
+UNSUPPORTED_MARKS = ("OpNotImplemented", "not supported", "only supports", "ValueError: Unsupported ")
 
 
 def _resolve_pass(item):

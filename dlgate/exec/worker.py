@@ -8,9 +8,13 @@ worker replaces a dead one on the next case, so a crashing compiler never stops 
 """
 from __future__ import annotations
 
+import json
 import multiprocessing as mp
 import os
 import signal
+import socket
+import subprocess
+import sys
 import tempfile
 import time
 import traceback
@@ -110,8 +114,10 @@ class Worker:
     """One backend in one process, restarted on demand."""
 
     def __init__(self, spec: BackendSpec, timeout_s: float = 60.0, memory_mb: int = 4096,
-                 start_timeout_s: float = 120.0):
+                 start_timeout_s: float = 120.0, python: str | None = None, env: dict | None = None):
         self.spec = spec
+        self.python = python  # another environment's interpreter (the base build), or None
+        self.env = dict(env or {})
         self.timeout_s = timeout_s
         self.memory_mb = memory_mb
         self.start_timeout_s = start_timeout_s
@@ -143,11 +149,22 @@ class Worker:
             return True
         if self.unavailable is not None:
             return False
-        parent, child = self._ctx.Pipe()
         self._log_pos = _size(self.log_path)
-        self._proc = self._ctx.Process(target=_serve, args=(self.spec, child, self.log_path), daemon=True)
-        self._proc.start()
-        child.close()
+        if self.python:
+            try:
+                self._proc = _External(self.python, self.spec, self.log_path, self.env)
+            except OSError as e:
+                self.unavailable = f"{self.spec.label()}: cannot start {self.python}: {e.strerror or e}"
+                return False
+            parent = self._proc.conn
+        else:
+            parent, child = self._ctx.Pipe()
+            proc = self._ctx.Process(target=_serve, args=(self.spec, child, self.log_path), daemon=True)
+            try:
+                proc.start()
+            finally:
+                child.close()
+            self._proc = proc
         self._conn = parent
         if not parent.poll(self.start_timeout_s):
             self._kill()
@@ -269,6 +286,54 @@ class Worker:
                        wall_s=time.perf_counter() - t0, backend=self.describe)
 
 
+class _External:
+    """A worker in another interpreter, e.g. the environment holding the base build of the
+    compiler: ``PYTHON -m dlgate.exec.worker`` speaking the same protocol over a socket
+    pair. (multiprocessing's spawn would hand the child this process's ``sys.path``, so
+    it would import this environment's compiler.) Offers the ``multiprocessing.Process``
+    methods the Worker uses."""
+
+    def __init__(self, python: str, spec: BackendSpec, log_path: str, env: dict):
+        from multiprocessing.connection import Connection
+
+        ours, theirs = socket.socketpair()
+        arg = json.dumps([spec.name, spec.device, spec.opt_level, [list(kv) for kv in spec.options]])
+        full_env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # not this environment's path
+        full_env.update(env)
+        try:
+            self.popen = subprocess.Popen([python, "-m", "dlgate.exec.worker", arg, str(theirs.fileno()), log_path],
+                                          pass_fds=(theirs.fileno(),), env=full_env, stdin=subprocess.DEVNULL,
+                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        finally:
+            theirs.close()
+        self.conn = Connection(ours.detach())
+        self.pid = self.popen.pid
+
+    def is_alive(self) -> bool:
+        return self.popen.poll() is None
+
+    @property
+    def exitcode(self):
+        return self.popen.poll()  # negative signal number when killed, as multiprocessing's
+
+    def kill(self) -> None:
+        self.popen.kill()
+
+    def join(self, timeout=None) -> None:
+        try:
+            self.popen.wait(timeout)
+        except subprocess.TimeoutExpired:
+            pass
+
+
+def _external_main(argv: list) -> None:
+    from multiprocessing.connection import Connection
+
+    name, device, level, options = json.loads(argv[0])
+    spec = BackendSpec(name, device, level, tuple(tuple(kv) for kv in options))
+    _serve(spec, Connection(int(argv[1])), argv[2])
+
+
 def _size(path: str) -> int:
     try:
         return os.path.getsize(path)
@@ -318,14 +383,17 @@ def _rss_mb(pid: int, group: bool = False) -> float | None:
 class Pool:
     """Workers by backend spec, started lazily and kept for the batch."""
 
-    def __init__(self, timeout_s: float = 60.0, memory_mb: int = 4096):
+    def __init__(self, timeout_s: float = 60.0, memory_mb: int = 4096, python: str | None = None,
+                 env: dict | None = None):
         self.timeout_s = timeout_s
         self.memory_mb = memory_mb
+        self.python = python
+        self.env = env
         self.workers: dict = {}
 
     def get(self, spec: BackendSpec) -> Worker:
         if spec not in self.workers:
-            self.workers[spec] = Worker(spec, self.timeout_s, self.memory_mb)
+            self.workers[spec] = Worker(spec, self.timeout_s, self.memory_mb, python=self.python, env=self.env)
         return self.workers[spec]
 
     def execute(self, spec: BackendSpec, model: Model, inputs: list) -> Outcome:
@@ -340,3 +408,7 @@ class Pool:
 
     def __exit__(self, *exc):
         self.close()
+
+
+if __name__ == "__main__":
+    _external_main(sys.argv[1:])

@@ -1,0 +1,348 @@
+"""Campaign configuration: YAML files in ``configs/``, validated on load.
+
+Every key is declared once in ``FIELDS`` with its type, default and help text; the same
+table validates files, applies command-line overrides and renders the config reference in
+the README (``dlgate config --reference``). An unknown key, a wrong type or an unknown
+backend is a :class:`ConfigError` naming the file, the key and what is allowed.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+
+import yaml
+
+FAIL_ON = ("new", "any", "none")
+
+
+class ConfigError(ValueError):
+    """A malformed campaign config; the message names the file and the key."""
+
+
+@dataclass(frozen=True)
+class Field:
+    name: str
+    kind: str  # str | int | float | bool | list[str] | dict | base
+    default: object
+    help: str
+    min: float | None = None
+    max: float | None = None
+    choices: tuple | None = None
+    optional: bool = False  # null allowed
+
+
+FIELDS = (
+    Field("campaign", "str", "default", "Campaign name; part of every case's seed, so two campaigns on one "
+          "commit test different models."),
+    Field("models", "int", 100, "Number of generated models in the batch.", min=1, max=1_000_000),
+    Field("min_nodes", "int", 1, "Fewest operators per model.", min=1, max=200),
+    Field("max_nodes", "int", 10, "Most operators per model.", min=1, max=200),
+    Field("opset", "int", None, "Fixed ONNX opset; null draws one per case from 13-21.", min=13, max=21,
+          optional=True),
+    Field("operators", "list[str]", None, "Operator specs to draw from (`dlgate ops`); null for all.", optional=True),
+    Field("dtypes", "list[str]", None, "Tensor dtypes models may use (e.g. `[float32, int64]`); null for all.",
+          optional=True),
+    Field("support", "list[str]", [], "Generate only what these backends were probed to support "
+          "(`dlgate probe`); empty: everything, and unsupported operators are reported as such."),
+    Field("backends", "backends", ["tvm", "onnxruntime"], "Backends under test: `NAME[:DEVICE][@LEVEL]` "
+          "(`dlgate backends`), or a mapping `{name, device, opt_level, options}` to pass backend options "
+          "(e.g. `options: {intra_op_threads: 2}`); `name` may also be `module:Class` for a backend not "
+          "registered as an entry point. One that cannot run on this machine is skipped with its reason."),
+    Field("reference", "str", "torch", "The trusted reference backend."),
+    Field("tolerances", "dict", {}, "Per-dtype `[rtol, atol]` overriding the defaults, e.g. "
+          "`{float32: [1e-2, 1e-3]}`."),
+    Field("timeout_s", "float", 60.0, "Seconds one compile and run may take before it is a timeout.", min=1),
+    Field("memory_mb", "int", 4096, "Resident-memory cap of a backend worker; beyond it the case is oom.",
+          min=64),
+    Field("search_steps", "int", 24, "Step budget of the numeric-valid input search.", min=0, max=10_000),
+    Field("crosscheck", "bool", True, "Cross-check disagreements at the lowest optimization level and with "
+          "onnx.reference."),
+    Field("confirm_runs", "int", 1, "Re-runs of a failing case; a failure that does not reproduce every "
+          "time is flaky and does not fail the gate.", min=0, max=10),
+    Field("baseline", "str", None, "Known-failure baseline file (JSON); relative paths are relative to the "
+          "working directory.", optional=True),
+    Field("corpus", "str", None, "Regression corpus folder, re-run before the fresh batch; new findings "
+          "are added to it.", optional=True),
+    Field("base", "base", None, "Head-versus-base mode: `{python: PATH, env: {VAR: value}}`, the "
+          "interpreter of an environment holding the base build of the compiler (and dlgate). A new "
+          "failure that also fails there is pre-existing and does not fail the check.", optional=True),
+    Field("fail_on", "str", "new", "What fails the check: `new` failures only, `any` failure, or `none` "
+          "(report only).", choices=FAIL_ON),
+)
+_BY_NAME = {f.name: f for f in FIELDS}
+
+
+@dataclass
+class Campaign:
+    campaign: str = "default"
+    models: int = 100
+    min_nodes: int = 1
+    max_nodes: int = 10
+    opset: int | None = None
+    operators: list | None = None
+    dtypes: list | None = None
+    support: list = field(default_factory=list)
+    backends: list = field(default_factory=lambda: ["tvm", "onnxruntime"])
+    reference: str = "torch"
+    tolerances: dict = field(default_factory=dict)
+    timeout_s: float = 60.0
+    memory_mb: int = 4096
+    search_steps: int = 24
+    crosscheck: bool = True
+    confirm_runs: int = 1
+    baseline: str | None = None
+    corpus: str | None = None
+    base: dict | None = None
+    fail_on: str = "new"
+    source: str = "<defaults>"  # the file it came from
+
+    def to_json(self) -> dict:
+        d = dataclasses.asdict(self)
+        d.pop("source")
+        return d
+
+    def fingerprint(self) -> str:
+        """What decides the batch's content: a resumed run must match it."""
+        keys = ("campaign", "models", "min_nodes", "max_nodes", "opset", "operators", "dtypes", "support", "backends",
+                "reference", "tolerances", "search_steps", "crosscheck")
+        blob = json.dumps({k: getattr(self, k) for k in keys}, sort_keys=True)
+        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def _type_name(v) -> str:
+    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "a list",
+            dict: "a mapping", type(None): "null"}.get(type(v), type(v).__name__)
+
+
+def _check(f: Field, value, where: str):
+    """The value converted to the field's type, or a ConfigError."""
+    def bad(expected: str):
+        return ConfigError(f"{where}: expected {expected}, got {_type_name(value)} {value!r}")
+
+    if value is None:
+        if f.optional:
+            return None
+        raise bad(f"{f.kind}")
+    if f.kind == "str":
+        if not isinstance(value, str) or not value:
+            raise bad("a non-empty string")
+        if f.choices and value not in f.choices:
+            raise ConfigError(f"{where}: {value!r} is not one of {', '.join(f.choices)}")
+        return value
+    if f.kind == "bool":
+        if not isinstance(value, bool):
+            raise bad("true or false")
+        return value
+    if f.kind in ("int", "float"):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or (f.kind == "int" and not isinstance(value, int)):
+            raise bad("an integer" if f.kind == "int" else "a number")
+        if (f.min is not None and value < f.min) or (f.max is not None and value > f.max):
+            raise ConfigError(f"{where}: {value} is outside the allowed range {f.min:g}..{f.max if f.max is not None else 'inf'}")
+        return int(value) if f.kind == "int" else float(value)
+    if f.kind == "list[str]":
+        if not isinstance(value, list) or not all(isinstance(x, str) and x for x in value):
+            raise bad("a list of strings")
+        return list(value)
+    if f.kind == "backends":
+        if not isinstance(value, list):
+            raise bad("a list of backends")
+        return [_backend_entry(x, f"{where}[{i}]") for i, x in enumerate(value)]
+    if f.kind == "dict":
+        if not isinstance(value, dict):
+            raise bad("a mapping")
+        return _tolerances(value, where)
+    if f.kind == "base":
+        if not isinstance(value, dict):
+            raise bad("a mapping with `python` and optionally `env`")
+        unknown = sorted(set(value) - {"python", "env"})
+        if unknown:
+            raise ConfigError(f"{where}.{unknown[0]}: unknown key; allowed: python, env")
+        py = value.get("python")
+        if not isinstance(py, str) or not py:
+            raise ConfigError(f"{where}.python: expected the path of a Python interpreter")
+        env = value.get("env") or {}
+        if not isinstance(env, dict) or not all(isinstance(k, str) and isinstance(v, (str, int, float))
+                                                for k, v in env.items()):
+            raise ConfigError(f"{where}.env: expected a mapping of environment variable names to values")
+        return {"python": py, "env": {k: str(v) for k, v in sorted(env.items())}}
+    raise AssertionError(f.kind)
+
+
+def _backend_entry(x, where: str):
+    if isinstance(x, str) and x:
+        return x
+    if not isinstance(x, dict):
+        raise ConfigError(f"{where}: expected `NAME[:DEVICE][@LEVEL]` or a mapping, got {_type_name(x)} {x!r}")
+    unknown = sorted(set(x) - {"name", "device", "opt_level", "options"})
+    if unknown:
+        raise ConfigError(f"{where}.{unknown[0]}: unknown key; allowed: name, device, opt_level, options")
+    if not isinstance(x.get("name"), str) or not x["name"]:
+        raise ConfigError(f"{where}.name: expected a backend name")
+    for k in ("device", "opt_level"):
+        if k in x and not isinstance(x[k], str):
+            raise ConfigError(f"{where}.{k}: expected a string")
+    if not isinstance(x.get("options", {}), dict):
+        raise ConfigError(f"{where}.options: expected a mapping")
+    return {k: x[k] for k in ("name", "device", "opt_level", "options") if k in x}
+
+
+def backend_spec(entry):
+    """The BackendSpec of a ``backends`` entry (a string or a mapping)."""
+    from dlgate.backends.base import BackendSpec
+
+    if isinstance(entry, str):
+        return BackendSpec.parse(entry)
+
+    def freeze(v):
+        if isinstance(v, list):
+            return tuple(freeze(i) for i in v)
+        if isinstance(v, dict):
+            return tuple(sorted((k, freeze(i)) for k, i in v.items()))
+        return v
+
+    opts = tuple(sorted((k, freeze(v)) for k, v in (entry.get("options") or {}).items()))
+    return BackendSpec(entry["name"], entry.get("device", "cpu"), entry.get("opt_level"), opts)
+
+
+def _tolerances(value: dict, where: str) -> dict:
+    from dlgate.oracle.compare import DEFAULT_TOLERANCES
+
+    out = {}
+    for k in sorted(value):
+        if k not in DEFAULT_TOLERANCES:
+            raise ConfigError(f"{where}.{k}: unknown dtype; allowed: {', '.join(DEFAULT_TOLERANCES)}")
+        v = value[k]
+        if (not isinstance(v, list) or len(v) != 2
+                or not all(isinstance(x, (int, float)) and not isinstance(x, bool) and x >= 0 for x in v)):
+            raise ConfigError(f"{where}.{k}: expected [rtol, atol], two non-negative numbers, got {v!r}")
+        out[k] = (float(v[0]), float(v[1]))
+    return out
+
+
+def _check_backend(entry, where: str, backends: dict) -> None:
+    try:
+        spec = backend_spec(entry)
+    except ValueError as e:
+        raise ConfigError(f"{where}: {e}") from None
+    cls = backends.get(spec.name)
+    if cls is None and ":" in spec.name:
+        from dlgate.backends.registry import load
+
+        try:
+            cls = load(spec.name)
+        except Exception as e:
+            raise ConfigError(f"{where}: cannot load backend class {spec.name!r}: {e}") from None
+    if cls is None:
+        raise ConfigError(f"{where}: unknown backend {spec.name!r}; allowed: {', '.join(sorted(backends))}")
+    if spec.device not in cls.devices:
+        raise ConfigError(f"{where}: {spec.name} has no device {spec.device!r}; allowed: {', '.join(cls.devices)}")
+    if spec.opt_level is not None and spec.opt_level not in cls.opt_levels:
+        raise ConfigError(f"{where}: {spec.name} has no optimization level {spec.opt_level!r}; "
+                          f"allowed: {', '.join(cls.opt_levels)}")
+
+
+def _known_backends() -> dict:
+    from dlgate.backends.registry import load, names
+
+    out = {}
+    for n in names():
+        try:
+            out[n] = load(n)
+        except Exception:  # a broken plug-in is not a config error unless the config names it
+            continue
+    return out
+
+
+def build(values: dict, source: str = "<defaults>") -> Campaign:
+    """A validated Campaign from a mapping (a parsed file plus overrides)."""
+    if not isinstance(values, dict):
+        raise ConfigError(f"{source}: expected a mapping of settings at the top level, got {_type_name(values)}")
+    kw = {}
+    for key, value in values.items():
+        f = _BY_NAME.get(key) if isinstance(key, str) else None
+        if f is None:
+            raise ConfigError(f"{source}: unknown key {key!r}; allowed: {', '.join(_BY_NAME)}")
+        kw[key] = _check(f, value, f"{source}: {key}")
+    cfg = Campaign(**kw, source=source)
+    if cfg.min_nodes > cfg.max_nodes:
+        raise ConfigError(f"{source}: min_nodes ({cfg.min_nodes}) exceeds max_nodes ({cfg.max_nodes})")
+    if not cfg.backends:
+        raise ConfigError(f"{source}: backends: name at least one backend under test")
+    known = _known_backends()
+    for i, b in enumerate(cfg.backends):
+        _check_backend(b, f"{source}: backends[{i}]", known)
+    _check_backend(cfg.reference, f"{source}: reference", known)
+    for i, b in enumerate(cfg.support):
+        _check_backend(b, f"{source}: support[{i}]", known)
+    if cfg.dtypes is not None:
+        from dlgate import dtypes as dt
+
+        for i, t in enumerate(cfg.dtypes):
+            if t not in dt.ALL:
+                raise ConfigError(f"{source}: dtypes[{i}]: unknown dtype {t!r}; allowed: {', '.join(dt.ALL)}")
+    if cfg.operators is not None:
+        from dlgate.spec.registry import all_specs
+
+        specs = all_specs()
+        for i, op in enumerate(cfg.operators):
+            if op not in specs:
+                raise ConfigError(f"{source}: operators[{i}]: unknown operator {op!r}; see `dlgate ops`")
+    return cfg
+
+
+def load(path: str, overrides: dict | None = None) -> Campaign:
+    """Read, validate and override a campaign file. ``overrides`` (from the command line)
+    go through the same validation and win over the file."""
+    try:
+        with open(path) as f:
+            text = f.read()
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read: {e.strerror}") from None
+    try:
+        values = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        at = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+        raise ConfigError(f"{path}: not valid YAML{at}: {getattr(e, 'problem', None) or e}") from None
+    if values is None:
+        values = {}
+    if not isinstance(values, dict):
+        raise ConfigError(f"{path}: expected a mapping of settings at the top level, got {_type_name(values)}")
+    values = dict(values)
+    for k, v in (overrides or {}).items():
+        if v is not None:
+            values[k] = v
+    return build(values, path)
+
+
+def reference_markdown() -> str:
+    """The config reference, as a Markdown table (the README embeds it)."""
+    rows = ["| key | type | default | meaning |", "|---|---|---|---|"]
+    for f in FIELDS:
+        default = "null" if f.default is None else json.dumps(f.default)
+        rows.append(f"| `{f.name}` | {f.kind} | `{default}` | {f.help} |")
+    return "\n".join(rows) + "\n"
+
+
+def resolve_root(seed: str | None, commit: str | None, cwd: str = ".") -> tuple:
+    """(root text, where it came from): ``--seed``, else ``--commit``, else ``GITHUB_SHA``,
+    else ``git rev-parse HEAD``."""
+    if seed:
+        return seed, "--seed"
+    if commit:
+        return commit, "--commit"
+    sha = os.environ.get("GITHUB_SHA")
+    if sha:
+        return sha, "GITHUB_SHA"
+    import subprocess
+
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        out = None
+    if out is not None and out.returncode == 0 and out.stdout.strip():
+        return out.stdout.strip(), "git rev-parse HEAD"
+    raise ConfigError("no seed: pass --commit SHA or --seed TEXT, set GITHUB_SHA, or run inside a git checkout")

@@ -1,0 +1,386 @@
+"""``dlgate run``: a campaign over a seeded batch, journaled case by case, then decided.
+
+Order of work: the regression corpus (saved cases with stable names), then the fresh
+batch, seeded by (root, campaign, index). Each case is generated, given numeric-valid
+inputs, run on the reference and every backend in isolated workers, and judged; a failure
+is re-run to confirm it (flaky otherwise) and, in head-versus-base mode, run on the base
+build when it is not in the baseline. The record goes to the journal before the next case
+starts. The decision and the reports are a function of the journal, so a resumed run, a
+merged set of shards and an uninterrupted run decide alike.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import time
+from dataclasses import dataclass
+
+from dlgate import GENERATOR_VERSION, __version__
+from dlgate.backends.base import BackendSpec
+from dlgate.check import CheckConfig, check, judge_backend, load_bundle, prepare, save_bundle
+from dlgate.gate import baseline as B
+from dlgate.gate import decide as D
+from dlgate.gate import report
+from dlgate.gate.config import Campaign, ConfigError, backend_spec, build
+from dlgate.gate.journal import MANIFEST, Journal, read_json, read_records, read_timings, write_json
+from dlgate.oracle import verdict as V
+
+_TIMING_KEYS = ("compile_s", "run_s", "wall_s")
+#: In a corpus case: the failure it was added for.
+ORIGIN = "origin.json"
+
+
+class RunError(RuntimeError):
+    """A run that cannot proceed for a reason the user can fix (exit status 2)."""
+
+
+@dataclass
+class Shard:
+    index: int  # 1-based
+    count: int
+
+    @staticmethod
+    def parse(text: str) -> "Shard":
+        try:
+            i, n = (int(x) for x in text.split("/"))
+        except ValueError:
+            raise RunError(f"--shard: expected I/N (e.g. 2/3), got {text!r}") from None
+        if not 1 <= i <= n:
+            raise RunError(f"--shard: need 1 <= I <= N, got {text!r}")
+        return Shard(i, n)
+
+    def owns(self, position: int) -> bool:
+        return position % self.count == self.index - 1
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+
+def corpus_cases(path: str | None) -> list:
+    """Sorted names of the corpus's cases (folders holding model.onnx and meta.json)."""
+    if not path or not os.path.isdir(path):
+        return []
+    return sorted(n for n in os.listdir(path)
+                  if os.path.isfile(os.path.join(path, n, "meta.json")) and os.path.isfile(os.path.join(path, n, "model.onnx")))
+
+
+def plan(cfg: Campaign, shard: Shard | None) -> list:
+    """(kind, name or index) of every case this run (or shard) owns, in order."""
+    items = [("corpus", n) for k, n in enumerate(corpus_cases(cfg.corpus)) if shard is None or shard.owns(k)]
+    items += [("batch", i) for i in range(cfg.models) if shard is None or shard.owns(i)]
+    return items
+
+
+def labels(entries: list) -> list:
+    return [backend_spec(b).label() for b in entries]
+
+
+def check_config(cfg: Campaign) -> CheckConfig:
+    return CheckConfig([backend_spec(b) for b in cfg.backends], BackendSpec.parse(cfg.reference),
+                       tolerances=dict(cfg.tolerances), timeout_s=cfg.timeout_s, memory_mb=cfg.memory_mb,
+                       search_steps=cfg.search_steps, crosscheck=cfg.crosscheck)
+
+
+def _generator(cfg: Campaign):
+    from dlgate.graph.generator import GenConfig, Generator
+
+    support = None
+    if cfg.support:
+        from dlgate.probe.support import ProbeError, load_or_probe, support_set
+
+        for name in cfg.support:
+            try:
+                s = support_set(load_or_probe(BackendSpec.parse(name).name))
+            except ProbeError as e:
+                raise RunError(f"support: cannot probe {name}: {e}") from None
+            support = s if support is None else support & s
+    ops = tuple(cfg.operators) if cfg.operators is not None else None
+    kw = {"dtypes": tuple(cfg.dtypes)} if cfg.dtypes is not None else {}
+    return Generator(GenConfig(min_nodes=cfg.min_nodes, max_nodes=cfg.max_nodes, ops=ops, opset=cfg.opset,
+                               support=support, **kw))
+
+
+def _split_timing(rec: dict) -> dict:
+    """Move run-to-run varying timings out of the record (they go to timings.jsonl)."""
+    t = {"search_s": rec.get("search", {}).pop("seconds", 0.0), "backends": {}}
+    ref = rec.get("reference") or {}
+    t["reference"] = {k: ref.pop(k) for k in _TIMING_KEYS if k in ref}
+    for v in rec["verdicts"]:
+        t["backends"][v["backend"]] = {k: v.pop(k) for k in _TIMING_KEYS if k in v}
+        for extra in ("confirm", "base"):
+            for k in _TIMING_KEYS:
+                (v.get(extra) or {}).pop(k, None)
+    return t
+
+
+class Progress:
+    """A progress bar on a terminal; plain periodic lines in CI logs."""
+
+    def __init__(self, total: int, label: str, enabled: bool | None = None, every_s: float = 30.0):
+        self.total, self.label, self.every_s = total, label, every_s
+        self.done = self.failing = 0
+        self.t0 = self.last = time.monotonic()
+        tty = sys.stderr.isatty() and not os.environ.get("CI")
+        self.bar = None
+        if (enabled if enabled is not None else tty) and total:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress as RP, TextColumn, TimeRemainingColumn
+
+            self.bar = RP(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                          TextColumn("{task.fields[failing]} failing"), transient=True)
+            self.bar.start()
+            self.task = self.bar.add_task(label, total=total, failing=0)
+
+    def advance(self, failing: bool) -> None:
+        self.done += 1
+        self.failing += failing
+        if self.bar is not None:
+            self.bar.update(self.task, advance=1, failing=self.failing)
+            return
+        now = time.monotonic()
+        if now - self.last >= self.every_s or self.done == self.total:
+            self.last = now
+            el = now - self.t0
+            eta = el / self.done * (self.total - self.done) if self.done else 0
+            print(f"dlgate: {self.label}: {self.done}/{self.total} cases ({100 * self.done // max(1, self.total)}%), "
+                  f"{self.failing} with failures, {el:.0f}s elapsed, ~{eta:.0f}s left", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def _manifest(cfg: Campaign, root: str, root_source: str, shard: Shard | None, planned: int) -> dict:
+    return {"dlgate": __version__, "generator": GENERATOR_VERSION, "root": root, "root_source": root_source,
+            "campaign": cfg.campaign, "config": cfg.to_json(), "config_source": cfg.source,
+            "fingerprint": cfg.fingerprint(), "shard": [shard.index, shard.count] if shard else None,
+            "planned": planned}
+
+
+def _open_out(out: str, manifest: dict, fresh: bool) -> None:
+    path = os.path.join(out, MANIFEST)
+    if fresh and os.path.isdir(out):
+        for f in ("results.jsonl", "timings.jsonl", MANIFEST, "junit.xml", "summary.md", "verdict.json"):
+            if os.path.exists(os.path.join(out, f)):
+                os.unlink(os.path.join(out, f))
+        shutil.rmtree(os.path.join(out, "cases"), ignore_errors=True)
+    os.makedirs(out, exist_ok=True)
+    if os.path.exists(path):
+        old = read_json(path)
+        for key in ("root", "fingerprint", "shard", "generator"):
+            if old.get(key) != manifest.get(key):
+                raise RunError(f"{out} holds a different run ({key}: {old.get(key)!r}, now {manifest.get(key)!r}); "
+                               "use another --out, or --fresh to discard it")
+    write_json(path, manifest)
+
+
+def _load(kind: str, key, gen, cfg: Campaign, root: str):
+    from dlgate.case import make_case
+
+    if kind == "corpus":
+        case = load_bundle(os.path.join(cfg.corpus, key), case_id=f"corpus/{key}")
+        return case
+    c = make_case(gen, root, cfg.campaign, key)
+    meta = c.meta()
+    return prepare(meta, c.graph, c.model_bytes, cfg.search_steps)
+
+
+def _confirm(pool, case, ccfg, spec, ref_out, v: dict, runs: int) -> None:
+    seen = []
+    for _ in range(runs):
+        again = judge_backend(pool, case, ccfg, spec, ref_out, crosscheck=False, explain=False)
+        seen.append([again.verdict, (again.signature or {}).get("id")])
+    want = [v["verdict"], (v.get("signature") or {}).get("id")]
+    v["confirm"] = {"runs": runs, "reproduced": all(s == want for s in seen)}
+    if not v["confirm"]["reproduced"]:
+        v["confirm"]["seen"] = seen
+
+
+def _on_base(base_pool, case, ccfg, spec, ref_out, v: dict) -> None:
+    bv = judge_backend(base_pool, case, ccfg, spec, ref_out, crosscheck=False, explain=False)
+    v["base"] = {"verdict": bv.verdict, "signature": (bv.signature or {}).get("id"),
+                 "reproduces": bv.verdict == v["verdict"], "versions": bv.versions}
+
+
+def run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | None = None, fresh: bool = False,
+        progress: bool | None = None, log=print) -> int:
+    from dlgate.exec.worker import Pool
+
+    base = B.load(cfg.baseline)
+    items = plan(cfg, shard)
+    manifest = _manifest(cfg, root, root_source, shard, len(items))
+    _open_out(out, manifest, fresh)
+    ccfg = check_config(cfg)
+    gen = _generator(cfg)
+    journal = Journal(out)
+    todo = [it for it in items if _case_id(it, cfg, root) not in journal.done]
+    if journal.done:
+        log(f"dlgate: resuming {out}: {len(items) - len(todo)} of {len(items)} cases already done")
+    where = f" shard {shard}" if shard else ""
+    log(f"dlgate: campaign {cfg.campaign!r}{where}: {len(items)} cases (seed {root_source} {root[:12]}), "
+        f"backends {', '.join(labels(cfg.backends))} vs {cfg.reference}")
+    bar = Progress(len(todo), cfg.campaign, progress)
+    base_pool = Pool(cfg.timeout_s, cfg.memory_mb, python=cfg.base["python"], env=cfg.base["env"]) if cfg.base else None
+    try:
+        with Pool(cfg.timeout_s, cfg.memory_mb) as pool, journal:
+            for kind, key in todo:
+                t0 = time.perf_counter()
+                case = _load(kind, key, gen, cfg, root)
+                ref_out: list = []
+                rec = check(pool, case, ccfg, ref_out)
+                rec["kind"] = kind
+                if kind == "corpus":
+                    rec["corpus_name"] = key
+                    origin = os.path.join(cfg.corpus, key, ORIGIN)
+                    if os.path.exists(origin):
+                        rec["corpus_origin"] = read_json(origin)
+                failing = False
+                for v, spec in zip(rec["verdicts"], ccfg.backends):
+                    if v["verdict"] not in V.FAILURES:
+                        continue
+                    failing = True
+                    if cfg.confirm_runs:
+                        _confirm(pool, case, ccfg, spec, ref_out, v, cfg.confirm_runs)
+                    if base_pool is not None and D.classify(rec, v, base) == D.NEW:
+                        _on_base(base_pool, case, ccfg, spec, ref_out, v)
+                if failing or any(v["verdict"] == V.REFERENCE_ERROR for v in rec["verdicts"]):
+                    d = save_bundle(out, case)
+                    rec["bundle"] = os.path.relpath(d, out)
+                timing = _split_timing(rec)
+                timing["case_s"] = time.perf_counter() - t0
+                journal.append(rec, timing)
+                bar.advance(failing)
+    finally:
+        bar.close()
+        if base_pool is not None:
+            base_pool.close()
+    return finish(out, cfg, manifest, complete=shard is None, log=log)
+
+
+def _case_id(item, cfg: Campaign, root: str) -> str:
+    from dlgate.seeds import case_id
+
+    kind, key = item
+    return f"corpus/{key}" if kind == "corpus" else case_id(root, cfg.campaign, key)
+
+
+def finish(out: str, cfg: Campaign, manifest: dict, complete: bool, log=print) -> int:
+    """Decide from the journal, write the reports, grow the corpus; the exit status."""
+    records = read_records(os.path.join(out, "results.jsonl"))
+    base = B.load(cfg.baseline)
+    decision = D.decide(records, base, manifest["root"], cfg.campaign, labels(cfg.backends), complete)
+    timings = {}
+    for t in read_timings(out):
+        for label, x in t.get("backends", {}).items():
+            timings[(t["case"], label)] = sum(x.get(k, 0.0) for k in ("compile_s", "run_s"))
+    props = {"dlgate": __version__, "generator": GENERATOR_VERSION, "root": manifest["root"],
+             "root_source": manifest["root_source"], "campaign": cfg.campaign, "reference": cfg.reference}
+    shard = manifest.get("shard")
+    shard_text = f"{shard[0]}/{shard[1]}" if shard else None
+    paths = report.write_all(out, records, decision, base, timings, props, cfg.fail_on, shard_text)
+    if complete and cfg.corpus:
+        for name in grow_corpus(out, cfg.corpus, decision):
+            log(f"dlgate: added corpus case {name} to {cfg.corpus}")
+    code = decision.exit_code(cfg.fail_on)
+    for cls in (D.NEW, D.REGRESSION):
+        for g in decision.of(cls):
+            log(f"dlgate: {cls} failure [{g['signature']}] {g['backend']} {g['verdict']} in {len(g['cases'])} "
+                f"case(s), e.g. {g['cases'][0]}: {g['detail'][:200]}")
+    counts = {c: len(decision.of(c)) for c in D.CLASSES}
+    log(f"dlgate: {decision.cases} cases; {counts[D.NEW]} new, {counts[D.REGRESSION]} regressions, "
+        f"{counts[D.PRE_EXISTING]} pre-existing, {counts[D.KNOWN]} known, {counts[D.FLAKY]} flaky, "
+        f"{len(decision.fixed)} fixed; reports: {paths['junit']}, {paths['summary']}, {paths['verdict']}")
+    if decision.internal:
+        log(f"dlgate: internal error: the reference failed on {len(decision.internal)} case(s) "
+            f"(a dlgate defect, not a compiler failure), e.g. {decision.internal[0]['case']}")
+    return code
+
+
+def grow_corpus(out: str, corpus: str, decision: D.Decision) -> list:
+    """Copy the first case of each new failure into the corpus under a stable name."""
+    added = []
+    for g in decision.of(D.NEW):
+        if not g["bundles"]:
+            continue
+        name = f"{g['backend_name']}-{g['verdict']}-{g['signature']}"
+        dst = os.path.join(corpus, name)
+        if os.path.exists(dst):
+            continue
+        shutil.copytree(os.path.join(out, g["bundles"][0]), dst)
+        write_json(os.path.join(dst, ORIGIN), {"signature": g["signature"], "backend": g["backend"],
+                                                "verdict": g["verdict"], "text": g["text"], "root": decision.root,
+                                                "case": g["cases"][0]})
+        added.append(name)
+    return added
+
+
+def merge(dirs: list, out: str, log=print) -> int:
+    """Combine shard outputs into one journal, bundle set and report."""
+    mans = []
+    for d in dirs:
+        p = os.path.join(d, MANIFEST)
+        if not os.path.exists(p):
+            raise RunError(f"{d}: not a dlgate run folder (no {MANIFEST})")
+        mans.append(read_json(p))
+    first = mans[0]
+    for d, m in zip(dirs, mans):
+        for key in ("root", "campaign", "fingerprint", "generator"):
+            if m.get(key) != first.get(key):
+                raise RunError(f"{d}: {key} {m.get(key)!r} differs from {dirs[0]}'s {first.get(key)!r}")
+    shards = [tuple(m["shard"]) if m.get("shard") else None for m in mans]
+    if any(s is not None for s in shards):
+        n = {s[1] for s in shards if s}
+        if None in shards or len(n) != 1:
+            raise RunError("merge: all folders must be shards of one split (I/N with the same N)")
+        got = sorted(s[0] for s in shards)
+        if got != list(range(1, next(iter(n)) + 1)):
+            raise RunError(f"merge: expected shards 1..{next(iter(n))} exactly once, got {got}")
+    try:
+        cfg = build(first["config"], first.get("config_source", "<merged>"))
+    except ConfigError as e:
+        raise RunError(f"merge: {e}") from None
+    os.makedirs(out, exist_ok=True)
+    records, timings, seen = [], [], set()
+    for d, m in zip(dirs, mans):
+        recs = read_records(os.path.join(d, "results.jsonl"))
+        if len(recs) < m.get("planned", 0):
+            raise RunError(f"{d}: unfinished ({len(recs)} of {m['planned']} cases); run it again to resume")
+        for r in recs:
+            if r["case"] in seen:
+                raise RunError(f"merge: case {r['case']} appears in more than one folder")
+            seen.add(r["case"])
+            records.append(r)
+            if r.get("bundle"):
+                dst = os.path.join(out, r["bundle"])
+                if not os.path.exists(dst):
+                    shutil.copytree(os.path.join(d, r["bundle"]), dst)
+        timings += read_timings(d)
+    records.sort(key=D._order)
+    manifest = dict(first, shard=None, planned=len(records), merged_from=[os.path.abspath(d) for d in dirs])
+    write_json(os.path.join(out, MANIFEST), manifest)
+    from dlgate.gate.journal import json_line
+
+    with open(os.path.join(out, "results.jsonl"), "w") as f:
+        f.writelines(json_line(r) for r in records)
+    with open(os.path.join(out, "timings.jsonl"), "w") as f:
+        f.writelines(json_line(t) for t in timings)
+    log(f"dlgate: merged {len(dirs)} folder(s), {len(records)} cases, into {out}")
+    return finish(out, cfg, manifest, complete=True, log=log)
+
+
+def update_baseline(run_dir: str, path: str, prune: bool = False, log=print) -> str:
+    m = read_json(os.path.join(run_dir, MANIFEST))
+    if m.get("shard"):
+        raise RunError(f"{run_dir} is shard {m['shard'][0]}/{m['shard'][1]}; merge the shards first (dlgate merge)")
+    records = read_records(os.path.join(run_dir, "results.jsonl"))
+    try:
+        base = B.load(path)
+    except B.BaselineError as e:
+        raise RunError(str(e)) from None
+    cfg = m["config"]
+    decision = D.decide(records, base, m["root"], m["campaign"], labels(cfg["backends"]), complete=True)
+    new = B.update(base, decision, prune)
+    new.save(path)
+    log(f"dlgate: baseline {path}: {len(new.signatures)} signatures "
+        f"({len(new.signatures) - len(base.signatures):+d}), {len(new.corpus)} corpus cases")
+    return path

@@ -1,0 +1,385 @@
+"""The gate end to end: campaign configs, the journal and resume, regression semantics
+(new / known / fixed / flaky / pre-existing / regression), shards and merge, reports."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+
+import pytest
+import yaml
+
+from dlgate.cli import main
+from dlgate.gate import config as C
+from dlgate.gate.journal import read_records
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+XSD = os.path.join(REPO, "tests", "data", "junit.xsd")
+OPS = ["Sigmoid", "Add", "Relu", "Mul", "Abs", "Neg", "Tanh"]
+INJECTED_TVM = {"name": "tvm", "options": {"extra_passes": ["dlgate.backends.testing:sigmoid_to_tanh"]}}
+
+
+def write_config(path, **kw) -> str:
+    doc = {"campaign": "t", "models": 6, "max_nodes": 5, "opset": 18, "operators": OPS,
+           "backends": ["onnxruntime"], "timeout_s": 120, "confirm_runs": 1}
+    doc.update(kw)
+    p = os.path.join(path, f"cfg-{abs(hash(json.dumps(doc, sort_keys=True))) % 10**8}.yaml")
+    with open(p, "w") as f:
+        yaml.safe_dump(doc, f)
+    return p
+
+
+def verdict(out) -> dict:
+    with open(os.path.join(out, "verdict.json")) as f:
+        return json.load(f)
+
+
+def results(out) -> list:
+    return read_records(os.path.join(out, "results.jsonl"))
+
+
+# -- configuration ------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["pr.yaml", "weekly.yaml", "gpu.yaml"])
+def test_shipped_configs_are_valid(name):
+    cfg = C.load(os.path.join(REPO, "configs", name))
+    assert cfg.campaign == name.split(".")[0] and cfg.backends
+
+
+def test_pr_config_is_the_fast_cpu_check():
+    cfg = C.load(os.path.join(REPO, "configs", "pr.yaml"))
+    assert cfg.models == 100 and cfg.max_nodes == 10
+    assert {C.backend_spec(b).name for b in cfg.backends} == {"tvm", "onnxruntime"}
+    assert all(C.backend_spec(b).device == "cpu" for b in cfg.backends) and cfg.reference == "torch"
+
+
+@pytest.mark.parametrize("doc, words", [
+    ({"modles": 3}, ["'modles'", "unknown key", "allowed:", "models"]),
+    ({"models": "many"}, ["models", "expected an integer", "'many'"]),
+    ({"models": True}, ["models", "expected an integer"]),
+    ({"backends": ["tmv"]}, ["backends[0]", "unknown backend 'tmv'", "allowed:", "onnxruntime", "tvm"]),
+    ({"backends": ["tvm@O9"]}, ["backends[0]", "no optimization level 'O9'", "allowed: zero, default"]),
+    ({"backends": [{"name": "tvm", "target": "llvm"}]}, ["backends[0].target", "unknown key"]),
+    ({"fail_on": "sometimes"}, ["fail_on", "'sometimes'", "new, any, none"]),
+    ({"tolerances": {"float32": [1e-2]}}, ["tolerances.float32", "[rtol, atol]"]),
+    ({"tolerances": {"float8": [1, 1]}}, ["tolerances.float8", "unknown dtype"]),
+    ({"min_nodes": 5, "max_nodes": 2}, ["min_nodes", "exceeds max_nodes"]),
+    ({"opset": 9}, ["opset", "outside the allowed range 13..21"]),
+    ({"operators": ["Sigmoid", "Frobnicate"]}, ["operators[1]", "'Frobnicate'"]),
+    ({"base": {"pyhton": "/usr/bin/python3"}}, ["base.pyhton", "unknown key"]),
+])
+def test_config_errors_name_the_file_and_the_key(tmp_path, doc, words):
+    p = tmp_path / "bad.yaml"
+    p.write_text(yaml.safe_dump(doc))
+    with pytest.raises(C.ConfigError) as e:
+        C.load(str(p))
+    msg = str(e.value)
+    assert msg.startswith(str(p)), msg
+    for w in words:
+        assert w in msg, (w, msg)
+
+
+def test_malformed_yaml_and_missing_file(tmp_path, capsys):
+    p = tmp_path / "broken.yaml"
+    p.write_text("models: [1, 2\n")
+    with pytest.raises(C.ConfigError, match=r"broken.yaml: not valid YAML \(line"):
+        C.load(str(p))
+    assert main(["run", "--config", str(tmp_path / "nope.yaml"), "--seed", "x"]) == 2
+    assert "nope.yaml: cannot read" in capsys.readouterr().err
+
+
+def test_command_line_overrides_win_and_are_validated(tmp_path, capsys):
+    p = write_config(str(tmp_path), models=50)
+    cfg = C.load(p, {"models": 3, "backends": ["tvm@zero"], "max_nodes": None})
+    assert cfg.models == 3 and cfg.backends == ["tvm@zero"] and cfg.max_nodes == 5
+    assert main(["run", "--config", p, "--seed", "x", "--backend", "nosuch", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    assert "backends[0]" in err and "unknown backend 'nosuch'" in err
+
+
+def test_seed_comes_from_seed_commit_github_sha_then_git(monkeypatch, tmp_path):
+    monkeypatch.setenv("GITHUB_SHA", "f" * 40)
+    assert C.resolve_root("s", "c") == ("s", "--seed")
+    assert C.resolve_root(None, "c") == ("c", "--commit")
+    assert C.resolve_root(None, None) == ("f" * 40, "GITHUB_SHA")
+    monkeypatch.delenv("GITHUB_SHA")
+    root, src = C.resolve_root(None, None, cwd=REPO)
+    assert src == "git rev-parse HEAD" and len(root) == 40
+    with pytest.raises(C.ConfigError, match="no seed"):
+        C.resolve_root(None, None, cwd=str(tmp_path))
+
+
+def test_config_reference_lists_every_key(capsys):
+    assert main(["config", "--reference"]) == 0
+    out = capsys.readouterr().out
+    for f in C.FIELDS:
+        assert f"`{f.name}`" in out
+
+
+# -- the injected miscompilation: new, then known, then fixed --------------------------------
+def test_injected_miscompilation_new_then_known_then_fixed(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    baseline = str(tmp_path / "baseline.json")
+    broken = write_config(str(tmp_path), backends=[INJECTED_TVM, "onnxruntime"], models=8, baseline=baseline)
+    healthy = write_config(str(tmp_path), backends=["tvm", "onnxruntime"], models=8, baseline=baseline)
+
+    out1 = str(tmp_path / "run1")
+    assert main(["run", "--config", broken, "--seed", "inject", "--out", out1]) == 1
+    v1 = verdict(out1)
+    assert v1["result"] == "fail" and v1["new"], v1
+    sigs = {g["signature"] for g in v1["new"]}
+    assert all(g["backend"] == "tvm[cpu]" and g["verdict"] == "mismatch" for g in v1["new"])
+    err = capsys.readouterr().err
+    for s in sigs:
+        assert s in err  # the log names each new signature
+    # every Sigmoid model fails on the broken TVM, and only those
+    for rec in results(out1):
+        tvm = next(v for v in rec["verdicts"] if v["backend"] == "tvm[cpu]")
+        ort = next(v for v in rec["verdicts"] if v["backend"] == "onnxruntime[cpu]")
+        assert ort["verdict"] == "pass"
+        assert (tvm["verdict"] == "mismatch") == ("Sigmoid" in rec["operators"]), rec["case"]
+        if tvm["verdict"] == "mismatch":
+            assert tvm["confirm"] == {"runs": 1, "reproduced": True}
+            assert os.path.isfile(os.path.join(out1, rec["bundle"], "model.onnx"))
+    summary = open(os.path.join(out1, "summary.md")).read()
+    assert "New failures (fail the check)" in summary and next(iter(sigs)) in summary
+
+    assert main(["baseline", "update", out1, "--baseline", baseline]) == 0
+    doc = json.load(open(baseline))
+    assert set(doc["signatures"]) == sigs
+
+    out2 = str(tmp_path / "run2")
+    assert main(["run", "--config", broken, "--seed", "inject", "--out", out2]) == 0
+    v2 = verdict(out2)
+    assert v2["result"] == "pass" and not v2["new"]
+    assert {g["signature"] for g in v2["known"]} == sigs
+    assert "Known failures (in the baseline)" in open(os.path.join(out2, "summary.md")).read()
+
+    out3 = str(tmp_path / "run3")
+    assert main(["run", "--config", healthy, "--seed", "inject", "--out", out3]) == 0
+    v3 = verdict(out3)
+    assert not v3["new"] and not v3["known"]
+    assert {f["signature"] for f in v3["fixed"]} == sigs
+    assert "Fixed" in open(os.path.join(out3, "summary.md")).read()
+
+
+# -- journal: a SIGKILL half-way, then resume ---------------------------------------------------
+def _run_cmd(cfg, out):
+    return [sys.executable, "-m", "dlgate", "run", "--config", cfg, "--seed", "resume", "--out", out, "--no-progress"]
+
+
+def test_sigkill_then_resume_gives_the_uninterrupted_results(tmp_path):
+    cfg = write_config(str(tmp_path), models=12, max_nodes=6, operators=None, backends=["tvm"], crosscheck=False)
+    whole = str(tmp_path / "whole")
+    subprocess.run(_run_cmd(cfg, whole), check=False, capture_output=True, timeout=600, cwd=REPO)
+    killed = str(tmp_path / "killed")
+    proc = subprocess.Popen(_run_cmd(cfg, killed), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=REPO,
+                            start_new_session=True)
+    path = os.path.join(killed, "results.jsonl")
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        if os.path.exists(path) and len(read_records(path)) >= 4:
+            break
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    n_before = len(read_records(path))
+    assert 4 <= n_before < 12, n_before
+    assert not os.path.exists(os.path.join(killed, "verdict.json"))
+    res = subprocess.run(_run_cmd(cfg, killed), capture_output=True, text=True, timeout=600, cwd=REPO)
+    assert f"{n_before} of 12 cases already done" in res.stderr, res.stderr
+    assert open(path).read() == open(os.path.join(whole, "results.jsonl")).read()
+    assert verdict(killed)["counts"] == verdict(whole)["counts"]
+
+
+def test_a_torn_last_line_is_cut_and_redone(tmp_path):
+    cfg = write_config(str(tmp_path), models=3, backends=["onnxruntime"])
+    out = str(tmp_path / "o")
+    assert main(["run", "--config", cfg, "--seed", "torn", "--out", out]) == 0
+    full = open(os.path.join(out, "results.jsonl")).read()
+    lines = full.splitlines(keepends=True)
+    with open(os.path.join(out, "results.jsonl"), "w") as f:
+        f.write("".join(lines[:2]) + lines[2][: len(lines[2]) // 2])
+    assert main(["run", "--config", cfg, "--seed", "torn", "--out", out]) == 0
+    assert open(os.path.join(out, "results.jsonl")).read() == full
+
+
+def test_resuming_a_different_run_is_refused(tmp_path, capsys):
+    cfg = write_config(str(tmp_path), models=2, backends=["onnxruntime"])
+    out = str(tmp_path / "o")
+    assert main(["run", "--config", cfg, "--seed", "a", "--out", out]) == 0
+    assert main(["run", "--config", cfg, "--seed", "b", "--out", out]) == 2
+    assert "holds a different run" in capsys.readouterr().err
+    assert main(["run", "--config", cfg, "--seed", "b", "--out", out, "--fresh"]) == 0
+
+
+# -- shards ---------------------------------------------------------------------------------------
+def test_three_shards_merged_equal_one_run(tmp_path):
+    cfg = write_config(str(tmp_path), models=9, backends=[INJECTED_TVM, "onnxruntime"], crosscheck=False)
+    whole = str(tmp_path / "whole")
+    assert main(["run", "--config", cfg, "--seed", "shards", "--out", whole]) == 1
+    shards = []
+    for i in (1, 2, 3):
+        d = str(tmp_path / f"s{i}")
+        main(["run", "--config", cfg, "--seed", "shards", "--out", d, "--shard", f"{i}/3"])
+        assert json.load(open(os.path.join(d, "run.json")))["shard"] == [i, 3]
+        shards.append(d)
+    cases = [{r["case"] for r in results(d)} for d in shards]
+    assert all(cases) and not (cases[0] & cases[1]) and not (cases[1] & cases[2]) and not (cases[0] & cases[2])
+    merged = str(tmp_path / "merged")
+    assert main(["merge", *shards, "--out", merged]) == 1
+    key = lambda out: {r["case"]: [(v["backend"], v["verdict"], (v.get("signature") or {}).get("id"))  # noqa: E731
+                                   for v in r["verdicts"]] for r in results(out)}
+    assert key(merged) == key(whole)
+    vw, vm = verdict(whole), verdict(merged)
+    for k in ("counts", "new", "known", "fixed", "flaky", "exit_code"):
+        assert vm[k] == vw[k], k
+    assert open(os.path.join(merged, "results.jsonl")).read() == open(os.path.join(whole, "results.jsonl")).read()
+    for g in vm["new"]:
+        assert all(os.path.isdir(os.path.join(merged, b)) for b in g["bundles"])
+
+
+def test_merge_refuses_incomplete_or_mismatched_shards(tmp_path, capsys):
+    cfg = write_config(str(tmp_path), models=4, backends=["onnxruntime"])
+    d1, d2 = str(tmp_path / "a"), str(tmp_path / "b")
+    main(["run", "--config", cfg, "--seed", "m", "--out", d1, "--shard", "1/2"])
+    assert main(["merge", d1, "--out", str(tmp_path / "m")]) == 2
+    assert "expected shards 1..2" in capsys.readouterr().err
+    main(["run", "--config", cfg, "--seed", "other", "--out", d2, "--shard", "2/2"])
+    assert main(["merge", d1, d2, "--out", str(tmp_path / "m")]) == 2
+    assert "root" in capsys.readouterr().err
+    assert main(["run", "--config", cfg, "--seed", "m", "--out", d2, "--shard", "3/2"]) == 2
+
+
+# -- flaky, head-versus-base ----------------------------------------------------------------------
+def test_a_failure_that_does_not_reproduce_is_flaky_and_does_not_fail(tmp_path):
+    cfg = write_config(str(tmp_path), models=3, backends=[{"name": "tests.fake_backends:Flaky"}], crosscheck=False)
+    out = str(tmp_path / "o")
+    assert main(["run", "--config", cfg, "--seed", "flaky", "--out", out]) == 0
+    v = verdict(out)
+    assert v["flaky"] and not v["new"], v
+    confirmed = [v["confirm"] for r in results(out) for v in r["verdicts"] if "confirm" in v]
+    assert confirmed and all(c["reproduced"] is False for c in confirmed)
+    assert "Flaky" in open(os.path.join(out, "summary.md")).read()
+
+
+@pytest.mark.parametrize("base_has_bug, expect_exit, cls", [(True, 0, "pre_existing"), (False, 1, "new")])
+def test_head_versus_base(tmp_path, monkeypatch, base_has_bug, expect_exit, cls):
+    monkeypatch.setenv("FAKE_BUG", "1")  # the head build (this environment) has the bug
+    base = {"python": sys.executable, "env": {"FAKE_BUG": "1" if base_has_bug else "0", "PYTHONPATH": REPO}}
+    cfg = write_config(str(tmp_path), models=3, backends=[{"name": "tests.fake_backends:EnvBug"}], crosscheck=False,
+                       base=base)
+    out = str(tmp_path / "o")
+    assert main(["run", "--config", cfg, "--seed", "hvb", "--out", out]) == expect_exit
+    v = verdict(out)
+    assert v[cls] and sum(len(v[k]) for k in ("new", "pre_existing")) == len(v[cls])
+    for rec in results(out):
+        for x in rec["verdicts"]:
+            if x["verdict"] == "mismatch":
+                assert x["base"]["reproduces"] is base_has_bug
+
+
+# -- corpus ---------------------------------------------------------------------------------------
+def test_corpus_regression_and_fix(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    corpus, baseline = str(tmp_path / "corpus"), str(tmp_path / "baseline.json")
+    bug = {"name": "tests.fake_backends:EnvBug"}
+    cfg = write_config(str(tmp_path), models=2, backends=[bug], crosscheck=False, corpus=corpus, baseline=baseline)
+    monkeypatch.setenv("FAKE_BUG", "1")
+    assert main(["run", "--config", cfg, "--seed", "c1", "--out", "r1"]) == 1
+    names = sorted(os.listdir(corpus))
+    assert names and all(n.startswith("tests.fake_backends:EnvBug-mismatch-") for n in names)
+    # the fix lands: the corpus case passes now and is reported as fixed
+    monkeypatch.setenv("FAKE_BUG", "0")
+    assert main(["baseline", "update", "r1", "--baseline", baseline]) == 0
+    assert main(["run", "--config", cfg, "--seed", "c2", "--out", "r2"]) == 0
+    v = verdict("r2")
+    assert any(f.get("corpus") == names[0] for f in v["fixed"]), v["fixed"]
+    # record the corpus passing, then the bug comes back: a regression fails the check
+    assert main(["baseline", "update", "r2", "--baseline", baseline, "--prune"]) == 0
+    assert json.load(open(baseline))["corpus"][names[0]] == {"tests.fake_backends:EnvBug[cpu]": "pass"}
+    monkeypatch.setenv("FAKE_BUG", "1")
+    assert main(["run", "--config", cfg, "--seed", "c3", "--out", "r3", "--models", "1"]) == 1
+    v = verdict("r3")
+    assert [g["cases"] for g in v["regressions"]] and all(c.startswith("corpus/") for g in v["regressions"]
+                                                          for c in g["cases"])
+    junit = ET.parse("r3/junit.xml").getroot()
+    names_in_junit = {tc.get("name") for tc in junit.iter("testcase")}
+    assert f"corpus/{names[0]}" in names_in_junit  # stable across commits
+
+
+# -- reports --------------------------------------------------------------------------------------
+def test_junit_is_valid_and_maps_verdicts(tmp_path, monkeypatch):
+    xmlschema = pytest.importorskip("xmlschema")
+    step = tmp_path / "step-summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step))
+    monkeypatch.setenv("FAKE_BUG", "1")
+    cfg = write_config(str(tmp_path), models=3, crosscheck=False, dtypes=["float32"],
+                       backends=["onnxruntime", {"name": "tests.fake_backends:EnvBug"},
+                                 {"name": "tests.fake_backends:Declines"}, {"name": "tests.fake_backends:Segfault"}])
+    out = str(tmp_path / "o")
+    assert main(["run", "--config", cfg, "--seed", "junit", "--out", out, "--timeout", "20"]) == 1
+    path = os.path.join(out, "junit.xml")
+    xmlschema.XMLSchema(XSD).validate(path)
+    root = ET.parse(path).getroot()
+    suites = {s.get("name"): s for s in root.iter("testsuite")}
+    assert len(suites) == 4 and all(int(s.get("tests")) == 3 for s in suites.values())
+
+    def kinds(label):
+        s = next(v for k, v in suites.items() if label in k)
+        return [[c.tag for c in tc if c.tag in ("failure", "error", "skipped")] for tc in s.iter("testcase")]
+
+    assert kinds("onnxruntime") == [[], [], []]
+    assert kinds("EnvBug") == [["failure"]] * 3  # wrong answers
+    assert kinds("Segfault") == [["error"]] * 3  # crashes
+    assert kinds("Declines") == [["skipped"]] * 3  # unsupported
+    fail = next(iter(root.iter("failure")))
+    sig = verdict(out)["new"][0]["signature"]
+    assert any(sig in f.get("message") for f in root.iter("failure"))
+    assert fail.get("type") == "mismatch"
+    props = {p.get("name"): p.get("value") for p in root.iter("property")}
+    assert props["root"] == "junit" and props["campaign"] == "t" and "version.version" in props
+    outs = [tc.findtext("system-out") for tc in root.iter("testcase")]
+    assert any("reproduce: dlgate check cases/" in o for o in outs)
+    assert "dlgate `t` on `junit`" in step.read_text()
+    v = verdict(out)
+    assert v["exit_code"] == 1 and v["counts"]["onnxruntime[cpu]"] == {"pass": 3}
+
+
+def test_fail_on_policy(tmp_path, monkeypatch):
+    monkeypatch.setenv("FAKE_BUG", "1")
+    baseline = str(tmp_path / "b.json")
+    cfg = write_config(str(tmp_path), models=2, backends=[{"name": "tests.fake_backends:EnvBug"}], crosscheck=False,
+                       baseline=baseline)
+    assert main(["run", "--config", cfg, "--seed", "p", "--out", str(tmp_path / "a")]) == 1
+    assert main(["baseline", "update", str(tmp_path / "a"), "--baseline", baseline]) == 0
+    assert main(["run", "--config", cfg, "--seed", "p", "--out", str(tmp_path / "b")]) == 0
+    assert main(["run", "--config", cfg, "--seed", "p", "--out", str(tmp_path / "c"), "--fail-on", "any"]) == 1
+    assert main(["run", "--config", cfg, "--seed", "q", "--out", str(tmp_path / "d"), "--fail-on", "none"]) == 0
+
+
+def test_internal_errors_exit_3_and_are_not_compiler_failures(tmp_path, monkeypatch, capsys):
+    import dlgate.gate.run as R
+
+    cfg = write_config(str(tmp_path), models=1, backends=["onnxruntime"])
+
+    def boom(*a, **k):
+        raise RuntimeError("a defect")
+
+    monkeypatch.setattr(R, "_generator", boom)
+    assert main(["run", "--config", cfg, "--seed", "x", "--out", str(tmp_path / "o")]) == 3
+    err = capsys.readouterr().err
+    assert "internal error" in err and "not a failure of the compiler" in err
+
+
+def test_reference_failure_is_an_internal_error(tmp_path):
+    from dlgate.gate import baseline as B
+    from dlgate.gate import decide as D
+
+    rec = {"case": "00000-x", "kind": "batch", "index": 0,
+           "verdicts": [{"backend": "tvm[cpu]", "verdict": "reference_error", "detail": "torch failed"}]}
+    d = D.decide([rec], B.Baseline(), "r", "t", ["tvm[cpu]"], True)
+    assert d.exit_code() == 3 and d.internal and not d.failure_groups()
