@@ -73,7 +73,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--no-crosscheck", action="store_true", help="skip the lowest-opt-level and onnx.reference checks")
 
     r = sub.add_parser("run", help="run a campaign: the gate (exit 0 pass, 1 new failures, 2 usage, 3 internal error)")
-    r.add_argument("--config", required=True, help="campaign YAML, e.g. configs/pr.yaml")
+    r.add_argument("--config", help="campaign YAML, e.g. configs/pr.yaml (default: the embedded default campaign, "
+                   "20 models, TVM on CPU against the PyTorch reference)")
     r.add_argument("--commit", help="commit SHA seeding the batch (default: GITHUB_SHA, else git rev-parse HEAD)")
     r.add_argument("--seed", help="explicit seed text instead of a commit")
     r.add_argument("--shard", metavar="I/N", help="run only shard I of N (merge the outputs with `dlgate merge`)")
@@ -289,7 +290,7 @@ def cmd_run(args) -> int:
     if args.base_python:
         over["base"] = {"python": args.base_python}
     try:
-        cfg = C.load(args.config, over)
+        cfg = C.load(args.config, over) if args.config else C.embedded_default(over)
         root, source = C.resolve_root(args.seed, args.commit)
         shard = Shard.parse(args.shard) if args.shard else None
         return run(cfg, root, source, args.out, shard, fresh=args.fresh,

@@ -383,3 +383,11 @@ def test_reference_failure_is_an_internal_error(tmp_path):
            "verdicts": [{"backend": "tvm[cpu]", "verdict": "reference_error", "detail": "torch failed"}]}
     d = D.decide([rec], B.Baseline(), "r", "t", ["tvm[cpu]"], True)
     assert d.exit_code() == 3 and d.internal and not d.failure_groups()
+
+
+def test_without_a_config_the_embedded_default_runs(tmp_path):
+    out = str(tmp_path / "o")
+    assert main(["run", "--seed", "emb", "--models", "2", "--backend", "onnxruntime", "--out", out]) in (0, 1)
+    v = verdict(out)
+    assert v["campaign"] == "default" and v["cases"] == 2 and v["backends"] == ["onnxruntime[cpu]"]
+    assert C.embedded_default().backends == ["tvm"] and C.embedded_default().reference == "torch"

@@ -390,6 +390,10 @@ class Pool:
         self.python = python
         self.env = env
         self.workers: dict = {}
+        #: Time spent inside the backends (their own compile and run times, as the workers
+        #: measure them) and starting workers (interpreter and backend imports).
+        self.busy_s = 0.0
+        self.start_s = 0.0
 
     def get(self, spec: BackendSpec) -> Worker:
         if spec not in self.workers:
@@ -397,7 +401,14 @@ class Pool:
         return self.workers[spec]
 
     def execute(self, spec: BackendSpec, model: Model, inputs: list) -> Outcome:
-        return self.get(spec).execute(model, inputs)
+        w = self.get(spec)
+        if w._proc is None or not w._proc.is_alive():
+            t0 = time.perf_counter()
+            w.start()
+            self.start_s += time.perf_counter() - t0
+        out = w.execute(model, inputs)
+        self.busy_s += out.compile_s + out.run_s
+        return out
 
     def close(self) -> None:
         for w in self.workers.values():

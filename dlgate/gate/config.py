@@ -318,6 +318,17 @@ def load(path: str, overrides: dict | None = None) -> Campaign:
     return build(values, path)
 
 
+#: The campaign ``dlgate run`` uses without ``--config``: a short gate run of the installed
+#: TVM against the reference on CPU.
+EMBEDDED_DEFAULT = {"campaign": "default", "models": 20, "max_nodes": 10, "backends": ["tvm"], "reference": "torch"}
+
+
+def embedded_default(overrides: dict | None = None) -> Campaign:
+    values = dict(EMBEDDED_DEFAULT)
+    values.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    return build(values, "<embedded default>")
+
+
 def reference_markdown() -> str:
     """The config reference, as a Markdown table (the README embeds it)."""
     rows = ["| key | type | default | meaning |", "|---|---|---|---|"]

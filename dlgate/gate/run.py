@@ -220,9 +220,11 @@ def run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | Non
     log(f"dlgate: campaign {cfg.campaign!r}{where}: {len(items)} cases (seed {root_source} {root[:12]}), "
         f"backends {', '.join(labels(cfg.backends))} vs {cfg.reference}")
     bar = Progress(len(todo), cfg.campaign, progress)
+    t_run = time.perf_counter()
     base_pool = Pool(cfg.timeout_s, cfg.memory_mb, python=cfg.base["python"], env=cfg.base["env"]) if cfg.base else None
+    pool = Pool(cfg.timeout_s, cfg.memory_mb)
     try:
-        with Pool(cfg.timeout_s, cfg.memory_mb) as pool, journal:
+        with pool, journal:
             for kind, key in todo:
                 t0 = time.perf_counter()
                 case = _load(kind, key, gen, cfg, root)
@@ -254,6 +256,10 @@ def run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | Non
         bar.close()
         if base_pool is not None:
             base_pool.close()
+    pools = [p for p in (pool, base_pool) if p is not None]
+    write_json(os.path.join(out, "stats.json"), {
+        "cases_run": len(todo), "wall_s": round(time.perf_counter() - t_run, 3),
+        "backend_s": round(sum(p.busy_s for p in pools), 3), "worker_start_s": round(sum(p.start_s for p in pools), 3)})
     return finish(out, cfg, manifest, complete=shard is None, log=log)
 
 
