@@ -150,9 +150,10 @@ def case_dirs(directory: str) -> list:
     return dirs
 
 
-def save_bundle(out_dir: str, case: Prepared, reference: list | None = None) -> str:
-    """The files a failure needs to be reproduced: final model, inputs, metadata."""
-    d = os.path.join(out_dir, "cases", case.id)
+def save_bundle(out_dir: str, case: Prepared, reference: list | None = None, subdir: str | None = None) -> str:
+    """The files a failure needs to be reproduced: final model, inputs, metadata; in
+    ``OUT/cases/<id>``, or ``OUT/<subdir>``."""
+    d = os.path.join(out_dir, subdir) if subdir else os.path.join(out_dir, "cases", case.id)
     os.makedirs(d, exist_ok=True)
     with open(os.path.join(d, "model.onnx"), "wb") as f:
         f.write(case.model)

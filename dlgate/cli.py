@@ -91,6 +91,14 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--backend", action="append", metavar="NAME[:DEVICE][@LEVEL]", help="override the config's backends (repeatable)")
     r.add_argument("--base-python", help="head-versus-base: interpreter of the environment with the base build")
 
+    rd = sub.add_parser("reduce", help="shrink a failing case while its failure keeps its signature")
+    rd.add_argument("case", help="a case folder (a failure's bundle, e.g. OUT/cases/<id>, or a generated case)")
+    rd.add_argument("--backend", required=True, metavar="NAME[:DEVICE][@LEVEL]", help="the failing backend")
+    rd.add_argument("--reference", default="torch", metavar="NAME[:DEVICE]")
+    rd.add_argument("--out", help="where to write the reduced case (default CASE-reduced)")
+    rd.add_argument("--max-seconds", type=float, default=120.0, help="time bound of the reduction")
+    rd.add_argument("--timeout", type=float, default=60.0, help="seconds per compile+run")
+
     m = sub.add_parser("merge", help="combine shard outputs into one results file and report")
     m.add_argument("dirs", nargs="+", help="output folders of `dlgate run --shard`")
     m.add_argument("--out", required=True)
@@ -299,6 +307,41 @@ def cmd_run(args) -> int:
         raise UsageError(f"dlgate run: {e}") from None
 
 
+def cmd_reduce(args) -> int:
+    from dlgate.check import CheckConfig, load_bundle, save_bundle
+    from dlgate.exec.worker import Pool
+    from dlgate.oracle import verdict as V
+    from dlgate.reduce.reducer import Reducer, Target
+
+    spec = _backend_spec(args.backend, "--backend")
+    ref = _backend_spec(args.reference, "--reference")
+    if not os.path.isfile(os.path.join(args.case, "meta.json")):
+        raise UsageError(f"dlgate reduce: {args.case}: not a case folder (no meta.json)")
+    case = load_bundle(args.case)
+    cfg = CheckConfig([spec], ref, timeout_s=args.timeout, crosscheck=False)
+    with Pool(cfg.timeout_s, cfg.memory_mb) as pool:
+        from dlgate.check import check
+
+        rec = check(pool, case, cfg)
+        v = rec["verdicts"][0]
+        if v["verdict"] not in V.FAILURES:
+            print(f"{case.id}: {spec.label()} does not fail here ({v['verdict']}); nothing to reduce", file=sys.stderr)
+            return 1
+        target = Target(spec, v["verdict"], (v.get("signature") or {}).get("id"))
+        res = Reducer(pool, cfg, target, max_seconds=args.max_seconds).reduce(case)
+    out = args.out or args.case.rstrip("/") + "-reduced"
+    res.case.meta = dict(res.case.meta, id=os.path.basename(out), reduced_from=case.id,
+                         reduction={"original_nodes": res.original_nodes, "nodes": len(res.case.graph.nodes),
+                                    "probes": res.probes, "seconds": round(res.seconds, 2), "hit_limit": res.hit_limit,
+                                    "verdict": res.verdict.verdict, "signature": (res.verdict.signature or {}).get("id")})
+    res.case.meta["operators"] = sorted(set(res.case.graph.op_names()))
+    d = save_bundle(os.path.dirname(os.path.abspath(out)) or ".", res.case, subdir=os.path.basename(out))
+    print(f"{case.id}: {res.original_nodes} -> {len(res.case.graph.nodes)} operators "
+          f"({', '.join(res.case.graph.op_names())}), still {res.verdict.verdict} on {spec.label()}; "
+          f"{res.probes} probes in {res.seconds:.1f} s; wrote {d}")
+    return 0
+
+
 def cmd_merge(args) -> int:
     from dlgate.gate.run import RunError, merge
 
@@ -338,7 +381,7 @@ def _log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-COMMANDS = {"run": cmd_run, "merge": cmd_merge, "baseline": cmd_baseline, "config": cmd_config,"gen": cmd_gen, "stats": cmd_stats, "probe": cmd_probe, "ops": cmd_ops, "check": cmd_check,
+COMMANDS = {"run": cmd_run, "reduce": cmd_reduce, "merge": cmd_merge, "baseline": cmd_baseline, "config": cmd_config,"gen": cmd_gen, "stats": cmd_stats, "probe": cmd_probe, "ops": cmd_ops, "check": cmd_check,
             "backends": cmd_backends}
 
 

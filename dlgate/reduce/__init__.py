@@ -1,0 +1,1 @@
+"""Reduction of failing cases to minimal repros."""

@@ -1,0 +1,162 @@
+"""Shrinking a failing case while its failure keeps its signature.
+
+The graph is cut rather than rewritten: removing an operator turns each of its outputs
+that a kept operator consumes into a new graph input carrying the *reference's value* of
+that tensor on the original inputs. The kept operators therefore see exactly the values
+they saw in the failing run, so a miscompilation that depends on them survives the cut,
+and no re-solving of shapes or re-search of inputs is needed. Probes:
+
+1. each operator alone (most compiler bugs need one or two operators);
+2. greedy one-at-a-time removal, last operator first, repeated to a fixpoint.
+
+A probe keeps a candidate when the backend, run in its isolated worker like any case,
+fails the same way: the same verdict class and, for errors and crashes, the same
+normalized signature; for mismatches, a mismatch on the same backend (the mismatch
+signature names the graph's operators, which reduction changes by design). The search is
+deterministic (a fixed order of candidates) and bounded by ``max_seconds`` and
+``max_probes``.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from dlgate.backends.base import BackendSpec, Model
+from dlgate.check import CheckConfig, Prepared, judge_backend
+from dlgate.graph.ir import Graph, Node
+from dlgate.materialize.onnx_model import to_onnx
+from dlgate.materialize.torch_model import GraphModule
+from dlgate.oracle import verdict as V
+from dlgate.oracle.compare import all_finite
+from dlgate.seeds import sub_seed
+
+_VALUE_CLASSES = (V.MISMATCH, V.SHAPE_MISMATCH, V.DTYPE_MISMATCH)
+
+
+@dataclass
+class Target:
+    backend: BackendSpec
+    verdict: str
+    signature: str | None = None
+
+    def matches(self, v: V.Verdict) -> bool:
+        if v.verdict != self.verdict:
+            return False
+        if v.verdict in _VALUE_CLASSES:
+            return True
+        return (v.signature or {}).get("id") == self.signature
+
+
+@dataclass
+class Reduced:
+    case: Prepared
+    verdict: V.Verdict
+    original_nodes: int
+    probes: int = 0
+    seconds: float = 0.0
+    hit_limit: bool = False
+    log: list = field(default_factory=list)
+
+
+def intermediates(graph: Graph, inputs: list) -> dict:
+    """Every tensor's value in the reference run (PyTorch eager)."""
+    with torch.no_grad():
+        env = GraphModule(graph).run([torch.from_numpy(np.array(x, copy=True)) for x in inputs])
+    return {t: v.detach().numpy().copy() for t, v in env.items()}
+
+
+def cut(graph: Graph, env: dict, keep: list) -> tuple:
+    """(graph, inputs) of the operators ``keep`` (indices, topological order kept); tensors
+    they consume from removed operators become inputs fed ``env``'s values."""
+    kept = [graph.nodes[i] for i in sorted(keep)]
+    produced = {t for n in kept for t in n.outputs}
+    consumed = {t for n in kept for t in n.inputs}
+    old_consts = set(graph.consts)
+    ins, consts = [], []
+    for n in kept:
+        for t in n.inputs:
+            if t in produced or t in ins or t in consts:
+                continue
+            (consts if t in old_consts else ins).append(t)
+    if not ins and consts:  # a model needs an input: feed the first constant instead
+        ins.append(consts.pop(0))
+    outs = [t for t in graph.outputs if t in produced]
+    outs += [t for n in kept for t in n.outputs if t not in consumed and t not in outs]
+    order = ins + consts + [t for n in kept for t in n.outputs]
+    remap = {t: k for k, t in enumerate(order)}
+    g = Graph(tensors=[graph.tensors[t] for t in order],
+              nodes=[Node(n.op, n.attrs, [remap[t] for t in n.inputs], [remap[t] for t in n.outputs]) for n in kept],
+              inputs=[remap[t] for t in ins], consts=[remap[t] for t in consts],
+              outputs=[remap[t] for t in outs], opset=graph.opset,
+              values={remap[t]: graph.values[t] for t in consts})
+    feeds = [np.array(env[t], copy=True) for t in ins]
+    return g, feeds
+
+
+class Reducer:
+    def __init__(self, pool, cfg: CheckConfig, target: Target, max_seconds: float = 120.0, max_probes: int = 200):
+        self.pool, self.cfg, self.target = pool, cfg, target
+        self.max_seconds, self.max_probes = max_seconds, max_probes
+        self.probes = 0
+
+    def _case(self, base: Prepared, graph: Graph, inputs: list) -> Prepared:
+        model = to_onnx(graph, sub_seed(base.meta.get("seed", 0), "onnx"), doc=f"dlgate reduced {base.id}")
+        return Prepared(f"{base.id}-reduced", dict(base.meta), graph, model.SerializeToString(), inputs,
+                        {"valid": True, "method": "reduced", "reason": ""})
+
+    def probe(self, case: Prepared) -> V.Verdict | None:
+        """The candidate's verdict when it still fails the target way, else None."""
+        self.probes += 1
+        ref = self.pool.execute(self.cfg.reference, Model(case.model, case.graph), case.inputs)
+        if not ref.ok or not all_finite(ref.outputs):
+            return None
+        v = judge_backend(self.pool, case, self.cfg, self.target.backend, ref.outputs, crosscheck=False, explain=True)
+        return v if self.target.matches(v) else None
+
+    def reduce(self, case: Prepared) -> Reduced:
+        t0 = time.perf_counter()
+        graph = case.graph
+        env = intermediates(graph, case.inputs)
+        n = len(graph.nodes)
+        best_keep = list(range(n))
+        first = self.probe(case)
+        if first is None:
+            raise ValueError(f"{case.id} does not fail as {self.target.verdict} on {self.target.backend.label()}")
+        best = (case, first)
+        out = Reduced(case, first, n)
+
+        def over() -> bool:
+            return time.perf_counter() - t0 > self.max_seconds or self.probes >= self.max_probes
+
+        def attempt(keep: list) -> bool:
+            nonlocal best, best_keep
+            if over():
+                out.hit_limit = True
+                return False
+            g, feeds = cut(graph, env, keep)
+            if not g.outputs:
+                return False
+            cand = self._case(case, g, feeds)
+            v = self.probe(cand)
+            if v is None:
+                return False
+            best, best_keep = (cand, v), list(keep)
+            out.log.append(f"kept {len(keep)} of {n} operators: {', '.join(graph.nodes[i].op for i in sorted(keep))}")
+            return True
+
+        if n > 1:
+            for i in range(n):  # one operator alone
+                if attempt([i]):
+                    break
+        changed = len(best_keep) > 1
+        while changed and len(best_keep) > 1 and not over():
+            changed = False
+            for i in sorted(best_keep, reverse=True):
+                if i in best_keep and len(best_keep) > 1 and attempt([k for k in best_keep if k != i]):
+                    changed = True
+        out.case, out.verdict = best
+        out.probes, out.seconds = self.probes, time.perf_counter() - t0
+        return out
