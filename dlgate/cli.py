@@ -99,6 +99,15 @@ def build_parser() -> argparse.ArgumentParser:
     rd.add_argument("--max-seconds", type=float, default=120.0, help="time bound of the reduction")
     rd.add_argument("--timeout", type=float, default=60.0, help="seconds per compile+run")
 
+    iss = sub.add_parser("issues", help="open or update GitHub issues for a run's reduced failures")
+    iss.add_argument("--results", required=True, help="output folder of `dlgate run` or `dlgate merge`")
+    iss.add_argument("--repo", required=True, help="OWNER/NAME of the repository to file issues in")
+    iss.add_argument("--api-url", default=os.environ.get("GITHUB_API_URL", "https://api.github.com"),
+                     help="REST API base (GitHub Enterprise: https://HOST/api/v3; default GITHUB_API_URL or api.github.com)")
+    iss.add_argument("--label", default="dlgate", help="label carried by dlgate's issues (default dlgate)")
+    iss.add_argument("--max-issues", type=int, default=5, help="most new issues one run opens (default 5)")
+    iss.add_argument("--dry-run", metavar="DIR", help="write each issue's Markdown to DIR instead of calling GitHub")
+
     m = sub.add_parser("merge", help="combine shard outputs into one results file and report")
     m.add_argument("dirs", nargs="+", help="output folders of `dlgate run --shard`")
     m.add_argument("--out", required=True)
@@ -342,6 +351,37 @@ def cmd_reduce(args) -> int:
     return 0
 
 
+def cmd_issues(args) -> int:
+    from dlgate.github.issues import publish
+
+    if not os.path.exists(os.path.join(args.results, "verdict.json")):
+        raise UsageError(f"dlgate issues: {args.results}: no verdict.json (not a finished dlgate run)")
+    if args.max_issues < 0:
+        raise UsageError("dlgate issues: --max-issues must be non-negative")
+    client = None
+    if not args.dry_run:
+        from dlgate.github.client import GitHub, GitHubError
+
+        if not os.environ.get("GITHUB_TOKEN"):
+            raise UsageError("dlgate issues: set GITHUB_TOKEN (a token with issues: write) or use --dry-run")
+        try:
+            client = GitHub(args.repo, api_url=args.api_url, log=_log)
+        except GitHubError as e:
+            raise UsageError(f"dlgate issues: {e}") from None
+    try:
+        stats = publish(args.results, client, args.label, args.max_issues, args.dry_run, log=_log)
+    except Exception as e:
+        from dlgate.github.client import GitHubError
+
+        if isinstance(e, GitHubError):
+            print(f"dlgate issues: GitHub: {e}", file=sys.stderr)
+            return 1
+        raise
+    _log(f"dlgate issues: {stats['findings']} distinct failures; {stats['opened']} opened, {stats['commented']} "
+         f"commented, {stats['unchanged']} already up to date, {stats['over_cap']} over the cap")
+    return 0
+
+
 def cmd_merge(args) -> int:
     from dlgate.gate.run import RunError, merge
 
@@ -381,7 +421,7 @@ def _log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-COMMANDS = {"run": cmd_run, "reduce": cmd_reduce, "merge": cmd_merge, "baseline": cmd_baseline, "config": cmd_config,"gen": cmd_gen, "stats": cmd_stats, "probe": cmd_probe, "ops": cmd_ops, "check": cmd_check,
+COMMANDS = {"run": cmd_run, "reduce": cmd_reduce, "issues": cmd_issues, "merge": cmd_merge, "baseline": cmd_baseline, "config": cmd_config,"gen": cmd_gen, "stats": cmd_stats, "probe": cmd_probe, "ops": cmd_ops, "check": cmd_check,
             "backends": cmd_backends}
 
 

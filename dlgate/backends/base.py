@@ -115,6 +115,14 @@ class Backend:
         """Whether a failure is the backend *declaring* it does not handle something."""
         return isinstance(exc, NotImplementedError)
 
+    @classmethod
+    def repro_source(cls, spec: "BackendSpec") -> str | None:
+        """Python source defining ``run(model_bytes, input_names, inputs, output_names) ->
+        list of arrays`` with nothing but NumPy and this backend's own package, compiled as
+        ``spec`` says: the heart of a standalone repro script. None when the backend cannot
+        be driven without dlgate (the repro then says how to run it with dlgate)."""
+        return None
+
     # -- provided ---------------------------------------------------------------------
     def describe(self) -> dict:
         return {"name": self.name, "version": self.version(), "device": self.device, "opt_level": self.opt_level}

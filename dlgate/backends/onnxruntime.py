@@ -78,5 +78,23 @@ class OnnxRuntime(Backend):
         outs = sess.run(out_names, dict(zip(in_names, inputs)))
         return [np.asarray(o) for o in outs]
 
+    @classmethod
+    def repro_source(cls, spec) -> str | None:
+        level = spec.opt_level or cls.opt_levels[-1]
+        return "\n".join([
+            "import onnxruntime as ort",
+            "",
+            f"LEVEL = ort.GraphOptimizationLevel.{LEVELS[level]}  # optimization level {level}",
+            f"PROVIDERS = {list(PROVIDERS[spec.device])!r}",
+            "",
+            "",
+            "def run(model_bytes, input_names, inputs, output_names):",
+            "    so = ort.SessionOptions()",
+            "    so.graph_optimization_level = LEVEL",
+            "    so.intra_op_num_threads = 1",
+            "    sess = ort.InferenceSession(model_bytes, so, providers=PROVIDERS)",
+            "    return sess.run(output_names, dict(zip(input_names, inputs)))",
+        ]) + "\n"
+
     def unsupported(self, exc: BaseException) -> bool:
         return "NOT_IMPLEMENTED" in str(exc) or type(exc).__name__ == "NotImplemented"

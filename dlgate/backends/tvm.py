@@ -118,6 +118,61 @@ class TVM(Backend):
         outs = [out] if hasattr(out, "numpy") else list(out)
         return [o.numpy() for o in outs]
 
+    @classmethod
+    def repro_source(cls, spec) -> str | None:
+        opts = dict(spec.options)
+        passes = list(opts.get("extra_passes", ()) or ())
+        if any(not isinstance(p, str) for p in passes):
+            return None
+        level = spec.opt_level or cls.opt_levels[-1]
+        gpu = spec.device == "cuda"
+        lines = [
+            "import tvm",
+            "from tvm import relax",
+            "from tvm.relax.frontend.onnx import from_onnx",
+            "",
+            f"TARGET = {TARGETS[spec.device]!r}  # device {spec.device}, optimization level {level}",
+            f"PIPELINE = {PIPELINES[level]!r}",
+            f"EXTRA_PASSES = {passes!r}  # 'module:function' passes applied after import",
+            "",
+            "",
+            "def run(model_bytes, input_names, inputs, output_names):",
+            "    import importlib",
+            "    import onnx",
+            "    proto = onnx.load_from_string(model_bytes)",
+            "    mod = from_onnx(proto, keep_params_in_input=False)",
+            "    for item in EXTRA_PASSES:",
+            "        m, _, f = item.partition(':')",
+            "        p = getattr(importlib.import_module(m), f)",
+            "        mod = (p() if not isinstance(p, tvm.transform.Pass) else p)(mod)",
+            "    target = tvm.target.Target(TARGET)",
+            "    if PIPELINE == 'target-default':",
+            "        pipeline = relax.get_default_pipeline(target)",
+            "    else:",
+            "        pipeline = relax.get_pipeline('default_build')",
+        ]
+        if gpu:
+            lines += [
+                "        from tvm.s_tir import dlight as dl",
+                "        build = pipeline",
+                "",
+                "        @tvm.transform.module_pass(opt_level=0, name='BuildWithGpuFallbackSchedule')",
+                "        def pipeline(mod, _ctx):",
+                "            with target:",
+                "                mod = relax.transform.LegalizeOps()(mod)",
+                "                mod = dl.ApplyDefaultSchedule(dl.gpu.Fallback())(mod)",
+                "                return build(mod)",
+            ]
+        lines += [
+            "    ex = tvm.compile(mod, target=target, relax_pipeline=pipeline)",
+            f"    dev = tvm.{'cuda' if gpu else 'cpu'}(0)",
+            "    vm = relax.VirtualMachine(ex, dev)",
+            "    out = vm['main'](*[tvm.runtime.tensor(x, dev) for x in inputs])",
+            "    outs = [out] if hasattr(out, 'numpy') else list(out)",
+            "    return [o.numpy() for o in outs]",
+        ]
+        return "\n".join(lines) + "\n"
+
     def unsupported(self, exc: BaseException) -> bool:
         text = f"{type(exc).__name__}: {exc}"
         return isinstance(exc, NotImplementedError) or any(k in text for k in UNSUPPORTED_MARKS)

@@ -69,6 +69,9 @@ FIELDS = (
     Field("base", "base", None, "Head-versus-base mode: `{python: PATH, env: {VAR: value}}`, the "
           "interpreter of an environment holding the base build of the compiler (and dlgate). A new "
           "failure that also fails there is pre-existing and does not fail the check.", optional=True),
+    Field("reduce", "bool", True, "Reduce each new, regression and pre-existing failure to a minimal repro "
+          "bundle (`OUT/repros/<signature>/`, with a standalone `repro.py`)."),
+    Field("reduce_seconds", "float", 60.0, "Time bound of one reduction.", min=1),
     Field("fail_on", "str", "new", "What fails the check: `new` failures only, `any` failure, or `none` "
           "(report only).", choices=FAIL_ON),
 )
@@ -96,6 +99,8 @@ class Campaign:
     baseline: str | None = None
     corpus: str | None = None
     base: dict | None = None
+    reduce: bool = True
+    reduce_seconds: float = 60.0
     fail_on: str = "new"
     source: str = "<defaults>"  # the file it came from
 

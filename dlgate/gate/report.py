@@ -112,9 +112,12 @@ def summary(decision: D.Decision, fail_on: str, shard: str | None = None) -> str
         lines += [f"### {_EMOJI[cls]} {title}: {len(groups)}", "",
                   "| signature | backend | verdict | cases | repro | detail |", "|---|---|---|---|---|---|"]
         for g in groups:
-            bundle = g["bundles"][0] if g["bundles"] else ""
+            if g.get("repro"):
+                where = f"`{g['repro']}/repro.py` ({g.get('reduced_operators', '')})"
+            else:
+                where = f"`{g['bundles'][0]}`" if g["bundles"] else ""
             lines.append(f"| `{g['signature']}` | {g['backend']} | {g['verdict']} | {len(g['cases'])} | "
-                         f"{f'`{bundle}`' if bundle else ''} | {_cell(g['detail'])} |")
+                         f"{where} | {_cell(g['detail'])} |")
         lines.append("")
     if decision.fixed:
         lines += [f"### ✅ Fixed: {len(decision.fixed)}", "", "| signature | backend | why | failure |",
@@ -133,7 +136,8 @@ def summary(decision: D.Decision, fail_on: str, shard: str | None = None) -> str
     failing = decision.failing(fail_on)
     if failing:
         g = failing[0]
-        cmd = repro_command(g["bundles"][0] if g["bundles"] else None, g["backend"])
+        cmd = f"python {g['repro']}/repro.py" if g.get("repro") else \
+            repro_command(g["bundles"][0] if g["bundles"] else None, g["backend"])
         if cmd:
             lines += ["Reproduce the first one locally (from the run's output folder):", "", "```sh", cmd, "```", ""]
     return "\n".join(lines)

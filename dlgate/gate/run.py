@@ -257,10 +257,52 @@ def run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | Non
         if base_pool is not None:
             base_pool.close()
     pools = [p for p in (pool, base_pool) if p is not None]
+    if cfg.reduce:
+        records = read_records(os.path.join(out, "results.jsonl"))
+        decision = D.decide(records, base, root, cfg.campaign, labels(cfg.backends), shard is None)
+        reduce_failures(out, cfg, decision, root, log)
     write_json(os.path.join(out, "stats.json"), {
         "cases_run": len(todo), "wall_s": round(time.perf_counter() - t_run, 3),
         "backend_s": round(sum(p.busy_s for p in pools), 3), "worker_start_s": round(sum(p.start_s for p in pools), 3)})
     return finish(out, cfg, manifest, complete=shard is None, log=log)
+
+
+def reduce_failures(out: str, cfg: Campaign, decision: D.Decision, root: str, log=print) -> None:
+    """A minimal repro bundle (``OUT/repros/<signature>/``) for each new, regression and
+    pre-existing failure signature, from its first case; resumable (done ones are kept)."""
+    from dlgate.backends.base import Model
+    from dlgate.exec.worker import Pool
+    from dlgate.reduce.bundle import write_repro
+    from dlgate.reduce.reducer import Reducer, Target
+
+    groups = [g for c in (D.NEW, D.REGRESSION, D.PRE_EXISTING) for g in decision.of(c)]
+    todo = [g for g in groups if g["bundles"] and not os.path.exists(os.path.join(out, "repros", g["signature"], "repro.json"))]
+    if not todo:
+        return
+    ccfg = check_config(cfg)
+    specs = {s.label(): s for s in ccfg.backends}
+    with Pool(cfg.timeout_s, cfg.memory_mb) as pool:
+        for g in todo:
+            spec = specs.get(g["backend"])
+            if spec is None:
+                continue
+            case = load_bundle(os.path.join(out, g["bundles"][0]))
+            try:
+                res = Reducer(pool, ccfg, Target(spec, g["verdict"], g["signature"]),
+                              max_seconds=cfg.reduce_seconds).reduce(case)
+            except ValueError as e:  # did not fail the same way again: keep the report, no repro
+                log(f"dlgate: cannot reduce [{g['signature']}]: {e}")
+                continue
+            ref = pool.execute(ccfg.reference, Model(res.case.model, res.case.graph), res.case.inputs)
+            if not ref.ok:
+                continue
+            info = {"campaign": cfg.campaign, "root": root, "case": g["cases"][0], "cases": len(g["cases"]),
+                    "class": g["class"], "group_signature": g["signature"], "original_nodes": res.original_nodes,
+                    "probes": res.probes, "reduce_seconds": round(res.seconds, 2), "hit_limit": res.hit_limit}
+            d = write_repro(os.path.join(out, "repros", g["signature"]), res.case, spec, res.verdict.to_json(),
+                            ref.outputs, info, cfg.tolerances)
+            log(f"dlgate: reduced [{g['signature']}] from {res.original_nodes} to {len(res.case.graph.nodes)} "
+                f"operators ({', '.join(res.case.graph.op_names())}) in {res.seconds:.1f} s: {os.path.relpath(d, out)}")
 
 
 def _case_id(item, cfg: Campaign, root: str) -> str:
@@ -275,6 +317,7 @@ def finish(out: str, cfg: Campaign, manifest: dict, complete: bool, log=print) -
     records = read_records(os.path.join(out, "results.jsonl"))
     base = B.load(cfg.baseline)
     decision = D.decide(records, base, manifest["root"], cfg.campaign, labels(cfg.backends), complete)
+    attach_repros(out, decision)
     timings = {}
     for t in read_timings(out):
         for label, x in t.get("backends", {}).items():
@@ -302,6 +345,17 @@ def finish(out: str, cfg: Campaign, manifest: dict, complete: bool, log=print) -
     return code
 
 
+def attach_repros(out: str, decision: D.Decision) -> None:
+    """Link each failure group to its reduced repro, when there is one."""
+    for g in decision.failure_groups():
+        p = os.path.join(out, "repros", g["signature"], "repro.json")
+        if os.path.exists(p):
+            doc = read_json(p)
+            g["repro"] = os.path.join("repros", g["signature"])
+            g["fingerprint"] = doc.get("fingerprint")
+            g["reduced_operators"] = doc.get("pattern")
+
+
 def grow_corpus(out: str, corpus: str, decision: D.Decision) -> list:
     """Copy the first case of each new failure into the corpus under a stable name."""
     added = []
@@ -312,7 +366,7 @@ def grow_corpus(out: str, corpus: str, decision: D.Decision) -> list:
         dst = os.path.join(corpus, name)
         if os.path.exists(dst):
             continue
-        shutil.copytree(os.path.join(out, g["bundles"][0]), dst)
+        shutil.copytree(os.path.join(out, g.get("repro") or g["bundles"][0]), dst)
         write_json(os.path.join(dst, ORIGIN), {"signature": g["signature"], "backend": g["backend"],
                                                 "verdict": g["verdict"], "text": g["text"], "root": decision.root,
                                                 "case": g["cases"][0]})
@@ -361,6 +415,11 @@ def merge(dirs: list, out: str, log=print) -> int:
                 if not os.path.exists(dst):
                     shutil.copytree(os.path.join(d, r["bundle"]), dst)
         timings += read_timings(d)
+        rdir = os.path.join(d, "repros")
+        for name in sorted(os.listdir(rdir)) if os.path.isdir(rdir) else []:
+            dst = os.path.join(out, "repros", name)
+            if not os.path.exists(dst):
+                shutil.copytree(os.path.join(rdir, name), dst)
     records.sort(key=D._order)
     manifest = dict(first, shard=None, planned=len(records), merged_from=[os.path.abspath(d) for d in dirs])
     write_json(os.path.join(out, MANIFEST), manifest)

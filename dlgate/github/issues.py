@@ -1,0 +1,188 @@
+"""GitHub issues for failures: one per distinct bug (fingerprint), never a duplicate.
+
+Each reduced repro of a run (``OUT/repros/<signature>/``) that the gate classed new,
+regression or pre-existing is grouped by fingerprint. For each fingerprint, an issue
+carrying its hidden marker (``<!-- dlgate-fingerprint: ... -->``) and the label is looked
+up; if one exists, the run adds one comment to it (commit, run link, case count), marked
+per run so a retried publication does not comment twice; otherwise a new issue is opened
+with the verdict, versions, the Mermaid graph, the listing and the inline ``repro.py``. A
+cap bounds how many issues one run opens. ``dry_run`` writes each issue's Markdown to disk
+instead of talking to GitHub.
+"""
+from __future__ import annotations
+
+import base64
+import io
+import json
+import os
+import zipfile
+from dataclasses import dataclass
+
+from dlgate.reduce.bundle import read_repro
+
+ELIGIBLE = ("new", "regressions", "pre_existing")
+#: GitHub refuses issue bodies over 65,536 characters; keep room for the rest.
+INLINE_FILES_LIMIT = 30_000
+BODY_LIMIT = 65_000
+
+
+@dataclass
+class Finding:
+    fingerprint: str
+    repro: str  # folder
+    doc: dict  # repro.json
+    signatures: list
+    cases: int
+    classes: list
+
+
+def marker(fp: str) -> str:
+    return f"<!-- dlgate-fingerprint: {fp} -->"
+
+
+def occurrence_marker(fp: str, run_key: str) -> str:
+    return f"<!-- dlgate-occurrence: {fp} {run_key} -->"
+
+
+def findings(results_dir: str) -> list:
+    """The run's eligible reduced repros, one Finding per fingerprint, in a stable order."""
+    with open(os.path.join(results_dir, "verdict.json")) as f:
+        verdict = json.load(f)
+    by_fp: dict = {}
+    for cls in ELIGIBLE:
+        for g in verdict.get(cls, []):
+            d = os.path.join(results_dir, "repros", g["signature"])
+            if not os.path.exists(os.path.join(d, "repro.json")):
+                continue
+            doc = read_repro(d)
+            fp = doc["fingerprint"]
+            f = by_fp.get(fp)
+            if f is None:
+                by_fp[fp] = Finding(fp, d, doc, [g["signature"]], len(g["cases"]), [cls])
+            else:
+                f.signatures.append(g["signature"])
+                f.cases += len(g["cases"])
+                f.classes.append(cls)
+    return [by_fp[k] for k in sorted(by_fp, key=lambda k: (by_fp[k].repro))]
+
+
+def title(f: Finding) -> str:
+    d = f.doc
+    detail = " ".join((d.get("detail") or "").split())
+    head = f"[dlgate] {d['backend'].split('[')[0]}: {d['verdict'].replace('_', ' ')} in {d['pattern'].replace('>', ' → ')}"
+    if d["verdict"] not in ("mismatch", "shape_mismatch", "dtype_mismatch") and detail:
+        head += f": {detail}"
+    return head if len(head) <= 120 else head[:119] + "…"
+
+
+def _versions(d: dict) -> str:
+    v = d.get("versions") or {}
+    return ", ".join(f"{k} {v[k]}" for k in ("name", "version", "device", "opt_level") if k in v) or "unknown"
+
+
+def _inline_files(repro_dir: str) -> str | None:
+    """A zip of the bundle's data files, base64, when small enough to paste into an issue."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as z:
+        for name in ("model.onnx", "inputs.npz", "reference.npz"):
+            z.write(os.path.join(repro_dir, name), name)
+    data = base64.b64encode(buf.getvalue()).decode()
+    return data if len(data) <= INLINE_FILES_LIMIT else None
+
+
+def body(f: Finding, run: dict) -> str:
+    d = f.doc
+    read = lambda name: open(os.path.join(f.repro, name)).read()  # noqa: E731
+    rows = [("verdict", f"`{d['verdict']}`"), ("backend", f"{d['backend']} ({_versions(d)})"),
+            ("fingerprint", f"`{f.fingerprint}`"), ("signatures", ", ".join(f"`{s}`" for s in f.signatures)),
+            ("cases", f"{f.cases} in this run ({run.get('campaign', '')}, {run.get('commit', '')[:12]})"),
+            ("reduced", f"{d.get('original_nodes')} → {d.get('nodes')} operators, opset {d.get('opset')}"),
+            ("found by", f"dlgate {d.get('dlgate')} (generator {d.get('generator')})")]
+    if run.get("url"):
+        rows.append(("run", run["url"]))
+    out = [marker(f.fingerprint), "",
+           f"dlgate found a **{d['verdict'].replace('_', ' ')}** in **{d['backend']}** on a generated model, "
+           f"reduced to {d.get('nodes')} operator(s): `{d['pattern']}`.", "", "| | |", "|---|---|"]
+    out += [f"| {k} | {v} |" for k, v in rows]
+    out += ["", "### What goes wrong", "", "```text", (d.get("detail") or "").strip()[:3000], "```", "",
+            "### The model", "", "```mermaid", read("graph.mmd").rstrip(), "```", "",
+            "<details><summary>Graph listing</summary>", "", "```text", read("graph.txt").rstrip(), "```", "",
+            "</details>", "", "### Reproduce", "",
+            "`repro.py` needs only NumPy, onnx and the compiler under test. It prints what goes wrong and exits 1 "
+            "while the bug is present, 0 once it is fixed. It reads `model.onnx`, `inputs.npz` and "
+            "`reference.npz` from its own folder: the run's `repros` artifact holds the whole folder"
+            + (f" ({run['url']})" if run.get("url") else "") + "."]
+    files = _inline_files(f.repro)
+    if files:
+        out += ["", "Or recreate the folder from this issue: save the block below as `files.b64`, then run "
+                "`python -c \"import base64,io,zipfile; zipfile.ZipFile(io.BytesIO(base64.b64decode("
+                "open('files.b64').read()))).extractall()\"` next to `repro.py`.", "",
+                "<details><summary>files.b64 (model.onnx, inputs.npz, reference.npz)</summary>", "", "```text"]
+        out += [files[i:i + 100] for i in range(0, len(files), 100)]
+        out += ["```", "", "</details>"]
+    out += ["", "<details><summary>repro.py</summary>", "", "```python", read("repro.py").rstrip(), "```", "",
+            "</details>", ""]
+    text = "\n".join(out)
+    if len(text) > BODY_LIMIT:  # drop the inline files first, then cut
+        text = text[:BODY_LIMIT] + "\n\n(truncated: see the run's artifacts)\n"
+    return text
+
+
+def comment(f: Finding, run: dict) -> str:
+    key = run.get("key", run.get("commit", ""))
+    lines = [occurrence_marker(f.fingerprint, key), "",
+             f"Seen again by dlgate: {f.cases} case(s) in campaign `{run.get('campaign', '')}` at commit "
+             f"`{run.get('commit', '')[:12]}`" + (f", run {run['url']}" if run.get("url") else "") + ".",
+             f"Backend: {f.doc['backend']} ({_versions(f.doc)}); signatures: "
+             + ", ".join(f"`{s}`" for s in f.signatures) + "."]
+    return "\n".join(lines) + "\n"
+
+
+def run_info(results_dir: str, env=os.environ) -> dict:
+    """Commit, campaign and run link (from GitHub Actions' environment when present)."""
+    with open(os.path.join(results_dir, "verdict.json")) as f:
+        v = json.load(f)
+    info = {"commit": v.get("root", ""), "campaign": v.get("campaign", "")}
+    server, repo, run_id = env.get("GITHUB_SERVER_URL"), env.get("GITHUB_REPOSITORY"), env.get("GITHUB_RUN_ID")
+    if server and repo and run_id:
+        info["url"] = f"{server}/{repo}/actions/runs/{run_id}"
+        info["key"] = f"run-{run_id}-{env.get('GITHUB_RUN_ATTEMPT', '1')}"
+    else:
+        info["key"] = f"{info['commit']}-{info['campaign']}"
+    return info
+
+
+def publish(results_dir: str, client, label: str = "dlgate", max_issues: int = 5, dry_run: str | None = None,
+            log=print, env=os.environ) -> dict:
+    """Open or update one issue per fingerprint; returns counts (opened, commented, skipped)."""
+    run = run_info(results_dir, env)
+    found = findings(results_dir)
+    stats = {"findings": len(found), "opened": 0, "commented": 0, "unchanged": 0, "over_cap": 0}
+    if dry_run:
+        os.makedirs(dry_run, exist_ok=True)
+        for f in found:
+            path = os.path.join(dry_run, f"issue-{f.fingerprint}.md")
+            with open(path, "w") as fh:
+                fh.write(f"# {title(f)}\n\n{body(f, run)}")
+            log(f"dlgate: dry run: wrote {path}")
+        return stats
+    if found:
+        client.ensure_label(label, "b60205", "Found by dlgate")
+    for f in found:
+        existing = client.find_issue(marker(f.fingerprint), label)
+        if existing is not None:
+            _, created = client.comment_once(existing["number"], occurrence_marker(f.fingerprint, run["key"]),
+                                             comment(f, run))
+            stats["commented" if created else "unchanged"] += 1
+            log(f"dlgate: {f.fingerprint}: issue #{existing['number']} "
+                f"{'gets a comment' if created else 'already has this run'}")
+            continue
+        if stats["opened"] >= max_issues:
+            stats["over_cap"] += 1
+            log(f"dlgate: {f.fingerprint}: not opened (cap of {max_issues} new issues per run)")
+            continue
+        issue, created = client.open_or_find(marker(f.fingerprint), label, title(f), body(f, run), [label])
+        stats["opened" if created else "unchanged"] += 1
+        log(f"dlgate: {f.fingerprint}: issue #{issue['number']} {'opened' if created else 'exists'}: "
+            f"{issue.get('html_url', '')}")
+    return stats
