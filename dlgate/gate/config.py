@@ -72,6 +72,10 @@ FIELDS = (
     Field("reduce", "bool", True, "Reduce each new, regression and pre-existing failure to a minimal repro "
           "bundle (`OUT/repros/<signature>/`, with a standalone `repro.py`)."),
     Field("reduce_seconds", "float", 60.0, "Time bound of one reduction.", min=1),
+    Field("issues", "issues", None, "Open GitHub issues from the gate: `{repo: OWNER/NAME, label: dlgate, "
+          "max_per_run: 5, api_url: https://api.github.com}`; the token comes from `GITHUB_TOKEN`. Only complete "
+          "runs (unsharded, or `dlgate merge`) publish. Null: off (`dlgate issues` does it on demand).",
+          optional=True),
     Field("fail_on", "str", "new", "What fails the check: `new` failures only, `any` failure, or `none` "
           "(report only).", choices=FAIL_ON),
 )
@@ -101,6 +105,7 @@ class Campaign:
     base: dict | None = None
     reduce: bool = True
     reduce_seconds: float = 60.0
+    issues: dict | None = None
     fail_on: str = "new"
     source: str = "<defaults>"  # the file it came from
 
@@ -155,6 +160,8 @@ def _check(f: Field, value, where: str):
         if not isinstance(value, list):
             raise bad("a list of backends")
         return [_backend_entry(x, f"{where}[{i}]") for i, x in enumerate(value)]
+    if f.kind == "issues":
+        return _issues(value, where)
     if f.kind == "dict":
         if not isinstance(value, dict):
             raise bad("a mapping")
@@ -174,6 +181,27 @@ def _check(f: Field, value, where: str):
             raise ConfigError(f"{where}.env: expected a mapping of environment variable names to values")
         return {"python": py, "env": {k: str(v) for k, v in sorted(env.items())}}
     raise AssertionError(f.kind)
+
+
+def _issues(value, where: str) -> dict:
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where}: expected a mapping with repo (and label, max_per_run, api_url)")
+    allowed = ("repo", "label", "max_per_run", "api_url")
+    unknown = sorted(set(value) - set(allowed))
+    if unknown:
+        raise ConfigError(f"{where}.{unknown[0]}: unknown key; allowed: {', '.join(allowed)}")
+    repo = value.get("repo")
+    if not isinstance(repo, str) or repo.count("/") != 1 or not all(repo.split("/")):
+        raise ConfigError(f"{where}.repo: expected OWNER/NAME, got {repo!r}")
+    out = {"repo": repo, "label": value.get("label", "dlgate"), "max_per_run": value.get("max_per_run", 5),
+           "api_url": value.get("api_url", "https://api.github.com")}
+    if not isinstance(out["label"], str) or not out["label"]:
+        raise ConfigError(f"{where}.label: expected a non-empty string")
+    if isinstance(out["max_per_run"], bool) or not isinstance(out["max_per_run"], int) or out["max_per_run"] < 0:
+        raise ConfigError(f"{where}.max_per_run: expected a non-negative integer")
+    if not isinstance(out["api_url"], str) or not out["api_url"].startswith(("http://", "https://")):
+        raise ConfigError(f"{where}.api_url: expected an http(s) URL")
+    return out
 
 
 def _backend_entry(x, where: str):

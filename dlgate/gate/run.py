@@ -330,6 +330,8 @@ def finish(out: str, cfg: Campaign, manifest: dict, complete: bool, log=print) -
     if complete and cfg.corpus:
         for name in grow_corpus(out, cfg.corpus, decision):
             log(f"dlgate: added corpus case {name} to {cfg.corpus}")
+    if complete and cfg.issues:
+        publish_issues(out, cfg.issues, log)
     code = decision.exit_code(cfg.fail_on)
     for cls in (D.NEW, D.REGRESSION):
         for g in decision.of(cls):
@@ -343,6 +345,25 @@ def finish(out: str, cfg: Campaign, manifest: dict, complete: bool, log=print) -
         log(f"dlgate: internal error: the reference failed on {len(decision.internal)} case(s) "
             f"(a dlgate defect, not a compiler failure), e.g. {decision.internal[0]['case']}")
     return code
+
+
+def publish_issues(out: str, conf: dict, log=print) -> None:
+    """The config's ``issues``: open or update issues; a GitHub failure is reported, and
+    does not change the gate's verdict (the run's findings are in the reports either way)."""
+    from dlgate.github.client import GitHub, GitHubError
+    from dlgate.github.issues import publish
+
+    if not os.environ.get("GITHUB_TOKEN"):
+        log("dlgate: issues: not published: GITHUB_TOKEN is not set")
+        return
+    try:
+        stats = publish(out, GitHub(conf["repo"], api_url=conf["api_url"], log=log), conf["label"],
+                        conf["max_per_run"], log=log)
+    except GitHubError as e:
+        log(f"dlgate: issues: not published: GitHub: {e}")
+        return
+    log(f"dlgate: issues: {stats['opened']} opened, {stats['commented']} commented, "
+        f"{stats['unchanged']} up to date, {stats['over_cap']} over the cap")
 
 
 def attach_repros(out: str, decision: D.Decision) -> None:

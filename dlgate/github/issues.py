@@ -98,6 +98,9 @@ def body(f: Finding, run: dict) -> str:
             ("cases", f"{f.cases} in this run ({run.get('campaign', '')}, {run.get('commit', '')[:12]})"),
             ("reduced", f"{d.get('original_nodes')} → {d.get('nodes')} operators, opset {d.get('opset')}"),
             ("found by", f"dlgate {d.get('dlgate')} (generator {d.get('generator')})")]
+    env = d.get("environment") or {}
+    if env:
+        rows.append(("environment", ", ".join(f"{k} {v}" for k, v in env.items())))
     if run.get("url"):
         rows.append(("run", run["url"]))
     out = [marker(f.fingerprint), "",

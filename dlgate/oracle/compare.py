@@ -60,7 +60,7 @@ def _compare_one(i: int, r: np.ndarray, g: np.ndarray, tol: dict) -> Comparison:
             wide_r, wide_g = r.astype(np.float64), g.astype(np.float64)
             max_abs = float(np.max(np.abs(wide_r - wide_g)))
             return Comparison(False, "values", i, f"output {i}: {int(diff.sum())} of {r.size} elements differ; "
-                              f"first at {list(idx)}: {g[idx]!r} instead of {r[idx]!r}", max_abs, 0.0, idx)
+                              f"first at {list(idx)}: {g[idx].item()!r} instead of {r[idx].item()!r}", max_abs, 0.0, idx)
         return Comparison(True)
     rtol, atol = tol[str(r.dtype)]
     x, y = r.astype(np.float64), g.astype(np.float64)
@@ -69,7 +69,7 @@ def _compare_one(i: int, r: np.ndarray, g: np.ndarray, tol: dict) -> Comparison:
         if not np.array_equal(fr, fg):
             idx = tuple(int(k) for k in np.argwhere(fr != fg)[0])
             return Comparison(False, "nonfinite", i, f"output {i}: {name} positions differ; first at {list(idx)}: "
-                              f"{y[idx]!r} instead of {x[idx]!r}", first_index=idx)
+                              f"{y[idx].item()!r} instead of {x[idx].item()!r}", first_index=idx)
     finite = np.isfinite(x)
     if not finite.any():
         return Comparison(True)
@@ -83,7 +83,7 @@ def _compare_one(i: int, r: np.ndarray, g: np.ndarray, tol: dict) -> Comparison:
         idx = tuple(int(k) for k in np.argwhere(bad)[0])
         return Comparison(False, "values", i, f"output {i}: {int(bad.sum())} of {x.size} elements differ; "
                           f"max abs error {max_abs:.3g}, max rel error {max_rel:.3g}; first at {list(idx)}: "
-                          f"{y[idx]!r} instead of {x[idx]!r}", max_abs, max_rel, idx)
+                          f"{y[idx].item()!r} instead of {x[idx].item()!r}", max_abs, max_rel, idx)
     return Comparison(True, max_abs=max_abs, max_rel=max_rel)
 
 

@@ -254,9 +254,24 @@ def write_repro(out_dir: str, case: Prepared, spec: BackendSpec, verdict: dict, 
                comparison=verdict.get("comparison"), versions=verdict.get("versions", {}),
                fingerprint=fingerprint(verdict["verdict"], spec.name, (verdict.get("signature") or {}).get("id"), g),
                pattern=pattern(g), nodes=len(g.nodes), dlgate=__version__, generator=GENERATOR_VERSION,
-               opset=g.opset)
+               opset=g.opset, environment=environment())
     write_json(os.path.join(d, "repro.json"), doc)
     return d
+
+
+def environment() -> dict:
+    """Versions of everything on dlgate's side of a repro: Python, the platform, NumPy,
+    onnx, the reference (PyTorch) and the solver."""
+    import platform
+
+    out = {"python": platform.python_version(), "platform": platform.platform(), "numpy": np.__version__}
+    for mod, key in (("onnx", "onnx"), ("torch", "torch"), ("z3", "z3-solver")):
+        try:
+            m = __import__(mod)
+            out[key] = m.get_full_version() if mod == "z3" else m.__version__
+        except Exception:  # an optional component missing is recorded as such
+            out[key] = "absent"
+    return out
 
 
 def read_repro(d: str) -> dict:

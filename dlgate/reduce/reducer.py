@@ -7,7 +7,11 @@ they saw in the failing run, so a miscompilation that depends on them survives t
 and no re-solving of shapes or re-search of inputs is needed. Probes:
 
 1. each operator alone (most compiler bugs need one or two operators);
-2. greedy one-at-a-time removal, last operator first, repeated to a fixpoint.
+2. greedy one-at-a-time removal, last operator first, repeated to a fixpoint;
+3. shapes: each input dimension halved in turn (the input's values sliced), every
+   operator's output type re-inferred by its spec and the model re-checked by ONNX's full
+   checker, repeated while it keeps failing;
+4. values: the inputs rounded to two decimals, then to integers, where it still fails.
 
 A probe keeps a candidate when the backend, run in its isolated worker like any case,
 fails the same way: the same verdict class and, for errors and crashes, the same
@@ -96,6 +100,45 @@ def cut(graph: Graph, env: dict, keep: list) -> tuple:
     return g, feeds
 
 
+def resized(graph: Graph, inputs: list, k: int, shape: tuple):
+    """(graph, inputs) with input ``k`` of ``shape`` (its values sliced) and every output
+    type re-inferred, or None when an operator's constraints reject it."""
+    from dlgate.spec.base import TensorType, all_true
+    from dlgate.spec.registry import get
+
+    types = list(graph.tensors)
+    t = graph.inputs[k]
+    types[t] = TensorType(types[t].dtype, shape)
+    for n in graph.nodes:
+        spec = get(n.op)
+        ins = [types[i] for i in n.inputs]
+        try:
+            if not all_true(spec.requires(ins, n.attrs)):
+                return None
+            outs = spec.infer(ins, n.attrs)
+        except Exception:  # a spec whose attributes encode the old shapes
+            return None
+        if any(d < 1 for o in outs for d in o.shape):
+            return None
+        for o, ty in zip(n.outputs, outs):
+            types[o] = ty
+    g = Graph(types, graph.nodes, graph.inputs, graph.consts, graph.outputs, graph.opset, dict(graph.values))
+    feeds = list(inputs)
+    feeds[k] = np.ascontiguousarray(inputs[k][tuple(slice(0, d) for d in shape)])
+    return g, feeds
+
+
+def _checks(model: bytes) -> bool:
+    """ONNX's full checker (strict shape inference) accepts the model."""
+    import onnx
+
+    try:
+        onnx.checker.check_model(onnx.load_from_string(model), full_check=True)
+    except Exception:
+        return False
+    return True
+
+
 class Reducer:
     def __init__(self, pool, cfg: CheckConfig, target: Target, max_seconds: float = 120.0, max_probes: int = 200):
         self.pool, self.cfg, self.target = pool, cfg, target
@@ -157,6 +200,41 @@ class Reducer:
             for i in sorted(best_keep, reverse=True):
                 if i in best_keep and len(best_keep) > 1 and attempt([k for k in best_keep if k != i]):
                     changed = True
+
+        def accept(g: Graph, feeds: list, what: str) -> bool:
+            nonlocal best
+            if over():
+                out.hit_limit = True
+                return False
+            cand = self._case(case, g, feeds)
+            if not _checks(cand.model):
+                return False
+            v = self.probe(cand)
+            if v is None:
+                return False
+            best = (cand, v)
+            out.log.append(what)
+            return True
+
+        shrinking = True
+        while shrinking and not over():
+            shrinking = False
+            g0, feeds0 = best[0].graph, best[0].inputs
+            for k, t in enumerate(g0.inputs):
+                for j, d in enumerate(g0.tensors[t].shape):
+                    if d > 1:
+                        shape = tuple(d // 2 if i == j else x for i, x in enumerate(g0.tensors[t].shape))
+                        tried = resized(g0, feeds0, k, shape)
+                        if tried is not None and accept(*tried, f"input {k} shape {shape}"):
+                            shrinking = True
+                            break
+                if shrinking:
+                    break
+        for decimals in (2, 0):
+            g0, feeds0 = best[0].graph, best[0].inputs
+            simpler = [np.round(x, decimals).astype(x.dtype) if x.dtype.kind == "f" else x for x in feeds0]
+            if any(not np.array_equal(a, b, equal_nan=True) for a, b in zip(simpler, feeds0)):
+                accept(g0, simpler, f"inputs rounded to {decimals} decimals")
         out.case, out.verdict = best
         out.probes, out.seconds = self.probes, time.perf_counter() - t0
         return out

@@ -1,0 +1,301 @@
+"""A fake GitHub REST API on a real loopback HTTP server, so the client is tested over real sockets.
+
+It serves the endpoints dlgate uses (issues, comments, labels) with GitHub's JSON shapes, status codes,
+``per_page``/``page`` pagination and ``Link`` headers, under an optional GitHub Enterprise ``/api/v3``
+prefix, and injects faults into chosen requests. The fault that matters most is ``drop-after``: the
+server applies a write and then closes the connection unanswered, which makes naive clients open duplicates.
+
+    with FakeGitHub(token="t0k3n-secret", owner="acme", repo="tvm") as gh:
+        gh.inject("drop-after", method="POST", path_contains="/issues")
+        client = GitHub("acme/tvm", token="t0k3n-secret", api_url=gh.url)
+"""
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import unquote, urlencode, urlsplit, parse_qsl
+
+DOCS = "https://docs.github.com/rest"
+FAULTS = ("500", "429", "403-rate", "slow", "drop-before", "drop-after", "error")
+ENTERPRISE_PREFIX = "/api/v3"
+LABEL_COLOR = re.compile(r"[0-9a-fA-F]{6}")
+
+
+class FakeGitHub:
+    """One repository's issues, comments and labels in memory, served over HTTP while the context is open.
+
+    ``requests`` logs every request as ``(method, path with query, headers)``. State may be read directly
+    (``issues``, ``comments``, ``labels``) and seeded with :meth:`add_issue` and :meth:`add_label`.
+    """
+
+    def __init__(self, token: str | None = "t0k3n-secret", owner: str = "acme", repo: str = "tvm"):
+        self.token, self.owner, self.repo = token, owner, repo
+        self.issues: list = []      # oldest first
+        self.comments: dict = {}    # issue number -> comments, oldest first
+        self.labels: dict = {}      # lower-case name -> label
+        self.requests: list = []
+        self.url = None
+        self._faults: list = []
+        self._ids = itertools.count(1000)
+        self._lock = threading.Lock()
+        self._server = None
+
+    def __enter__(self) -> FakeGitHub:
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), type("Handler", (_Handler,), {"fake": self}))
+        # A short poll interval keeps shutdown, and so each test's teardown, quick.
+        threading.Thread(target=self._server.serve_forever, args=(0.02,), daemon=True).start()
+        self.url = f"http://127.0.0.1:{self._server.server_address[1]}"
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    # Test controls
+
+    def inject(self, kind: str, count: int = 1, method: str | None = None, path_contains: str | None = None,
+               **params) -> None:
+        """Apply fault ``kind`` to the next ``count`` requests matching ``method`` and ``path_contains``.
+
+        ``500``: answer 500, doing nothing. ``429``: answer 429, with ``Retry-After: retry_after`` when given.
+        ``403-rate``: answer 403 with ``X-RateLimit-Remaining: 0`` and a reset ``reset_in`` seconds from now.
+        ``slow``: apply the request, then wait ``seconds`` before answering (the write happens, the answer
+        is late). ``drop-before``: close the connection without doing anything. ``drop-after``: apply the
+        request, then close the connection without answering. ``error``: answer ``status`` with ``message``.
+        """
+        if kind not in FAULTS:
+            raise ValueError(f"unknown fault {kind!r}; known: {', '.join(FAULTS)}")
+        with self._lock:
+            self._faults.append({"kind": kind, "count": count, "method": method, "path_contains": path_contains,
+                                 **params})
+
+    def add_issue(self, title: str, body: str, labels=(), state: str = "open", pull_request: bool = False) -> dict:
+        """Seed an issue (or, with ``pull_request``, a pull request, which the issue list also returns)."""
+        with self._lock:
+            issue = self._new_issue(title, body, labels)
+            issue["state"] = state
+            if pull_request:
+                issue["pull_request"] = {"url": issue["url"].replace("/issues/", "/pulls/")}
+            return issue
+
+    def add_comment(self, number: int, body: str) -> dict:
+        with self._lock:
+            return self._new_comment(number, body)
+
+    def add_label(self, name: str, color: str = "ededed", description: str = "") -> dict:
+        with self._lock:
+            return self._new_label(name, color, description)
+
+    def issues_containing(self, marker: str) -> list:
+        return [i for i in self.issues if marker in (i["body"] or "")]
+
+    def comments_containing(self, number: int, marker: str) -> list:
+        return [c for c in self.comments.get(number, []) if marker in c["body"]]
+
+    # Request handling, called by the handler thread
+
+    def take_fault(self, method: str, path: str) -> dict | None:
+        """The first queued fault matching this request, used up by one."""
+        with self._lock:
+            for fault in self._faults:
+                if fault["method"] not in (None, method) or (fault["path_contains"] or "") not in path:
+                    continue
+                fault["count"] -= 1
+                if fault["count"] <= 0:
+                    self._faults.remove(fault)
+                return fault
+        return None
+
+    def dispatch(self, method: str, target: str, body: bytes, headers, host: str) -> tuple[int, object, dict]:
+        """``(status, JSON payload, extra headers)`` for one request, applying it to the state."""
+        split = urlsplit(target)
+        prefix = ENTERPRISE_PREFIX if split.path.startswith(ENTERPRISE_PREFIX + "/") else ""
+        path, query = split.path[len(prefix):], dict(parse_qsl(split.query))
+        if self.token and headers.get("Authorization") not in (f"Bearer {self.token}", f"token {self.token}"):
+            return 401, {"message": "Bad credentials", "documentation_url": DOCS}, {}
+        try:
+            payload = json.loads(body) if body else None
+        except ValueError:
+            return 400, {"message": "Problems parsing JSON", "documentation_url": DOCS}, {}
+        base = f"http://{host}{prefix}"
+        with self._lock:
+            return self._route(method, path, query, payload, base)
+
+    def _route(self, method, path, query, payload, base):
+        repo = f"/repos/{self.owner}/{self.repo}"
+        routes = [
+            ("GET", rf"{repo}/issues", lambda m: self._list_issues(query, base + path)),
+            ("POST", rf"{repo}/issues", lambda m: self._create_issue(payload)),
+            ("GET", rf"{repo}/issues/(\d+)/comments", lambda m: self._list_comments(int(m[1]), query, base + path)),
+            ("POST", rf"{repo}/issues/(\d+)/comments", lambda m: self._create_comment(int(m[1]), payload)),
+            ("GET", rf"{repo}/labels/([^/]+)", lambda m: self._get_label(unquote(m[1]))),
+            ("POST", rf"{repo}/labels", lambda m: self._create_label(payload)),
+        ]
+        for verb, pattern, handle in routes:
+            match = re.fullmatch(pattern, path)
+            if match and verb == method:
+                return handle(match)
+        return _not_found()
+
+    def _list_issues(self, query, url):
+        state = query.get("state", "open")
+        wanted = {n.lower() for n in query.get("labels", "").split(",") if n}
+        items = [i for i in reversed(self.issues)
+                 if state in ("all", i["state"]) and wanted <= {lb["name"].lower() for lb in i["labels"]}]
+        return _page(items, query, url)
+
+    def _create_issue(self, payload):
+        if not isinstance(payload, dict) or not payload.get("title"):
+            return _invalid("Issue", "missing_field", "title")
+        return 201, self._new_issue(payload["title"], payload.get("body"), payload.get("labels") or []), {}
+
+    def _list_comments(self, number, query, url):
+        if not self._issue(number):
+            return _not_found()
+        return _page(self.comments.get(number, []), query, url)
+
+    def _create_comment(self, number, payload):
+        if not self._issue(number):
+            return _not_found()
+        if not isinstance(payload, dict) or not payload.get("body"):
+            return _invalid("IssueComment", "missing_field", "body")
+        return 201, self._new_comment(number, payload["body"]), {}
+
+    def _get_label(self, name):
+        label = self.labels.get(name.lower())
+        return (200, label, {}) if label else _not_found()
+
+    def _create_label(self, payload):
+        if not isinstance(payload, dict) or not payload.get("name"):
+            return _invalid("Label", "missing_field", "name")
+        if payload["name"].lower() in self.labels:
+            return _invalid("Label", "already_exists", "name")
+        color = payload.get("color", "ededed")
+        if not LABEL_COLOR.fullmatch(color):
+            return _invalid("Label", "invalid", "color")
+        return 201, self._new_label(payload["name"], color, payload.get("description") or ""), {}
+
+    # State, under the lock
+
+    def _issue(self, number):
+        return next((i for i in self.issues if i["number"] == number), None)
+
+    def _new_issue(self, title, body, labels):
+        number = len(self.issues) + 1
+        api = f"https://api.github.com/repos/{self.owner}/{self.repo}/issues/{number}"
+        labels = [self.labels.get(n.lower()) or self._new_label(n, "ededed", "") for n in labels]
+        issue = {"id": next(self._ids), "number": number, "title": title, "body": body, "labels": labels,
+                 "state": "open", "url": api,
+                 "html_url": f"https://github.com/{self.owner}/{self.repo}/issues/{number}",
+                 "user": {"login": "dlgate-bot", "type": "Bot"}, "created_at": _now(), "updated_at": _now(),
+                 "comments": 0}
+        self.issues.append(issue)
+        return issue
+
+    def _new_comment(self, number, body):
+        issue = self._issue(number)
+        cid = next(self._ids)
+        comment = {"id": cid, "body": body, "html_url": f"{issue['html_url']}#issuecomment-{cid}",
+                   "user": {"login": "dlgate-bot", "type": "Bot"}, "created_at": _now(), "updated_at": _now()}
+        self.comments.setdefault(number, []).append(comment)
+        issue["comments"] += 1
+        return comment
+
+    def _new_label(self, name, color, description):
+        label = {"id": next(self._ids), "name": name, "color": color, "description": description, "default": False}
+        self.labels[name.lower()] = label
+        return label
+
+
+class _Handler(BaseHTTPRequestHandler):
+    """Reads a request, applies any queued fault, and answers from ``fake`` (set on a subclass)."""
+
+    fake: FakeGitHub
+    protocol_version = "HTTP/1.0"   # one request per connection: a dropped connection is unambiguous
+
+    def do_GET(self):
+        self._handle()
+
+    def do_POST(self):
+        self._handle()
+
+    def log_message(self, format, *args):
+        """Quiet: pytest shows failures, the server's access log would only be noise."""
+
+    def _handle(self):
+        body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        fake, method = self.fake, self.command
+        with fake._lock:
+            fake.requests.append((method, self.path, dict(self.headers)))
+        fault = fake.take_fault(method, self.path) or {"kind": None}
+        kind = fault["kind"]
+        if kind in ("drop-before", "drop-after"):
+            self.close_connection = True
+            if kind == "drop-before":
+                return
+        answer = _fault_answer(fault) or fake.dispatch(method, self.path, body, self.headers, self.headers["Host"])
+        if kind == "drop-after":
+            return
+        if kind == "slow":
+            time.sleep(fault.get("seconds", 1.0))
+        self._send(*answer)
+
+    def _send(self, status: int, payload, headers: dict) -> None:
+        data = json.dumps(payload).encode()
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json; charset=utf-8")
+            self.send_header("Content-Length", str(len(data)))
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass   # the client gave up waiting (a "slow" fault): nothing to answer to
+
+
+def _fault_answer(fault: dict) -> tuple[int, object, dict] | None:
+    """The answer a fault gives in place of the real one, or None when the request goes through."""
+    kind = fault["kind"]
+    if kind == "500":
+        return 500, {"message": "Server Error"}, {}
+    if kind == "429":
+        headers = {"Retry-After": str(fault["retry_after"])} if "retry_after" in fault else {}
+        return 429, {"message": "You have exceeded a secondary rate limit.", "documentation_url": DOCS}, headers
+    if kind == "403-rate":
+        reset = int(time.time()) + int(fault.get("reset_in", 60))
+        headers = {"X-RateLimit-Limit": "5000", "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(reset),
+                   "X-RateLimit-Resource": "core"}
+        return 403, {"message": "API rate limit exceeded for user ID 1.", "documentation_url": DOCS}, headers
+    if kind == "error":
+        return fault.get("status", 500), {"message": fault.get("message", "Error"), "documentation_url": DOCS}, {}
+    return None
+
+
+def _page(items: list, query: dict, url: str) -> tuple[int, list, dict]:
+    """One page of ``items`` as GitHub pages them (``per_page`` at most 100), with ``next``/``last`` links."""
+    per_page = max(1, min(int(query.get("per_page", 30)), 100))
+    page = max(1, int(query.get("page", 1)))
+    last = max(1, -(-len(items) // per_page))
+    links = []
+    if page < last:
+        links.append(f'<{url}?{urlencode({**query, "page": page + 1})}>; rel="next"')
+        links.append(f'<{url}?{urlencode({**query, "page": last})}>; rel="last"')
+    return 200, items[(page - 1) * per_page:page * per_page], {"Link": ", ".join(links)} if links else {}
+
+
+def _invalid(resource: str, code: str, field: str) -> tuple[int, dict, dict]:
+    error = {"resource": resource, "code": code, "field": field}
+    return 422, {"message": "Validation Failed", "errors": [error], "documentation_url": DOCS}, {}
+
+
+def _not_found() -> tuple[int, dict, dict]:
+    return 404, {"message": "Not Found", "documentation_url": DOCS}, {}
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
