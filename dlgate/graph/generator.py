@@ -65,13 +65,29 @@ class _State:
     #: Whether the input search's gradient steps reach each tensor's values (a float leaf,
     #: or computed from one through steerable operators); the others can only be re-sampled.
     steer: list = field(default_factory=list)
+    #: Whether each tensor holds only integer values (integer dtypes, Floor/Round outputs,
+    #: casts of integers): its bounds narrow to the integers inside a domain.
+    integral: list = field(default_factory=list)
 
-    def add_tensor(self, t: TensorType, bounds: tuple = UNBOUNDED, steer: bool | None = None) -> int:
+    def add_tensor(self, t: TensorType, bounds: tuple = UNBOUNDED, steer: bool | None = None,
+                   integral: bool | None = None) -> int:
         self.tensors.append(t)
         self.uses.append(0)
         self.ranges.append(bounds)
         self.steer.append(dt.is_float(t.dtype) if steer is None else steer)
+        self.integral.append(not dt.is_float(t.dtype) if integral is None else integral)
         return len(self.tensors) - 1
+
+
+def _integers_in(r: tuple, dom: tuple, open_domain: bool) -> tuple | None:
+    """The integer points of bounds ``r`` (already inside domain ``dom``), as bounds; a
+    domain end that ``r`` touches is excluded when the domain is open."""
+    lo, hi = r
+    if math.isfinite(lo):
+        lo = math.floor(lo) + 1 if (open_domain and lo == dom[0] and lo == math.floor(lo)) else math.ceil(lo)
+    if math.isfinite(hi):
+        hi = math.ceil(hi) - 1 if (open_domain and hi == dom[1] and hi == math.ceil(hi)) else math.floor(hi)
+    return (float(lo), float(hi)) if lo <= hi else None
 
 
 class Generator:
@@ -248,14 +264,14 @@ class Generator:
         outs = self._valid(spec, ins, a)
         if outs is None or outs[0] != target:
             return False
+        in_int = [not dt.is_float(t.dtype) for t in ins]
         bounds = (spec.value_range(a, [UNBOUNDED] * len(ins), ins) or [UNBOUNDED])[0]
         steer = self._steers(spec, [dt.is_float(t.dtype) for t in ins], outs[0])
-        for node in st.nodes:  # the placeholder's consumers must still be satisfiable
-            for k, t in enumerate(node.inputs):
-                if t == p and not self._input_ok(get(node.op), node.attrs, k, bounds, steer):
-                    return False
-        if st.steer[p] and not steer and self._restricted_below(st, p):
-            return False  # values the search could steer would become unsteerable
+        integral = self._integral(spec, in_int, outs[0])
+        old = st.ranges[p]
+        narrowed = (max(old[0], bounds[0]), min(old[1], bounds[1]))
+        if narrowed[0] > narrowed[1] or not self._propagate(st, p, narrowed, steer, integral):
+            return False  # some operator downstream could no longer see a valid value
         st.placeholders.remove(p)
         self._commit(st, spec, a, [None] * len(ins), ins, outs, replace=p)
         self.stats["z3_backward" if via_z3 else "backward"] += 1
@@ -288,43 +304,114 @@ class Generator:
         """Whether each existing input's known value bounds leave room in the operator's
         domain (no Acosh of a Sigmoid): models without any valid input are not generated."""
         for i, j in enumerate(ids):
-            if j is not None and not self._input_ok(spec, a, i, st.ranges[j], st.steer[j]):
+            if j is None:
+                continue
+            r = self._admit(spec, a, i, st.ranges[j], st.steer[j], st.integral[j])
+            if r is None or self._narrow_up(st, j, r, apply=False) is False:
                 return False
         return True
 
     @staticmethod
-    def _input_ok(spec: OpSpec, a: dict, i: int, bounds: tuple, steer: bool) -> bool:
-        """Whether a tensor with these value bounds can feed input ``i``. The input search
-        can move a steerable tensor into the domain, so bounds need only overlap it; a
-        tensor it cannot steer (a cast from integers, a Hardmax) must lie inside it, since
-        re-sampling rarely lands every element of a non-smooth path there (Atanh of a
-        boolean cast, a Hardmax as divisor)."""
-        dom = spec.input_domain(a, i)
-        if dom is not None and not (overlaps(bounds, dom) if steer else inside(bounds, dom)):
-            return False
-        return steer or not spec.input_nonzero(a, i) or excludes_zero(bounds)
+    def _narrow_up(st: _State, j: int, r: tuple, apply: bool = True) -> bool:
+        """Narrow tensor ``j`` to bounds ``r`` and, through operators that pass every input
+        value on (Identity, Reshape, Concat...), their inputs too; False when some tensor
+        would be left without any value (Asin of an Identity of x, and Acosh of x)."""
+        todo, seen = [(j, r)], {}
+        producer = {t: n for n in st.nodes for t in n.outputs}
+        while todo:
+            t, b = todo.pop()
+            cur = seen.get(t, st.ranges[t])
+            new = (max(cur[0], b[0]), min(cur[1], b[1]))
+            if new[0] > new[1]:
+                return False
+            if new == cur and t in seen:
+                continue
+            seen[t] = new
+            node = producer.get(t)
+            if node is not None and get(node.op).preserves_values:
+                vals = get(node.op).value_inputs
+                for i, u in enumerate(node.inputs):
+                    if (vals is None or i in vals) and dt.is_float(st.tensors[u].dtype):
+                        todo.append((u, new))
+        if apply:
+            for t, b in seen.items():
+                st.ranges[t] = b
+        return True
 
     @staticmethod
-    def _restricted_below(st: _State, p: int) -> bool:
-        """Whether a tensor downstream of ``p`` feeds an input with a domain or a
-        non-zero requirement (nodes are in insertion order, which backward insertion
-        breaks, hence the fixpoint)."""
-        below, grew = {p}, True
-        while grew:
-            grew = False
-            for node in st.nodes:
-                hit = [k for k, t in enumerate(node.inputs) if t in below]
-                if not hit:
-                    continue
-                spec = get(node.op)
-                if any(spec.input_domain(node.attrs, k) is not None or spec.input_nonzero(node.attrs, k)
-                       for k in hit):
-                    return True
-                for t in node.outputs:
-                    if t not in below:
-                        below.add(t)
-                        grew = True
-        return False
+    def _admit(spec: OpSpec, a: dict, i: int, bounds: tuple, steer: bool, integral: bool) -> tuple | None:
+        """The bounds a tensor keeps when it feeds input ``i`` in a valid run (narrowed to
+        the operator's domain, and to the integers inside it for integer-valued tensors),
+        or None when no valid run exists. The input search can move a steerable tensor, so
+        its bounds need only overlap the domain; one it cannot steer (a cast from integers,
+        a Hardmax) must lie inside it, since re-sampling rarely lands every element there."""
+        dom = spec.input_domain(a, i)
+        r = bounds
+        if dom is not None:
+            if not (overlaps(r, dom) if steer else inside(r, dom)):
+                return None
+            r = (max(r[0], dom[0]), min(r[1], dom[1]))
+            if integral:
+                r = _integers_in(r, dom, spec.open_domain)
+                if r is None:
+                    return None
+        if spec.input_nonzero(a, i):
+            if r == (0.0, 0.0) or (not steer and not excludes_zero(r)):
+                return None
+        return r
+
+    def _propagate(self, st: _State, p: int, bounds: tuple, steer: bool, integral: bool) -> bool:
+        """Backward insertion gives placeholder ``p`` new bounds: re-derive the bounds of
+        everything downstream (in dependency order) and check every operator on the way
+        still admits its inputs; on success the narrowed bounds are kept."""
+        ranges, steers, ints = dict(), dict(), dict()
+        ranges[p], steers[p], ints[p] = bounds, steer, integral
+        producer = {t: k for k, n in enumerate(st.nodes) for t in n.outputs}
+        pending = [k for k, n in enumerate(st.nodes) if p in n.inputs]
+        seen: set = set()
+        while pending:
+            # a node is ready when none of its inputs is produced by a node still pending
+            k = next(k for k in pending if not any(producer.get(t) in pending for t in st.nodes[k].inputs
+                                                   if producer.get(t) != k))
+            pending.remove(k)
+            if k in seen:
+                continue
+            seen.add(k)
+            node, spec = st.nodes[k], get(st.nodes[k].op)
+            get_r = lambda t: ranges.get(t, st.ranges[t])  # noqa: E731
+            admitted = []
+            for i, t in enumerate(node.inputs):
+                r = self._admit(spec, node.attrs, i, get_r(t), steers.get(t, st.steer[t]), ints.get(t, st.integral[t]))
+                if r is None:
+                    return False
+                admitted.append(r)
+            for t, r in zip(node.inputs, admitted):
+                if t in ranges:
+                    ranges[t] = r
+            ins = [st.tensors[t] for t in node.inputs]
+            outs = [st.tensors[t] for t in node.outputs]
+            new = spec.value_range(node.attrs, admitted, ins) or [UNBOUNDED] * len(outs)
+            in_steer = [steers.get(t, st.steer[t]) for t in node.inputs]
+            in_int = [ints.get(t, st.integral[t]) for t in node.inputs]
+            for t, o, b in zip(node.outputs, outs, new):
+                old = st.ranges[t]
+                ranges[t] = (max(old[0], b[0]), min(old[1], b[1]))
+                if ranges[t][0] > ranges[t][1]:
+                    return False
+                steers[t] = self._steers(spec, in_steer, o)
+                ints[t] = self._integral(spec, in_int, o)
+                pending += [c for c, n in enumerate(st.nodes) if t in n.inputs and c not in pending]
+        for t in ranges:
+            st.ranges[t], st.steer[t], st.integral[t] = ranges[t], steers[t], ints[t]
+        return True
+
+    @staticmethod
+    def _integral(spec: OpSpec, in_int: list, out: TensorType) -> bool:
+        if not dt.is_float(out.dtype) or spec.integral_out:
+            return True
+        vals = spec.value_inputs
+        carried = [x for i, x in enumerate(in_int) if vals is None or i in vals]
+        return bool(carried) and all(carried) and (spec.keeps_range or spec.onnx_op in ("Cast", "CastLike"))
 
     @staticmethod
     def _steers(spec: OpSpec, in_steer: list, out: TensorType) -> bool:
@@ -341,21 +428,24 @@ class Generator:
                 st.placeholders.append(j)
             st.uses[j] += 1
             in_ids.append(j)
-        bounds = spec.value_range(a, [st.ranges[j] for j in in_ids], ins) or [UNBOUNDED] * len(outs)
-        in_steer = [st.steer[j] for j in in_ids]
-        out_ids = [replace if (k == 0 and replace is not None) else st.add_tensor(t, b, self._steers(spec, in_steer, t))
-                   for k, (t, b) in enumerate(zip(outs, bounds))]
         for i, j in enumerate(in_ids):
             # valid runs keep an input inside its domain: narrow its bounds to it, so a
             # second consumer with a disjoint domain (Atanh and Acosh of one constant)
-            # is refused
-            dom = spec.input_domain(a, i)
-            if dom is not None:
-                st.ranges[j] = (max(st.ranges[j][0], dom[0]), min(st.ranges[j][1], dom[1]))
+            # is refused, and the outputs' bounds follow from the narrowed ones
+            r = self._admit(spec, a, i, st.ranges[j], st.steer[j], st.integral[j])
+            if r is not None:
+                self._narrow_up(st, j, r)
+        bounds = spec.value_range(a, [st.ranges[j] for j in in_ids], ins) or [UNBOUNDED] * len(outs)
+        in_steer = [st.steer[j] for j in in_ids]
+        in_int = [st.integral[j] for j in in_ids]
+        out_ids = [replace if (k == 0 and replace is not None)
+                   else st.add_tensor(t, b, self._steers(spec, in_steer, t), self._integral(spec, in_int, t))
+                   for k, (t, b) in enumerate(zip(outs, bounds))]
         if replace is not None:
             old = st.ranges[replace]
             st.ranges[replace] = (max(old[0], bounds[0][0]), min(old[1], bounds[0][1]))
             st.steer[replace] = self._steers(spec, in_steer, outs[0])
+            st.integral[replace] = self._integral(spec, in_int, outs[0])
         st.nodes.append(Node(spec.name, a, in_ids, out_ids))
 
     def _finalize(self, st: _State, seed: int, opset: int, rng: random.Random) -> Graph:

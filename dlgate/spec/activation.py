@@ -159,6 +159,7 @@ class HardSigmoid(Activation):
 
 
 class HardSwish(Activation):
+    out_range = (-0.375, INF)
     onnx_op = "HardSwish"
     min_opset = 14
 
@@ -168,6 +169,7 @@ class HardSwish(Activation):
 
 
 class Gelu(Activation):
+    out_range = (-0.18, INF)  # its minimum is about -0.1700
     onnx_op = "Gelu"
     min_opset = 20
 
@@ -212,6 +214,7 @@ class ThresholdedRelu(Activation):
 
 
 class Mish(Activation):
+    out_range = (-0.31, INF)  # its minimum is about -0.3088
     onnx_op = "Mish"
     min_opset = 18
     fn = F.mish
@@ -255,6 +258,7 @@ class Hardmax(AxisActivation):
     """One-hot of the *first* maximum along ``axis`` (ONNX's tie-breaking, and NumPy's
     argmax, which treats the first NaN as the maximum), computed without relying on
     PyTorch's own argmax tie-breaking."""
+    integral_out = True
     out_range = (0.0, 1.0)
     jumps = True
     steerable = False

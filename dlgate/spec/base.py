@@ -258,6 +258,14 @@ class OpSpec:
     #: +1 (non-decreasing) or -1 (non-increasing) for single-input element-wise operators:
     #: ``value_range`` then maps the input's bounds through the function itself.
     monotone: ClassVar[int] = 0
+    #: True when every value of every (value) input appears in an output (Identity,
+    #: Reshape, Transpose, Concat, Tile...): bounds learnt on the output hold for the inputs.
+    preserves_values: ClassVar[bool] = False
+    #: Whether the domain's finite ends are excluded (Log's 0, Atanh's +-1) or included
+    #: (Sqrt's 0, Asin's +-1, Acosh's 1).
+    open_domain: ClassVar[bool] = True
+    #: True when the outputs only ever hold integer values (Floor, Round, Sign, Hardmax).
+    integral_out: ClassVar[bool] = False
     #: Values input 0 must be able to take (e.g. (1, inf) for Acosh); see ``input_domain``.
     domain: ClassVar[tuple | None] = None
     #: True for operators whose output jumps at some input values (Floor, Sign, comparisons,

@@ -155,6 +155,7 @@ class Clip(SameType):
     ``min <= max``: torch.clamp and ONNX both give ``max`` otherwise, but runtimes that
     implement Clip as ``std::clamp`` are undefined there.
     """
+    monotone = 1
 
     onnx_op = "Clip"
     dtypes = same_dtype_sigs(dt.NUMERIC, 1)
@@ -201,6 +202,7 @@ class Clip(SameType):
 
 
 class Identity(SameType):
+    preserves_values = True
     keeps_range = True
     onnx_op = "Identity"
     dtypes = tuple((t,) for t in dt.ALL)

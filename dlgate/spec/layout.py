@@ -78,6 +78,7 @@ class Layout(OpSpec):
 class Reshape(Layout):
     """The target ``shape`` is sampled by factoring the element count; ``spec`` is how it
     is written (0 = copy the input dim, -1 = infer). ``allowzero`` is absent or 0."""
+    preserves_values = True
 
     onnx_op = "Reshape"
     ranks = (0, 1, 2, 3, 4, 5)
@@ -130,6 +131,7 @@ class Reshape(Layout):
 
 
 class Flatten(Layout):
+    preserves_values = True
     onnx_op = "Flatten"
 
     def sample(self, ctx, ins):
@@ -166,6 +168,7 @@ class Flatten(Layout):
 
 class Transpose(Layout):
     """``omit``: the perm attribute is left out, which means reversing the dims."""
+    preserves_values = True
 
     onnx_op = "Transpose"
 
@@ -200,6 +203,7 @@ class Transpose(Layout):
 class Squeeze(Layout):
     """``axes`` are size-1 dims; ``omit``: the axes input is left out (squeeze every 1-dim),
     only when ``axes`` are exactly the size-1 dims."""
+    preserves_values = True
 
     onnx_op = "Squeeze"
 
@@ -257,6 +261,7 @@ class Squeeze(Layout):
 
 class Unsqueeze(Layout):
     """``axes`` index the output; written in any order, some negative."""
+    preserves_values = True
 
     onnx_op = "Unsqueeze"
     ranks = (0, 1, 2, 3, 4)
@@ -307,6 +312,7 @@ class Unsqueeze(Layout):
 class Expand(Layout):
     """Bidirectional broadcasting with the constant ``shape``: it may be shorter than the
     input and hold 1s where the input's dim is kept."""
+    preserves_values = True
 
     onnx_op = "Expand"
     ranks = (0, 1, 2, 3, 4, 5)
@@ -350,6 +356,7 @@ class Expand(Layout):
 
 
 class Tile(Layout):
+    preserves_values = True
     onnx_op = "Tile"
 
     def sample(self, ctx, ins):
@@ -378,6 +385,7 @@ class Tile(Layout):
 
 class Concat(Layout):
     """Two inputs (``Concat3``: three) that differ only along ``axis``."""
+    preserves_values = True
 
     onnx_op = "Concat"
     arity = 2
@@ -508,6 +516,7 @@ class Split3(Split):
 
 class BlockOp(Layout):
     """Rank 4 NCHW with a ``blocksize`` in 1..4 (mostly > 1)."""
+    preserves_values = True
 
     ranks = (4,)
     to_space: bool = True  # DepthToSpace: C -> C/b^2, H, W -> H*b, W*b

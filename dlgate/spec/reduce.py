@@ -280,6 +280,19 @@ class ReduceLogSumExp(Reduce):
     def fn(self, x, dims, keep):
         return torch.logsumexp(x, dims, keepdim=keep)
 
+    def value_range(self, a, ranges, ins):
+        # max(x) <= logsumexp(x) <= max(x) + log(n) and logsumexp(x) >= min(x) + log(n)
+        import math
+
+        lo, hi = ranges[0]
+        x = ins[0]
+        axes = a.get("axes")
+        dims = range(x.rank) if axes is None else [ax % x.rank for ax in axes] if x.rank else []
+        n = 1
+        for d in dims:
+            n *= x.shape[d]
+        return [(lo + math.log(n), hi + math.log(n))]
+
     def losses(self, a, x):
         xd = x.double()
         lse = torch.logsumexp(xd, self._dims(a, x)) if x.dim() else xd

@@ -66,6 +66,7 @@ class Neg(Unary):
 
 
 class Sign(Unary):
+    integral_out = True
     out_range = (-1.0, 1.0)
     onnx_op = "Sign"
     jumps = True
@@ -98,6 +99,7 @@ class Log(Unary):
 
 
 class Sqrt(Unary):
+    open_domain = False
     monotone = 1
     domain = (0.0, INF)
     out_range = (0.0, INF)
@@ -141,6 +143,7 @@ class Tan(Unary):
 
 
 class Asin(Unary):
+    open_domain = False
     monotone = 1
     domain = (-1.0, 1.0)
     out_range = (-1.6, 1.6)
@@ -154,6 +157,7 @@ class Asin(Unary):
 
 
 class Acos(Unary):
+    open_domain = False
     monotone = -1
     domain = (-1.0, 1.0)
     out_range = (0.0, 3.2)
@@ -205,6 +209,7 @@ class Asinh(Unary):
 
 
 class Acosh(Unary):
+    open_domain = False
     monotone = 1
     domain = (1.0, INF)
     onnx_op = "Acosh"
@@ -229,6 +234,7 @@ class Atanh(Unary):
 
 
 class Floor(Unary):
+    integral_out = True
     monotone = 1
     onnx_op = "Floor"
     jumps = True
@@ -239,6 +245,7 @@ class Floor(Unary):
 
 
 class Ceil(Unary):
+    integral_out = True
     monotone = 1
     onnx_op = "Ceil"
     jumps = True
@@ -249,6 +256,7 @@ class Ceil(Unary):
 
 
 class Round(Unary):
+    integral_out = True
     monotone = 1
     onnx_op = "Round"  # half to even in both ONNX and PyTorch
     jumps = True
