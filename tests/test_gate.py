@@ -391,3 +391,8 @@ def test_without_a_config_the_embedded_default_runs(tmp_path):
     v = verdict(out)
     assert v["campaign"] == "default" and v["cases"] == 2 and v["backends"] == ["onnxruntime[cpu]"]
     assert C.embedded_default().backends == ["tvm"] and C.embedded_default().reference == "torch"
+
+
+def test_the_readme_config_reference_is_current():
+    readme = open(os.path.join(REPO, "README.md")).read()
+    assert C.reference_markdown() in readme, "regenerate it with `dlgate config --reference`"

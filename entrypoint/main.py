@@ -1,0 +1,617 @@
+#!/usr/bin/env python3
+"""The dlgate GitHub Action's entrypoint: the runner's environment in, ``dlgate run`` out.
+
+GitHub starts the action's container with the inputs as ``INPUT_<NAME>`` variables, the
+event as a JSON file (``GITHUB_EVENT_PATH``) and files to write outputs and the job
+summary to. This script, the image's ENTRYPOINT (exec form: a shell in between would drop
+the hyphenated ``INPUT_OPEN-ISSUES``), does in order:
+
+1. masks the token, before anything else is printed;
+2. reads the event: a pull request is seeded by its head commit, anything else by
+   ``GITHUB_SHA``;
+3. installs the compiler under test (``compiler`` input) with pip;
+4. runs ``dlgate run`` (or ``dlgate merge``) inside a log group;
+5. turns ``verdict.json`` into annotations and step outputs;
+6. on trusted events only, opens issues (``dlgate issues``) and updates the baseline.
+
+Its exit status is dlgate's: 0 no new failures, 1 new failures, 2 usage or configuration
+error, 3 dlgate's own internal error.
+
+Security rules, each enforced in one place below: inputs become argument lists passed
+to subprocess without a shell, as ``--flag=value`` so that no value can turn into an
+option; values that would become pip options are refused; every line printed is either a
+workflow command whose data is escaped or a log line with its line breaks escaped, and
+what dlgate, pip and the compiler print runs between ``::stop-commands::`` markers, so
+none of it can issue workflow commands; the token, ``INPUT_*`` and the runner's other
+credentials are removed from the environment of everything but ``dlgate issues``; the
+compiler under test runs as the owner of the workspace, not as root. Standard library and
+dlgate only.
+"""
+from __future__ import annotations
+
+import glob
+import json
+import os
+import re
+import secrets
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from dataclasses import dataclass, field
+
+#: The action's own files (/app in the image): configs/ is the fallback for ``config``.
+ACTION_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+VERDICT_OF_EXIT = {EXIT_OK: "pass", EXIT_FAIL: "fail", EXIT_USAGE: "usage-error", EXIT_INTERNAL: "internal-error"}
+FAIL_ON = ("new", "any", "none")
+#: Events whose runs may write to the repository (issues, the baseline): the code that
+#: runs comes from the default branch, not from a pull request.
+TRUSTED_EVENTS = ("schedule", "workflow_dispatch")
+PR_EVENTS = ("pull_request", "pull_request_target", "pull_request_review", "pull_request_review_comment")
+#: GitHub shows at most 10 error and 10 warning annotations per step; more only clutter the log.
+MAX_ANNOTATIONS = 10
+#: Variables no child but ``dlgate issues`` may see: the inputs (the token among them), and
+#: the runner's credentials for its cache, artifact and OIDC services.
+_SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|^ACTIONS_(RUNTIME|CACHE|RESULTS|ID_TOKEN)_", re.IGNORECASE)
+_REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
+_SHARD = re.compile(r"^[0-9]+/[0-9]+$")
+
+
+class InputError(Exception):
+    """An input the action cannot use: reported as an error annotation, exit status 2."""
+
+
+# ---------------------------------------------------------------- workflow commands
+
+
+def escape_data(text: str) -> str:
+    """Escape a workflow command's message: the runner unescapes these three, and a raw line
+    break would end the command and let the rest start a command of its own."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    """Escape a workflow command's property value, where ':' and ',' are delimiters too."""
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def command(name: str, message: str = "", **props) -> str:
+    """One workflow command line, e.g. ``::error title=T::message``."""
+    p = ",".join(f"{k}={escape_property(str(v))}" for k, v in props.items() if v not in (None, ""))
+    return f"::{name}{' ' + p if p else ''}::{escape_data(message)}"
+
+
+def emit(line: str) -> None:
+    """Print a workflow command (built by :func:`command`); flushed, so it precedes what a
+    child process prints next."""
+    print(line, flush=True)
+
+
+def log(message: str) -> None:
+    """Print a plain log line. Line breaks are escaped so that text from an input can never
+    begin a line of its own, which the runner would read as a workflow command."""
+    emit("dlgate: " + message.replace("\r", "\\r").replace("\n", "\\n"))
+
+
+def mask(token: str) -> None:
+    """Ask the runner to hide the token in the log: the whole value and, should it span
+    lines, each line too, since the runner matches a mask within one line of output."""
+    parts = [token.strip()] + [x.strip() for x in token.splitlines()]
+    for part in dict.fromkeys(x for x in parts if x):
+        emit(command("add-mask", part))
+
+
+# ---------------------------------------------------------------- inputs and context
+
+
+def get_input(env: dict, name: str) -> str:
+    """An input's value, stripped; "" when unset. GitHub names the variable ``INPUT_`` plus
+    the name upper-cased with spaces as underscores and hyphens kept (``INPUT_OPEN-ISSUES``);
+    the underscore spelling (``INPUT_OPEN_ISSUES``) is accepted too, for ``docker run -e``
+    and shells, which cannot export a name with a hyphen."""
+    key = "INPUT_" + name.replace(" ", "_").upper()
+    for k in (key, key.replace("-", "_")):
+        value = env.get(k)
+        if value is not None and value.strip():
+            return value.strip()
+    return ""
+
+
+def get_bool(env: dict, name: str) -> bool:
+    """A boolean input, with the spellings of YAML 1.2's core schema, as actions/core reads them."""
+    value = get_input(env, name)
+    if value in ("", "false", "False", "FALSE"):
+        return False
+    if value in ("true", "True", "TRUE"):
+        return True
+    raise InputError(f"{name}: expected true or false, got {value!r}")
+
+
+@dataclass
+class Context:
+    """What the run needs from GitHub's environment."""
+
+    event_name: str = ""
+    event: dict = field(default_factory=dict)
+    repository: str = ""
+    sha: str = ""
+    ref: str = ""
+    workspace: str = "."
+
+
+def load_context(env: dict) -> Context:
+    event: dict = {}
+    path = env.get("GITHUB_EVENT_PATH")
+    if path:
+        try:
+            with open(path, encoding="utf-8") as f:
+                event = json.load(f)
+        except (OSError, ValueError) as e:
+            log(f"cannot read the event file {path}: {e}; seeding from GITHUB_SHA")
+    return Context(event_name=env.get("GITHUB_EVENT_NAME", ""), event=event if isinstance(event, dict) else {},
+                   repository=env.get("GITHUB_REPOSITORY", ""), sha=env.get("GITHUB_SHA", ""),
+                   ref=env.get("GITHUB_REF", ""), workspace=env.get("GITHUB_WORKSPACE") or os.getcwd())
+
+
+def pull_request(ctx: Context) -> dict | None:
+    pr = ctx.event.get("pull_request")
+    return pr if ctx.event_name in PR_EVENTS and isinstance(pr, dict) else None
+
+
+def _repo_name(side: dict) -> str | None:
+    repo = (side or {}).get("repo")
+    return repo.get("full_name") if isinstance(repo, dict) else None
+
+
+def is_fork(pr: dict) -> bool:
+    """Whether a pull request comes from another repository. A deleted fork (head.repo null)
+    counts as one: nothing shows that its code is the base repository's."""
+    head = _repo_name(pr.get("head") or {})
+    return head is None or head != _repo_name(pr.get("base") or {})
+
+
+def seed_commit(ctx: Context) -> str:
+    """The commit that seeds the batch: a pull request's head commit (GITHUB_SHA is then the
+    temporary merge commit, new for every change of the base branch), else GITHUB_SHA."""
+    pr = pull_request(ctx)
+    if pr is not None:
+        head, base = (pr.get("head") or {}).get("sha", ""), (pr.get("base") or {}).get("sha", "")
+        log(f"pull request #{pr.get('number')}: base {base[:12]}, head {head[:12]}"
+            f"{' (from a fork)' if is_fork(pr) else ''}")
+        if head:
+            return head
+    return ctx.sha
+
+
+def trusted_event(ctx: Context) -> tuple:
+    """(trusted, why): whether this event may open issues or update the baseline. Only
+    events that run the default branch's code are: a push to the default branch, schedule and
+    workflow_dispatch. A pull request never is, from a fork (its token is read-only and its
+    code is anyone's) or not (its failures are reported on the pull request itself)."""
+    name = ctx.event_name
+    pr = pull_request(ctx)
+    if name in PR_EVENTS:
+        if pr is not None and is_fork(pr):
+            return False, (f"{name} event from a fork ({_repo_name(pr.get('head') or {}) or 'a deleted repository'} "
+                           f"into {_repo_name(pr.get('base') or {})}): a fork's pull request never gets a write token")
+        return False, f"{name} event: a pull request's failures are reported on the pull request, not as issues"
+    if name in TRUSTED_EVENTS:
+        return True, f"{name} event"
+    if name == "push":
+        default = (ctx.event.get("repository") or {}).get("default_branch")
+        if default and ctx.ref == f"refs/heads/{default}":
+            return True, f"push to the default branch {default}"
+        return False, f"push to {ctx.ref or 'an unknown ref'}, not to the default branch {default or '(unknown)'}"
+    return False, (f"{name or 'unknown'} event: only a push to the default branch, schedule and workflow_dispatch "
+                   f"are trusted")
+
+
+# ---------------------------------------------------------------- the plan
+
+
+@dataclass
+class Plan:
+    """Everything decided from the inputs before anything runs."""
+
+    dlgate_args: list
+    out: str  # as given: relative to the workspace, or absolute
+    shard: str = ""
+    requirements: list = field(default_factory=list)
+    open_issues: bool = False
+    issue_repo: str = ""
+    update_baseline: bool = False
+    baseline: str = ""
+
+
+def _no_option(name: str, value: str) -> str:
+    """Refuse a path-like value that a program would read as an option."""
+    if value.startswith("-"):
+        raise InputError(f"{name}: {value!r} starts with '-'")
+    return value
+
+
+def resolve_config(value: str, workspace: str) -> str:
+    """The campaign file: in the workspace (relative paths stay relative, as dlgate runs in
+    the workspace), else the action's own configs/ (configs/pr.yaml, weekly.yaml, gpu.yaml)."""
+    _no_option("config", value)
+    if os.path.isfile(os.path.join(workspace, value)):
+        return value
+    own = os.path.realpath(os.path.join(ACTION_ROOT, value))
+    configs = os.path.join(os.path.realpath(ACTION_ROOT), "configs")
+    if not os.path.isabs(value) and own.startswith(configs + os.sep) and os.path.isfile(own):
+        log(f"config {value}: not in the workspace, using the action's own {own}")
+        return own
+    shipped = ", ".join(f"configs/{n}" for n in sorted(os.listdir(configs))) if os.path.isdir(configs) else "none"
+    raise InputError(f"config: {value} is neither in the workspace nor among the action's campaigns ({shipped})")
+
+
+def compiler_requirements(text: str, workspace: str) -> list:
+    """pip arguments for the ``compiler`` input, one per line: a requirement, or a wheel path
+    in the workspace (a glob matching one file). Anything that pip could read as an option
+    (a token starting with '-': --index-url, -r, -e...) is refused, so the input can name a
+    build but not redirect pip to another index or file."""
+    reqs = []
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if any(tok.startswith("-") for tok in line.split()):
+            raise InputError(f"compiler: {line!r} looks like a pip option; give a requirement or a wheel path")
+        if line.endswith(".whl") and "://" not in line:
+            matches = sorted(glob.glob(os.path.join(glob.escape(workspace), line)))
+            if len(matches) != 1:
+                raise InputError(f"compiler: {line} matches {len(matches)} files in the workspace, expected one wheel")
+            line = os.path.abspath(matches[0])
+        reqs.append(line)
+    return reqs
+
+
+def merge_dirs(text: str, workspace: str) -> list:
+    """Shard output folders for ``merge``: globs relative to the workspace, each matching at
+    least one folder, in a stable order."""
+    dirs = []
+    for pattern in text.split():
+        _no_option("merge", pattern)
+        matches = glob.glob(os.path.join(glob.escape(workspace), pattern))
+        found = sorted(os.path.relpath(m, workspace) for m in matches if os.path.isdir(m))
+        if not found:
+            raise InputError(f"merge: {pattern} matches no folder in the workspace")
+        dirs += [d for d in found if d not in dirs]
+    return dirs
+
+
+def plan(env: dict, ctx: Context) -> Plan:
+    """Read and check every input; the ``dlgate`` argument list. Every value is passed as
+    ``--flag=value``, so even a value starting with '-' stays a value."""
+    out = _no_option("output-dir", get_input(env, "output-dir") or "dlgate-out")
+    fail_on = get_input(env, "fail-on")
+    if fail_on and fail_on not in FAIL_ON:
+        raise InputError(f"fail-on: expected one of {', '.join(FAIL_ON)}, got {fail_on!r}")
+    shard = get_input(env, "shard")
+    if shard and not _SHARD.match(shard):
+        raise InputError(f"shard: expected I/N (e.g. 2/3), got {shard!r}")
+    p = Plan([], out, shard=shard, requirements=compiler_requirements(get_input(env, "compiler"), ctx.workspace),
+             open_issues=get_bool(env, "open-issues"), update_baseline=get_bool(env, "update-baseline"),
+             baseline=get_input(env, "baseline"))
+    p.issue_repo = get_input(env, "issue-repo") or ctx.repository
+    if p.open_issues and not _REPO.match(p.issue_repo):
+        raise InputError(f"issue-repo: expected OWNER/NAME, got {p.issue_repo!r}")
+    merge = get_input(env, "merge")
+    if merge:
+        p.shard = ""
+        ignored = [n for n in ("seed", "shard", "models", "campaign", "reference", "corpus", "fail-on")
+                   if get_input(env, n)]
+        if ignored:
+            log(f"merge: ignoring {', '.join(ignored)}: a merge takes the shards' own settings")
+        p.dlgate_args = ["merge", f"--out={out}", "--", *merge_dirs(merge, ctx.workspace)]
+        return p
+    args = ["run", f"--config={resolve_config(get_input(env, 'config') or 'configs/pr.yaml', ctx.workspace)}",
+            f"--out={out}", "--no-progress"]
+    seed = get_input(env, "seed")
+    commit = seed_commit(ctx)
+    if seed:
+        args.append(f"--seed={seed}")
+    elif commit:
+        args.append(f"--commit={commit}")
+    for name in ("campaign", "models", "shard", "reference", "baseline", "corpus", "fail-on"):
+        value = get_input(env, name)
+        if value:
+            args.append(f"--{name}={value}")
+    p.dlgate_args = args
+    return p
+
+
+# ---------------------------------------------------------------- running children
+
+
+def child_env(env: dict) -> dict:
+    """The environment of pip, dlgate and so of the compiler under test: without the inputs
+    (the token is one) and without the runner's credentials."""
+    return {k: v for k, v in env.items() if not k.startswith("INPUT_") and not _SECRET_NAME.search(k)}
+
+
+def run_as(workspace: str, env: dict, python: str = sys.executable) -> tuple | None:
+    """(uid, gid, home) to run models and the compiler under test as: the workspace's owner,
+    when this runs as root (as GitHub starts Docker actions) and the workspace is someone
+    else's (the runner's user). The compiler then cannot touch the image or read this
+    process's environment, and the files it leaves in the workspace belong to the runner,
+    which can clean them up. None, run as we are: not root, a root-owned workspace, or an
+    interpreter that user cannot run (checked, so that a drop never breaks the gate)."""
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        return None
+    st = os.stat(workspace)
+    if st.st_uid == 0:
+        return None
+    home = env.get("HOME", "")
+    if not (home and os.path.isdir(home) and os.stat(home).st_uid == st.st_uid):
+        home = tempfile.mkdtemp(prefix="dlgate-home-")  # caches of dlgate, torch and TVM go there
+        os.chown(home, st.st_uid, st.st_gid)
+    ids = (st.st_uid, st.st_gid, home)
+    kwargs, probe_env = user_kwargs(ids, child_env(env))
+    try:
+        ok = subprocess.run([python, "-c", "import dlgate"], cwd=workspace, env=probe_env,
+                            stdin=subprocess.DEVNULL, capture_output=True, check=False, **kwargs).returncode == 0
+    except OSError:
+        ok = False
+    if not ok:
+        log(f"cannot run dlgate as the workspace's owner (uid {st.st_uid}): its interpreter is not usable by that "
+            f"user; running as root")
+        return None
+    return ids
+
+
+def user_kwargs(ids: tuple | None, env: dict) -> tuple:
+    """(subprocess keyword arguments, environment) to run a child as ``ids`` (uid, gid, home)."""
+    if ids is None:
+        return {}, env
+    return {"user": ids[0], "group": ids[1], "extra_groups": []}, dict(env, HOME=ids[2])
+
+
+def call(args: list, title: str, cwd: str, env: dict, ids: tuple | None = None) -> int:
+    """Run one child inside a log group. What it prints (pip's, dlgate's and the compiler's
+    output) is fenced by ``::stop-commands::``, so none of it is taken as a workflow command."""
+    emit(command("group", title))
+    log("$ " + " ".join(shlex.quote(a) for a in args))
+    fence = secrets.token_hex(16)
+    emit(f"::stop-commands::{fence}")
+    kwargs, env = user_kwargs(ids, env)
+    try:
+        # stderr joins stdout: one stream keeps the child's lines in order inside the group and the fence.
+        return subprocess.run(args, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stderr=subprocess.STDOUT,
+                              check=False, **kwargs).returncode
+    finally:
+        emit(f"::{fence}::")
+        emit("::endgroup::")
+
+
+def dlgate(*args: str) -> list:
+    return [sys.executable, "-m", "dlgate", *args]
+
+
+def install_compiler(p: Plan, ctx: Context, env: dict) -> int:
+    """pip-install the build under test into dlgate's environment, as an argument list."""
+    if not p.requirements:
+        return EXIT_OK
+    args = [sys.executable, "-m", "pip", "install", "--no-input", "--disable-pip-version-check", *p.requirements]
+    rc = call(args, "dlgate: install the compiler under test", ctx.workspace, child_env(env))
+    if rc != 0:
+        emit(command("error", f"pip could not install the compiler under test ({', '.join(p.requirements)}): "
+                              f"exit status {rc}; see the log group above", title="dlgate: compiler install failed"))
+        return EXIT_USAGE
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------- results
+
+
+def out_path(p: Plan, ctx: Context, *parts: str) -> str:
+    """A path in the output folder, on this machine."""
+    return os.path.join(ctx.workspace, p.out, *parts)
+
+
+def display_path(p: Plan, *parts: str) -> str:
+    """A path in the output folder as later steps see it: relative to the workspace (whose
+    absolute path differs between this container and the runner), or absolute if given so."""
+    return os.path.normpath(os.path.join(p.out, *parts))
+
+
+def read_verdict(p: Plan, ctx: Context, since: float) -> dict | None:
+    """This run's verdict.json; None when it wrote none (a usage error, a crash) or the file
+    is an older run's."""
+    path = out_path(p, ctx, "verdict.json")
+    try:
+        if os.path.getmtime(path) < since:
+            return None
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def normalize_exit(rc: int) -> int:
+    """dlgate's statuses pass through; anything else (killed by a signal, 130 on an
+    interrupt) is an internal error."""
+    return rc if rc in VERDICT_OF_EXIT else EXIT_INTERNAL
+
+
+def outputs(p: Plan, rc: int, verdict: dict | None) -> dict:
+    """The step outputs. The verdict is verdict.json's when it agrees with the exit status
+    (a crash after the report was written is an internal error whatever the report says)."""
+    v = verdict or {}
+    return {"verdict": v["result"] if v.get("exit_code") == rc and v.get("result") else VERDICT_OF_EXIT[rc],
+            "new-failures": str(len(v.get("new") or []) + len(v.get("regressions") or [])),
+            "junit": display_path(p, "junit.xml"), "summary": display_path(p, "summary.md"),
+            "repros": display_path(p, "cases")}
+
+
+def write_outputs(env: dict, values: dict) -> None:
+    """Append the step outputs to $GITHUB_OUTPUT in the ``name<<DELIMITER`` form, with a
+    random delimiter that the value does not contain, so no value can end its own entry and
+    forge another output. Without $GITHUB_OUTPUT (a local ``docker run``) they are logged."""
+    path = env.get("GITHUB_OUTPUT")
+    if not path:
+        for name, value in values.items():
+            log(f"output {name}={value}")
+        return
+    with open(path, "a", encoding="utf-8") as f:
+        for name, value in values.items():
+            delim = f"ghadelimiter_{secrets.token_hex(16)}"
+            while delim in value:
+                delim = f"ghadelimiter_{secrets.token_hex(16)}"
+            f.write(f"{name}<<{delim}\n{value}\n{delim}\n")
+
+
+def _first_line(text: str, n: int = 300) -> str:
+    line = (text or "").strip().splitlines()[0] if (text or "").strip() else ""
+    return line if len(line) <= n else line[: n - 1] + "…"
+
+
+def annotations(verdict: dict, p: Plan) -> list:
+    """One ``::error`` per failure signature that fails the check (new failures and
+    regressions under ``fail_on: new``, every failure under ``any``) and one ``::warning``
+    per other new, regressed or pre-existing one; known and flaky ones are in the summary
+    only. At most MAX_ANNOTATIONS of each kind, then one line saying how many more."""
+    fail_on = verdict.get("fail_on", "new")
+    lines = {"error": [], "warning": []}
+    for key, cls in (("new", "new"), ("regressions", "regression"), ("pre_existing", "pre-existing"),
+                     ("known", "known")):
+        for g in verdict.get(key) or []:
+            fails = fail_on == "any" or (fail_on == "new" and key in ("new", "regressions"))
+            if key == "known" and not fails:
+                continue
+            kind = "error" if fails else "warning"
+            cases = g.get("cases") or []
+            msg = (f"[{g.get('signature')}] in {len(cases)} case(s)"
+                   f"{', e.g. ' + cases[0] if cases else ''}: {_first_line(g.get('detail', ''))}")
+            if g.get("bundles"):
+                spec = str(g.get("backend", "")).replace("[cpu]", "").replace("[", ":").replace("]", "")
+                msg += f"\nreproduce: dlgate check {shlex.quote(display_path(p, g['bundles'][0]))} --backend {spec}"
+            lines[kind].append(command(kind, msg, title=f"dlgate {cls} failure: {g.get('backend')} {g.get('verdict')}"))
+    result = []
+    for kind, found in lines.items():
+        result += found[:MAX_ANNOTATIONS]
+        if len(found) > MAX_ANNOTATIONS:
+            result.append(command(kind, f"{len(found) - MAX_ANNOTATIONS} more {kind}s: see the job summary",
+                                  title="dlgate: more failures"))
+    return result
+
+
+# ---------------------------------------------------------------- trusted follow-ups
+
+
+def open_issues(p: Plan, ctx: Context, env: dict, token: str, rc: int) -> None:
+    """``dlgate issues`` for a finished run on a trusted event, with the token in its
+    environment (GITHUB_TOKEN) only, never on its command line. Its failure is a warning:
+    the gate's verdict stands."""
+    trusted, why = trusted_event(ctx)
+    if not trusted:
+        log(f"not opening issues: {why}")
+        return
+    if rc not in (EXIT_OK, EXIT_FAIL):
+        log(f"not opening issues: the run did not finish (exit status {rc})")
+        return
+    if not token:
+        emit(command("warning", "open-issues is true but github-token is empty", title="dlgate: no token"))
+        return
+    # The API URL reaches it as GITHUB_API_URL (GitHub Enterprise included), kept in child_env().
+    args = dlgate("issues", f"--results={p.out}", f"--repo={p.issue_repo}")
+    log(f"opening issues in {p.issue_repo} ({why})")
+    # As this process's user, not the workspace's owner: a process that the compiler under test
+    # left behind runs as that owner and could read the environment of a child running as it.
+    got = call(args, "dlgate issues", ctx.workspace, dict(child_env(env), GITHUB_TOKEN=token))
+    if got != 0:
+        emit(command("warning", f"dlgate issues failed (exit status {got}); the gate's verdict is unchanged",
+                     title="dlgate: issues not opened"))
+
+
+def update_baseline(p: Plan, ctx: Context, env: dict, rc: int, ids: tuple | None) -> None:
+    """``dlgate baseline update`` after a complete run or merge on a trusted event: a pull
+    request must never accept its own failures."""
+    trusted, why = trusted_event(ctx)
+    if not trusted:
+        log(f"not updating the baseline: {why}")
+        return
+    if p.shard:
+        log("not updating the baseline: this is one shard; update it after `merge`")
+        return
+    if rc not in (EXIT_OK, EXIT_FAIL):
+        log(f"not updating the baseline: the run did not finish (exit status {rc})")
+        return
+    baseline = p.baseline or _manifest_baseline(out_path(p, ctx, "run.json"))
+    if not baseline:
+        emit(command("warning", "update-baseline is true but neither the baseline input nor the campaign names a "
+                                "baseline file", title="dlgate: no baseline"))
+        return
+    got = call(dlgate("baseline", "update", f"--baseline={baseline}", "--", p.out), "dlgate baseline update",
+               ctx.workspace, child_env(env), ids)
+    if got != 0:
+        emit(command("warning", f"dlgate baseline update failed (exit status {got})",
+                     title="dlgate: baseline not updated"))
+
+
+def _manifest_baseline(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8") as f:
+            return (json.load(f).get("config") or {}).get("baseline") or ""
+    except (OSError, ValueError, AttributeError):
+        return ""
+
+
+# ---------------------------------------------------------------- main
+
+
+def gate(env: dict, token: str) -> int:
+    """The whole step after masking; its exit status."""
+    ctx = load_context(env)
+    try:
+        p = plan(env, ctx)
+    except InputError as e:
+        emit(command("error", str(e), title="dlgate: bad input"))
+        out = get_input(env, "output-dir")
+        out = out if out and not out.startswith("-") else "dlgate-out"
+        write_outputs(env, outputs(Plan([], out), EXIT_USAGE, None))
+        return EXIT_USAGE
+    rc = install_compiler(p, ctx, env)
+    if rc != EXIT_OK:
+        write_outputs(env, outputs(p, rc, None))
+        return rc
+    ids = run_as(ctx.workspace, env)
+    if ids is not None:
+        log(f"running the compiler under test as uid {ids[0]}, gid {ids[1]} (the workspace's owner), not as root")
+    started = time.time() - 1  # file times may be coarser than time.time()
+    rc = normalize_exit(call(dlgate(*p.dlgate_args), f"dlgate {p.dlgate_args[0]}", ctx.workspace,
+                             child_env(env), ids))
+    verdict = read_verdict(p, ctx, started) if rc != EXIT_USAGE else None
+    for line in annotations(verdict, p) if verdict else []:
+        emit(line)
+    if rc == EXIT_INTERNAL:
+        emit(command("error", "dlgate's own internal error (a defect in dlgate, not a failure of the compiler under "
+                              "test): see the log group above", title="dlgate: internal error"))
+    write_outputs(env, outputs(p, rc, verdict))
+    if p.open_issues:
+        open_issues(p, ctx, env, token, rc)
+    if p.update_baseline:
+        update_baseline(p, ctx, env, rc, ids)
+    log(f"verdict: {outputs(p, rc, verdict)['verdict']} (exit status {rc})")
+    return rc
+
+
+def main(env: dict | None = None) -> int:
+    env = dict(os.environ) if env is None else env
+    token = get_input(env, "github-token")
+    mask(token)  # first: nothing may print before the runner knows what to hide
+    try:
+        return gate(env, token)
+    except Exception:  # a defect of this script: exit status 3, never read as a compiler failure
+        traceback.print_exc()
+        emit(command("error", "the dlgate action's entrypoint failed: see the traceback in the log",
+                     title="dlgate: internal error"))
+        return EXIT_INTERNAL
+
+
+if __name__ == "__main__":
+    sys.exit(main())
