@@ -11,7 +11,9 @@ and no re-solving of shapes or re-search of inputs is needed. Probes:
 3. shapes: each input dimension halved in turn (the input's values sliced), every
    operator's output type re-inferred by its spec and the model re-checked by ONNX's full
    checker, repeated while it keeps failing;
-4. values: the inputs rounded to two decimals, then to integers, where it still fails.
+4. attributes: each operator's integer attributes halved (lists element-wise) and float
+   attributes rounded to one decimal, with the same re-inference and checks as shapes;
+5. values: the inputs rounded to two decimals, then to integers, where it still fails.
 
 A probe keeps a candidate when the backend, run in its isolated worker like any case,
 fails the same way: the same verdict class and, for errors and crashes, the same
@@ -128,6 +130,46 @@ def resized(graph: Graph, inputs: list, k: int, shape: tuple):
     return g, feeds
 
 
+def _smaller(v):
+    """A simpler value of an attribute, or None: integers halved, lists of integers halved
+    element-wise, floats rounded to one decimal."""
+    if isinstance(v, bool):
+        return None
+    if isinstance(v, int):
+        return v // 2 if v > 1 else None
+    if isinstance(v, float):
+        r = round(v, 1)
+        return r if r != v else None
+    if isinstance(v, list) and v and all(isinstance(x, int) and not isinstance(x, bool) for x in v):
+        out = [x // 2 if x > 1 else x for x in v]
+        return out if out != v else None
+    return None
+
+
+def reattributed(graph: Graph, k: int, attrs: dict):
+    """The graph with operator ``k``'s attributes replaced and every type re-inferred, or
+    None when the specs reject it."""
+    from dlgate.spec.base import all_true
+    from dlgate.spec.registry import get
+
+    nodes = [Node(n.op, attrs if i == k else n.attrs, n.inputs, n.outputs) for i, n in enumerate(graph.nodes)]
+    types = list(graph.tensors)
+    for n in nodes:
+        spec = get(n.op)
+        ins = [types[i] for i in n.inputs]
+        try:
+            if not all_true(spec.requires(ins, n.attrs)):
+                return None
+            outs = spec.infer(ins, n.attrs)
+        except Exception:  # attributes the spec cannot use together
+            return None
+        if any(d < 1 for o in outs for d in o.shape):
+            return None
+        for o, ty in zip(n.outputs, outs):
+            types[o] = ty
+    return Graph(types, nodes, graph.inputs, graph.consts, graph.outputs, graph.opset, dict(graph.values))
+
+
 def _checks(model: bytes) -> bool:
     """ONNX's full checker (strict shape inference) accepts the model."""
     import onnx
@@ -230,6 +272,16 @@ class Reducer:
                             break
                 if shrinking:
                     break
+        for k in range(len(best[0].graph.nodes)):
+            for key in sorted(best[0].graph.nodes[k].attrs):
+                while not over():
+                    g0, feeds0 = best[0].graph, best[0].inputs
+                    value = _smaller(g0.nodes[k].attrs[key])
+                    if value is None:
+                        break
+                    tried = reattributed(g0, k, dict(g0.nodes[k].attrs, **{key: value}))
+                    if tried is None or not accept(tried, feeds0, f"{g0.nodes[k].op}.{key} = {value}"):
+                        break
         for decimals in (2, 0):
             g0, feeds0 = best[0].graph, best[0].inputs
             simpler = [np.round(x, decimals).astype(x.dtype) if x.dtype.kind == "f" else x for x in feeds0]
