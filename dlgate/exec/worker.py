@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import multiprocessing as mp
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -49,8 +50,13 @@ def _frames(exc: BaseException, keep: int = 6) -> list:
     return [f"{os.path.basename(f.filename)}:{f.name}" for f in tb[-keep:]]
 
 
+#: Clock stamps that loggers (dmlc/TVM's "[22:08:41] file.cc:12: ...") put in messages: they
+#: make two runs of one failure differ and tell the reader nothing.
+_STAMP = re.compile(r"^\[\d{2}:\d{2}:\d{2}(\.\d+)?\] ", re.M)
+
+
 def _error(exc: BaseException, stage: str) -> dict:
-    msg = str(exc)
+    msg = _STAMP.sub("", str(exc))
     return {"type": type(exc).__name__, "message": msg[:4000], "stage": stage, "frames": _frames(exc)}
 
 
@@ -265,9 +271,11 @@ class Worker:
                 log = self.log_tail()
                 self._kill()
                 self.restarts += 1
+                # the measured size varies run to run: it goes with the log, not the message
                 return Outcome(OOM, error={"type": "OutOfMemory",
-                                           "message": f"resident memory {rss:.0f} MB exceeded the {self.memory_mb} MB cap",
-                                           "stage": "run", "frames": [], "log": log},
+                                           "message": f"resident memory exceeded the {self.memory_mb} MB cap",
+                                           "stage": "run", "frames": [],
+                                           "log": f"[dlgate] resident memory reached {rss:.0f} MB\n{log}"},
                                wall_s=time.perf_counter() - t0, backend=self.describe)
 
     def _died(self, t0: float, stage: str) -> Outcome:

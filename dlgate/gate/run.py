@@ -102,15 +102,23 @@ def _generator(cfg: Campaign):
 
 
 def _split_timing(rec: dict) -> dict:
-    """Move run-to-run varying timings out of the record (they go to timings.jsonl)."""
+    """Move what varies from run to run out of the record: timings, and the tail of the
+    worker's output attached to errors (both go to timings.jsonl)."""
     t = {"search_s": rec.get("search", {}).pop("seconds", 0.0), "backends": {}}
     ref = rec.get("reference") or {}
     t["reference"] = {k: ref.pop(k) for k in _TIMING_KEYS if k in ref}
+    logs = {}
+    if (ref.get("error") or {}).get("log"):
+        logs["reference"] = ref["error"].pop("log")
     for v in rec["verdicts"]:
         t["backends"][v["backend"]] = {k: v.pop(k) for k in _TIMING_KEYS if k in v}
+        if (v.get("error") or {}).get("log") is not None:
+            logs[v["backend"]] = v["error"].pop("log")  # worker output: clock stamps, addresses
         for extra in ("confirm", "base"):
             for k in _TIMING_KEYS:
                 (v.get(extra) or {}).pop(k, None)
+    if logs:
+        t["logs"] = logs
     return t
 
 
