@@ -156,6 +156,7 @@ class Progress:
     def close(self) -> None:
         if self.bar is not None:
             self.bar.stop()
+            self.bar = None
 
 
 def _manifest(cfg: Campaign, root: str, root_source: str, shard: Shard | None, planned: int) -> dict:
@@ -260,22 +261,22 @@ def run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | Non
                 timing["case_s"] = time.perf_counter() - t0
                 journal.append(rec, timing)
                 bar.advance(failing)
+            bar.close()
+            if cfg.reduce:  # on the same, warm workers
+                decision = D.decide(journal.records, base, root, cfg.campaign, labels(cfg.backends), shard is None)
+                reduce_failures(out, cfg, decision, root, log, pool)
     finally:
         bar.close()
         if base_pool is not None:
             base_pool.close()
     pools = [p for p in (pool, base_pool) if p is not None]
-    if cfg.reduce:
-        records = read_records(os.path.join(out, "results.jsonl"))
-        decision = D.decide(records, base, root, cfg.campaign, labels(cfg.backends), shard is None)
-        reduce_failures(out, cfg, decision, root, log)
     write_json(os.path.join(out, "stats.json"), {
         "cases_run": len(todo), "wall_s": round(time.perf_counter() - t_run, 3),
         "backend_s": round(sum(p.busy_s for p in pools), 3), "worker_start_s": round(sum(p.start_s for p in pools), 3)})
     return finish(out, cfg, manifest, complete=shard is None, log=log)
 
 
-def reduce_failures(out: str, cfg: Campaign, decision: D.Decision, root: str, log=print) -> None:
+def reduce_failures(out: str, cfg: Campaign, decision: D.Decision, root: str, log=print, pool=None) -> None:
     """A minimal repro bundle (``OUT/repros/<signature>/``) for each new, regression and
     pre-existing failure signature, from its first case; resumable (done ones are kept)."""
     from dlgate.backends.base import Model
@@ -289,7 +290,9 @@ def reduce_failures(out: str, cfg: Campaign, decision: D.Decision, root: str, lo
         return
     ccfg = check_config(cfg)
     specs = {s.label(): s for s in ccfg.backends}
-    with Pool(cfg.timeout_s, cfg.memory_mb) as pool:
+    own = pool is None
+    pool = pool or Pool(cfg.timeout_s, cfg.memory_mb)
+    try:
         for g in todo:
             spec = specs.get(g["backend"])
             if spec is None:
@@ -311,6 +314,9 @@ def reduce_failures(out: str, cfg: Campaign, decision: D.Decision, root: str, lo
                             ref.outputs, info, cfg.tolerances)
             log(f"dlgate: reduced [{g['signature']}] from {res.original_nodes} to {len(res.case.graph.nodes)} "
                 f"operators ({', '.join(res.case.graph.op_names())}) in {res.seconds:.1f} s: {os.path.relpath(d, out)}")
+    finally:
+        if own:
+            pool.close()
 
 
 def _case_id(item, cfg: Campaign, root: str) -> str:
