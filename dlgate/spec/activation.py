@@ -209,8 +209,20 @@ class ThresholdedRelu(Activation):
     jumps = True
     params = (("alpha", -1.0, 3.0, 1.0),)
 
+    def value_range(self, a, ranges, ins):
+        # x where x > alpha, else exactly 0
+        lo, hi, alpha = ranges[0][0], ranges[0][1], a["alpha"]
+        if lo > alpha:
+            return [(lo, hi)]
+        if hi <= alpha:
+            return [(0.0, 0.0)]
+        return [(min(0.0, alpha), max(0.0, hi))]
+
     def torch(self, a, x):
-        return torch.where(x > a["alpha"], x, torch.zeros_like(x))
+        y = torch.where(x > a["alpha"], x, torch.zeros_like(x))
+        if x.requires_grad:  # inside the input search: a slope below the threshold too
+            y = y + L.PROXY_SLOPE * (x - x.detach()) * (x <= a["alpha"])
+        return y
 
 
 class Mish(Activation):
