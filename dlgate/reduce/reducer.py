@@ -102,29 +102,40 @@ def cut(graph: Graph, env: dict, keep: list) -> tuple:
     return g, feeds
 
 
-def resized(graph: Graph, inputs: list, k: int, shape: tuple):
-    """(graph, inputs) with input ``k`` of ``shape`` (its values sliced) and every output
-    type re-inferred, or None when an operator's constraints reject it."""
-    from dlgate.spec.base import TensorType, all_true
+def reinfer(graph: Graph, types: list, nodes: list) -> Graph | None:
+    """The graph with ``nodes`` and every operator's output types re-inferred by its spec
+    from ``types`` (whose graph inputs may have changed), or None when a spec rejects it."""
+    from dlgate.spec.base import all_true
     from dlgate.spec.registry import get
 
-    types = list(graph.tensors)
-    t = graph.inputs[k]
-    types[t] = TensorType(types[t].dtype, shape)
-    for n in graph.nodes:
+    types = list(types)
+    for n in nodes:
         spec = get(n.op)
         ins = [types[i] for i in n.inputs]
         try:
             if not all_true(spec.requires(ins, n.attrs)):
                 return None
             outs = spec.infer(ins, n.attrs)
-        except Exception:  # a spec whose attributes encode the old shapes
+        except Exception:  # attributes that encode the old shapes, or cannot go together
             return None
         if any(d < 1 for o in outs for d in o.shape):
             return None
         for o, ty in zip(n.outputs, outs):
             types[o] = ty
-    g = Graph(types, graph.nodes, graph.inputs, graph.consts, graph.outputs, graph.opset, dict(graph.values))
+    return Graph(types, nodes, graph.inputs, graph.consts, graph.outputs, graph.opset, dict(graph.values))
+
+
+def resized(graph: Graph, inputs: list, k: int, shape: tuple):
+    """(graph, inputs) with input ``k`` of ``shape`` (its values sliced) and every output
+    type re-inferred, or None when an operator's constraints reject it."""
+    from dlgate.spec.base import TensorType
+
+    types = list(graph.tensors)
+    t = graph.inputs[k]
+    types[t] = TensorType(types[t].dtype, shape)
+    g = reinfer(graph, types, graph.nodes)
+    if g is None:
+        return None
     feeds = list(inputs)
     feeds[k] = np.ascontiguousarray(inputs[k][tuple(slice(0, d) for d in shape)])
     return g, feeds
@@ -149,25 +160,8 @@ def _smaller(v):
 def reattributed(graph: Graph, k: int, attrs: dict):
     """The graph with operator ``k``'s attributes replaced and every type re-inferred, or
     None when the specs reject it."""
-    from dlgate.spec.base import all_true
-    from dlgate.spec.registry import get
-
     nodes = [Node(n.op, attrs if i == k else n.attrs, n.inputs, n.outputs) for i, n in enumerate(graph.nodes)]
-    types = list(graph.tensors)
-    for n in nodes:
-        spec = get(n.op)
-        ins = [types[i] for i in n.inputs]
-        try:
-            if not all_true(spec.requires(ins, n.attrs)):
-                return None
-            outs = spec.infer(ins, n.attrs)
-        except Exception:  # attributes the spec cannot use together
-            return None
-        if any(d < 1 for o in outs for d in o.shape):
-            return None
-        for o, ty in zip(n.outputs, outs):
-            types[o] = ty
-    return Graph(types, nodes, graph.inputs, graph.consts, graph.outputs, graph.opset, dict(graph.values))
+    return reinfer(graph, graph.tensors, nodes)
 
 
 def _checks(model: bytes) -> bool:
