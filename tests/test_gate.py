@@ -396,3 +396,14 @@ def test_without_a_config_the_embedded_default_runs(tmp_path):
 def test_the_readme_config_reference_is_current():
     readme = open(os.path.join(REPO, "README.md")).read()
     assert C.reference_markdown() in readme, "regenerate it with `dlgate config --reference`"
+
+
+def test_backends_that_cannot_run_here_are_skipped_with_their_reason(tmp_path, capsys):
+    cfg = write_config(str(tmp_path), models=2, backends=["onnxruntime", "tvm:cuda"])
+    out = str(tmp_path / "o")
+    assert main(["run", "--config", cfg, "--seed", "skip", "--out", out]) == 0
+    v = verdict(out)
+    assert v["counts"]["tvm[cuda]"] == {"skipped": 2} and "tvm[cuda]" in v["unavailable"]
+    summary = open(os.path.join(out, "summary.md")).read()
+    assert "cannot run on this machine" in summary and v["unavailable"]["tvm[cuda]"][:40] in summary
+    assert "tvm[cuda] cannot run here" in capsys.readouterr().err

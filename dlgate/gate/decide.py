@@ -64,6 +64,7 @@ class Decision:
     fixed: list = field(default_factory=list)
     corpus_states: dict = field(default_factory=dict)  # corpus name -> backend label -> pass | sig
     internal: list = field(default_factory=list)  # reference errors: dlgate's own failures
+    unavailable: dict = field(default_factory=dict)  # backend label -> why it cannot run here
 
     def of(self, cls: str) -> list:
         return self.groups.get(cls, [])
@@ -92,6 +93,7 @@ class Decision:
             "complete": self.complete, "backends": self.backends, "cases": self.cases, "counts": self.counts,
             "new": self.of(NEW), "regressions": self.of(REGRESSION), "pre_existing": self.of(PRE_EXISTING),
             "known": self.of(KNOWN), "flaky": self.of(FLAKY), "fixed": self.fixed, "internal_errors": self.internal,
+            "unavailable": self.unavailable,
         }
 
 
@@ -103,6 +105,8 @@ def decide(records: list, baseline, root: str, campaign: str, backends: list, co
     for rec in sorted(records, key=_order):
         for v in rec["verdicts"]:
             counts[v["backend"]][v["verdict"]] += 1
+            if v["verdict"] == V.SKIPPED:
+                d.unavailable.setdefault(v["backend"], (v.get("detail") or "").strip()[:300])
             if v["verdict"] == V.REFERENCE_ERROR:
                 d.internal.append({"case": rec["case"], "detail": v.get("detail", "")[:500]})
                 continue

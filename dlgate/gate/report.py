@@ -100,6 +100,12 @@ def summary(decision: D.Decision, fail_on: str, shard: str | None = None) -> str
         for b, c in decision.counts.items():
             lines.append(f"| {b} | " + " | ".join(str(c.get(v, 0)) for v in verdicts) + " |")
         lines.append("")
+    if decision.unavailable:
+        lines.append("Backends that cannot run on this machine (skipped, never failing):")
+        lines.append("")
+        for b, why in sorted(decision.unavailable.items()):
+            lines.append(f"- {b}: {_cell(why, 240)}")
+        lines.append("")
     sections = [(D.NEW, "New failures (fail the check)"),
                 (D.REGRESSION, "Regressions: corpus cases that passed before (fail the check)"),
                 (D.PRE_EXISTING, "Pre-existing: the base build fails the same way (do not fail the check)"),

@@ -351,6 +351,8 @@ def finish(out: str, cfg: Campaign, manifest: dict, complete: bool, log=print) -
         for g in decision.of(cls):
             log(f"dlgate: {cls} failure [{g['signature']}] {g['backend']} {g['verdict']} in {len(g['cases'])} "
                 f"case(s), e.g. {g['cases'][0]}: {g['detail'][:200]}")
+    for b, why in sorted(decision.unavailable.items()):
+        log(f"dlgate: {b} cannot run here, skipped: {why}")
     counts = {c: len(decision.of(c)) for c in D.CLASSES}
     log(f"dlgate: {decision.cases} cases; {counts[D.NEW]} new, {counts[D.REGRESSION]} regressions, "
         f"{counts[D.PRE_EXISTING]} pre-existing, {counts[D.KNOWN]} known, {counts[D.FLAKY]} flaky, "
