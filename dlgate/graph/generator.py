@@ -391,6 +391,7 @@ class Generator:
             ins = [st.tensors[t] for t in node.inputs]
             outs = [st.tensors[t] for t in node.outputs]
             new = spec.value_range(node.attrs, admitted, ins) or [UNBOUNDED] * len(outs)
+            new = self._same_input(spec, node.attrs, node.inputs, admitted, new)
             in_steer = [steers.get(t, st.steer[t]) for t in node.inputs]
             in_int = [ints.get(t, st.integral[t]) for t in node.inputs]
             for t, o, b in zip(node.outputs, outs, new):
@@ -404,6 +405,15 @@ class Generator:
         for t in ranges:
             st.ranges[t], st.steer[t], st.integral[t] = ranges[t], steers[t], ints[t]
         return True
+
+    @staticmethod
+    def _same_input(spec: OpSpec, a: dict, in_ids: list, ranges: list, bounds: list) -> list:
+        """Sharper bounds when all inputs are one tensor (Isra's reuse makes ``Sub(x, x)``)."""
+        if len(in_ids) > 1 and len(set(in_ids)) == 1:
+            r = spec.self_range(a, ranges[0])
+            if r is not None:
+                return [r] + list(bounds[1:])
+        return bounds
 
     @staticmethod
     def _integral(spec: OpSpec, in_int: list, out: TensorType) -> bool:
@@ -436,6 +446,7 @@ class Generator:
             if r is not None:
                 self._narrow_up(st, j, r)
         bounds = spec.value_range(a, [st.ranges[j] for j in in_ids], ins) or [UNBOUNDED] * len(outs)
+        bounds = self._same_input(spec, a, in_ids, [st.ranges[j] for j in in_ids], bounds)
         in_steer = [st.steer[j] for j in in_ids]
         in_int = [st.integral[j] for j in in_ids]
         out_ids = [replace if (k == 0 and replace is not None)

@@ -324,6 +324,11 @@ class OpSpec:
             return [(lo, hi)] * self.n_outputs
         return None
 
+    def self_range(self, a: dict, r: tuple) -> tuple | None:
+        """Bounds on the output when every input is one and the same tensor with bounds
+        ``r`` (``Sub(x, x)`` is exactly 0), or None when that tells nothing more."""
+        return None
+
     def map_bounds(self, a: dict, r: tuple) -> tuple | None:
         """A monotone operator's output bounds for input bounds ``r`` (clamped to its
         domain), evaluated with its own PyTorch implementation in float64; None on NaN."""

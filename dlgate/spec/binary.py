@@ -103,6 +103,9 @@ class Add(Elementwise):
 
 
 class Sub(Elementwise):
+    def self_range(self, a, r):
+        return (0.0, 0.0)
+
     def value_range(self, a, ranges, ins):
         (lo, hi), (qlo, qhi) = ranges
         return [_finite_or_unbounded(lo - qhi, hi - qlo)]
@@ -137,6 +140,9 @@ class Div(Elementwise):
     def input_nonzero(self, a, i):
         return i == 1
 
+    def self_range(self, a, r):
+        return (1.0, 1.0)  # x / x (x is never 0 in a valid run)
+
     def losses(self, a, x, y):
         return [L.gt0(y.abs())]
 
@@ -146,6 +152,9 @@ class Mod(Div):
 
     onnx_op = "Mod"
     jumps = True
+
+    def self_range(self, a, r):
+        return (0.0, 0.0)  # fmod(x, x)
 
     def onnx_attrs(self, a, b):
         return {"fmod": 1}
