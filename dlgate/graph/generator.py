@@ -68,9 +68,13 @@ class _State:
     #: Whether each tensor holds only integer values (integer dtypes, Floor/Round outputs,
     #: casts of integers): its bounds narrow to the integers inside a domain.
     integral: list = field(default_factory=list)
+    #: A value each tensor's elements straddle in every run (min <= anchor <= max), or None:
+    #: LogSoftmax over n elements always has one at or below -log(n) and one at or above.
+    anchor: list = field(default_factory=list)
 
     def add_tensor(self, t: TensorType, bounds: tuple = UNBOUNDED, steer: bool | None = None,
-                   integral: bool | None = None) -> int:
+                   integral: bool | None = None, anchor: float | None = None) -> int:
+        self.anchor.append(anchor)
         self.tensors.append(t)
         self.uses.append(0)
         self.ranges.append(bounds)
@@ -268,9 +272,10 @@ class Generator:
         bounds = (spec.value_range(a, [UNBOUNDED] * len(ins), ins) or [UNBOUNDED])[0]
         steer = self._steers(spec, [dt.is_float(t.dtype) for t in ins], outs[0])
         integral = self._integral(spec, in_int, outs[0])
+        anchor = spec.anchor(a, [None] * len(ins), ins)
         old = st.ranges[p]
         narrowed = (max(old[0], bounds[0]), min(old[1], bounds[1]))
-        if narrowed[0] > narrowed[1] or not self._propagate(st, p, narrowed, steer, integral):
+        if narrowed[0] > narrowed[1] or not self._propagate(st, p, narrowed, steer, integral, anchor):
             return False  # some operator downstream could no longer see a valid value
         st.placeholders.remove(p)
         self._commit(st, spec, a, [None] * len(ins), ins, outs, replace=p)
@@ -306,7 +311,7 @@ class Generator:
         for i, j in enumerate(ids):
             if j is None:
                 continue
-            r = self._admit(spec, a, i, st.ranges[j], st.steer[j], st.integral[j])
+            r = self._admit(spec, a, i, st.ranges[j], st.steer[j], st.integral[j], st.anchor[j])
             if r is None or self._narrow_up(st, j, r, apply=False) is False:
                 return False
         return True
@@ -339,7 +344,8 @@ class Generator:
         return True
 
     @staticmethod
-    def _admit(spec: OpSpec, a: dict, i: int, bounds: tuple, steer: bool, integral: bool) -> tuple | None:
+    def _admit(spec: OpSpec, a: dict, i: int, bounds: tuple, steer: bool, integral: bool,
+               anchor: float | None = None) -> tuple | None:
         """The bounds a tensor keeps when it feeds input ``i`` in a valid run (narrowed to
         the operator's domain, and to the integers inside it for integer-valued tensors),
         or None when no valid run exists. The input search can move a steerable tensor, so
@@ -350,6 +356,9 @@ class Generator:
         if dom is not None:
             if not (overlaps(r, dom) if steer else inside(r, dom)):
                 return None
+            if anchor is not None and not (dom[0] < anchor < dom[1] if spec.open_domain
+                                           else dom[0] <= anchor <= dom[1]):
+                return None  # some element always lies at or beyond the anchor
             r = (max(r[0], dom[0]), min(r[1], dom[1]))
             if integral:
                 r = _integers_in(r, dom, spec.open_domain)
@@ -360,12 +369,13 @@ class Generator:
                 return None
         return r
 
-    def _propagate(self, st: _State, p: int, bounds: tuple, steer: bool, integral: bool) -> bool:
+    def _propagate(self, st: _State, p: int, bounds: tuple, steer: bool, integral: bool,
+                   anchor: float | None = None) -> bool:
         """Backward insertion gives placeholder ``p`` new bounds: re-derive the bounds of
         everything downstream (in dependency order) and check every operator on the way
         still admits its inputs; on success the narrowed bounds are kept."""
-        ranges, steers, ints = dict(), dict(), dict()
-        ranges[p], steers[p], ints[p] = bounds, steer, integral
+        ranges, steers, ints, anchors = dict(), dict(), dict(), dict()
+        ranges[p], steers[p], ints[p], anchors[p] = bounds, steer, integral, anchor
         producer = {t: k for k, n in enumerate(st.nodes) for t in n.outputs}
         pending = [k for k, n in enumerate(st.nodes) if p in n.inputs]
         seen: set = set()
@@ -381,7 +391,8 @@ class Generator:
             get_r = lambda t: ranges.get(t, st.ranges[t])  # noqa: E731
             admitted = []
             for i, t in enumerate(node.inputs):
-                r = self._admit(spec, node.attrs, i, get_r(t), steers.get(t, st.steer[t]), ints.get(t, st.integral[t]))
+                r = self._admit(spec, node.attrs, i, get_r(t), steers.get(t, st.steer[t]), ints.get(t, st.integral[t]),
+                                anchors.get(t, st.anchor[t]))
                 if r is None:
                     return False
                 admitted.append(r)
@@ -394,6 +405,7 @@ class Generator:
             new = self._same_input(spec, node.attrs, node.inputs, admitted, new)
             in_steer = [steers.get(t, st.steer[t]) for t in node.inputs]
             in_int = [ints.get(t, st.integral[t]) for t in node.inputs]
+            anchor_out = spec.anchor(node.attrs, [anchors.get(t, st.anchor[t]) for t in node.inputs], ins)
             for t, o, b in zip(node.outputs, outs, new):
                 old = st.ranges[t]
                 ranges[t] = (max(old[0], b[0]), min(old[1], b[1]))
@@ -401,9 +413,10 @@ class Generator:
                     return False
                 steers[t] = self._steers(spec, in_steer, o)
                 ints[t] = self._integral(spec, in_int, o)
+                anchors[t] = anchor_out if t == node.outputs[0] else None
                 pending += [c for c, n in enumerate(st.nodes) if t in n.inputs and c not in pending]
         for t in ranges:
-            st.ranges[t], st.steer[t], st.integral[t] = ranges[t], steers[t], ints[t]
+            st.ranges[t], st.steer[t], st.integral[t], st.anchor[t] = ranges[t], steers[t], ints[t], anchors[t]
         return True
 
     @staticmethod
@@ -442,21 +455,24 @@ class Generator:
             # valid runs keep an input inside its domain: narrow its bounds to it, so a
             # second consumer with a disjoint domain (Atanh and Acosh of one constant)
             # is refused, and the outputs' bounds follow from the narrowed ones
-            r = self._admit(spec, a, i, st.ranges[j], st.steer[j], st.integral[j])
+            r = self._admit(spec, a, i, st.ranges[j], st.steer[j], st.integral[j], st.anchor[j])
             if r is not None:
                 self._narrow_up(st, j, r)
         bounds = spec.value_range(a, [st.ranges[j] for j in in_ids], ins) or [UNBOUNDED] * len(outs)
         bounds = self._same_input(spec, a, in_ids, [st.ranges[j] for j in in_ids], bounds)
         in_steer = [st.steer[j] for j in in_ids]
         in_int = [st.integral[j] for j in in_ids]
+        anchor = spec.anchor(a, [st.anchor[j] for j in in_ids], ins)
         out_ids = [replace if (k == 0 and replace is not None)
-                   else st.add_tensor(t, b, self._steers(spec, in_steer, t), self._integral(spec, in_int, t))
+                   else st.add_tensor(t, b, self._steers(spec, in_steer, t), self._integral(spec, in_int, t),
+                                      anchor if k == 0 else None)
                    for k, (t, b) in enumerate(zip(outs, bounds))]
         if replace is not None:
             old = st.ranges[replace]
             st.ranges[replace] = (max(old[0], bounds[0][0]), min(old[1], bounds[0][1]))
             st.steer[replace] = self._steers(spec, in_steer, outs[0])
             st.integral[replace] = self._integral(spec, in_int, outs[0])
+            st.anchor[replace] = anchor
         st.nodes.append(Node(spec.name, a, in_ids, out_ids))
 
     def _finalize(self, st: _State, seed: int, opset: int, rng: random.Random) -> Graph:

@@ -252,6 +252,9 @@ class Softmax(AxisActivation):
         # along an axis of size 1 every output is exactly 1
         return [(1.0, 1.0)] if ins[0].shape[a["axis"]] == 1 else [self.out_range]
 
+    def anchor(self, a, anchors, ins):
+        return 1.0 / ins[0].shape[a["axis"]]  # n probabilities summing to 1 straddle 1/n
+
     def torch(self, a, x):
         return torch.softmax(x, dim=a["axis"])
 
@@ -261,6 +264,9 @@ class LogSoftmax(AxisActivation):
 
     def value_range(self, a, ranges, ins):
         return [(0.0, 0.0)] if ins[0].shape[a["axis"]] == 1 else [(-INF, 0.0)]
+
+    def anchor(self, a, anchors, ins):
+        return -float(np.log(ins[0].shape[a["axis"]]))  # log of probabilities straddling 1/n
 
     def torch(self, a, x):
         return torch.log_softmax(x, dim=a["axis"])

@@ -324,6 +324,19 @@ class OpSpec:
             return [(lo, hi)] * self.n_outputs
         return None
 
+    def anchor(self, a: dict, anchors: list, ins: list) -> float | None:
+        """A value output 0's elements straddle in every run (its minimum is at most, and
+        its maximum at least, this value), given the inputs' anchors (None where unknown).
+        Monotone operators map their input's anchor; operators that pass every input value
+        on keep any input's anchor."""
+        if self.monotone and anchors and anchors[0] is not None:
+            m = self.map_bounds(a, (anchors[0], anchors[0]))
+            return m[0] if m is not None else None
+        if self.preserves_values:
+            vals = self.value_inputs
+            return next((x for i, x in enumerate(anchors) if x is not None and (vals is None or i in vals)), None)
+        return None
+
     def self_range(self, a: dict, r: tuple) -> tuple | None:
         """Bounds on the output when every input is one and the same tensor with bounds
         ``r`` (``Sub(x, x)`` is exactly 0), or None when that tells nothing more."""

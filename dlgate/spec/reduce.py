@@ -12,6 +12,7 @@ reduced dims of random size), so z3 is only a fallback.
 """
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from dlgate import dtypes as dt
@@ -148,6 +149,16 @@ def _sum(x, dims, keep):
     return torch.sum(x, dims, keepdim=keep, dtype=x.dtype)
 
 
+def _count(a: dict, x) -> int:
+    """How many elements one output value of a reduction combines."""
+    axes = a.get("axes")
+    dims = range(x.rank) if axes is None else [ax % x.rank for ax in axes] if x.rank else []
+    n = 1
+    for d in dims:
+        n *= x.shape[d]
+    return n
+
+
 def _fmax(x) -> float:
     return float(torch.finfo(x.dtype).max) if x.dtype.is_floating_point else float(torch.iinfo(x.dtype).max)
 
@@ -200,6 +211,16 @@ class ReduceProd(Reduce):
 
     can_overflow = True
     onnx_op = "ReduceProd"
+
+    def value_range(self, a, ranges, ins):
+        # a product of n factors within [lo, hi]
+        lo, hi = ranges[0]
+        n = _count(a, ins[0])
+        with np.errstate(over="ignore"):
+            if lo >= 0:
+                return [(float(np.float64(lo) ** n), float(np.float64(hi) ** n))]
+            m = float(np.float64(max(-lo, abs(hi))) ** n)
+        return [(-m, m)]
 
     def fn(self, x, dims, keep):
         for d in sorted(dims, reverse=True):
@@ -285,12 +306,7 @@ class ReduceLogSumExp(Reduce):
         import math
 
         lo, hi = ranges[0]
-        x = ins[0]
-        axes = a.get("axes")
-        dims = range(x.rank) if axes is None else [ax % x.rank for ax in axes] if x.rank else []
-        n = 1
-        for d in dims:
-            n *= x.shape[d]
+        n = _count(a, ins[0])
         return [(lo + math.log(n), hi + math.log(n))]
 
     def losses(self, a, x):
