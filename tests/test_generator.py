@@ -149,3 +149,68 @@ def test_impossible_request_raises_generation_error():
     gen = Generator(GenConfig(ops=("Add",), dtypes=("bool",)))
     with pytest.raises(GenerationError):
         gen.generate(1)
+
+
+# -- value bounds: what makes a model impossible to run validly ----------------------------
+INF = float("inf")
+
+
+def test_integer_valued_bounds_narrow_to_the_integers_inside_a_domain():
+    from dlgate.graph.generator import _integers_in
+
+    assert _integers_in((0.0, 1.0), (-1.0, 1.0), open_domain=True) == (0.0, 0.0)  # Atanh of a Floor
+    assert _integers_in((0.0, 1.0), (-1.0, 1.0), open_domain=False) == (0.0, 1.0)  # Asin of a Floor
+    assert _integers_in((0.2, 0.8), (-1.0, 1.0), open_domain=False) is None
+    assert _integers_in((-INF, 2.5), (-INF, INF), open_domain=True) == (-INF, 2.0)
+
+
+def test_admit_refuses_impossible_inputs_and_narrows_possible_ones():
+    spec = all_specs()
+    admit = Generator._admit
+    assert admit(spec["Acosh"], {}, 0, (0.0, 1.0), True, False) is None  # Acosh of a Sigmoid
+    assert admit(spec["Log"], {}, 0, (-2.0, 3.0), True, False) == (0.0, 3.0)
+    assert admit(spec["Atanh"], {}, 0, (0.0, INF), True, True) == (0.0, 0.0)  # Atanh of a Floor: only 0
+    # a divisor that is exactly zero cannot be steered away from it
+    assert admit(spec["Div"], {}, 1, (0.0, 0.0), True, False) is None
+    # a tensor the search cannot steer (a cast from integers) must lie inside the domain
+    assert admit(spec["Atanh"], {}, 0, (0.0, 1.0), False, True) is None
+    assert admit(spec["Div"], {}, 1, (0.0, 1.0), False, False) is None
+    # LogSoftmax over 8 elements always has an element at or below -log(8) < -1
+    assert admit(spec["Asin"], {}, 0, (-INF, 0.0), True, False, anchor=-2.08) is None
+    assert admit(spec["Asin"], {}, 0, (-INF, 0.0), True, False, anchor=-0.69) == (-1.0, 0.0)
+
+
+def test_spec_bounds_and_anchors():
+    from dlgate.spec.base import TensorType
+
+    spec = all_specs()
+    x = TensorType("float32", (4, 8))
+    assert spec["Sub"].self_range({}, (-3.0, 5.0)) == (0.0, 0.0)
+    assert spec["LogSoftmax"].anchor({"axis": 1}, [None], [x]) == pytest.approx(-2.0794, abs=1e-4)
+    assert spec["Softmax"].anchor({"axis": 0}, [None], [x]) == 0.25
+    assert spec["Neg"].anchor({}, [0.5], [x]) == -0.5  # a decreasing map keeps an anchor
+    assert spec["Transpose"].anchor({"perm": [1, 0]}, [0.25], [x]) == 0.25
+    assert spec["Slice"].anchor({}, [0.25], [x]) is None  # a subset of the elements: no anchor
+    assert spec["ReduceProd"].value_range({"axes": [1]}, [(-0.5, 0.9)], [x]) == [(-0.9 ** 8, 0.9 ** 8)]
+    assert spec["ThresholdedRelu"].value_range({"alpha": 1.0}, [(-1.0, 1.0)], [x]) == [(0.0, 0.0)]
+    assert spec["Softmax"].value_range({"axis": 1}, [(-INF, INF)], [TensorType("float32", (4, 1))]) == [(1.0, 1.0)]
+    assert spec["Exp"].value_range({}, [(0.0, 1.0)], [x])[0] == pytest.approx((1.0, 2.718281828))
+
+
+def test_generated_models_respect_known_bounds():
+    """Over many models: no Acosh consumes a Sigmoid/Tanh/Softmax output directly, and no
+    divisor is a Sub of a tensor with itself."""
+    gen = Generator(GenConfig(min_nodes=5, max_nodes=15))
+    bad = []
+    for i in range(300):
+        g = gen.generate(case_seed("bounds", "b", i))
+        prod = {t: n for n in g.nodes for t in n.outputs}
+        for n in g.nodes:
+            src = prod.get(n.inputs[0])
+            if n.op == "Acosh" and src is not None and src.op in ("Sigmoid", "Tanh", "Softmax", "HardSigmoid"):
+                bad.append((i, src.op, n.op))
+            if n.op in ("Div", "Mod", "Reciprocal"):
+                d = prod.get(n.inputs[-1])
+                if d is not None and d.op == "Sub" and d.inputs[0] == d.inputs[1]:
+                    bad.append((i, "Sub(x, x)", n.op))
+    assert not bad, bad
