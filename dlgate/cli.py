@@ -221,19 +221,13 @@ def cmd_ops(args) -> int:
 
 def _backend_spec(text: str, what: str):
     from dlgate.backends.base import BackendSpec
-    from dlgate.backends.registry import load
+    from dlgate.backends.registry import check
 
     try:
         spec = BackendSpec.parse(text)
-        cls = load(spec.name)
+        check(spec)
     except (ValueError, KeyError) as e:
         raise UsageError(f"dlgate check: {what}: {e.args[0]}") from None
-    if spec.opt_level is not None and spec.opt_level not in cls.opt_levels:
-        raise UsageError(f"dlgate check: {what}: {spec.name} has no optimization level {spec.opt_level!r}; "
-                         f"known: {', '.join(cls.opt_levels)}")
-    if spec.device not in cls.devices:
-        raise UsageError(f"dlgate check: {what}: {spec.name} has no device {spec.device!r}; "
-                         f"known: {', '.join(cls.devices)}")
     return spec
 
 

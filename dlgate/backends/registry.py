@@ -38,5 +38,17 @@ def load(name: str) -> type:
     return cls
 
 
+def check(spec: BackendSpec) -> type:
+    """The backend class of ``spec`` once its device and optimization level are known to
+    exist (KeyError for an unknown backend, ValueError for the rest)."""
+    cls = load(spec.name)
+    if spec.device not in cls.devices:
+        raise ValueError(f"{spec.name} has no device {spec.device!r}; allowed: {', '.join(cls.devices)}")
+    if spec.opt_level is not None and spec.opt_level not in cls.opt_levels:
+        raise ValueError(f"{spec.name} has no optimization level {spec.opt_level!r}; "
+                         f"allowed: {', '.join(cls.opt_levels)}")
+    return cls
+
+
 def create(spec: BackendSpec) -> Backend:
     return load(spec.name)(device=spec.device, opt_level=spec.opt_level, **dict(spec.options))

@@ -256,25 +256,18 @@ def _tolerances(value: dict, where: str) -> dict:
 
 
 def _check_backend(entry, where: str, backends: dict) -> None:
+    from dlgate.backends.registry import check
+
     try:
         spec = backend_spec(entry)
     except ValueError as e:
         raise ConfigError(f"{where}: {e}") from None
-    cls = backends.get(spec.name)
-    if cls is None and ":" in spec.name:
-        from dlgate.backends.registry import load
-
-        try:
-            cls = load(spec.name)
-        except Exception as e:
-            raise ConfigError(f"{where}: cannot load backend class {spec.name!r}: {e}") from None
-    if cls is None:
+    if spec.name not in backends and ":" not in spec.name:  # module:Class names load below
         raise ConfigError(f"{where}: unknown backend {spec.name!r}; allowed: {', '.join(sorted(backends))}")
-    if spec.device not in cls.devices:
-        raise ConfigError(f"{where}: {spec.name} has no device {spec.device!r}; allowed: {', '.join(cls.devices)}")
-    if spec.opt_level is not None and spec.opt_level not in cls.opt_levels:
-        raise ConfigError(f"{where}: {spec.name} has no optimization level {spec.opt_level!r}; "
-                          f"allowed: {', '.join(cls.opt_levels)}")
+    try:
+        check(spec)
+    except (KeyError, ValueError) as e:
+        raise ConfigError(f"{where}: {e.args[0]}") from None
 
 
 def _known_backends() -> dict:

@@ -20,37 +20,33 @@ def json_line(obj: dict) -> str:
     return json.dumps(obj, sort_keys=True, default=str, separators=(",", ":")) + "\n"
 
 
-def read_records(path: str) -> list:
-    """The complete records of a journal file; a torn last line is ignored."""
+def _complete(path: str) -> tuple:
+    """(records, bytes) of a journal file's complete lines; a line torn by a kill mid-write
+    (no newline, or not JSON) ends the file."""
     if not os.path.exists(path):
-        return []
-    out = []
+        return [], 0
+    out, good = [], 0
     with open(path, "rb") as f:
         for raw in f:
             if not raw.endswith(b"\n"):
-                break  # torn by a kill mid-write
+                break
             try:
                 out.append(json.loads(raw))
             except json.JSONDecodeError:
                 break
-    return out
+            good += len(raw)
+    return out, good
+
+
+def read_records(path: str) -> list:
+    """The complete records of a journal file; a torn last line is ignored."""
+    return _complete(path)[0]
 
 
 def _truncate_torn(path: str) -> None:
     """Cut a torn last line so appends start on a fresh line."""
-    if not os.path.exists(path):
-        return
-    good = 0
-    with open(path, "rb") as f:
-        for raw in f:
-            if not raw.endswith(b"\n"):
-                break
-            try:
-                json.loads(raw)
-            except json.JSONDecodeError:
-                break
-            good += len(raw)
-    if good != os.path.getsize(path):
+    good = _complete(path)[1]
+    if os.path.exists(path) and good != os.path.getsize(path):
         with open(path, "r+b") as f:
             f.truncate(good)
             f.flush()

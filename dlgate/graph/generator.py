@@ -434,7 +434,7 @@ class Generator:
             return True
         vals = spec.value_inputs
         carried = [x for i, x in enumerate(in_int) if vals is None or i in vals]
-        return bool(carried) and all(carried) and (spec.keeps_range or spec.onnx_op in ("Cast", "CastLike"))
+        return bool(carried) and all(carried) and (spec.keeps_range or spec.keeps_integers)
 
     @staticmethod
     def _steers(spec: OpSpec, in_steer: list, out: TensorType) -> bool:

@@ -266,6 +266,9 @@ class OpSpec:
     open_domain: ClassVar[bool] = True
     #: True when the outputs only ever hold integer values (Floor, Round, Sign, Hardmax).
     integral_out: ClassVar[bool] = False
+    #: True when integer inputs give integer outputs though the values are not kept as
+    #: they are (Cast, CastLike: an integer stays an integer in any float type).
+    keeps_integers: ClassVar[bool] = False
     #: Values input 0 must be able to take (e.g. (1, inf) for Acosh); see ``input_domain``.
     domain: ClassVar[tuple | None] = None
     #: True for operators whose output jumps at some input values (Floor, Sign, comparisons,

@@ -58,6 +58,7 @@ class Cast(OpSpec):
     between PyTorch and runtimes, e.g. negative floats -> uint8. The op is therefore
     ``restricted``: ``losses`` asks the input search to keep such inputs in range.
     """
+    keeps_integers = True
 
     onnx_op = "Cast"
     dtypes = tuple((t,) for t in dt.ALL)
@@ -102,6 +103,7 @@ class Cast(OpSpec):
 class CastLike(OpSpec):
     """``y = cast(x, dtype of target)``; the target's values and shape are irrelevant.
     Same semantics and hazard as Cast."""
+    keeps_integers = True
     jumps = True  # when the target is an integer or bool type
     value_inputs = (0,)
 

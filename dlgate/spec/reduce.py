@@ -131,6 +131,13 @@ class Reduce(OpSpec):
     def _dims(self, a, x) -> tuple:
         return tuple(self._red(a, x.dim()))
 
+    def _count(self, a, x: TensorType) -> int:
+        """How many elements one output value combines."""
+        n = 1
+        for d in self._red(a, x.rank):
+            n *= x.shape[d]
+        return n
+
     def torch(self, a, x):
         dims = self._dims(a, x)
         if x.dim() == 0 or not dims:
@@ -147,16 +154,6 @@ class Reduce(OpSpec):
 
 def _sum(x, dims, keep):
     return torch.sum(x, dims, keepdim=keep, dtype=x.dtype)
-
-
-def _count(a: dict, x) -> int:
-    """How many elements one output value of a reduction combines."""
-    axes = a.get("axes")
-    dims = range(x.rank) if axes is None else [ax % x.rank for ax in axes] if x.rank else []
-    n = 1
-    for d in dims:
-        n *= x.shape[d]
-    return n
 
 
 def _fmax(x) -> float:
@@ -215,7 +212,7 @@ class ReduceProd(Reduce):
     def value_range(self, a, ranges, ins):
         # a product of n factors within [lo, hi]
         lo, hi = ranges[0]
-        n = _count(a, ins[0])
+        n = self._count(a, ins[0])
         with np.errstate(over="ignore"):
             if lo >= 0:
                 return [(float(np.float64(lo) ** n), float(np.float64(hi) ** n))]
@@ -306,7 +303,7 @@ class ReduceLogSumExp(Reduce):
         import math
 
         lo, hi = ranges[0]
-        n = _count(a, ins[0])
+        n = self._count(a, ins[0])
         return [(lo + math.log(n), hi + math.log(n))]
 
     def losses(self, a, x):
