@@ -23,7 +23,7 @@ BROKEN_TVM = BackendSpec("tvm", options=(("extra_passes", ("dlgate.backends.test
 def cases(tmp_path_factory):
     out = tmp_path_factory.mktemp("batch")
     gen = Generator(GenConfig(ops=OPS, dtypes=("float32",), max_nodes=6, opset=18))
-    for i in range(16):
+    for i in range(20):
         make_case(gen, "e2e", "check", i).write(str(out))
     return [prepare(*load_case(os.path.join(out, d))) for d in sorted(os.listdir(out))]
 

@@ -71,10 +71,14 @@ class _State:
     #: A value each tensor's elements straddle in every run (min <= anchor <= max), or None:
     #: LogSoftmax over n elements always has one at or below -log(n) and one at or above.
     anchor: list = field(default_factory=list)
+    #: A value some element of each tensor equals in every run, or None (see ``OpSpec.exact``).
+    exact: list = field(default_factory=list)
 
     def add_tensor(self, t: TensorType, bounds: tuple = UNBOUNDED, steer: bool | None = None,
-                   integral: bool | None = None, anchor: float | None = None) -> int:
+                   integral: bool | None = None, anchor: float | None = None,
+                   exact: float | None = None) -> int:
         self.anchor.append(anchor)
+        self.exact.append(exact)
         self.tensors.append(t)
         self.uses.append(0)
         self.ranges.append(bounds)
@@ -269,13 +273,14 @@ class Generator:
         if outs is None or outs[0] != target:
             return False
         in_int = [not dt.is_float(t.dtype) for t in ins]
-        bounds = (spec.value_range(a, [UNBOUNDED] * len(ins), ins) or [UNBOUNDED])[0]
+        bounds = spec.out_bounds(a, [UNBOUNDED] * len(ins), ins, outs)[0]
         steer = self._steers(spec, [dt.is_float(t.dtype) for t in ins], outs[0])
         integral = self._integral(spec, in_int, outs[0])
         anchor = spec.anchor(a, [None] * len(ins), ins)
+        exact = spec.exact(a, [None] * len(ins), ins)
         old = st.ranges[p]
         narrowed = (max(old[0], bounds[0]), min(old[1], bounds[1]))
-        if narrowed[0] > narrowed[1] or not self._propagate(st, p, narrowed, steer, integral, anchor):
+        if narrowed[0] > narrowed[1] or not self._propagate(st, {p: (narrowed, steer, integral, anchor, exact)}):
             return False  # some operator downstream could no longer see a valid value
         st.placeholders.remove(p)
         self._commit(st, spec, a, [None] * len(ins), ins, outs, replace=p)
@@ -307,20 +312,32 @@ class Generator:
 
     def _domains_ok(self, st: _State, spec: OpSpec, a: dict, ids: list) -> bool:
         """Whether each existing input's known value bounds leave room in the operator's
-        domain (no Acosh of a Sigmoid): models without any valid input are not generated."""
+        domain (no Acosh of a Sigmoid), and the bounds that narrowing leaves still suit
+        every operator already downstream (x feeds ThresholdedRelu(alpha=1.6) then Log,
+        and now Asin too: x can no longer pass the threshold): models without any valid
+        input are not generated."""
         for i, j in enumerate(ids):
             if j is None:
                 continue
-            r = self._admit(spec, a, i, st.ranges[j], st.steer[j], st.integral[j], st.anchor[j])
-            if r is None or self._narrow_up(st, j, r, apply=False) is False:
+            r = self._admit(spec, a, i, st.ranges[j], st.steer[j], st.integral[j], st.anchor[j], st.exact[j],
+                            st.tensors[j])
+            changed = None if r is None else self._narrow_up(st, j, r, apply=False)
+            if changed is None or not self._propagate(st, self._starts(st, changed), apply=False):
                 return False
         return True
 
     @staticmethod
-    def _narrow_up(st: _State, j: int, r: tuple, apply: bool = True) -> bool:
+    def _starts(st: _State, changed: dict) -> dict:
+        """``_propagate``'s starting points for tensors whose bounds narrowed."""
+        return {t: (b, st.steer[t], st.integral[t], st.anchor[t], st.exact[t])
+                for t, b in changed.items() if b != st.ranges[t]}
+
+    @staticmethod
+    def _narrow_up(st: _State, j: int, r: tuple, apply: bool = True) -> dict | None:
         """Narrow tensor ``j`` to bounds ``r`` and, through operators that pass every input
-        value on (Identity, Reshape, Concat...), their inputs too; False when some tensor
-        would be left without any value (Asin of an Identity of x, and Acosh of x)."""
+        value on (Identity, Reshape, Concat...), their inputs too: the narrowed tensors'
+        new bounds, or None when some tensor would be left without any value (Asin of an
+        Identity of x, and Acosh of x)."""
         todo, seen = [(j, r)], {}
         producer = {t: n for n in st.nodes for t in n.outputs}
         while todo:
@@ -328,7 +345,7 @@ class Generator:
             cur = seen.get(t, st.ranges[t])
             new = (max(cur[0], b[0]), min(cur[1], b[1]))
             if new[0] > new[1]:
-                return False
+                return None
             if new == cur and t in seen:
                 continue
             seen[t] = new
@@ -341,43 +358,51 @@ class Generator:
         if apply:
             for t, b in seen.items():
                 st.ranges[t] = b
-        return True
+        return seen
 
     @staticmethod
     def _admit(spec: OpSpec, a: dict, i: int, bounds: tuple, steer: bool, integral: bool,
-               anchor: float | None = None) -> tuple | None:
+               anchor: float | None = None, exact: float | None = None, t: TensorType | None = None) -> tuple | None:
         """The bounds a tensor keeps when it feeds input ``i`` in a valid run (narrowed to
         the operator's domain, and to the integers inside it for integer-valued tensors),
         or None when no valid run exists. The input search can move a steerable tensor, so
         its bounds need only overlap the domain; one it cannot steer (a cast from integers,
-        a Hardmax) must lie inside it, since re-sampling rarely lands every element there."""
+        a Hardmax) must lie inside it, since re-sampling rarely lands every element there.
+        A value the tensor holds exactly in every run must lie in the domain too, and must
+        not be 0 where the operator needs a nonzero input."""
         dom = spec.input_domain(a, i)
         r = bounds
         if dom is not None:
             if not (overlaps(r, dom) if steer else inside(r, dom)):
                 return None
-            if anchor is not None and not (dom[0] < anchor < dom[1] if spec.open_domain
-                                           else dom[0] <= anchor <= dom[1]):
-                return None  # some element always lies at or beyond the anchor
+            for v in (anchor, exact):
+                if v is not None and not (dom[0] < v < dom[1] if spec.open_domain else dom[0] <= v <= dom[1]):
+                    return None  # some element always lies at (or beyond) the value
             r = (max(r[0], dom[0]), min(r[1], dom[1]))
             if integral:
                 r = _integers_in(r, dom, spec.open_domain)
                 if r is None:
                     return None
         if spec.input_nonzero(a, i):
-            if r == (0.0, 0.0) or (not steer and not excludes_zero(r)):
+            if r == (0.0, 0.0) or exact == 0 or (not steer and not excludes_zero(r)):
                 return None
+        if t is not None and not spec.input_possible(a, i, r, t):
+            return None
         return r
 
-    def _propagate(self, st: _State, p: int, bounds: tuple, steer: bool, integral: bool,
-                   anchor: float | None = None) -> bool:
-        """Backward insertion gives placeholder ``p`` new bounds: re-derive the bounds of
-        everything downstream (in dependency order) and check every operator on the way
-        still admits its inputs; on success the narrowed bounds are kept."""
-        ranges, steers, ints, anchors = dict(), dict(), dict(), dict()
-        ranges[p], steers[p], ints[p], anchors[p] = bounds, steer, integral, anchor
+    def _propagate(self, st: _State, start: dict, apply: bool = True) -> bool:
+        """Some tensors get new knowledge (``start``: tensor -> (bounds, steer, integral,
+        anchor, exact)), when backward insertion gives a placeholder a producer or a new
+        consumer narrows an existing tensor: re-derive the bounds of everything downstream
+        (in dependency order) and check every operator on the way still admits its inputs;
+        on success (and with ``apply``) the new bounds are kept."""
+        if not start:
+            return True
+        ranges, steers, ints, anchors, exacts = dict(), dict(), dict(), dict(), dict()
+        for p, (bounds, steer, integral, anchor, exact) in start.items():
+            ranges[p], steers[p], ints[p], anchors[p], exacts[p] = bounds, steer, integral, anchor, exact
         producer = {t: k for k, n in enumerate(st.nodes) for t in n.outputs}
-        pending = [k for k, n in enumerate(st.nodes) if p in n.inputs]
+        pending = [k for k, n in enumerate(st.nodes) if any(p in n.inputs for p in start)]
         seen: set = set()
         while pending:
             # a node is ready when none of its inputs is produced by a node still pending
@@ -392,7 +417,7 @@ class Generator:
             admitted = []
             for i, t in enumerate(node.inputs):
                 r = self._admit(spec, node.attrs, i, get_r(t), steers.get(t, st.steer[t]), ints.get(t, st.integral[t]),
-                                anchors.get(t, st.anchor[t]))
+                                anchors.get(t, st.anchor[t]), exacts.get(t, st.exact[t]), st.tensors[t])
                 if r is None:
                     return False
                 admitted.append(r)
@@ -401,11 +426,12 @@ class Generator:
                     ranges[t] = r
             ins = [st.tensors[t] for t in node.inputs]
             outs = [st.tensors[t] for t in node.outputs]
-            new = spec.value_range(node.attrs, admitted, ins) or [UNBOUNDED] * len(outs)
+            new = spec.out_bounds(node.attrs, admitted, ins, outs)
             new = self._same_input(spec, node.attrs, node.inputs, admitted, new)
             in_steer = [steers.get(t, st.steer[t]) for t in node.inputs]
             in_int = [ints.get(t, st.integral[t]) for t in node.inputs]
             anchor_out = spec.anchor(node.attrs, [anchors.get(t, st.anchor[t]) for t in node.inputs], ins)
+            exact_out = spec.exact(node.attrs, [exacts.get(t, st.exact[t]) for t in node.inputs], ins)
             for t, o, b in zip(node.outputs, outs, new):
                 old = st.ranges[t]
                 ranges[t] = (max(old[0], b[0]), min(old[1], b[1]))
@@ -414,9 +440,12 @@ class Generator:
                 steers[t] = self._steers(spec, in_steer, o)
                 ints[t] = self._integral(spec, in_int, o)
                 anchors[t] = anchor_out if t == node.outputs[0] else None
+                exacts[t] = exact_out if t == node.outputs[0] else None
                 pending += [c for c, n in enumerate(st.nodes) if t in n.inputs and c not in pending]
-        for t in ranges:
-            st.ranges[t], st.steer[t], st.integral[t], st.anchor[t] = ranges[t], steers[t], ints[t], anchors[t]
+        if apply:
+            for t in ranges:
+                st.ranges[t], st.steer[t], st.integral[t] = ranges[t], steers[t], ints[t]
+                st.anchor[t], st.exact[t] = anchors[t], exacts[t]
         return True
 
     @staticmethod
@@ -455,17 +484,21 @@ class Generator:
             # valid runs keep an input inside its domain: narrow its bounds to it, so a
             # second consumer with a disjoint domain (Atanh and Acosh of one constant)
             # is refused, and the outputs' bounds follow from the narrowed ones
-            r = self._admit(spec, a, i, st.ranges[j], st.steer[j], st.integral[j], st.anchor[j])
-            if r is not None:
+            r = self._admit(spec, a, i, st.ranges[j], st.steer[j], st.integral[j], st.anchor[j], st.exact[j],
+                            st.tensors[j])
+            changed = None if r is None else self._narrow_up(st, j, r, apply=False)
+            if changed:
+                self._propagate(st, self._starts(st, changed))
                 self._narrow_up(st, j, r)
-        bounds = spec.value_range(a, [st.ranges[j] for j in in_ids], ins) or [UNBOUNDED] * len(outs)
+        bounds = spec.out_bounds(a, [st.ranges[j] for j in in_ids], ins, outs)
         bounds = self._same_input(spec, a, in_ids, [st.ranges[j] for j in in_ids], bounds)
         in_steer = [st.steer[j] for j in in_ids]
         in_int = [st.integral[j] for j in in_ids]
         anchor = spec.anchor(a, [st.anchor[j] for j in in_ids], ins)
+        exact = spec.exact(a, [st.exact[j] for j in in_ids], ins)
         out_ids = [replace if (k == 0 and replace is not None)
                    else st.add_tensor(t, b, self._steers(spec, in_steer, t), self._integral(spec, in_int, t),
-                                      anchor if k == 0 else None)
+                                      anchor if k == 0 else None, exact if k == 0 else None)
                    for k, (t, b) in enumerate(zip(outs, bounds))]
         if replace is not None:
             old = st.ranges[replace]
@@ -473,6 +506,7 @@ class Generator:
             st.steer[replace] = self._steers(spec, in_steer, outs[0])
             st.integral[replace] = self._integral(spec, in_int, outs[0])
             st.anchor[replace] = anchor
+            st.exact[replace] = exact
         st.nodes.append(Node(spec.name, a, in_ids, out_ids))
 
     def _finalize(self, st: _State, seed: int, opset: int, rng: random.Random) -> Graph:

@@ -92,17 +92,54 @@ def random_values(rng: np.random.Generator, t: TensorType, span: tuple | None = 
     return rng.uniform(-4.0, 4.0, size=shape).astype(t.dtype)
 
 
-def domain_spans(graph: "Graph", specs: dict) -> dict:
-    """Tensor id -> a value range for graph inputs and constants that directly feed an
-    operator with a restricted domain (``OpSpec.input_range``); the first consumer with a
-    range decides. ``specs`` maps spec names to specs."""
+def domain_spans(graph: "Graph", specs: dict, only: int | None = None) -> dict:
+    """Tensor id -> a value range to draw starting values from, for graph inputs and
+    constants that reach an operator with a restricted domain: the operator's own
+    ``input_range`` (a range inside its domain), carried back through the operators
+    between (``OpSpec.input_span``: ranges kept by Reshape or ReduceMax, inverted by Exp).
+    Consumers are taken from the last node back, and the first range to reach a tensor
+    decides: a range carried back through monotone operators also keeps those operators
+    within their domains, so the deepest constraint is the most informative.
+    ``specs`` maps spec names to specs; ``only``, a node index, limits the ranges to
+    those carried back from that node's inputs."""
     spans: dict = {}
     leaves = set(graph.inputs) | set(graph.consts)
-    for node in graph.nodes:
+    producer = graph.producers()
+
+    def carry(t: int, span: tuple, depth: int) -> None:
+        if t in spans or depth > SPAN_DEPTH:
+            return
+        if t in leaves:
+            spans[t] = span
+            return
+        node = graph.nodes[producer[t]]
+        spec = specs[node.op]
+        if t != node.outputs[0] and not (spec.keeps_range and graph.tensors[t].dtype == graph.tensors[node.inputs[0]].dtype):
+            return  # only outputs that carry the input's values (not TopK's indices)
+        ins = [graph.tensors[u] for u in node.inputs]
+        for i, u in enumerate(node.inputs):
+            if u in leaves and u in spans:
+                continue
+            s = _sane(spec.input_span(node.attrs, i, span, ins))
+            if s is not None:
+                carry(u, s, depth + 1)
+
+    for node in reversed(graph.nodes if only is None else [graph.nodes[only]]):
         spec = specs[node.op]
         for i, t in enumerate(node.inputs):
-            if t in leaves and t not in spans:
-                span = spec.input_range(node.attrs, i)
-                if span is not None:
-                    spans[t] = span
+            span = _sane(spec.input_range(node.attrs, i))
+            if span is not None:
+                carry(t, span, 0)
     return spans
+
+
+def _sane(span: tuple | None) -> tuple | None:
+    """A finite, ordered range with plain float ends (no -0.0 upper end), or None."""
+    if span is None:
+        return None
+    lo, hi = float(span[0]) + 0.0, float(span[1]) + 0.0
+    return (lo, hi) if np.isfinite(lo) and np.isfinite(hi) and lo <= hi else None
+
+
+#: How many operators a starting-value range is carried back through.
+SPAN_DEPTH = 12

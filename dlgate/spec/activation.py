@@ -10,7 +10,7 @@ from dlgate import dtypes as dt
 from dlgate.spec import losses as L
 from dlgate.spec import sym
 from dlgate.spec.base import INF, OpSpec, TensorType, f32
-from dlgate.spec.binary import reduced_partner
+from dlgate.spec.binary import mul_bounds, reduced_partner
 
 #: Probability a float attribute takes its ONNX default (so the omitted spelling is exercised).
 DEFAULT_PROB = 0.3
@@ -23,6 +23,7 @@ class Activation(OpSpec):
     ``[lo, hi]`` (float32-rounded) or set to the (float32) default.
     """
 
+    elementwise = True
     types: tuple = dt.FLOATS
     params: tuple = ()
     fn = None
@@ -58,6 +59,8 @@ class Activation(OpSpec):
 
 
 class Relu(Activation):
+    keeps_integers = True
+    monotone = 1
     onnx_op = "Relu"
 
     def value_range(self, a, ranges, ins):
@@ -75,6 +78,12 @@ class LeakyRelu(Activation):
     monotone = 1
     onnx_op = "LeakyRelu"
     params = (("alpha", 0.0, 1.0, 0.01),)
+
+    def value_range(self, a, ranges, ins):
+        # non-decreasing (alpha >= 0); written out so alpha = 0 at -inf gives 0, not NaN
+        lo, hi = ranges[0]
+        f = lambda x: x if x >= 0 else (0.0 if a["alpha"] == 0 else a["alpha"] * x)  # noqa: E731
+        return [(f(lo), f(hi))]
 
     def torch(self, a, x):
         return torch.where(x >= 0, x, x * a["alpha"])
@@ -104,6 +113,16 @@ class PRelu(OpSpec):
         if out.dtype not in dt.FLOATS + dt.COMMON_INTS:
             return None
         return [out, TensorType(out.dtype, reduced_partner(ctx, out.shape))], {}
+
+    def value_range(self, a, ranges, ins):
+        # x where x >= 0, x * slope where x < 0: the union of both parts' bounds
+        (lo, hi), s = ranges[0], ranges[1]
+        parts = []
+        if hi >= 0:
+            parts.append((max(lo, 0.0), hi))
+        if lo < 0:
+            parts.append(mul_bounds((lo, min(hi, 0.0)), s))
+        return [(min(p[0] for p in parts), max(p[1] for p in parts))]
 
     def torch(self, a, x, slope):
         return torch.where(x < 0, x * slope, x)
@@ -159,6 +178,7 @@ class HardSigmoid(Activation):
 
 
 class HardSwish(Activation):
+    valley = (-1.55, -1.45, -0.375)  # x * (x/6 + 1/2) is smallest at -1.5: -0.375
     out_range = (-0.375, INF)
     onnx_op = "HardSwish"
     min_opset = 14
@@ -169,7 +189,9 @@ class HardSwish(Activation):
 
 
 class Gelu(Activation):
-    out_range = (-0.18, INF)  # its minimum is about -0.1700
+    # smallest at about -0.7518 (-0.16997) exactly, -0.7525 (-0.17004) with tanh
+    valley = (-0.8, -0.7, -0.1701)
+    out_range = (-0.1701, INF)
     onnx_op = "Gelu"
     min_opset = 20
 
@@ -226,7 +248,8 @@ class ThresholdedRelu(Activation):
 
 
 class Mish(Activation):
-    out_range = (-0.31, INF)  # its minimum is about -0.3088
+    valley = (-1.25, -1.15, -0.3089)  # smallest at about -1.1924: -0.30884
+    out_range = (-0.3089, INF)
     onnx_op = "Mish"
     min_opset = 18
     fn = F.mish
@@ -235,6 +258,7 @@ class Mish(Activation):
 class AxisActivation(Activation):
     """Normalization along one axis (opset 13 semantics); ``axis`` defaults to -1."""
 
+    elementwise = False
     ranks = (1, 2, 3, 4, 5)
 
     def sample(self, ctx, ins):
@@ -255,6 +279,9 @@ class Softmax(AxisActivation):
     def anchor(self, a, anchors, ins):
         return 1.0 / ins[0].shape[a["axis"]]  # n probabilities summing to 1 straddle 1/n
 
+    def exact(self, a, exacts, ins):
+        return 1.0 if ins[0].shape[a["axis"]] == 1 else None  # exp(x - x) / exp(x - x)
+
     def torch(self, a, x):
         return torch.softmax(x, dim=a["axis"])
 
@@ -267,6 +294,9 @@ class LogSoftmax(AxisActivation):
 
     def anchor(self, a, anchors, ins):
         return -float(np.log(ins[0].shape[a["axis"]]))  # log of probabilities straddling 1/n
+
+    def exact(self, a, exacts, ins):
+        return 0.0 if ins[0].shape[a["axis"]] == 1 else None  # x - x - log(1)
 
     def torch(self, a, x):
         return torch.log_softmax(x, dim=a["axis"])
@@ -282,6 +312,13 @@ class Hardmax(AxisActivation):
     steerable = False
 
     onnx_op = "Hardmax"
+
+    def value_range(self, a, ranges, ins):
+        return [(1.0, 1.0)] if ins[0].shape[a["axis"]] == 1 else [self.out_range]
+
+    def exact(self, a, exacts, ins):
+        # each slice along the axis holds one 1, and 0s beside it when it is longer
+        return 0.0 if ins[0].shape[a["axis"]] > 1 else 1.0
 
     def torch(self, a, x):
         ax = a["axis"] % x.dim()

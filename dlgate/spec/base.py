@@ -21,11 +21,13 @@ symbolic (each integer choice becomes a z3 variable); specs never see the differ
 """
 from __future__ import annotations
 
+import math
 import random
 import struct
 from dataclasses import dataclass
 from typing import Any, ClassVar, Sequence
 
+import numpy as np
 import z3
 
 from dlgate import dtypes as dt
@@ -34,6 +36,36 @@ from dlgate.spec import sym
 
 INF = float("inf")
 UNBOUNDED = (-INF, INF)
+#: Where starting values are drawn when nothing says otherwise (``graph.ir.random_values``);
+#: inverted spans are narrowed towards it.
+SPAN_WINDOW = (-4.0, 4.0)
+_SPAN_MAGS = np.logspace(-6, 3, 181)
+#: How many times ``OpSpec.inverse_span`` zooms into a gap (257 points each time).
+SPAN_ZOOMS = 4
+_SPAN_GRID = None  # torch tensor, built on first use (torch is imported lazily)
+
+
+def _window(lo: float, hi: float) -> tuple:
+    """A range inside [lo, hi] no wider than ``SPAN_WINDOW``, as near to it as possible."""
+    if lo < SPAN_WINDOW[1] and hi > SPAN_WINDOW[0]:
+        return (max(lo, SPAN_WINDOW[0]), min(hi, SPAN_WINDOW[1]))
+    width = SPAN_WINDOW[1] - SPAN_WINDOW[0]
+    return (lo, min(hi, lo + width)) if lo >= SPAN_WINDOW[1] else (max(lo, hi - width), hi)
+
+
+def _span_grid():
+    global _SPAN_GRID
+    if _SPAN_GRID is None:
+        import torch
+
+        _SPAN_GRID = torch.tensor(np.concatenate([-_SPAN_MAGS[::-1], [0.0], _SPAN_MAGS]), dtype=torch.float64)
+    return _SPAN_GRID
+
+
+def torch_no_grad():
+    import torch
+
+    return torch.no_grad()
 
 
 def overlaps(r: tuple, d: tuple) -> bool:
@@ -267,7 +299,8 @@ class OpSpec:
     #: True when the outputs only ever hold integer values (Floor, Round, Sign, Hardmax).
     integral_out: ClassVar[bool] = False
     #: True when integer inputs give integer outputs though the values are not kept as
-    #: they are (Cast, CastLike: an integer stays an integer in any float type).
+    #: they are (Cast, CastLike: an integer stays an integer in any float type; sums,
+    #: products, Relu, Abs of integers).
     keeps_integers: ClassVar[bool] = False
     #: Values input 0 must be able to take (e.g. (1, inf) for Acosh); see ``input_domain``.
     domain: ClassVar[tuple | None] = None
@@ -281,6 +314,13 @@ class OpSpec:
     #: The inputs whose values flow into the outputs (None: all); CastLike's second input
     #: only names a dtype.
     value_inputs: ClassVar[tuple | None] = None
+    #: True for single-input element-wise operators (``y[i] = f(x[i])``): a value the input
+    #: holds exactly maps to one the output holds exactly (see ``exact``).
+    elementwise: ClassVar[bool] = False
+    #: For continuous element-wise operators that fall, then rise (Gelu, Mish, HardSwish):
+    #: ``(a, b, fmin)``, the minimum lies in [a, b] and no value is below ``fmin``; the
+    #: function is non-increasing before ``a`` and non-decreasing after ``b``.
+    valley: ClassVar[tuple | None] = None
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
@@ -318,6 +358,8 @@ class OpSpec:
             mapped = self.map_bounds(a, ranges[0])
             if mapped is not None:
                 return [mapped]
+        if self.valley is not None and ranges:
+            return [self.valley_bounds(a, ranges[0])]
         if self.out_range is not None:
             return [self.out_range] * self.n_outputs
         if self.keeps_range:
@@ -326,6 +368,20 @@ class OpSpec:
             hi = max((r[1] for r in floats), default=INF)
             return [(lo, hi)] * self.n_outputs
         return None
+
+    def out_bounds(self, a: dict, ranges: list, ins: list, outs: list) -> list:
+        """``value_range`` for the generator, one (lo, hi) per output (UNBOUNDED where
+        unknown): an integer output whose bounds leave its dtype's range can wrap around
+        (uint8 ``1 - 23`` is 234), so it gets the dtype's whole range instead."""
+        got = self.value_range(a, ranges, ins) or [UNBOUNDED] * len(outs)
+        res = []
+        for t, b in zip(outs, got):
+            if dt.is_int(t.dtype):
+                info = np.iinfo(dt.NUMPY[t.dtype])
+                if b[0] < info.min or b[1] > info.max:
+                    b = (float(info.min), float(info.max))
+            res.append(b)
+        return res + [UNBOUNDED] * (len(outs) - len(res))
 
     def anchor(self, a: dict, anchors: list, ins: list) -> float | None:
         """A value output 0's elements straddle in every run (its minimum is at most, and
@@ -339,6 +395,53 @@ class OpSpec:
             vals = self.value_inputs
             return next((x for i, x in enumerate(anchors) if x is not None and (vals is None or i in vals)), None)
         return None
+
+    def exact(self, a: dict, exacts: list, ins: list) -> float | None:
+        """A value some element of output 0 equals exactly in every run (an exclusive
+        CumSum's leading 0, the 0s Trilu writes, a Conv output fed only by padding), given
+        the inputs' exact values (None where unknown), or None. Element-wise operators map
+        their input's exact value (computed in its dtype); single-output operators that pass
+        every input value on keep any input's. A consumer whose domain excludes the value,
+        or that needs a nonzero input when it is 0, has no valid run."""
+        if self.elementwise and exacts and exacts[0] is not None:
+            return self.map_value(a, exacts[0], ins[0])
+        if self.preserves_values and self.n_outputs == 1:
+            vals = self.value_inputs
+            return next((x for i, x in enumerate(exacts) if x is not None and (vals is None or i in vals)), None)
+        return None
+
+    def map_value(self, a: dict, x: float, t: TensorType) -> float | None:
+        """This element-wise operator applied to the single value ``x`` of type ``t``, as
+        the reference computes it; None when not finite."""
+        import torch
+
+        with torch.no_grad():
+            y = self.torch(a, torch.tensor([x], dtype=dt.torch_dtype(t.dtype)))
+        v = float(y.reshape(-1)[0])
+        return v if math.isfinite(v) else None
+
+    def valley_bounds(self, a: dict, r: tuple) -> tuple:
+        """Bounds of a ``valley`` operator over input bounds ``r``: the ends' values, and
+        the minimum bound when the interval may hold the minimum."""
+        import torch
+
+        # f(-inf) is NaN (-inf * 0) for these: a huge finite end gives the limit instead
+        lo, hi = (min(max(x, -1e300), 1e300) for x in r)
+        va, vb, fmin = self.valley
+        with torch.no_grad():
+            y = self.torch(a, torch.tensor([lo, hi], dtype=torch.float64)).tolist()
+        if any(v != v for v in y):
+            return UNBOUNDED
+        y = [INF if (x == 1e300 and v > 0) else v for x, v in zip((lo, hi), y)]
+        if lo >= vb:
+            out = (y[0], y[1])
+        elif hi <= va:
+            out = (y[1], y[0])
+        else:
+            out = (fmin, max(y))
+        if self.out_range is not None:
+            out = (max(out[0], self.out_range[0]), min(out[1], self.out_range[1]))
+        return out
 
     def self_range(self, a: dict, r: tuple) -> tuple | None:
         """Bounds on the output when every input is one and the same tensor with bounds
@@ -367,6 +470,64 @@ class OpSpec:
     def input_domain(self, a: dict, i: int) -> tuple | None:
         """The values (lo, hi) input ``i`` must be able to take for a valid result, or None."""
         return self.domain if i == 0 else None
+
+    def input_span(self, a: dict, i: int, span: tuple, ins: list) -> tuple | None:
+        """Values for input ``i`` that keep output 0 within ``span`` when every value
+        input is drawn from its own returned range, or None when there is no simple such
+        range: where the input search draws starting values for a graph input that reaches
+        a restricted operator through this one (the search handles the rest). Operators
+        whose outputs lie between their inputs' values pass ``span`` on; monotone ones
+        invert it."""
+        vals = self.value_inputs
+        if vals is not None and i not in vals:
+            return None
+        if self.keeps_range or self.preserves_values:
+            return span
+        if (self.monotone or self.valley) and i == 0 and dt.is_float(ins[0].dtype):
+            return self.inverse_span(a, span)
+        return None
+
+    def inverse_span(self, a: dict, span: tuple) -> tuple | None:
+        """For a monotone element-wise operator (or a ``valley`` one, on its rising side):
+        input values whose outputs lie in ``span``, narrowed to a sampling-friendly width,
+        or None. Found on a fixed float64 grid (|x| from 1e-6 to 1e3); when the values
+        jump over the span between two neighbouring points (a narrow target such as
+        acosh(x) in [0.002, 0.008]), the search zooms into that gap a few times."""
+        import torch
+
+        grid = _span_grid()
+        if self.valley is not None:
+            grid = grid[grid >= self.valley[1]]  # the rising side
+        found = False
+        for _ in range(SPAN_ZOOMS):
+            with torch_no_grad():
+                y = self.torch(a, grid)
+            fin = torch.isfinite(y)
+            ok = (fin & (y >= span[0]) & (y <= span[1])).nonzero().flatten()
+            if len(ok) and found:
+                return _window(float(grid[ok[0]]), float(grid[ok[-1]]))
+            if len(ok):
+                # once more between the neighbours of the first and last hits: sharper ends
+                found = True
+                lo, hi = int(ok[0]), int(ok[-1])
+                grid = torch.linspace(float(grid[max(lo - 1, 0)]), float(grid[min(hi + 1, len(grid) - 1)]), 257,
+                                      dtype=torch.float64)
+                continue
+            # neighbours on either side of the span: zoom into the gap between them
+            side = torch.where(y < span[0], -1, 1)
+            gap = (fin[:-1] & fin[1:] & (side[:-1] != side[1:])).nonzero().flatten()
+            if not len(gap) or found:
+                return None
+            k = int(gap[0])
+            grid = torch.linspace(float(grid[k]), float(grid[k + 1]), 257, dtype=torch.float64)
+        return None
+
+    def input_possible(self, a: dict, i: int, r: tuple, t: TensorType) -> bool:
+        """Whether input ``i`` (of type ``t``) with value bounds ``r`` leaves room for a
+        valid run, for conditions on the elements together rather than on each (a
+        positive sum for ReduceLogSum needs some element above 0; a product of many
+        elements all above 1.3 overflows); per-element domains are ``input_domain``'s."""
+        return True
 
     def input_nonzero(self, a: dict, i: int) -> bool:
         """Whether input ``i`` must hold no zero for a valid result (a divisor)."""

@@ -1,12 +1,15 @@
 """Binary (and variadic) element-wise maths with NumPy-style multidirectional broadcasting."""
 from __future__ import annotations
 
+import math
+
+import numpy as np
 import torch
 
 from dlgate import dtypes as dt
 from dlgate.spec import losses as L
 from dlgate.spec import sym
-from dlgate.spec.base import UNBOUNDED, Ctx, OpSpec, TensorType
+from dlgate.spec.base import INF, UNBOUNDED, Ctx, OpSpec, TensorType
 
 
 def broadcast_partner(ctx: Ctx, shape: tuple) -> tuple:
@@ -47,11 +50,53 @@ def add_bounds(rs) -> tuple:
     return _finite_or_unbounded(sum(r[0] for r in rs), sum(r[1] for r in rs))
 
 
+def _mul(x: float, y: float) -> float:
+    """x * y with 0 * inf = 0: an infinite end is never reached by a (finite) value, so a
+    factor that is 0 keeps the product 0."""
+    return 0.0 if x == 0 or y == 0 else x * y
+
+
 def mul_bounds(r, q) -> tuple:
-    corners = [x * y for x in r for y in q]
-    if any(c != c for c in corners):
-        return UNBOUNDED
+    corners = [_mul(x, y) for x in r for y in q]
     return (min(corners), max(corners))
+
+
+def recip_bounds(q) -> tuple:
+    """Bounds on 1 / y for the nonzero y within ``q`` (1 / inf = 0)."""
+    lo, hi = q
+    if lo > 0 or hi < 0:
+        return (1 / hi, 1 / lo)  # 1/y falls on each side of 0
+    if lo == 0 < hi:
+        return (1 / hi, INF)  # y > 0
+    if lo < 0 == hi:
+        return (-INF, 1 / lo)  # y < 0
+    return UNBOUNDED
+
+
+def _pow(x: float, y: float) -> float:
+    """x ** y for x >= 0 and its limits at the ends (0 ** -1 = inf, inf ** 0 = 1)."""
+    if x == 0:
+        return 1.0 if y == 0 else 0.0 if y > 0 else INF
+    with np.errstate(all="ignore"):
+        return float(np.power(np.float64(x), np.float64(y)))
+
+
+#: Largest divisor ``Div.input_span`` draws (divisors within [1, DIV_SPREAD]).
+DIV_SPREAD = 1.5
+
+
+def sqrt_span(span: tuple, i: int) -> tuple:
+    """A range for factor ``i`` of a product meant to lie in ``span`` (finite): both
+    factors within the square roots of a positive span; for a negative one, a positive
+    first and a negative second factor; around 0, both within the smaller root."""
+    lo, hi = span
+    if lo >= 0:
+        return (math.sqrt(lo), math.sqrt(hi))
+    if hi <= 0:
+        r = (math.sqrt(-hi), math.sqrt(-lo))
+        return r if i == 0 else (-r[1], -r[0])
+    m = math.sqrt(min(-lo, hi))
+    return (-m, m)
 
 
 class Elementwise(OpSpec):
@@ -93,6 +138,8 @@ class Elementwise(OpSpec):
 
 
 class Add(Elementwise):
+    keeps_integers = True
+
     def value_range(self, a, ranges, ins):
         return [add_bounds(ranges)]
 
@@ -101,8 +148,13 @@ class Add(Elementwise):
     types = dt.NUMERIC
     fn = torch.add
 
+    def input_span(self, a, i, span, ins):
+        return (span[0] / 2, span[1] / 2)  # two terms, each within half the span
+
 
 class Sub(Elementwise):
+    keeps_integers = True
+
     def self_range(self, a, r):
         return (0.0, 0.0)
 
@@ -115,15 +167,27 @@ class Sub(Elementwise):
     types = dt.NUMERIC
     fn = torch.sub
 
+    def input_span(self, a, i, span, ins):
+        # x within half the span minus y within half its mirror image
+        return (span[0] / 2, span[1] / 2) if i == 0 else (-span[1] / 2, -span[0] / 2)
+
 
 class Mul(Elementwise):
+    keeps_integers = True
+
     def value_range(self, a, ranges, ins):
         return [mul_bounds(*ranges)]
+
+    def exact(self, a, exacts, ins):
+        return 0.0 if 0 in exacts else None  # 0 times (a finite) anything
 
     can_overflow = True
     onnx_op = "Mul"
     types = dt.NUMERIC
     fn = torch.mul
+
+    def input_span(self, a, i, span, ins):
+        return sqrt_span(span, i)
 
 
 class Div(Elementwise):
@@ -143,12 +207,28 @@ class Div(Elementwise):
     def self_range(self, a, r):
         return (1.0, 1.0)  # x / x (x is never 0 in a valid run)
 
+    def value_range(self, a, ranges, ins):
+        return [mul_bounds(ranges[0], recip_bounds(ranges[1]))]  # x * (1 / y), y != 0
+
+    def exact(self, a, exacts, ins):
+        return 0.0 if exacts[0] == 0 else None  # 0 / y and fmod(0, y) are 0 for y != 0
+
     def losses(self, a, x, y):
         return [L.gt0(y.abs())]
+
+    def input_span(self, a, i, span, ins):
+        # y within [1, q] and x within [q lo, hi] (a positive span) keep x / y inside it;
+        # mirrored for a negative span; a span holding 0 needs only x inside it
+        lo, hi = span
+        q = min(DIV_SPREAD, hi / lo) if lo > 0 else min(DIV_SPREAD, lo / hi) if hi < 0 else DIV_SPREAD
+        if i == 1:
+            return (1.0, q)
+        return (q * lo, hi) if lo > 0 else (lo, q * hi) if hi < 0 else span
 
 
 class Mod(Div):
     """C fmod semantics (``fmod=1``); floats only, for the reason given for Div."""
+    keeps_integers = True
 
     onnx_op = "Mod"
     jumps = True
@@ -156,11 +236,22 @@ class Mod(Div):
     def self_range(self, a, r):
         return (0.0, 0.0)  # fmod(x, x)
 
+    def value_range(self, a, ranges, ins):
+        # fmod(x, y) has x's sign, |fmod(x, y)| <= |x| and < max |y|
+        (xlo, xhi), (ylo, yhi) = ranges
+        m = max(-ylo, yhi)
+        return [(0.0 if xlo >= 0 else max(xlo, -m), 0.0 if xhi <= 0 else min(xhi, m))]
+
     def onnx_attrs(self, a, b):
         return {"fmod": 1}
 
     def torch(self, a, x, y):
         return torch.fmod(x, y)
+
+    def input_span(self, a, i, span, ins):
+        # fmod(x, y) is x when |x| < |y|
+        m = max(abs(span[0]), abs(span[1]))
+        return span if i == 0 else (m + 1.0, m + 2.0)
 
 
 class Pow(Elementwise):
@@ -172,12 +263,25 @@ class Pow(Elementwise):
     def input_range(self, a, i):
         return (0.5, 2.0) if i == 0 else (-2.0, 2.0)
 
+    def value_range(self, a, ranges, ins):
+        (xlo, xhi), (ylo, yhi) = ranges
+        if xlo < 0:
+            return None  # negative bases: integral exponents flip signs
+        # for x >= 0, x ** y is monotone in x for each y and in y for each x: the
+        # extremes over the box lie at its corners
+        corners = [_pow(x, y) for x in (xlo, xhi) for y in (ylo, yhi)]
+        return [(min(corners), max(corners))]
+
+    def exact(self, a, exacts, ins):
+        return 1.0 if exacts[1] == 0 or exacts[0] == 1 else None  # x ** 0 and 1 ** y
+
     def losses(self, a, x, y):
         xd, yd = x.double(), y.double()
         return [L.gt0(xd), L.le0(yd * torch.log(xd.clamp(min=1e-40)) - L.log_max(x))]
 
 
 class Max(Elementwise):
+    keeps_integers = True
     onnx_op = "Max"
     types = dt.NUMERIC
     fn = torch.maximum
@@ -185,8 +289,12 @@ class Max(Elementwise):
     def value_range(self, a, ranges, ins):
         return [(max(r[0] for r in ranges), max(r[1] for r in ranges))]
 
+    def input_span(self, a, i, span, ins):
+        return span  # the larger of two values within the span
+
 
 class Min(Elementwise):
+    keeps_integers = True
     onnx_op = "Min"
     types = dt.NUMERIC
     fn = torch.minimum
@@ -194,9 +302,13 @@ class Min(Elementwise):
     def value_range(self, a, ranges, ins):
         return [(min(r[0] for r in ranges), min(r[1] for r in ranges))]
 
+    def input_span(self, a, i, span, ins):
+        return span
+
 
 class Sum(Elementwise):
     """Variadic: three inputs."""
+    keeps_integers = True
 
     can_overflow = True
     onnx_op = "Sum"
@@ -212,6 +324,9 @@ class Sum(Elementwise):
             out = out + x
         return out
 
+    def input_span(self, a, i, span, ins):
+        return (span[0] / len(ins), span[1] / len(ins))
+
 
 class Mean(Sum):
     """Variadic: three inputs."""
@@ -220,10 +335,14 @@ class Mean(Sum):
     keeps_range = True
 
     def value_range(self, a, ranges, ins):
-        return OpSpec.value_range(self, a, ranges, ins)
+        lo, hi = add_bounds(ranges)
+        return [(lo / len(ranges), hi / len(ranges))]  # the sum's bounds over n
 
     def torch(self, a, *xs):
         return super().torch(a, *xs) / len(xs)
+
+    def input_span(self, a, i, span, ins):
+        return span  # a mean of values within the span
 
 
 OPS = [Add, Sub, Mul, Div, Mod, Pow, Max, Min, Sum, Mean]

@@ -58,6 +58,7 @@ class Cast(OpSpec):
     between PyTorch and runtimes, e.g. negative floats -> uint8. The op is therefore
     ``restricted``: ``losses`` asks the input search to keep such inputs in range.
     """
+    elementwise = True
     keeps_integers = True
 
     onnx_op = "Cast"
@@ -158,6 +159,7 @@ class Clip(SameType):
     implement Clip as ``std::clamp`` are undefined there.
     """
     monotone = 1
+    elementwise = True
 
     onnx_op = "Clip"
     dtypes = same_dtype_sigs(dt.NUMERIC, 1)

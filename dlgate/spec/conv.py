@@ -15,6 +15,7 @@ import torch.nn.functional as F
 from dlgate import dtypes as dt
 from dlgate.spec import sym
 from dlgate.spec.base import OpSpec, TensorType
+from dlgate.spec.linalg import plus_bounds, product_bounds, product_span, sum_bounds
 
 _CONV = {1: (F.conv1d, F.conv_transpose1d), 2: (F.conv2d, F.conv_transpose2d)}
 
@@ -34,7 +35,17 @@ def _spatial_attrs(ctx, r: int, kmax: int = 5) -> dict:
     return {"kernel": k, "strides": s, "dilations": d, "pads": pads}
 
 
+def _taps(o: int, n: int, k: int, s: int, d: int, pb: int, transpose: bool) -> int:
+    """How many kernel taps of output index ``o`` along one axis (of input size ``n``)
+    meet a real input element: Conv reads input ``o*s + t*d - pb``; ConvTranspose adds
+    input ``i`` with tap ``t`` into full index ``i*s + t*d``, which is output ``o + pb``."""
+    if transpose:
+        return sum(1 for t in range(k) if (o + pb - t * d) % s == 0 and 0 <= (o + pb - t * d) // s < n)
+    return sum(1 for t in range(k) if 0 <= o * s + t * d - pb < n)
+
+
 class _ConvBase(OpSpec):
+    keeps_integers = True
     ranks = (3, 4)
     has_bias = True
     transpose = False
@@ -126,6 +137,32 @@ class _ConvBase(OpSpec):
         shape = (x.shape[0], self._out_channels(a)) + tuple(self._spatial_out(x, a))
         return [TensorType(x.dtype, shape)]
 
+    # -- value knowledge -----------------------------------------------------------------
+    def _term_counts(self, a, x) -> tuple:
+        """The fewest and most products ``x * w`` summed into one output element: input
+        channels per group times, per spatial axis, the fewest / most taps that meet a real
+        input element (padding and stride gaps contribute nothing)."""
+        r, outs = x.rank - 2, self._spatial_out(x, a)
+        lo = hi = x.shape[1] // a["group"]
+        for i in range(r):
+            counts = [_taps(o, x.shape[2 + i], a["kernel"][i], a["strides"][i], a["dilations"][i],
+                            a["pads"][i], self.transpose) for o in range(outs[i])]
+            lo, hi = lo * min(counts), hi * max(counts)
+        return lo, hi
+
+    def value_range(self, a, ranges, ins):
+        # each output sums between m_min and m_max products x * w, plus one bias element
+        m_min, m_max = self._term_counts(a, ins[0])
+        y = sum_bounds(product_bounds(ranges[0], ranges[1]), m_min, m_max)
+        return [plus_bounds(y, ranges[2]) if self.has_bias else y]
+
+    def exact(self, a, exacts, ins):
+        # an output index (along some axis) that no tap feeds sums nothing: exactly 0, or
+        # the bias of its channel (so a bias value held exactly is held there too)
+        if self._term_counts(a, ins[0])[0] != 0:
+            return None
+        return exacts[2] if self.has_bias else 0.0
+
     def reference_defect(self, a, ins, opset):
         if not self.transpose:
             return None
@@ -177,6 +214,17 @@ class _ConvBase(OpSpec):
         if bias is not None:
             y = y + bias.reshape((1, -1) + (1,) * r)
         return y
+
+    def input_span(self, a, i, span, ins):
+        # an output sums up to m_max products (fewer near padding): with a bias, the bias
+        # within the middle half of the span and the sum within a quarter of its width
+        # either way; without one, the span must hold 0 and the sum stays within it
+        lo, hi = span
+        m = max(self._term_counts(a, ins[0])[1], 1)
+        if self.has_bias:
+            c, q = (lo + hi) / 2, (hi - lo) / 4
+            return (c - q, c + q) if i == 2 else product_span(i, (-q, q), m)
+        return product_span(i, span, m) if lo <= 0 <= hi else None
 
 
 class Conv(_ConvBase):

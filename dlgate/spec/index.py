@@ -14,7 +14,7 @@ import torch
 
 from dlgate import dtypes as dt
 from dlgate.spec import sym
-from dlgate.spec.base import OpSpec, TensorType
+from dlgate.spec.base import INF, UNBOUNDED, OpSpec, TensorType
 
 #: Indices lists are kept this small, so attributes stay readable.
 MAX_INDICES = 256
@@ -32,6 +32,16 @@ def _spell(ctx, ax: int, rank: int) -> int:
 
 def _budget(ctx, numel) -> int:
     return max(1, ctx.limits.max_elems // max(1, numel))
+
+
+def _join(r: tuple, v: float) -> tuple:
+    """Bounds ``r`` widened to hold the value ``v``."""
+    return (min(r[0], v), max(r[1], v))
+
+
+def _in_dtype(v, dtype: str) -> float:
+    """``v`` as the tensor of ``dtype`` stores it (float16 rounds, bool is 0/1)."""
+    return float(np.asarray(v, dtype=dt.NUMPY[dtype]))
 
 
 class Gather(OpSpec):
@@ -152,7 +162,7 @@ class GatherElements(Gather):
 class TopK(OpSpec):
     """``sorted=1`` only (the order of an unsorted result is implementation-defined). Ties
     are defined by ONNX (lower index first), which a stable sort reproduces."""
-    keeps_range = True  # (the indices output is integer)
+    keeps_range = True  # the values output; ``value_range`` bounds the indices apart
     jumps = True  # the indices output
 
     onnx_op = "TopK"
@@ -173,6 +183,12 @@ class TopK(OpSpec):
         s = list(ins[0].shape)
         s[a["axis"] % len(s)] = a["k"]
         return [ins[0].with_shape(s), TensorType(dt.INT64, tuple(s))]
+
+    def value_range(self, a, ranges, ins):
+        # values are some of the input's; indices point along an axis of size d
+        d = ins[0].shape[a["axis"] % ins[0].rank]
+        hi = float(d - 1) if not sym.is_sym(d) else INF
+        return [tuple(ranges[0]), (0.0, hi)]
 
     def backward(self, ctx, out):
         if out.rank < 1 or out.dtype not in dt.NUMERIC:
@@ -208,6 +224,7 @@ class Same(OpSpec):
 class CumSum(Same):
     """Accumulated sequentially in the input's dtype, as the ONNX definition reads (and as
     onnxruntime and onnx.reference do), not with PyTorch's wider accumulator."""
+    keeps_integers = True
 
     can_overflow = True
     onnx_op = "CumSum"
@@ -217,6 +234,30 @@ class CumSum(Same):
     def sample(self, ctx, ins):
         return {"axis": _spell(ctx, ctx.rng.randrange(ins[0].rank), ins[0].rank),
                 "exclusive": int(ctx.coin(0.3)), "reverse": int(ctx.coin(0.3))}
+
+    def _terms(self, a, ins):
+        """(fewest, most) input elements one output element sums, or None if unknown."""
+        n = ins[0].shape[a["axis"] % ins[0].rank]
+        if sym.is_sym(n):
+            return None
+        # inclusive: 1 (the first element) to n; exclusive: 0 (the first) to n - 1
+        return (0, n - 1) if a["exclusive"] else (1, n)
+
+    def value_range(self, a, ranges, ins):
+        terms = self._terms(a, ins)
+        if terms is None:
+            return None
+        m0, m1 = terms
+        lo, hi = ranges[0]
+
+        def times(m, v):  # m copies of v; no 0 * inf
+            return 0.0 if m == 0 else m * v
+
+        # a sum of m terms in [lo, hi] lies in [m lo, m hi], for some m in [m0, m1]
+        return [(times(m0, lo) if lo >= 0 else times(m1, lo), times(m1, hi) if hi >= 0 else times(m0, hi))]
+
+    def exact(self, a, exacts, ins):
+        return 0.0 if a["exclusive"] else None  # the first (reverse: last) sum is empty
 
     def onnx(self, b, a, xs, ys):
         axis = b.const(np.array(a["axis"], dtype=b.rng.choice((np.int64, np.int32))))
@@ -237,8 +278,21 @@ class CumSum(Same):
                 out[j] = acc
         return torch.stack(out, ax)
 
+    def input_span(self, a, i, span, ins):
+        # every prefix sums at most n terms within span / n; that stays inside a span
+        # holding 0 (an empty or short prefix sums towards 0)
+        terms = self._terms(a, ins)
+        lo, hi = span
+        if terms is None or lo > 0 or hi < 0:
+            return None
+        return (lo / max(terms[1], 1), hi / max(terms[1], 1))
+
 
 class Trilu(Same):
+    """Keeps ``x[..., i, j]`` where ``j - i >= k`` (upper) or ``j - i <= k`` (lower), writes
+    0 elsewhere: the same positions in every matrix."""
+    keeps_integers = True
+
     onnx_op = "Trilu"
     min_opset = 14
     dtypes = tuple((t,) for t in dt.ALL)
@@ -246,6 +300,28 @@ class Trilu(Same):
 
     def sample(self, ctx, ins):
         return {"upper": int(ctx.coin()), "k": ctx.choice((0, 0, ctx.rng.randint(-6, 6)))}
+
+    def zeroed(self, a, ins):
+        """("none" | "some" | "all") elements of each matrix written 0, or None if unknown."""
+        rows, cols = ins[0].shape[-2:]
+        if sym.is_sym(rows) or sym.is_sym(cols):
+            return None
+        k, dmin, dmax = a["k"], 1 - rows, cols - 1  # j - i spans [1 - rows, cols - 1]
+        if a["upper"]:
+            return "all" if dmax < k else "some" if dmin < k else "none"
+        return "all" if dmin > k else "some" if dmax > k else "none"
+
+    def value_range(self, a, ranges, ins):
+        z = self.zeroed(a, ins)
+        if z is None:
+            return [_join(ranges[0], 0.0)]
+        return [{"none": tuple(ranges[0]), "some": _join(ranges[0], 0.0), "all": (0.0, 0.0)}[z]]
+
+    def exact(self, a, exacts, ins):
+        z = self.zeroed(a, ins)
+        if z in ("some", "all"):
+            return 0.0
+        return exacts[0] if z == "none" else None  # "none": the output is the input
 
     def onnx(self, b, a, xs, ys):
         ins = [xs[0]]
@@ -308,6 +384,14 @@ class OneHot(OpSpec):
 
     def backward_ranks(self, out):
         return (out.rank - 1,)
+
+    def value_range(self, a, ranges, ins):
+        off, on = (_in_dtype(v, a["dtype"]) for v in a["values"])
+        return [(min(off, on), max(off, on))]  # every element is the off or the on value
+
+    def exact(self, a, exacts, ins):
+        # at most one of a row's ``depth`` positions is on
+        return _in_dtype(a["values"][0], a["dtype"]) if a["depth"] > 1 else None
 
     def onnx(self, b, a, xs, ys):
         depth = b.const(np.array(a["depth"], dtype=a["depth_dtype"]))
@@ -477,6 +561,25 @@ class Resize(OpSpec):
                nearest_mode=None if a["nearest_mode"] is None else b.opt(a["nearest_mode"], "round_prefer_floor"),
                cubic_coeff_a=None if a["cubic_a"] is None else b.opt(a["cubic_a"], -0.75),
                exclude_outside=None if a["exclude_outside"] is None else b.opt(a["exclude_outside"], 0))
+
+    def value_range(self, a, ranges, ins):
+        lo, hi = ranges[0]
+        if a["mode"] != "cubic":
+            return [(lo, hi)]  # copies (nearest) or convex combinations (linear)
+        for d, (p, q) in zip(ins[0].shape, a["pq"]):
+            if p == q:
+                continue
+            if sym.is_sym(d):
+                return [UNBOUNDED]
+            w = _weights(a, d, d * p // q, p / q)
+            # a row's weights sum to 1, those below 0 to -neg: y = lo + sum w (x - lo)
+            # lies in [lo - neg (hi - lo), hi + neg (hi - lo)]
+            neg = float(-np.minimum(w, 0.0).sum(axis=1).min())
+            if neg > 0:
+                if lo == -INF or hi == INF:
+                    return [UNBOUNDED]
+                lo, hi = lo - neg * (hi - lo), hi + neg * (hi - lo)
+        return [(lo, hi)]
 
     def torch(self, a, x):
         for ax, (p, q) in enumerate(a["pq"]):

@@ -8,8 +8,8 @@ import torch
 
 from dlgate import dtypes as dt
 from dlgate.spec import sym
-from dlgate.spec.base import OpSpec, TensorType
-from dlgate.spec.binary import broadcast_partner, reduced_partner
+from dlgate.spec.base import INF, OpSpec, TensorType
+from dlgate.spec.binary import broadcast_partner, reduced_partner, sqrt_span
 
 #: Largest contracted (summed-over) dimension for float16; other dtypes only have the
 #: generator's dimension cap.
@@ -20,9 +20,45 @@ def _small_k(k, dtype):
     return [k <= MAX_K] if dtype == dt.FLOAT16 else []
 
 
+# -- value bounds of sums of products (shared with the convolutions) -------------------------
+def _mul(x: float, y: float) -> float:
+    """``x * y`` of two bounds, 0 when either is 0: every value is finite, so 0 times any
+    of them is 0 (an infinite bound times a nonzero one stays infinite)."""
+    return 0.0 if x == 0 or y == 0 else x * y
+
+
+def product_bounds(*rs) -> tuple:
+    """Bounds of a product of one value from each of ``rs``: a product is linear in each
+    factor, so its extremes lie at the corners."""
+    lo, hi = 1.0, 1.0
+    for r in rs:
+        corners = [_mul(x, y) for x in (lo, hi) for y in r]
+        lo, hi = min(corners), max(corners)
+    return (lo, hi)
+
+
+def sum_bounds(p: tuple, m_min: int, m_max: int) -> tuple:
+    """Bounds of a sum of m terms within ``p``, m between ``m_min`` and ``m_max`` (an
+    empty sum is 0): m terms lie in [m * p[0], m * p[1]], linear in m."""
+    return (min(_mul(m_min, p[0]), _mul(m_max, p[0])), max(_mul(m_min, p[1]), _mul(m_max, p[1])))
+
+
+def plus_bounds(r: tuple, q: tuple) -> tuple:
+    """Bounds of ``x + y`` (a side that would be ``inf - inf`` is left unbounded)."""
+    lo, hi = r[0] + q[0], r[1] + q[1]
+    return (lo if lo == lo else -INF, hi if hi == hi else INF)
+
+
 # -- MatMul ---------------------------------------------------------------------------------
+def product_span(i: int, span: tuple, k: int) -> tuple:
+    """A starting range for factor ``i`` of a sum of ``k`` two-factor products meant to
+    land in ``span``: each product within span / k."""
+    return sqrt_span((span[0] / k, span[1] / k), i)
+
+
 class MatMul(OpSpec):
     """``numpy.matmul``: batch broadcasting, 1-D operands promoted and their dim removed."""
+    keeps_integers = True
 
     can_overflow = True
     onnx_op = "MatMul"
@@ -67,6 +103,11 @@ class MatMul(OpSpec):
             shape = sym.broadcast(x[:-2], y[:-2]) + (x[-2], y[-1])
         return [TensorType(ins[0].dtype, shape)]
 
+    def value_range(self, a, ranges, ins):
+        # every output is a sum of exactly K products x * y (K: the contracted dim)
+        k = ins[0].shape[-1]
+        return [sum_bounds(product_bounds(ranges[0], ranges[1]), k, k)]
+
     def backward(self, ctx, out):
         if out.dtype not in (s[0] for s in self.dtypes):
             return None
@@ -96,6 +137,9 @@ class MatMul(OpSpec):
 
     def torch(self, a, x, y):
         return torch.matmul(x, y)
+
+    def input_span(self, a, i, span, ins):
+        return product_span(i, span, ins[0].shape[-1])
 
 
 # -- Gemm -----------------------------------------------------------------------------------
@@ -158,6 +202,15 @@ class Gemm(OpSpec):
     def infer(self, ins, a):
         m, _ = self._mk(ins, a)
         return [TensorType(ins[0].dtype, (m, self._n(ins, a)))]
+
+    def value_range(self, a, ranges, ins):
+        # alpha times a sum of exactly K products, plus beta times one element of C
+        k = self._mk(ins, a)[1]
+        alpha = (a["alpha"], a["alpha"])
+        y = product_bounds(alpha, sum_bounds(product_bounds(ranges[0], ranges[1]), k, k))
+        if self.arity == 3:
+            y = plus_bounds(y, product_bounds((a["beta"], a["beta"]), ranges[2]))
+        return [y]
 
     def backward(self, ctx, out):
         if out.rank != 2 or out.dtype not in dt.FLOATS:
@@ -222,6 +275,7 @@ def _rename(ctx, eq: str) -> str:
 
 class Einsum(OpSpec):
     """Two-operand Einsum over a fixed set of equation templates (letters renamed)."""
+    keeps_integers = True
 
     can_overflow = True
     onnx_op = "Einsum"
@@ -265,6 +319,25 @@ class Einsum(OpSpec):
         env = self._bind(ins, a)
         return [TensorType(ins[0].dtype, tuple(env[c] for c in rhs))]
 
+    def _terms(self, a, ins) -> int:
+        """How many products each output sums: the product of the summed labels' sizes."""
+        _, rhs = _parse(a["equation"])
+        return sym.prod(d for c, d in self._bind(ins, a).items() if c not in rhs)
+
+    def value_range(self, a, ranges, ins):
+        # every output sums exactly K products of one element per operand (K = 1, a plain
+        # product or a copy, when no label is summed)
+        k = self._terms(a, ins)
+        return [sum_bounds(product_bounds(*ranges[:self.arity]), k, k)]
+
+    def exact(self, a, exacts, ins):
+        # a one-operand Einsum that sums nothing, with distinct labels, permutes its input
+        ops, _ = _parse(a["equation"])
+        if self.arity == 1 and exacts[0] is not None and len(set(ops[0])) == len(ops[0]) \
+                and self._terms(a, ins) == 1:
+            return exacts[0]
+        return None
+
     def backward(self, ctx, out):
         if out.dtype not in dt.FLOATS:
             return None
@@ -285,6 +358,12 @@ class Einsum(OpSpec):
 
     def torch(self, a, *xs):
         return torch.einsum(a["equation"], *xs)
+
+    def input_span(self, a, i, span, ins):
+        k = self._terms(a, ins)
+        if self.arity == 1:
+            return (span[0] / k, span[1] / k)  # a sum of k elements (or a copy, k = 1)
+        return product_span(i, span, k)
 
 
 class EinsumUnary(Einsum):

@@ -86,6 +86,8 @@ class Where(Elementwise):
 
     onnx_op = "Where"
     arity = 3
+    keeps_range = True  # each element is one of the branches'
+    value_inputs = (1, 2)  # the condition only chooses
 
     def input_type(self, ctx, i, ins, a, dtype):
         # Partner of the broadcast of the inputs so far, so the third input always fits
@@ -104,6 +106,10 @@ class Where(Elementwise):
         full = ctx.rng.randrange(3)
         shapes = [out.shape if i == full else reduced_partner(ctx, out.shape) for i in range(3)]
         return [TensorType(t, s) for t, s in zip(sig, shapes)], {}
+
+    def value_range(self, a, ranges, ins):
+        (xlo, xhi), (ylo, yhi) = ranges[1], ranges[2]
+        return [(min(xlo, ylo), max(xhi, yhi))]  # not the condition's
 
     def torch(self, a, c, x, y):
         return torch.where(c, x, y)

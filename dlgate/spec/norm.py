@@ -2,15 +2,56 @@
 GroupNormalization. Floating-point types only; all inputs share X's dtype."""
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 
 from dlgate import dtypes as dt
 from dlgate.spec import losses as L
 from dlgate.spec import sym
-from dlgate.spec.base import OpSpec, TensorType, f32
+from dlgate.spec.base import UNBOUNDED, OpSpec, TensorType, f32
 
 EPS_DEFAULT = f32(1e-5)
+INF = float("inf")
+
+
+def _mul(x: tuple, y: tuple) -> tuple:
+    """Bounds on a product of values within bounds ``x`` and ``y`` (an infinite end times
+    0 counts as 0: the values themselves are finite)."""
+    ps = [0.0 if p == 0 or q == 0 else p * q for p in x for q in y]
+    return (min(ps), max(ps))
+
+
+def _add(x: tuple, y: tuple) -> tuple:
+    return (x[0] + y[0], x[1] + y[1])
+
+
+def _affine(z: float, s: tuple, b: tuple) -> tuple:
+    """Bounds on ``scale * z + bias`` for ``|z| <= z``, scale and bias within ``s``, ``b``."""
+    return _add(_mul(s, (-z, z)), b)
+
+
+def _zmax(n: int, eps: float, r: tuple, u: float, two_pass: bool = False) -> float:
+    """A bound on |z|, z = (x - mean) / sqrt(var + eps) over n values within ``r``, as
+    computed with unit roundoff ``u``. In real numbers |z| <= sqrt(n - 1) (all values but
+    one equal); in floats the mean is off by up to delta and the variance by up to err
+    (first-order bounds of recursive summation, |x| <= big), which large values make
+    dominate (LayerNormalization of a row of 1e6 +- 1 ulp gives |z| ~ 1e6), so
+    |z| <= (sqrt(n - 1) + delta / sqrt(eps)) / sqrt(1 - err / eps) while err < eps. A
+    two-pass variance (mean of (x - computed mean)^2) caps |z| at sqrt(n) by Cauchy-Schwarz
+    whatever the values. Over one value z is exactly 0."""
+    if n == 1:
+        return 0.0
+    big = max(abs(r[0]), abs(r[1]))
+    err, delta = 4 * (n + 1) * u * big * big, (n + 3) * u * big
+    z = (math.sqrt(n - 1) + delta / math.sqrt(eps)) / math.sqrt(1 - err / eps) if err < eps else INF
+    return min(z, math.sqrt(n)) if two_pass else z
+
+
+def _unit(dtype: str) -> float:
+    """The unit roundoff of the statistics' type (float16 is computed in float32)."""
+    return 2.0 ** -53 if dtype == dt.FLOAT64 else 2.0 ** -24
 
 
 def _eps(ctx) -> float:
@@ -20,6 +61,21 @@ def _eps(ctx) -> float:
 def _chan(v, rank):
     """A per-channel vector reshaped to broadcast over axis 1 of a rank-``rank`` tensor."""
     return v.reshape((1, -1) + (1,) * (rank - 2))
+
+
+def affine_span(i: int, span: tuple, n: int, has_bias: bool = True) -> tuple | None:
+    """Starting ranges for ``scale * z + bias`` to land in ``span`` (finite), z standardized
+    over ``n`` elements (|z| <= sqrt(n - 1)): the bias within the middle half of the span
+    and the scale small enough that |scale * z| stays within a quarter of its width; without
+    a bias the span must hold 0. None for the normalized input itself (any value will do)."""
+    if i == 0:
+        return None
+    lo, hi = span
+    zb = math.sqrt(max(n - 1, 1))
+    if not has_bias:
+        return (-min(-lo, hi) / zb, min(-lo, hi) / zb) if lo <= 0 <= hi else None
+    c, q = (lo + hi) / 2, (hi - lo) / 4
+    return (-q / zb, q / zb) if i == 1 else (c - q, c + q)
 
 
 class Norm(OpSpec):
@@ -92,6 +148,18 @@ class BatchNormalization(Norm):
     def input_range(self, a, i):
         return (0.1, 2.0) if i == 4 else None  # the variance
 
+    def input_domain(self, a, i):
+        # every variance must keep var + eps > 0 (else a NaN or a division by zero)
+        return (-a["epsilon"], INF) if i == 4 else None
+
+    def value_range(self, a, ranges, ins):
+        # interval arithmetic over scale * (x - mean) / sqrt(var + eps) + B
+        (xl, xh), s, b, (ml, mh), (vl, vh) = ranges
+        if vl + a["epsilon"] <= 0:
+            return [UNBOUNDED]  # the divisor can come arbitrarily close to 0
+        inv = (1 / math.sqrt(vh + a["epsilon"]), 1 / math.sqrt(vl + a["epsilon"]))
+        return [_add(_mul(_mul(s, (xl - mh, xh - ml)), inv), b)]
+
     def losses(self, a, x, s, bias, mean, var):
         return [L.gt0(var.double() + a["epsilon"])]
 
@@ -106,6 +174,19 @@ class InstanceNormalization(Norm):
     def onnx_attrs(self, a, b):
         return {"epsilon": b.opt(a["epsilon"], EPS_DEFAULT)}
 
+    def _n(self, x: TensorType) -> int:
+        return math.prod(x.shape[2:])
+
+    def value_range(self, a, ranges, ins):
+        # scale * z + bias, z standardized over n elements (two-pass variance)
+        x = ins[0]
+        z = _zmax(self._n(x), a["epsilon"], ranges[0], _unit(x.dtype), two_pass=True)
+        return [_affine(z, ranges[1], ranges[2])]
+
+    def exact(self, a, exacts, ins):
+        # over a single element z is exactly 0: each channel's output is its bias
+        return exacts[2] if self._n(ins[0]) == 1 else None
+
     def torch(self, a, x, s, bias):
         # float16 is computed in float32 and rounded once, as onnxruntime does; onnx.reference
         # computes the variance in float16 and can differ by more than float16 tolerance
@@ -117,6 +198,9 @@ class InstanceNormalization(Norm):
         var = ((xw - mean) ** 2).mean(dim=axes, keepdim=True)
         y = _chan(s.to(w), r) * (xw - mean) / torch.sqrt(var + a["epsilon"]) + _chan(bias.to(w), r)
         return y.to(x.dtype)
+
+    def input_span(self, a, i, span, ins):
+        return affine_span(i, span, self._n(ins[0]))
 
 
 class GroupNormalization(Norm):
@@ -138,6 +222,19 @@ class GroupNormalization(Norm):
         return {"epsilon": b.opt(a["epsilon"], EPS_DEFAULT), "num_groups": a["num_groups"],
                 "stash_type": b.opt(a["stash_type"], 1)}
 
+    def _n(self, a, x: TensorType) -> int:
+        return x.shape[1] // a["num_groups"] * math.prod(x.shape[2:])
+
+    def value_range(self, a, ranges, ins):
+        # scale * z + bias, z standardized over a group's n elements in the stash type
+        u = 2.0 ** (-53 if a["stash_type"] == 11 else -24)
+        z = _zmax(self._n(a, ins[0]), a["epsilon"], ranges[0], u)
+        return [_affine(z, ranges[1], ranges[2])]
+
+    def exact(self, a, exacts, ins):
+        # over a single element z is exactly 0 (x - mean, x * x - mean * mean): the bias
+        return exacts[2] if self._n(a, ins[0]) == 1 else None
+
     def torch(self, a, x, s, bias):
         # The ONNX function body: statistics in the stash type with var = E[x^2] - E[x]^2.
         r, g = x.dim(), a["num_groups"]
@@ -146,6 +243,9 @@ class GroupNormalization(Norm):
         var = (x3 * x3).mean(dim=2, keepdim=True) - mean * mean
         y = ((x3 - mean) / torch.sqrt(var + a["epsilon"])).reshape(x.shape).to(x.dtype)
         return y * _chan(s, r) + _chan(bias, r)
+
+    def input_span(self, a, i, span, ins):
+        return affine_span(i, span, self._n(a, ins[0]))
 
 
 class LayerNormalization(Norm):
@@ -164,14 +264,20 @@ class LayerNormalization(Norm):
         ax = a["axis"] % len(x)
         return tuple(x[ax:])
 
+    def _n(self, a, x: TensorType) -> int:
+        return math.prod(x.shape[a["axis"] % x.rank:])
+
     def value_range(self, a, ranges, ins):
-        # over a single element every normalized value is exactly 0: the output is the bias
-        n = 1
-        for d in ins[0].shape[a["axis"] % ins[0].rank:]:
-            n *= d
-        if n != 1:
+        # scale * z + bias, z standardized over n elements
+        x = ins[0]
+        z = _zmax(self._n(a, x), a["epsilon"], ranges[0], _unit(x.dtype))
+        return [_affine(z, ranges[1], ranges[2] if len(ranges) > 2 else (0.0, 0.0))]
+
+    def exact(self, a, exacts, ins):
+        # over a single element z is exactly 0: the output is the bias (0 without one)
+        if self._n(a, ins[0]) != 1:
             return None
-        return [ranges[2] if len(ranges) > 2 else (0.0, 0.0)]
+        return exacts[2] if len(exacts) > 2 else 0.0
 
     def onnx_attrs(self, a, b):
         return {"epsilon": b.opt(a["epsilon"], EPS_DEFAULT), "axis": b.opt(a["axis"], -1),
@@ -182,6 +288,9 @@ class LayerNormalization(Norm):
         xw = x.float() if x.dtype == torch.float16 else x
         y = F.layer_norm(xw, shape, eps=a["epsilon"]).to(x.dtype) * s
         return y if bias is None else y + bias
+
+    def input_span(self, a, i, span, ins):
+        return affine_span(i, span, self._n(a, ins[0]), has_bias=len(ins) > 2)
 
 
 class LayerNormalizationNoB(LayerNormalization):

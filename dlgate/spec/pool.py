@@ -9,12 +9,15 @@ The output size is symbolic (``sym``), so backward insertion goes through z3.
 """
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 
 from dlgate import dtypes as dt
 from dlgate.spec import sym
 from dlgate.spec.base import OpSpec, TensorType
+from dlgate.spec.reduce import _abs_bounds, _times
 
 
 def _out_size(n, k, s, d, pb, pe, ceil):
@@ -39,6 +42,16 @@ def _windows(x, k, s, d):
     ow = (w - d[1] * (k[1] - 1) - 1) // s[1] + 1
     cols = cols.reshape(n, c, k[0] * k[1], oh, ow)
     return cols[:, :, :, 0, :] if r == 1 else cols
+
+
+def _window_counts(n, k, s, d, pb, pe, ceil) -> list:
+    """Per output position along one spatial dim: (input elements, elements an average
+    with count_include_pad divides by: input and explicit pads, not the ceil_mode overflow)."""
+    out = []
+    for j in range(_out_size(n, k, s, d, pb, pe, ceil)):
+        pos = [j * s - pb + t * d for t in range(k)]
+        out.append((sum(0 <= p < n for p in pos), sum(-pb <= p < n + pe for p in pos)))
+    return out
 
 
 class _Pool(OpSpec):
@@ -86,6 +99,10 @@ class _Pool(OpSpec):
                 # PyTorch apply it): stay where the rule does not fire.
                 cons.append((o - 1) * s < n + pb)
         return cons
+
+    def _counts(self, ins, a) -> list:
+        """``_window_counts`` of each spatial dim (a window is one position per dim)."""
+        return [_window_counts(*dim, a["ceil_mode"]) for dim in self._spatial(ins[0], a)]
 
     def _overflows(self, ins, a):
         """Per spatial dim, how far the last window reaches past the padded input."""
@@ -178,6 +195,17 @@ class AveragePool(_Pool):
     kind = "avg"
     dil_opset = 19
 
+    def value_range(self, a, ranges, ins):
+        # a mean of input values; counted pads add zeros, scaling it by (input elements /
+        # counted elements) in [f, 1], f the smallest ratio over windows (a product per dim)
+        lo, hi = ranges[0]
+        if not a["count_include_pad"]:
+            return [(lo, hi)]
+        f = 1.0
+        for dim in self._counts(ins, a):
+            f *= min(r / max(c, 1) for r, c in dim)
+        return [(lo * f if lo > 0 else lo, hi * f if hi < 0 else hi)]
+
     def reference_defect(self, a, ins, opset):
         if any(o >= 2 for o in self._overflows(ins, a)):
             return ("onnx.reference's AveragePool splits a ceil_mode overflow >= 2 between both "
@@ -190,6 +218,17 @@ class LpPool(_Pool):
     kind = "lp"
     ceil_opset = 18
     dil_opset = 18
+
+    def value_range(self, a, ranges, ins):
+        # the p-norm of r window elements (pads add 0) within [r^(1/p) min|x|, r^(1/p) max|x|],
+        # r between the fewest and most input elements a window holds (products over dims)
+        m, big = _abs_bounds(ranges[0])
+        rmin = rmax = 1
+        for dim in self._counts(ins, a):
+            rmin *= min(r for r, _ in dim)
+            rmax *= max(r for r, _ in dim)
+        p = 1.0 / a["p"]
+        return [(_times(rmin ** p, m), _times(rmax ** p, big))]
 
     def reference_defect(self, a, ins, opset):
         if any(o >= 1 for o in self._overflows(ins, a)):
@@ -213,6 +252,11 @@ class _GlobalPool(OpSpec):
             return None
         cap = max(1, ctx.limits.max_elems // max(1, out.shape[0] * out.shape[1]))
         return [TensorType(out.dtype, tuple(out.shape[:2]) + ctx.shape(out.rank - 2, cap))], {}
+
+    def exact(self, a, exacts, ins):
+        # over a single spatial element the output is the input itself
+        x = ins[0]
+        return exacts[0] if exacts and math.prod(x.shape[2:]) == 1 else None
 
     def torch(self, a, x):
         dims = tuple(range(2, x.dim()))

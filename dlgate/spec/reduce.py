@@ -12,15 +12,33 @@ reduced dims of random size), so z3 is only a fallback.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import torch
 
 from dlgate import dtypes as dt
 from dlgate.spec import losses as L
 from dlgate.spec import sym
-from dlgate.spec.base import OpSpec, TensorType
+from dlgate.spec.base import UNBOUNDED, OpSpec, TensorType
 
 MAX_RANK = 5
+INF = float("inf")
+
+
+def _times(n: float, v: float) -> float:
+    """``n * v`` for a count ``n >= 1`` and a bound ``v`` that may be infinite."""
+    return v if math.isinf(v) else n * v
+
+
+def _abs_bounds(r: tuple) -> tuple:
+    """Bounds on ``|x|`` for x within ``r``: 0 at the bottom when ``r`` holds 0."""
+    lo, hi = r
+    if lo >= 0:
+        return (lo, hi)
+    if hi <= 0:
+        return (-hi, -lo)
+    return (0.0, max(-lo, hi))
 
 
 def _norm(axes, rank: int) -> list:
@@ -138,6 +156,27 @@ class Reduce(OpSpec):
             n *= x.shape[d]
         return n
 
+    def _sum_bounds(self, a, r: tuple, x: TensorType) -> tuple:
+        """Bounds on a sum of ``_count`` terms each within ``r``."""
+        n = self._count(a, x)
+        return (_times(n, r[0]), _times(n, r[1]))
+
+    def exact(self, a, exacts, ins):
+        # over one element per output the reduction maps each element on its own
+        # (reduced axes all of size 1): an exact input value maps to an exact output value
+        x = ins[0]
+        if not exacts or exacts[0] is None or x.dtype == dt.BOOL or self._count(a, x) != 1:
+            return None
+        try:
+            e = torch.tensor(exacts[0], dtype=dt.torch_dtype(x.dtype))
+        except (RuntimeError, OverflowError):
+            return None
+        if float(e) != exacts[0]:
+            return None  # not a value this dtype holds
+        with torch.no_grad():
+            v = float(self.fn0(a, e))
+        return v if math.isfinite(v) else None
+
     def torch(self, a, x):
         dims = self._dims(a, x)
         if x.dim() == 0 or not dims:
@@ -161,18 +200,22 @@ def _fmax(x) -> float:
 
 
 class ReduceSum(Reduce):
+    keeps_integers = True
     can_overflow = True
     onnx_op = "ReduceSum"
     types = dt.FLOATS + dt.COMMON_INTS
     axes_input_from = 13
 
     def value_range(self, a, ranges, ins):
-        # a sum of one or more terms keeps the sign of its terms' bounds
-        lo, hi = ranges[0]
-        return [(lo if lo >= 0 else -float("inf"), hi if hi <= 0 else float("inf"))]
+        # n terms each within [lo, hi] sum to within [n lo, n hi]
+        return [self._sum_bounds(a, ranges[0], ins[0])]
 
     def fn(self, x, dims, keep):
         return _sum(x, dims, keep)
+
+    def input_span(self, a, i, span, ins):
+        n = self._count(a, ins[0])
+        return (span[0] / n, span[1] / n)  # n terms, each within 1/n of the span
 
 
 class ReduceMean(Reduce):
@@ -205,6 +248,7 @@ class ReduceMin(Reduce):
 
 class ReduceProd(Reduce):
     """Floats only: integer products of a few dozen elements overflow (undefined in C)."""
+    keeps_integers = True
 
     can_overflow = True
     onnx_op = "ReduceProd"
@@ -226,15 +270,39 @@ class ReduceProd(Reduce):
             x = x.reshape([s for i, s in enumerate(x.shape) if i not in dims])
         return x
 
+    def input_span(self, a, i, span, ins):
+        # n factors within the n-th roots of a positive span (or of [0, hi])
+        lo, hi = span
+        if hi <= 0:
+            return None
+        n = self._count(a, ins[0])
+        return (max(lo, 0.0) ** (1.0 / n), hi ** (1.0 / n))
+
+    def input_possible(self, a, i, r, t):
+        # the smallest product magnitude the bounds allow must be finite in the dtype
+        lo, hi = _abs_bounds(r)
+        with np.errstate(over="ignore"):
+            return lo == 0 or bool(np.isfinite(np.asarray(lo, dtype=dt.NUMPY[t.dtype]) ** self._count(a, t)))
+
 
 class ReduceL1(Reduce):
+    keeps_integers = True
     can_overflow = True
     out_range = (0.0, float("inf"))
     onnx_op = "ReduceL1"
     types = dt.FLOATS + dt.COMMON_INTS
 
+    def value_range(self, a, ranges, ins):
+        # n terms |x| each within [min|x|, max|x|]
+        return [self._sum_bounds(a, _abs_bounds(ranges[0]), ins[0])]
+
     def fn(self, x, dims, keep):
         return _sum(x.abs(), dims, keep)
+
+    def input_span(self, a, i, span, ins):
+        lo, hi = span
+        n = self._count(a, ins[0])
+        return (max(lo, 0.0) / n, hi / n) if hi > 0 else None
 
 
 class SquareSum(Reduce):
@@ -253,12 +321,23 @@ class SquareSum(Reduce):
 
 class ReduceSumSquare(SquareSum):
     """No int32: onnx.reference's ReduceSumSquare promotes int32 to int64 (np.sum)."""
+    keeps_integers = True
 
     onnx_op = "ReduceSumSquare"
     types = dt.FLOATS + (dt.INT64,)
 
+    def value_range(self, a, ranges, ins):
+        # n terms x^2 each within [min|x|^2, max|x|^2]
+        lo, hi = _abs_bounds(ranges[0])
+        return [self._sum_bounds(a, (lo * lo, hi * hi), ins[0])]
+
     def fn(self, x, dims, keep):
         return _sum(x * x, dims, keep)
+
+    def input_span(self, a, i, span, ins):
+        lo, hi = span
+        n = self._count(a, ins[0])
+        return (math.sqrt(max(lo, 0.0) / n), math.sqrt(hi / n)) if hi > 0 else None
 
 
 class ReduceL2(SquareSum):
@@ -266,8 +345,19 @@ class ReduceL2(SquareSum):
 
     onnx_op = "ReduceL2"
 
+    def value_range(self, a, ranges, ins):
+        # sqrt of n terms x^2 each within [min|x|^2, max|x|^2]: sqrt(n) * [min|x|, max|x|]
+        lo, hi = _abs_bounds(ranges[0])
+        n = math.sqrt(self._count(a, ins[0]))
+        return [(_times(n, lo), _times(n, hi))]
+
     def fn(self, x, dims, keep):
         return torch.sqrt(_sum(x * x, dims, keep))
+
+    def input_span(self, a, i, span, ins):
+        lo, hi = span
+        n = math.sqrt(self._count(a, ins[0]))
+        return (max(lo, 0.0) / n, hi / n) if hi > 0 else None
 
 
 class ReduceLogSum(Reduce):
@@ -279,12 +369,27 @@ class ReduceLogSum(Reduce):
     def input_range(self, a, i):
         return (0.1, 4.0)
 
+    def input_possible(self, a, i, r, t):
+        return r[1] > 0  # a positive sum needs some positive element
+
+    def value_range(self, a, ranges, ins):
+        # log of ReduceSum's bounds; a sum never positive has no finite logarithm at all
+        lo, hi = self._sum_bounds(a, ranges[0], ins[0])
+        if hi <= 0:
+            return [UNBOUNDED]
+        return [(math.log(lo) if lo > 0 else -INF, math.log(hi))]
+
     def fn(self, x, dims, keep):
         return torch.log(_sum(x, dims, keep))
 
     def losses(self, a, x):
         s = x.double().sum(self._dims(a, x)) if x.dim() else x.double()
         return [L.gt0(s)]
+
+    def input_span(self, a, i, span, ins):
+        # n positive terms summing to within exp(span)
+        n = self._count(a, ins[0])
+        return (math.exp(min(span[0], 700.0)) / n, math.exp(min(span[1], 700.0)) / n)
 
 
 class ReduceLogSumExp(Reduce):
@@ -299,9 +404,7 @@ class ReduceLogSumExp(Reduce):
         return torch.logsumexp(x, dims, keepdim=keep)
 
     def value_range(self, a, ranges, ins):
-        # max(x) <= logsumexp(x) <= max(x) + log(n) and logsumexp(x) >= min(x) + log(n)
-        import math
-
+        # n exp(lo) <= sum(exp(x)) <= n exp(hi): logsumexp(x) lies in [lo, hi] + log(n)
         lo, hi = ranges[0]
         n = self._count(a, ins[0])
         return [(lo + math.log(n), hi + math.log(n))]
@@ -310,6 +413,11 @@ class ReduceLogSumExp(Reduce):
         xd = x.double()
         lse = torch.logsumexp(xd, self._dims(a, x)) if x.dim() else xd
         return [L.le0(lse - L.log_max(x))]
+
+    def input_span(self, a, i, span, ins):
+        # n terms within [lo - log n, hi - log n] give a log-sum-exp within [lo, hi]
+        d = math.log(self._count(a, ins[0]))
+        return (span[0] - d, span[1] - d)
 
 
 class Arg(OpSpec):
@@ -348,6 +456,16 @@ class Arg(OpSpec):
 
     def backward_ranks(self, out):
         return (out.rank, out.rank + 1)
+
+    def value_range(self, a, ranges, ins):
+        # an index along the axis
+        x = ins[0]
+        return [(0.0, float(x.shape[a["axis"] % x.rank] - 1))]
+
+    def exact(self, a, exacts, ins):
+        # along an axis of size 1 every index is 0
+        x = ins[0]
+        return 0.0 if x.shape[a["axis"] % x.rank] == 1 else None
 
     def onnx_attrs(self, a, b):
         return {"axis": b.opt(a["axis"], 0), "keepdims": b.opt(a["keepdims"], 1),

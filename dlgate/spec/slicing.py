@@ -299,6 +299,27 @@ class Pad(OpSpec):
             ins.append(b.ints(axes))
         b.node("Pad", ins, ys, mode=b.opt(a["mode"], "constant"))
 
+    def fill(self, a, dtype: str) -> float | None:
+        """The constant the padding writes (as the tensor's dtype stores it), or None when
+        this instance writes none (another mode, or only cropping)."""
+        if a["mode"] != "constant" or not any(p > 0 for p in a["pads"]):
+            return None
+        v = a["value"] if a["value"] is not None else 0
+        return float(np.asarray(v, dtype=dt.NUMPY[dtype]))
+
+    def value_range(self, a, ranges, ins):
+        # the other modes and cropping copy input values; constant padding adds its value
+        lo, hi = ranges[0]
+        v = self.fill(a, ins[0].dtype)
+        return [(lo, hi) if v is None else (min(lo, v), max(hi, v))]
+
+    def exact(self, a, exacts, ins):
+        v = self.fill(a, ins[0].dtype)
+        if v is not None:
+            return v  # the padded positions
+        # no cropping: every input value is in the output
+        return exacts[0] if a["mode"] != "constant" or min(a["pads"]) >= 0 else None
+
     def reference_defect(self, a, ins, opset):
         if any(v < 0 for v in a["pads"]):
             return "onnx.reference's Pad passes negative (cropping) pads to np.pad, which raises"

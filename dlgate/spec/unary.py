@@ -1,6 +1,8 @@
 """Unary element-wise maths: one input, one output of the same shape."""
 from __future__ import annotations
 
+import math
+
 import torch
 
 from dlgate import dtypes as dt
@@ -11,6 +13,7 @@ from dlgate.spec.base import INF, OpSpec, TensorType
 class Unary(OpSpec):
     """Element-wise ``y = f(x)``; ``out_dtype`` None keeps the input dtype."""
 
+    elementwise = True
     types: tuple = dt.FLOATS
     out_dtype: str | None = None
     fn = None
@@ -46,7 +49,25 @@ def abs_bounds(r: tuple) -> tuple:
     return (0.0, max(-lo, hi))
 
 
+def periodic_bounds(f, r: tuple, peak: float) -> tuple:
+    """Bounds of ``f`` (sin or cos: 2*pi-periodic, 1 at ``peak``, -1 at ``peak + pi``, and
+    monotone between) over ``r``: its ends' values, widened to +-1 where a peak or trough
+    may lie inside (counted in when rounding leaves it in doubt)."""
+    lo, hi = r
+    if not hi - lo < 2 * math.pi:  # also catches infinite ends
+        return (-1.0, 1.0)
+    tol = 1e-9 * max(1.0, abs(lo), abs(hi))
+    ends = (f(lo), f(hi))
+
+    def holds(c):  # some c + 2*k*pi within [lo - tol, hi + tol]
+        return c + 2 * math.pi * math.ceil((lo - tol - c) / (2 * math.pi)) <= hi + tol
+
+    return (-1.0 if holds(peak + math.pi) else min(ends), 1.0 if holds(peak) else max(ends))
+
+
 class Abs(Unary):
+    keeps_integers = True
+    valley = (0.0, 0.0, 0.0)  # for input_span: inverted on its rising side
     can_overflow = True
     out_range = (0.0, INF)
     onnx_op = "Abs"
@@ -58,6 +79,7 @@ class Abs(Unary):
 
 
 class Neg(Unary):
+    keeps_integers = True
     monotone = -1
     can_overflow = True
     onnx_op = "Neg"
@@ -73,6 +95,23 @@ class Sign(Unary):
     steerable = False
     types = dt.FLOATS + dt.SIGNED
     fn = torch.sign
+
+    #: Positive (negative) bounds closer to 0 than this may still hold values that
+    #: underflowed to 0 (Sigmoid of -100 in float32), so they only bound the sign by 0.
+    TINY = 1e-4
+
+    def value_range(self, a, ranges, ins):
+        # non-decreasing: the input's bounds give the output's
+        lo, hi = ranges[0]
+        return [(1.0 if lo > self.TINY else 0.0 if lo >= 0 else -1.0,
+                 -1.0 if hi < -self.TINY else 0.0 if hi <= 0 else 1.0)]
+
+    def anchor(self, a, anchors, ins):
+        # min <= x <= max gives sign(min) <= sign(x) <= sign(max)
+        x = anchors[0]
+        if x is None or (0 < abs(x) <= self.TINY):
+            return None
+        return float(math.copysign(1.0, x)) if x else 0.0
 
 
 class Exp(Unary):
@@ -118,11 +157,24 @@ class Reciprocal(Unary):
     restricted = True
     fn = torch.reciprocal
 
+    def value_range(self, a, ranges, ins):
+        # decreasing on each side of 0; valid runs hold no 0, so a 0 end only tells the sign
+        lo, hi = ranges[0]
+        if lo >= 0 and hi > 0:
+            return [(1.0 / hi, 1.0 / lo if lo > 0 else INF)]
+        if hi <= 0 and lo < 0:
+            return [(1.0 / hi if hi < 0 else -INF, 1.0 / lo)]
+        return None
+
     def input_nonzero(self, a, i):
         return True
 
     def losses(self, a, x):
         return [L.gt0(x.abs())]
+
+    def input_span(self, a, i, span, ins):
+        lo, hi = span  # 1/x is decreasing on each side of 0
+        return (1.0 / hi, 1.0 / lo) if lo > 0 or hi < 0 else None
 
 
 class Sin(Unary):
@@ -130,16 +182,43 @@ class Sin(Unary):
     onnx_op = "Sin"
     fn = torch.sin
 
+    def value_range(self, a, ranges, ins):
+        return [periodic_bounds(math.sin, ranges[0], math.pi / 2)]
+
+    def input_span(self, a, i, span, ins):
+        # on [-pi/2, pi/2] sin rises from -1 to 1: invert there
+        lo, hi = max(span[0], -1.0), min(span[1], 1.0)
+        return (math.asin(lo), math.asin(hi)) if lo <= hi else None
+
 
 class Cos(Unary):
     out_range = (-1.0, 1.0)
     onnx_op = "Cos"
     fn = torch.cos
 
+    def value_range(self, a, ranges, ins):
+        return [periodic_bounds(math.cos, ranges[0], 0.0)]
+
+    def input_span(self, a, i, span, ins):
+        # on [0, pi] cos falls from 1 to -1: invert there
+        lo, hi = max(span[0], -1.0), min(span[1], 1.0)
+        return (math.acos(hi), math.acos(lo)) if lo <= hi else None
+
 
 class Tan(Unary):
     onnx_op = "Tan"
     fn = torch.tan
+
+    def value_range(self, a, ranges, ins):
+        # increasing within a branch (k*pi - pi/2, k*pi + pi/2); unbounded across a pole
+        lo, hi = ranges[0]
+        if not (math.isfinite(lo) and math.isfinite(hi)):
+            return None
+        k = math.floor(lo / math.pi + 0.5)
+        tol = 1e-9 * max(1.0, abs(lo), abs(hi))  # poles counted in when rounding leaves doubt
+        if (k - 0.5) * math.pi + tol < lo and hi < (k + 0.5) * math.pi - tol:
+            return [(math.tan(lo), math.tan(hi))]
+        return None
 
 
 class Asin(Unary):
@@ -188,6 +267,7 @@ class Sinh(Unary):
 
 
 class Cosh(Unary):
+    valley = (0.0, 0.0, 1.0)  # for input_span: inverted on its rising side
     out_range = (1.0, INF)
     onnx_op = "Cosh"
     restricted = True
