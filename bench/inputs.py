@@ -75,6 +75,13 @@ def main() -> int:
     init = [x.seconds * 1000 for x in d if x.method == "initial"]
     if init:
         print(f"search ms when the initial values are valid (one forward pass): mean {statistics.mean(init):.3f}")
+    groups = {}
+    for c, x in zip(cases, d):
+        floats = sorted({t.dtype for t in c.graph.tensors if t.dtype.startswith("float")})
+        key = "with float16" if "float16" in floats else "float32/64 only"
+        groups.setdefault(key, []).append(x.valid)
+    for key, vals in sorted(groups.items()):
+        print(f"gradient search valid %, models {key}: {100 * sum(vals) / len(vals):.1f} of {len(vals)}")
     fails = {}
     for x in d:
         if not x.valid:

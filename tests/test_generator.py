@@ -1,6 +1,8 @@
 """The graph generator: validity of its structure, its knobs, and its use of z3."""
 from __future__ import annotations
 
+import math
+
 import random
 from collections import Counter
 
@@ -214,3 +216,72 @@ def test_generated_models_respect_known_bounds():
                 if d is not None and d.op == "Sub" and d.inputs[0] == d.inputs[1]:
                     bad.append((i, "Sub(x, x)", n.op))
     assert not bad, bad
+
+
+def _state_with(ops):
+    """A generator state built by committing ``(op, attrs, inputs)`` in order, each input
+    an existing tensor id or a TensorType for a new placeholder (ids count placeholders
+    and outputs in creation order); returns (generator, state, output ids, TensorType)."""
+    from dlgate.graph.generator import _State
+    from dlgate.spec.base import TensorType
+
+    gen = Generator(GenConfig())
+    st = _State()
+    outs = []
+    for op, attrs, ins in ops:
+        spec = all_specs()[op]
+        ids = [i if isinstance(i, int) else None for i in ins]
+        types = [st.tensors[i] if isinstance(i, int) else i for i in ins]
+        assert gen._domains_ok(st, spec, attrs, ids), op
+        gen._commit(st, spec, attrs, ids, types, spec.infer(types, attrs))
+        outs.append(len(st.tensors) - 1)
+    return gen, st, outs, TensorType
+
+
+def test_a_new_consumer_that_narrows_a_tensor_rechecks_everything_downstream():
+    from dlgate.spec.base import TensorType
+
+    x = TensorType("float64", ())
+    # x -> ThresholdedRelu(alpha 1.5) -> Log: valid only with x > 1.5
+    gen, st, outs, _ = _state_with([("ThresholdedRelu", {"alpha": 1.5}, [x]), ("Log", {}, [1])])
+    asin = all_specs()["Asin"]
+    # Asin(x) keeps x within [-1, 1]: the threshold then always gives 0, and Log(0) is -inf
+    assert not gen._domains_ok(st, asin, {}, [0])
+    # a consumer that keeps x positive is fine
+    assert gen._domains_ok(st, all_specs()["Sqrt"], {}, [0])
+
+
+def test_narrowing_passes_back_through_monotone_operators():
+    from dlgate.spec.base import TensorType
+
+    x = TensorType("float32", (4,))
+    # Acosh(Asin(x)) needs Asin(x) >= 1, so x >= sin(1)
+    gen, st, outs, _ = _state_with([("Asin", {}, [x]), ("Acosh", {}, [1])])
+    spec = all_specs()
+    lo, hi = st.ranges[0]
+    assert lo == pytest.approx(math.sin(1.0), abs=1e-3) and lo <= math.sin(1.0) and hi >= 1.0
+    pre = spec["Exp"].preimage({}, (1.0, math.e))
+    assert pre[0] <= 0.0 <= pre[0] + 1e-2 and 1.0 <= pre[1] <= 1.0 + 1e-2  # sound: never narrower
+    assert spec["Relu"].preimage({}, (0.0, 2.0)) == (-INF, pytest.approx(2.0, abs=1e-2))
+
+
+def test_starting_ranges_are_carried_back_from_restricted_operators():
+    from dlgate.graph.ir import Graph, Node, domain_spans
+    from dlgate.spec.base import TensorType
+
+    t = TensorType("float32", (2, 3))
+    r = TensorType("float32", (2,))
+    # x -> Exp -> ReduceSum(axis 1, 3 terms) -> Acosh: starting values near log((1.1..4)/3)
+    g = Graph(tensors=[t, t, r, r], nodes=[Node("Exp", {}, [0], [1]),
+                                           Node("ReduceSum", {"keepdims": 0, "axes": [1]}, [1], [2]),
+                                           Node("Acosh", {}, [2], [3])],
+              inputs=[0], consts=[], outputs=[3], opset=18)
+    lo, hi = domain_spans(g, all_specs())[0]
+    safe = all_specs()["Acosh"].input_range({}, 0)
+    assert 3 * math.exp(lo) >= safe[0] - 1e-6 and 3 * math.exp(hi) <= safe[1] + 1e-6
+    # periodic operators invert on their principal branch
+    assert all_specs()["Sin"].input_span({}, 0, (0.5, 1.0), [t]) == pytest.approx((math.pi / 6, math.pi / 2))
+    # a product of 3 sines can never reach Acosh's starting range: nothing is carried
+    g.nodes[0] = Node("Sin", {}, [0], [1])
+    g.nodes[1] = Node("ReduceProd", {"keepdims": 0, "axes": [1]}, [1], [2])
+    assert domain_spans(g, all_specs()) == {}

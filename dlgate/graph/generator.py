@@ -335,9 +335,9 @@ class Generator:
     @staticmethod
     def _narrow_up(st: _State, j: int, r: tuple, apply: bool = True) -> dict | None:
         """Narrow tensor ``j`` to bounds ``r`` and, through operators that pass every input
-        value on (Identity, Reshape, Concat...), their inputs too: the narrowed tensors'
-        new bounds, or None when some tensor would be left without any value (Asin of an
-        Identity of x, and Acosh of x)."""
+        value on (Identity, Reshape, Concat...) or map them monotonically (Asin, Exp: their
+        ``preimage``), their inputs too: the narrowed tensors' new bounds, or None when some
+        tensor would be left without any value (Asin of an Identity of x, and Acosh of x)."""
         todo, seen = [(j, r)], {}
         producer = {t: n for n in st.nodes for t in n.outputs}
         while todo:
@@ -350,11 +350,18 @@ class Generator:
                 continue
             seen[t] = new
             node = producer.get(t)
-            if node is not None and get(node.op).preserves_values:
-                vals = get(node.op).value_inputs
+            if node is None:
+                continue
+            spec = get(node.op)
+            if spec.preserves_values:
+                vals = spec.value_inputs
                 for i, u in enumerate(node.inputs):
                     if (vals is None or i in vals) and dt.is_float(st.tensors[u].dtype):
                         todo.append((u, new))
+            elif spec.monotone and spec.elementwise and new != cur and dt.is_float(st.tensors[node.inputs[0]].dtype):
+                pre = spec.preimage(node.attrs, new)  # Asin's output kept >= 1 keeps x >= sin(1)
+                if pre is not None:
+                    todo.append((node.inputs[0], pre))
         if apply:
             for t, b in seen.items():
                 st.ranges[t] = b

@@ -107,10 +107,14 @@ def domain_spans(graph: "Graph", specs: dict, only: int | None = None) -> dict:
     producer = graph.producers()
 
     def carry(t: int, span: tuple, depth: int) -> None:
-        if t in spans or depth > SPAN_DEPTH:
+        if depth > SPAN_DEPTH:
             return
         if t in leaves:
-            spans[t] = span
+            old = spans.get(t)
+            if old is None:
+                spans[t] = span
+            elif max(old[0], span[0]) <= min(old[1], span[1]):
+                spans[t] = (max(old[0], span[0]), min(old[1], span[1]))  # both consumers' wishes
             return
         node = graph.nodes[producer[t]]
         spec = specs[node.op]
@@ -118,8 +122,6 @@ def domain_spans(graph: "Graph", specs: dict, only: int | None = None) -> dict:
             return  # only outputs that carry the input's values (not TopK's indices)
         ins = [graph.tensors[u] for u in node.inputs]
         for i, u in enumerate(node.inputs):
-            if u in leaves and u in spans:
-                continue
             s = _sane(spec.input_span(node.attrs, i, span, ins))
             if s is not None:
                 carry(u, s, depth + 1)

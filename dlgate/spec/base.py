@@ -40,8 +40,9 @@ UNBOUNDED = (-INF, INF)
 #: inverted spans are narrowed towards it.
 SPAN_WINDOW = (-4.0, 4.0)
 _SPAN_MAGS = np.logspace(-6, 3, 181)
-#: How many times ``OpSpec.inverse_span`` zooms into a gap (257 points each time).
+#: How many times ``OpSpec.inverse_span`` zooms into a gap, and with how many points.
 SPAN_ZOOMS = 4
+SPAN_POINTS = 129
 _SPAN_GRID = None  # torch tensor, built on first use (torch is imported lazily)
 
 
@@ -490,37 +491,79 @@ class OpSpec:
     def inverse_span(self, a: dict, span: tuple) -> tuple | None:
         """For a monotone element-wise operator (or a ``valley`` one, on its rising side):
         input values whose outputs lie in ``span``, narrowed to a sampling-friendly width,
-        or None. Found on a fixed float64 grid (|x| from 1e-6 to 1e3); when the values
-        jump over the span between two neighbouring points (a narrow target such as
-        acosh(x) in [0.002, 0.008]), the search zooms into that gap a few times."""
+        or None. Found on a fixed float64 grid (|x| from 1e-6 to 1e3), each end sharpened
+        between its grid neighbours; when the values jump over the span between two
+        neighbouring points (a narrow target such as acosh(x) in [0.002, 0.008]), the
+        search zooms into that gap a few times first."""
         import torch
+
+        def inside(g):
+            with torch_no_grad():
+                y = self.torch(a, g)
+            return y, torch.isfinite(y) & (y >= span[0]) & (y <= span[1])
+
+        def points(lo, hi):
+            return torch.linspace(lo, hi, SPAN_POINTS, dtype=torch.float64)
 
         grid = _span_grid()
         if self.valley is not None:
             grid = grid[grid >= self.valley[1]]  # the rising side
-        found = False
         for _ in range(SPAN_ZOOMS):
-            with torch_no_grad():
-                y = self.torch(a, grid)
-            fin = torch.isfinite(y)
-            ok = (fin & (y >= span[0]) & (y <= span[1])).nonzero().flatten()
-            if len(ok) and found:
-                return _window(float(grid[ok[0]]), float(grid[ok[-1]]))
-            if len(ok):
-                # once more between the neighbours of the first and last hits: sharper ends
-                found = True
-                lo, hi = int(ok[0]), int(ok[-1])
-                grid = torch.linspace(float(grid[max(lo - 1, 0)]), float(grid[min(hi + 1, len(grid) - 1)]), 257,
-                                      dtype=torch.float64)
-                continue
+            y, ok = inside(grid)
+            hits = ok.nonzero().flatten()
+            if len(hits):
+                f, last = int(hits[0]), int(hits[-1])
+                lo, hi = float(grid[f]), float(grid[last])
+                if f > 0:  # the first point inside, between the last outside and it
+                    g = points(float(grid[f - 1]), lo)
+                    lo = float(g[inside(g)[1].nonzero().flatten()[0]])
+                if last < len(grid) - 1:
+                    g = points(hi, float(grid[last + 1]))
+                    hi = float(g[inside(g)[1].nonzero().flatten()[-1]])
+                return _window(lo, hi)
             # neighbours on either side of the span: zoom into the gap between them
+            fin = torch.isfinite(y)
             side = torch.where(y < span[0], -1, 1)
             gap = (fin[:-1] & fin[1:] & (side[:-1] != side[1:])).nonzero().flatten()
-            if not len(gap) or found:
+            if not len(gap):
                 return None
             k = int(gap[0])
-            grid = torch.linspace(float(grid[k]), float(grid[k + 1]), 257, dtype=torch.float64)
+            grid = points(float(grid[k]), float(grid[k + 1]))
         return None
+
+    def preimage(self, a: dict, r: tuple) -> tuple | None:
+        """For a monotone element-wise operator: sound bounds on the inputs whose outputs
+        lie within ``r`` (every such input is inside them), or None when unknown. Found
+        on the same grid as ``inverse_span``, each end widened to the last grid point
+        outside, so rounding never loses a valid input; unbounded beyond |x| = 1e3."""
+        import torch
+
+        grid = _span_grid()
+        with torch_no_grad():
+            y = self.torch(a, grid)
+        ok = (torch.isfinite(y) & (y >= r[0]) & (y <= r[1])).nonzero().flatten()
+        if not len(ok):
+            return None  # the span may fall between two grid points: nothing known
+        f, last = int(ok[0]), int(ok[-1])
+        lo = -INF if f == 0 else self._outer_end(a, r, float(grid[f - 1]), float(grid[f]), first=True)
+        hi = INF if last == len(grid) - 1 else self._outer_end(a, r, float(grid[last]), float(grid[last + 1]),
+                                                                  first=False)
+        return (lo, hi)
+
+    def _outer_end(self, a: dict, r: tuple, x0: float, x1: float, first: bool) -> float:
+        """Between a point outside and one inside (``first``) or inside and outside, the
+        last point outside next to the inside ones, on a finer grid."""
+        import torch
+
+        g = torch.linspace(x0, x1, SPAN_POINTS, dtype=torch.float64)
+        with torch_no_grad():
+            y = self.torch(a, g)
+        ok = (torch.isfinite(y) & (y >= r[0]) & (y <= r[1])).nonzero().flatten()
+        if first:
+            k = int(ok[0]) if len(ok) else len(g) - 1
+            return float(g[max(k - 1, 0)])
+        k = int(ok[-1]) if len(ok) else 0
+        return float(g[min(k + 1, len(g) - 1)])
 
     def input_possible(self, a: dict, i: int, r: tuple, t: TensorType) -> bool:
         """Whether input ``i`` (of type ``t``) with value bounds ``r`` leaves room for a

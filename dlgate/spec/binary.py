@@ -263,6 +263,11 @@ class Pow(Elementwise):
     def input_range(self, a, i):
         return (0.5, 2.0) if i == 0 else (-2.0, 2.0)
 
+    def input_domain(self, a, i):
+        # the base must be positive (see losses): a negative one is NaN for most
+        # exponents, and 0 ** y is inf for negative y
+        return (0.0, INF) if i == 0 else None
+
     def value_range(self, a, ranges, ins):
         (xlo, xhi), (ylo, yhi) = ranges
         if xlo < 0:

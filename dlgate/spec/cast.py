@@ -1,6 +1,8 @@
 """Type conversions and value-preserving element-wise ops: Cast, CastLike, Clip, Identity."""
 from __future__ import annotations
 
+import math
+
 import torch
 
 from dlgate import dtypes as dt
@@ -94,11 +96,24 @@ class Cast(OpSpec):
     def input_range(self, a, i):
         return (0.0, 8.0) if a["to"] in dt.INTS else None  # fits every integer type
 
+    def value_range(self, a, ranges, ins):
+        # numbers keep their values (rounded to the target); a cast to an integer
+        # truncates towards zero, to bool gives 0 or 1
+        lo, hi = ranges[0]
+        if a["to"] == dt.BOOL:
+            return [(0.0, 1.0)]
+        if a["to"] in dt.INTS and dt.is_float(ins[0].dtype):
+            return [(float(math.trunc(lo)) if math.isfinite(lo) else lo, float(math.trunc(hi)) if math.isfinite(hi) else hi)]
+        return [(lo, hi)]
+
     def losses(self, a, x):
         return cast_losses(x, a["to"])
 
     def undefined(self, a, ins, out_types):
         return cast_undefined(ins[0], a["to"])
+
+    def input_span(self, a, i, span, ins):
+        return span if dt.is_float(a["to"]) and dt.is_float(ins[0].dtype) else None  # float to float
 
 
 class CastLike(OpSpec):

@@ -174,7 +174,10 @@ class Reciprocal(Unary):
 
     def input_span(self, a, i, span, ins):
         lo, hi = span  # 1/x is decreasing on each side of 0
-        return (1.0 / hi, 1.0 / lo) if lo > 0 or hi < 0 else None
+        if lo > 0 or hi < 0:
+            return (1.0 / hi, 1.0 / lo)
+        # a span around 0: its upper half, [hi / 2, hi], from x in [1 / hi, 2 / hi]
+        return (1.0 / hi, 2.0 / hi) if hi > 0 else (2.0 / lo, 1.0 / lo) if lo < 0 else None
 
 
 class Sin(Unary):
