@@ -4,10 +4,12 @@
 
 On ``--count`` generated models (default generator config, all dtypes) that each contain
 at least one restricted-domain operator, prints the share of numerically valid models
-(every float intermediate and output finite) with plain re-sampling and with the gradient
-search under the same step budget, the mean and median search time per model, and the
-mean generation time per model (seed to serialized ONNX, as ``bench/gen.py`` measures)
-with the search time as a percentage of it. One core, one torch thread.
+(every float intermediate and output finite) with plain re-sampling and with the search
+dlgate runs (a few re-draws, then gradient steps) under the same step budget, both from
+the same starting values; the mean and median search time per model, and the mean
+generation time per model (seed to serialized ONNX, as ``bench/gen.py`` measures) with
+the search time as a percentage of it; validity by dtype; the operators where the search
+gave up. One core, one torch thread.
 """
 from __future__ import annotations
 

@@ -51,11 +51,25 @@ def _all_finite(graph: Graph, res) -> bool:
 def test_hand_built_graph_becomes_valid():
     g = _hand_graph()
     res = search(g, seed=1)
-    assert res.method == "gradient", res  # the initial values are invalid
+    assert res.method in ("sampling", "gradient"), res  # the initial values are invalid
     assert res.valid, res.reason
     assert _all_finite(g, res)
     assert [x.dtype for x in res.inputs] == [np.float32, np.float32]
     assert set(res.consts) == {2} and np.all(np.abs(res.consts[2]) <= 1)
+
+
+def test_gradient_steps_cross_a_flat_region_that_sampling_misses():
+    # Log(ThresholdedRelu(x, alpha=2)) needs every one of 32 elements above 2; the loss
+    # is flat (each violating element counts the same) and only the proxy slope moves x
+    f = "float32"
+    g = Graph([TensorType(f, (4, 8))] * 3, [Node("ThresholdedRelu", {"alpha": 2.0}, [0], [1]),
+                                            Node("Log", {}, [1], [2])], inputs=[0], consts=[], outputs=[2],
+              opset=21)
+    for seed in range(3):
+        res = search(g, seed)
+        assert res.valid and res.method == "gradient", res
+        assert _all_finite(g, res) and np.all(res.inputs[0] > 2.0)
+        assert not search(g, seed, gradients=False).valid  # plain sampling, same budget
 
 
 def test_deterministic_per_seed():

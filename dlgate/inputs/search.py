@@ -8,20 +8,27 @@ an integer type) sees inputs outside its domain, which NaN/Inf cannot reveal.
 Algorithm, over the graph inputs and the float constants together:
 
 1. Start from the graph's own values: the constants as generated and inputs drawn with
-   :func:`dlgate.graph.ir.random_values` (uniform [-4, 4] floats, small signed integers), so
-   negative numbers stay exercised. One forward pass without autograd; most models stop here
-   (method ``"initial"``), and nothing else (optimizer, float64 copies) is built.
-2. Otherwise run in topological order (``GraphModule.run`` with a hook) up to the first node
+   :func:`dlgate.graph.ir.random_values` (uniform [-4, 4] floats, small signed integers, so
+   negative numbers stay exercised), or, for leaves that reach a restricted operator,
+   from the range :func:`dlgate.graph.ir.domain_spans` carries back from its domain
+   (Acosh(ReduceSum(Exp(x))) draws x near log(1.1 / n)). One forward pass without
+   autograd; most models stop here (method ``"initial"``), and nothing else (optimizer,
+   float64 copies) is built.
+2. Then ``SAMPLING_FIRST`` plain re-draws (forward passes only; odd ones from the carried
+   ranges again, even ones from ``RESTART_RANGES``): most models that are not valid at
+   once were unlucky draws, and a re-draw costs a third of a gradient step (method
+   ``"sampling"``).
+3. Otherwise run in topological order (``GraphModule.run`` with a hook) up to the first node
    that produces NaN/Inf; take that operator's first positive loss (its spec's ``losses`` on
    that node's inputs), or, when it has none, a generic magnitude loss that pulls the node's
    float inputs back towards [-1, 1] (overflow in Mul/MatMul/... chains). One Adam step
    (lr 0.5, reset whenever the (node, loss index) pair changes) on float64 master copies of
    every float input and constant; the run uses them cast to their dtype.
-3. Zero/None gradient, or parameters that do not change in their own dtype: random restart
+4. Zero/None gradient, or parameters that do not change in their own dtype: random restart
    (every value redrawn, integers included, from a rotating set of ranges, see
    ``RESTART_RANGES``). NaN/Inf in parameters (after the cast) are replaced element-wise by
    fresh random values.
-4. Stop at the first fully valid run (method ``"gradient"``).
+5. Stop at the first fully valid run (method ``"gradient"``).
 
 Graphs with no float input or constant cannot be differentiated: plain re-sampling
 (method ``"sampling"``), up to ``SAMPLING_ATTEMPTS`` draws.
@@ -48,10 +55,12 @@ from dlgate.spec.registry import all_specs
 
 #: Adam's initial learning rate (NNSmith §5.1).
 LR = 0.5
-DEFAULT_MAX_STEPS = 24
+DEFAULT_MAX_STEPS = 32
 DEFAULT_MAX_SECONDS = 10.0  # safety cap only; the first call also pays torch's lazy imports
 #: Draws for graphs that cannot be differentiated.
 SAMPLING_ATTEMPTS = 8
+#: Re-draws (forward passes only) before gradient steps, out of the same step budget.
+SAMPLING_FIRST = 4
 #: Float ranges for random restarts, used in turn (restart k uses entry (k - 1) % len).
 #: The first keeps the generator's own distribution (negatives included); NNSmith found
 #: [1, 9] best for plain sampling; a narrow positive range fits |x| <= 1 domains (Asin,
@@ -184,7 +193,17 @@ def _search(graph, seed, max_steps, max_seconds, gradients):
     if not gradients or not (fl_in or fl_c):
         return _sampling(graph, mod, rng, inputs, consts, probe, max_steps if not gradients else SAMPLING_ATTEMPTS,
                          max_seconds, t0)
-    return _gradient(graph, mod, rng, inputs, consts, fl_in, fl_c, max_steps, max_seconds, t0)
+    # a few cheap re-draws first (a forward pass each, no autograd): most models that
+    # are not valid at once are unlucky draws, not hard ones
+    first = min(SAMPLING_FIRST, max_steps)
+    r = _sampling(graph, mod, rng, inputs, consts, probe, first, max_seconds, t0, spans)
+    if r.valid or r.hit_time_cap or first == max_steps:
+        return r
+    mod.override = None
+    res = _gradient(graph, mod, rng, inputs, consts, fl_in, fl_c, max_steps - first, max_seconds, t0)
+    res.steps += first
+    res.restarts += first
+    return res
 
 
 def _reason(bad, steps):
@@ -192,7 +211,7 @@ def _reason(bad, steps):
     return f"operator {node.op} (node {i}) still produces {kind} after {steps} steps"
 
 
-def _sampling(graph, mod, rng, inputs, consts, probe, attempts, max_seconds, t0):
+def _sampling(graph, mod, rng, inputs, consts, probe, attempts, max_seconds, t0, spans=None):
     types = graph.tensors
     steps = 0
     capped = False
@@ -202,8 +221,9 @@ def _sampling(graph, mod, rng, inputs, consts, probe, attempts, max_seconds, t0)
             break
         steps += 1
         rr = RESTART_RANGES[(steps - 1) % len(RESTART_RANGES)]
-        inputs = [_draw(rng, types[t], rr) for t in graph.inputs]
-        consts = {t: _draw(rng, types[t], rr) for t in graph.consts}
+        sp = spans and steps % 2 == 1  # odd draws: the carried starting ranges again
+        inputs = [_draw(rng, types[t], (spans.get(t, rr) if sp else rr)) for t in graph.inputs]
+        consts = {t: _draw(rng, types[t], (spans.get(t, rr) if sp else rr)) for t in graph.consts}
         mod.override = {t: torch.from_numpy(v) for t, v in consts.items()}
         probe.bad = None
         with torch.no_grad():
@@ -294,7 +314,7 @@ def _gradient(graph, mod, rng, inputs, consts, fl_in, fl_c, max_steps, max_secon
             target = (i, k)
             last = None
         lv = float(loss.detach())
-        if last is not None and lv >= last:
+        if last is not None and lv > last:
             # the step overshot (Adam moves every element by about lr): backtrack
             for grp in opt.param_groups:
                 grp["lr"] *= 0.5
