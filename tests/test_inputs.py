@@ -59,16 +59,18 @@ def test_hand_built_graph_becomes_valid():
 
 
 def test_gradient_steps_cross_a_flat_region_that_sampling_misses():
-    # Log(ThresholdedRelu(x, alpha=2)) needs every one of 32 elements above 2; the loss
-    # is flat (each violating element counts the same) and only the proxy slope moves x
+    # Log(ThresholdedRelu(Tan(x), alpha=2)) needs tan(x) > 2 in all 32 elements; Tan stops
+    # the starting ranges (no simple inverse), the loss is flat (each violating element
+    # counts the same) and only the proxy slope moves x
     f = "float32"
-    g = Graph([TensorType(f, (4, 8))] * 3, [Node("ThresholdedRelu", {"alpha": 2.0}, [0], [1]),
-                                            Node("Log", {}, [1], [2])], inputs=[0], consts=[], outputs=[2],
+    g = Graph([TensorType(f, (4, 8))] * 4, [Node("Tan", {}, [0], [1]),
+                                            Node("ThresholdedRelu", {"alpha": 2.0}, [1], [2]),
+                                            Node("Log", {}, [2], [3])], inputs=[0], consts=[], outputs=[3],
               opset=21)
     for seed in range(3):
         res = search(g, seed)
         assert res.valid and res.method == "gradient", res
-        assert _all_finite(g, res) and np.all(res.inputs[0] > 2.0)
+        assert _all_finite(g, res) and np.all(np.tan(res.inputs[0]) > 2.0)
         assert not search(g, seed, gradients=False).valid  # plain sampling, same budget
 
 

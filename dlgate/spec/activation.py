@@ -240,6 +240,14 @@ class ThresholdedRelu(Activation):
             return [(0.0, 0.0)]
         return [(min(0.0, alpha), max(0.0, hi))]
 
+    def input_span(self, a, i, span, ins):
+        # x itself above the threshold, else 0: the part of the span above alpha, or
+        # values just below alpha when the span holds 0
+        lo, hi, alpha = span[0], span[1], a["alpha"]
+        if hi > max(lo, alpha):
+            return (max(lo, alpha) + 1e-3 * (hi - max(lo, alpha)), hi)
+        return (alpha - 1.0, alpha) if lo <= 0 <= hi else None
+
     def torch(self, a, x):
         y = torch.where(x > a["alpha"], x, torch.zeros_like(x))
         if x.requires_grad:  # inside the input search: a slope below the threshold too
