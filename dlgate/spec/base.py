@@ -84,6 +84,16 @@ def excludes_zero(r: tuple) -> bool:
     return r[0] > 0 or r[1] < 0
 
 
+def abs_bounds(r: tuple) -> tuple:
+    """Bounds on ``|x|`` for x within ``r``: 0 at the bottom when ``r`` holds 0."""
+    lo, hi = r
+    if lo >= 0:
+        return (lo, hi)
+    if hi <= 0:
+        return (-hi, -lo)
+    return (0.0, max(-lo, hi))
+
+
 @dataclass(frozen=True)
 class TensorType:
     dtype: str

@@ -16,8 +16,8 @@ import torch.nn.functional as F
 
 from dlgate import dtypes as dt
 from dlgate.spec import sym
-from dlgate.spec.base import OpSpec, TensorType
-from dlgate.spec.reduce import _abs_bounds, _times
+from dlgate.spec.base import OpSpec, TensorType, abs_bounds
+from dlgate.spec.reduce import _times
 
 
 def _out_size(n, k, s, d, pb, pe, ceil):
@@ -222,7 +222,7 @@ class LpPool(_Pool):
     def value_range(self, a, ranges, ins):
         # the p-norm of r window elements (pads add 0) within [r^(1/p) min|x|, r^(1/p) max|x|],
         # r between the fewest and most input elements a window holds (products over dims)
-        m, big = _abs_bounds(ranges[0])
+        m, big = abs_bounds(ranges[0])
         rmin = rmax = 1
         for dim in self._counts(ins, a):
             rmin *= min(r for r, _ in dim)

@@ -20,7 +20,7 @@ import torch
 from dlgate import dtypes as dt
 from dlgate.spec import losses as L
 from dlgate.spec import sym
-from dlgate.spec.base import UNBOUNDED, OpSpec, TensorType
+from dlgate.spec.base import UNBOUNDED, OpSpec, TensorType, abs_bounds
 
 MAX_RANK = 5
 INF = float("inf")
@@ -29,16 +29,6 @@ INF = float("inf")
 def _times(n: float, v: float) -> float:
     """``n * v`` for a count ``n >= 1`` and a bound ``v`` that may be infinite."""
     return v if math.isinf(v) else n * v
-
-
-def _abs_bounds(r: tuple) -> tuple:
-    """Bounds on ``|x|`` for x within ``r``: 0 at the bottom when ``r`` holds 0."""
-    lo, hi = r
-    if lo >= 0:
-        return (lo, hi)
-    if hi <= 0:
-        return (-hi, -lo)
-    return (0.0, max(-lo, hi))
 
 
 def _norm(axes, rank: int) -> list:
@@ -280,7 +270,7 @@ class ReduceProd(Reduce):
 
     def input_possible(self, a, i, r, t):
         # the smallest product magnitude the bounds allow must be finite in the dtype
-        lo, hi = _abs_bounds(r)
+        lo, hi = abs_bounds(r)
         with np.errstate(over="ignore"):
             return lo == 0 or bool(np.isfinite(np.asarray(lo, dtype=dt.NUMPY[t.dtype]) ** self._count(a, t)))
 
@@ -294,7 +284,7 @@ class ReduceL1(Reduce):
 
     def value_range(self, a, ranges, ins):
         # n terms |x| each within [min|x|, max|x|]
-        return [self._sum_bounds(a, _abs_bounds(ranges[0]), ins[0])]
+        return [self._sum_bounds(a, abs_bounds(ranges[0]), ins[0])]
 
     def fn(self, x, dims, keep):
         return _sum(x.abs(), dims, keep)
@@ -328,7 +318,7 @@ class ReduceSumSquare(SquareSum):
 
     def value_range(self, a, ranges, ins):
         # n terms x^2 each within [min|x|^2, max|x|^2]
-        lo, hi = _abs_bounds(ranges[0])
+        lo, hi = abs_bounds(ranges[0])
         return [self._sum_bounds(a, (lo * lo, hi * hi), ins[0])]
 
     def fn(self, x, dims, keep):
@@ -347,7 +337,7 @@ class ReduceL2(SquareSum):
 
     def value_range(self, a, ranges, ins):
         # sqrt of n terms x^2 each within [min|x|^2, max|x|^2]: sqrt(n) * [min|x|, max|x|]
-        lo, hi = _abs_bounds(ranges[0])
+        lo, hi = abs_bounds(ranges[0])
         n = math.sqrt(self._count(a, ins[0]))
         return [(_times(n, lo), _times(n, hi))]
 

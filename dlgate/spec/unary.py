@@ -7,7 +7,7 @@ import torch
 
 from dlgate import dtypes as dt
 from dlgate.spec import losses as L
-from dlgate.spec.base import INF, OpSpec, TensorType
+from dlgate.spec.base import INF, OpSpec, TensorType, abs_bounds
 
 
 class Unary(OpSpec):
@@ -38,15 +38,6 @@ class Unary(OpSpec):
 
     def torch(self, a, x):
         return type(self).fn(x)
-
-
-def abs_bounds(r: tuple) -> tuple:
-    lo, hi = r
-    if lo >= 0:
-        return (lo, hi)
-    if hi <= 0:
-        return (-hi, -lo)
-    return (0.0, max(-lo, hi))
 
 
 def periodic_bounds(f, r: tuple, peak: float) -> tuple:
