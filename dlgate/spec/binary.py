@@ -50,14 +50,14 @@ def add_bounds(rs) -> tuple:
     return _finite_or_unbounded(sum(r[0] for r in rs), sum(r[1] for r in rs))
 
 
-def _mul(x: float, y: float) -> float:
+def mul0(x: float, y: float) -> float:
     """x * y with 0 * inf = 0: an infinite end is never reached by a (finite) value, so a
     factor that is 0 keeps the product 0."""
     return 0.0 if x == 0 or y == 0 else x * y
 
 
 def mul_bounds(r, q) -> tuple:
-    corners = [_mul(x, y) for x in r for y in q]
+    corners = [mul0(x, y) for x in r for y in q]
     return (min(corners), max(corners))
 
 

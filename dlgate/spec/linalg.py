@@ -9,7 +9,7 @@ import torch
 from dlgate import dtypes as dt
 from dlgate.spec import sym
 from dlgate.spec.base import INF, OpSpec, TensorType
-from dlgate.spec.binary import broadcast_partner, reduced_partner, sqrt_span
+from dlgate.spec.binary import broadcast_partner, mul0, mul_bounds, reduced_partner, sqrt_span
 
 #: Largest contracted (summed-over) dimension for float16; other dtypes only have the
 #: generator's dimension cap.
@@ -21,26 +21,19 @@ def _small_k(k, dtype):
 
 
 # -- value bounds of sums of products (shared with the convolutions) -------------------------
-def _mul(x: float, y: float) -> float:
-    """``x * y`` of two bounds, 0 when either is 0: every value is finite, so 0 times any
-    of them is 0 (an infinite bound times a nonzero one stays infinite)."""
-    return 0.0 if x == 0 or y == 0 else x * y
-
-
 def product_bounds(*rs) -> tuple:
     """Bounds of a product of one value from each of ``rs``: a product is linear in each
     factor, so its extremes lie at the corners."""
-    lo, hi = 1.0, 1.0
+    out = (1.0, 1.0)
     for r in rs:
-        corners = [_mul(x, y) for x in (lo, hi) for y in r]
-        lo, hi = min(corners), max(corners)
-    return (lo, hi)
+        out = mul_bounds(out, r)
+    return out
 
 
 def sum_bounds(p: tuple, m_min: int, m_max: int) -> tuple:
     """Bounds of a sum of m terms within ``p``, m between ``m_min`` and ``m_max`` (an
     empty sum is 0): m terms lie in [m * p[0], m * p[1]], linear in m."""
-    return (min(_mul(m_min, p[0]), _mul(m_max, p[0])), max(_mul(m_min, p[1]), _mul(m_max, p[1])))
+    return (min(mul0(m_min, p[0]), mul0(m_max, p[0])), max(mul0(m_min, p[1]), mul0(m_max, p[1])))
 
 
 def plus_bounds(r: tuple, q: tuple) -> tuple:

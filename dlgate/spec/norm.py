@@ -11,25 +11,16 @@ from dlgate import dtypes as dt
 from dlgate.spec import losses as L
 from dlgate.spec import sym
 from dlgate.spec.base import UNBOUNDED, OpSpec, TensorType, f32
+from dlgate.spec.binary import mul_bounds
+from dlgate.spec.linalg import plus_bounds
 
 EPS_DEFAULT = f32(1e-5)
 INF = float("inf")
 
 
-def _mul(x: tuple, y: tuple) -> tuple:
-    """Bounds on a product of values within bounds ``x`` and ``y`` (an infinite end times
-    0 counts as 0: the values themselves are finite)."""
-    ps = [0.0 if p == 0 or q == 0 else p * q for p in x for q in y]
-    return (min(ps), max(ps))
-
-
-def _add(x: tuple, y: tuple) -> tuple:
-    return (x[0] + y[0], x[1] + y[1])
-
-
 def _affine(z: float, s: tuple, b: tuple) -> tuple:
     """Bounds on ``scale * z + bias`` for ``|z| <= z``, scale and bias within ``s``, ``b``."""
-    return _add(_mul(s, (-z, z)), b)
+    return plus_bounds(mul_bounds(s, (-z, z)), b)
 
 
 def _zmax(n: int, eps: float, r: tuple, u: float, two_pass: bool = False) -> float:
@@ -158,7 +149,7 @@ class BatchNormalization(Norm):
         if vl + a["epsilon"] <= 0:
             return [UNBOUNDED]  # the divisor can come arbitrarily close to 0
         inv = (1 / math.sqrt(vh + a["epsilon"]), 1 / math.sqrt(vl + a["epsilon"]))
-        return [_add(_mul(_mul(s, (xl - mh, xh - ml)), inv), b)]
+        return [plus_bounds(mul_bounds(mul_bounds(s, (xl - mh, xh - ml)), inv), b)]
 
     def losses(self, a, x, s, bias, mean, var):
         return [L.gt0(var.double() + a["epsilon"])]
