@@ -280,6 +280,19 @@ class Pow(Elementwise):
     def exact(self, a, exacts, ins):
         return 1.0 if exacts[1] == 0 or exacts[0] == 1 else None  # x ** 0 and 1 ** y
 
+    def input_span(self, a, i, span, ins):
+        # exponents within [1/2, 1] keep b ** e between b and sqrt(b): bases above 1
+        # within [max(lo^2, 1), hi], or below 1 within [lo, min(hi^2, 1)]
+        if span[1] <= 0:
+            return None  # a positive base gives positive powers
+        if i == 1:
+            return (0.5, 1.0)
+        lo, hi = max(span[0], 0.0), span[1]
+        if max(lo * lo, 1.0) <= hi:
+            return (max(lo * lo, 1.0), hi)
+        top = min(hi * hi, 1.0)
+        return (max(lo, 1e-3), top) if max(lo, 1e-3) <= top else None
+
     def losses(self, a, x, y):
         xd, yd = x.double(), y.double()
         return [L.gt0(xd), L.le0(yd * torch.log(xd.clamp(min=1e-40)) - L.log_max(x))]
