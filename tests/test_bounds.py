@@ -172,3 +172,35 @@ def test_carried_starting_ranges_land_inside_the_target():
                         bad.append((n.op, n.attrs, span, got, (float(y.min()), float(y.max()))))
     assert not bad, bad[:3]
     assert {"Add", "Mul", "Exp", "ReduceSum", "Pow", "Cos"} <= checked, checked
+
+
+def test_preimages_hold_every_input_that_maps_inside():
+    """``preimage`` narrows a producer's input from its output's bounds: every x with
+    f(x) within the bounds must lie inside it (else valid models would be refused)."""
+    rng = np.random.default_rng(1)
+    xs = torch.from_numpy(np.concatenate([rng.uniform(-6, 6, 4000), rng.uniform(-0.01, 0.01, 500),
+                                          np.linspace(-3, 3, 601)]))
+    checked = []
+    for name, spec in sorted(SPECS.items()):
+        if not spec.elementwise or spec.arity != 1 or name in ("Cast", "IsNaN", "IsInf", "Not"):
+            continue
+        attrs = [{}] if not getattr(spec, "params", ()) else [
+            {p: v for p, lo, hi, _ in spec.params for v in [float(rng.uniform(lo, hi))]} for _ in range(3)]
+        if name == "Clip":
+            attrs = [{"dtype": "float64", "min": -1.0, "max": 2.0}, {"dtype": "float64", "min": 0.5}]
+        if name == "Gelu":
+            attrs = [{"approximate": "none"}, {"approximate": "tanh"}]
+        for a in attrs:
+            with torch.no_grad():
+                ys = spec.torch(a, xs.clone())
+            for _ in range(6):
+                lo, hi = sorted(rng.uniform(-3, 3, 2))
+                pre = spec.preimage(a, (lo, hi))
+                if pre is None:
+                    continue
+                inside = torch.isfinite(ys) & (ys >= lo) & (ys <= hi)
+                got = xs[inside]
+                assert not len(got) or (float(got.min()) >= pre[0] and float(got.max()) <= pre[1]), \
+                    (name, a, (lo, hi), pre, float(got.min()), float(got.max()))
+                checked.append(name)
+    assert {"Exp", "Asin", "Abs", "ThresholdedRelu", "Relu", "Cosh", "Softplus"} <= set(checked)

@@ -285,3 +285,35 @@ def test_starting_ranges_are_carried_back_from_restricted_operators():
     g.nodes[0] = Node("Sin", {}, [0], [1])
     g.nodes[1] = Node("ReduceProd", {"keepdims": 0, "axes": [1]}, [1], [2])
     assert domain_spans(g, all_specs()) == {}
+
+
+def test_backward_insertion_narrows_the_new_inputs_and_rederives_the_output():
+    from dlgate.spec.base import Ctx, Limits, TensorType
+
+    spec = all_specs()
+    x = TensorType("float32", (4,))
+    # Atanh(p) keeps p within (-1, 1); Abs inserted backward on p keeps its input within
+    # (-1, 1) too; ThresholdedRelu(alpha > 1) inserted backward on that input can then
+    # only output 0, so a divisor of the Abs is refused
+    gen, st, outs, _ = _state_with([("Atanh", {}, [x])])
+    ctx = Ctx(random.Random(0), Limits(), ("float32",), 18)
+
+    def insert_backward(op, attrs, p):
+        class Fixed(type(spec[op])):  # the same operator, with these attributes
+            def backward(self, c, out):
+                return [out], dict(attrs)
+
+        st.placeholders[:] = [p]
+        assert gen._backward(st, Fixed(), ctx, random.Random(0))
+        return st.nodes[-1]
+
+    abs_node = insert_backward("Abs", {}, 0)
+    assert st.ranges[abs_node.inputs[0]] == (-1.0, 1.0)
+    thr = insert_backward("ThresholdedRelu", {"alpha": 1.25}, abs_node.inputs[0])
+    assert st.ranges[thr.inputs[0]][1] == 1.25 and st.ranges[thr.outputs[0]] == (0.0, 0.0)
+    assert st.ranges[0] == (0.0, 0.0)  # Abs of only zeros
+    assert not gen._domains_ok(st, spec["Reciprocal"], {}, [0])
+    assert spec["Abs"].preimage({}, (0.0, 2.0)) == (-2.0, 2.0)
+    assert spec["Cosh"].preimage({}, (1.0, math.cosh(3.0))) == pytest.approx((-3.0, 3.0))
+    lo, hi = spec["ThresholdedRelu"].preimage({"alpha": 2.0}, (0.5, 1.5))
+    assert lo > hi  # outputs are 0 or above 2: none in [0.5, 1.5]

@@ -280,10 +280,35 @@ class Generator:
         exact = spec.exact(a, [None] * len(ins), ins)
         old = st.ranges[p]
         narrowed = (max(old[0], bounds[0]), min(old[1], bounds[1]))
-        if narrowed[0] > narrowed[1] or not self._propagate(st, {p: (narrowed, steer, integral, anchor, exact)}):
+        if narrowed[0] > narrowed[1]:
+            return False
+        # what the consumers allow the output to be, the new inputs must map into; the
+        # output's bounds then follow from the inputs' (ThresholdedRelu kept below 1 by
+        # an Abs and an Atanh can only pass its input when that is above alpha: else 0)
+        up = None
+        if spec.preserves_values:
+            up = narrowed
+        elif spec.elementwise and dt.is_float(ins[0].dtype):
+            up = spec.preimage(a, narrowed)
+        vals = spec.value_inputs
+        if up is not None:
+            if up[0] > up[1]:
+                return False  # no input gives an output the consumers allow
+            in_r = [up if (vals is None or i in vals) and dt.is_float(t.dtype) else UNBOUNDED
+                    for i, t in enumerate(ins)]
+            b2 = spec.out_bounds(a, in_r, ins, outs)[0]
+            narrowed = (max(narrowed[0], b2[0]), min(narrowed[1], b2[1]))
+            if narrowed[0] > narrowed[1]:
+                return False
+        if not self._propagate(st, {p: (narrowed, steer, integral, anchor, exact)}):
             return False  # some operator downstream could no longer see a valid value
         st.placeholders.remove(p)
         self._commit(st, spec, a, [None] * len(ins), ins, outs, replace=p)
+        if up is not None:
+            for i, j in enumerate(st.nodes[-1].inputs):
+                if (vals is None or i in vals) and dt.is_float(st.tensors[j].dtype):
+                    r = st.ranges[j]
+                    st.ranges[j] = (max(r[0], up[0]), min(r[1], up[1]))
         self.stats["z3_backward" if via_z3 else "backward"] += 1
         return True
 
@@ -335,8 +360,8 @@ class Generator:
     @staticmethod
     def _narrow_up(st: _State, j: int, r: tuple, apply: bool = True) -> dict | None:
         """Narrow tensor ``j`` to bounds ``r`` and, through operators that pass every input
-        value on (Identity, Reshape, Concat...) or map them monotonically (Asin, Exp: their
-        ``preimage``), their inputs too: the narrowed tensors' new bounds, or None when some
+        value on (Identity, Reshape, Concat...) or map them element-wise (Asin, Exp, Abs:
+        their ``preimage``), their inputs too: the narrowed tensors' new bounds, or None when some
         tensor would be left without any value (Asin of an Identity of x, and Acosh of x)."""
         todo, seen = [(j, r)], {}
         producer = {t: n for n in st.nodes for t in n.outputs}
@@ -358,7 +383,7 @@ class Generator:
                 for i, u in enumerate(node.inputs):
                     if (vals is None or i in vals) and dt.is_float(st.tensors[u].dtype):
                         todo.append((u, new))
-            elif spec.monotone and spec.elementwise and new != cur and dt.is_float(st.tensors[node.inputs[0]].dtype):
+            elif spec.elementwise and new != cur and dt.is_float(st.tensors[node.inputs[0]].dtype):
                 pre = spec.preimage(node.attrs, new)  # Asin's output kept >= 1 keeps x >= sin(1)
                 if pre is not None:
                     todo.append((node.inputs[0], pre))

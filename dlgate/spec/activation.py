@@ -254,6 +254,13 @@ class ThresholdedRelu(Activation):
             y = y + L.PROXY_SLOPE * (x - x.detach()) * (x <= a["alpha"])
         return y
 
+    def preimage(self, a, r):
+        # outputs x above alpha, 0 at or below it
+        lo, hi, alpha = r[0], r[1], a["alpha"]
+        if lo <= 0 <= hi:
+            return (-INF, max(alpha, hi))
+        return (max(lo, alpha), hi) if hi > alpha else (INF, -INF)  # (INF, -INF): none
+
 
 class Mish(Activation):
     valley = (-1.25, -1.15, -0.3089)  # smallest at about -1.1924: -0.30884

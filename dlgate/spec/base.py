@@ -542,11 +542,16 @@ class OpSpec:
         return None
 
     def preimage(self, a: dict, r: tuple) -> tuple | None:
-        """For a monotone element-wise operator: sound bounds on the inputs whose outputs
-        lie within ``r`` (every such input is inside them), or None when unknown. Found
+        """For an element-wise operator: sound bounds on the inputs whose outputs lie within
+        ``r`` (every such input is inside them; an empty interval when there is none), or
+        None when unknown. For monotone operators, found
         on the same grid as ``inverse_span``, each end widened to the last grid point
-        outside, so rounding never loses a valid input; unbounded beyond |x| = 1e3."""
+        outside, so rounding never loses a valid input; unbounded beyond |x| = 1e3.
+        Other element-wise operators may override it (Abs, ThresholdedRelu)."""
         import torch
+
+        if not self.monotone:
+            return None
 
         grid = _span_grid()
         with torch_no_grad():

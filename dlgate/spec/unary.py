@@ -68,6 +68,9 @@ class Abs(Unary):
     def value_range(self, a, ranges, ins):
         return [abs_bounds(ranges[0])]
 
+    def preimage(self, a, r):
+        return (-r[1], r[1])  # |x| <= hi
+
 
 class Neg(Unary):
     keeps_integers = True
@@ -274,6 +277,10 @@ class Cosh(Unary):
 
     def losses(self, a, x):
         return [L.le0(x.abs() - L.log_max(x))]
+
+    def preimage(self, a, r):
+        m = math.acosh(r[1]) if r[1] >= 1 else -1.0  # |x| <= acosh(hi); none below 1
+        return (-m, m) if math.isfinite(m) else None
 
 
 class Asinh(Unary):
