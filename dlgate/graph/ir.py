@@ -136,10 +136,13 @@ def domain_spans(graph: "Graph", specs: dict, only: int | None = None) -> dict:
 
 
 def _sane(span: tuple | None) -> tuple | None:
-    """A finite, ordered range with plain float ends (no -0.0 upper end), or None."""
+    """A finite, ordered range with plain float ends (no -0.0 upper end), rounded to 7
+    significant digits, or None. Carried ranges come from transcendental functions, which
+    may differ in the last bit between CPUs and math libraries; the rounding keeps the
+    values drawn from them, and so the generated model's bytes, the same everywhere."""
     if span is None:
         return None
-    lo, hi = float(span[0]) + 0.0, float(span[1]) + 0.0
+    lo, hi = float(f"{float(span[0]):.6e}") + 0.0, float(f"{float(span[1]):.6e}") + 0.0
     return (lo, hi) if np.isfinite(lo) and np.isfinite(hi) and lo <= hi else None
 
 
