@@ -221,21 +221,18 @@ def test_generated_models_respect_known_bounds():
 def _state_with(ops):
     """A generator state built by committing ``(op, attrs, inputs)`` in order, each input
     an existing tensor id or a TensorType for a new placeholder (ids count placeholders
-    and outputs in creation order); returns (generator, state, output ids, TensorType)."""
+    and outputs in creation order); returns the generator and the state."""
     from dlgate.graph.generator import _State
-    from dlgate.spec.base import TensorType
 
     gen = Generator(GenConfig())
     st = _State()
-    outs = []
     for op, attrs, ins in ops:
         spec = all_specs()[op]
         ids = [i if isinstance(i, int) else None for i in ins]
         types = [st.tensors[i] if isinstance(i, int) else i for i in ins]
         assert gen._domains_ok(st, spec, attrs, ids), op
         gen._commit(st, spec, attrs, ids, types, spec.infer(types, attrs))
-        outs.append(len(st.tensors) - 1)
-    return gen, st, outs, TensorType
+    return gen, st
 
 
 def test_a_new_consumer_that_narrows_a_tensor_rechecks_everything_downstream():
@@ -243,7 +240,7 @@ def test_a_new_consumer_that_narrows_a_tensor_rechecks_everything_downstream():
 
     x = TensorType("float64", ())
     # x -> ThresholdedRelu(alpha 1.5) -> Log: valid only with x > 1.5
-    gen, st, outs, _ = _state_with([("ThresholdedRelu", {"alpha": 1.5}, [x]), ("Log", {}, [1])])
+    gen, st = _state_with([("ThresholdedRelu", {"alpha": 1.5}, [x]), ("Log", {}, [1])])
     asin = all_specs()["Asin"]
     # Asin(x) keeps x within [-1, 1]: the threshold then always gives 0, and Log(0) is -inf
     assert not gen._domains_ok(st, asin, {}, [0])
@@ -256,7 +253,7 @@ def test_narrowing_passes_back_through_monotone_operators():
 
     x = TensorType("float32", (4,))
     # Acosh(Asin(x)) needs Asin(x) >= 1, so x >= sin(1)
-    gen, st, outs, _ = _state_with([("Asin", {}, [x]), ("Acosh", {}, [1])])
+    gen, st = _state_with([("Asin", {}, [x]), ("Acosh", {}, [1])])
     spec = all_specs()
     lo, hi = st.ranges[0]
     assert lo == pytest.approx(math.sin(1.0), abs=1e-3) and lo <= math.sin(1.0) and hi >= 1.0
@@ -295,7 +292,7 @@ def test_backward_insertion_narrows_the_new_inputs_and_rederives_the_output():
     # Atanh(p) keeps p within (-1, 1); Abs inserted backward on p keeps its input within
     # (-1, 1) too; ThresholdedRelu(alpha > 1) inserted backward on that input can then
     # only output 0, so a divisor of the Abs is refused
-    gen, st, outs, _ = _state_with([("Atanh", {}, [x])])
+    gen, st = _state_with([("Atanh", {}, [x])])
     ctx = Ctx(random.Random(0), Limits(), ("float32",), 18)
 
     def insert_backward(op, attrs, p):
