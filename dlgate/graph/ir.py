@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dlgate.spec.base import TensorType
+from dlgate.spec.base import TensorType, sampling_window
 
 
 @dataclass
@@ -97,9 +97,11 @@ def domain_spans(graph: "Graph", specs: dict, only: int | None = None) -> dict:
     constants that reach an operator with a restricted domain: the operator's own
     ``input_range`` (a range inside its domain), carried back through the operators
     between (``OpSpec.input_span``: ranges kept by Reshape or ReduceMax, inverted by Exp).
-    Consumers are taken from the last node back, and the first range to reach a tensor
-    decides: a range carried back through monotone operators also keeps those operators
-    within their domains, so the deepest constraint is the most informative.
+    Consumers are taken from the last node back (a range carried back through monotone
+    operators also keeps those operators within their domains, so the deepest constraint
+    is the most informative); ranges reaching one tensor intersect when they overlap, else
+    the first stays. Ranges are carried whole and narrowed to a sampling-friendly width
+    (``sampling_window``) only at the end.
     ``specs`` maps spec names to specs; ``only``, a node index, limits the ranges to
     those carried back from that node's inputs."""
     spans: dict = {}
@@ -132,7 +134,7 @@ def domain_spans(graph: "Graph", specs: dict, only: int | None = None) -> dict:
             span = _sane(spec.input_range(node.attrs, i))
             if span is not None:
                 carry(t, span, 0)
-    return spans
+    return {t: sampling_window(*r) for t, r in spans.items()}
 
 
 def _sane(span: tuple | None) -> tuple | None:

@@ -37,7 +37,7 @@ from dlgate.spec import sym
 INF = float("inf")
 UNBOUNDED = (-INF, INF)
 #: Where starting values are drawn when nothing says otherwise (``graph.ir.random_values``);
-#: inverted spans are narrowed towards it.
+#: carried ranges are narrowed towards it (``sampling_window``).
 SPAN_WINDOW = (-4.0, 4.0)
 _SPAN_MAGS = np.logspace(-6, 3, 181)
 #: How many times ``OpSpec.inverse_span`` zooms into a gap, and with how many points.
@@ -46,7 +46,7 @@ SPAN_POINTS = 129
 _SPAN_GRID = None  # torch tensor, built on first use (torch is imported lazily)
 
 
-def _window(lo: float, hi: float) -> tuple:
+def sampling_window(lo: float, hi: float) -> tuple:
     """A range inside [lo, hi] no wider than ``SPAN_WINDOW``, as near to it as possible."""
     if lo < SPAN_WINDOW[1] and hi > SPAN_WINDOW[0]:
         return (max(lo, SPAN_WINDOW[0]), min(hi, SPAN_WINDOW[1]))
@@ -500,8 +500,9 @@ class OpSpec:
 
     def inverse_span(self, a: dict, span: tuple) -> tuple | None:
         """For a monotone element-wise operator (or a ``valley`` one, on its rising side):
-        input values whose outputs lie in ``span``, narrowed to a sampling-friendly width,
-        or None. Found on a fixed float64 grid (|x| from 1e-6 to 1e3), each end sharpened
+        input values whose outputs lie in ``span`` (as wide as they are: the leaf's range
+        is narrowed to a sampling-friendly width only at the end, see
+        ``sampling_window``), or None. Found on a fixed float64 grid (|x| from 1e-6 to 1e3), each end sharpened
         between its grid neighbours; when the values jump over the span between two
         neighbouring points (a narrow target such as acosh(x) in [0.002, 0.008]), the
         search zooms into that gap a few times first."""
@@ -530,7 +531,7 @@ class OpSpec:
                 if last < len(grid) - 1:
                     g = points(hi, float(grid[last + 1]))
                     hi = float(g[inside(g)[1].nonzero().flatten()[-1]])
-                return _window(lo, hi)
+                return (lo, hi)
             # neighbours on either side of the span: zoom into the gap between them
             fin = torch.isfinite(y)
             side = torch.where(y < span[0], -1, 1)
