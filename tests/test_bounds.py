@@ -52,7 +52,6 @@ def _cases(family: str, count: int):
         for i in range(count):
             g = gen.generate(case_seed("bounds", family, i))
             res = search(g, i)
-            mod = GraphModule(g)
             for t, v in res.consts.items():
                 g.values[t] = v
             mod = GraphModule(g)

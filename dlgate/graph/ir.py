@@ -92,7 +92,7 @@ def random_values(rng: np.random.Generator, t: TensorType, span: tuple | None = 
     return rng.uniform(-4.0, 4.0, size=shape).astype(t.dtype)
 
 
-def domain_spans(graph: "Graph", specs: dict, only: int | None = None) -> dict:
+def domain_spans(graph: "Graph", specs: dict) -> dict:
     """Tensor id -> a value range to draw starting values from, for graph inputs and
     constants that reach an operator with a restricted domain: the operator's own
     ``input_range`` (a range inside its domain), carried back through the operators
@@ -101,9 +101,7 @@ def domain_spans(graph: "Graph", specs: dict, only: int | None = None) -> dict:
     operators also keeps those operators within their domains, so the deepest constraint
     is the most informative); ranges reaching one tensor intersect when they overlap, else
     the first stays. Ranges are carried whole and narrowed to a sampling-friendly width
-    (``sampling_window``) only at the end.
-    ``specs`` maps spec names to specs; ``only``, a node index, limits the ranges to
-    those carried back from that node's inputs."""
+    (``sampling_window``) only at the end. ``specs`` maps spec names to specs."""
     spans: dict = {}
     leaves = set(graph.inputs) | set(graph.consts)
     producer = graph.producers()
@@ -128,7 +126,7 @@ def domain_spans(graph: "Graph", specs: dict, only: int | None = None) -> dict:
             if s is not None:
                 carry(u, s, depth + 1)
 
-    for node in reversed(graph.nodes if only is None else [graph.nodes[only]]):
+    for node in reversed(graph.nodes):
         spec = specs[node.op]
         for i, t in enumerate(node.inputs):
             span = _sane(spec.input_range(node.attrs, i))

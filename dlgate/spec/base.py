@@ -63,12 +63,6 @@ def _span_grid():
     return _SPAN_GRID
 
 
-def torch_no_grad():
-    import torch
-
-    return torch.no_grad()
-
-
 def overlaps(r: tuple, d: tuple) -> bool:
     """Whether value bounds ``r`` leave room inside domain ``d`` (an open overlap)."""
     return r[0] < d[1] and d[0] < r[1]
@@ -498,20 +492,27 @@ class OpSpec:
             return self.inverse_span(a, span)
         return None
 
+    def _on_grid(self, a: dict, g, r: tuple):
+        """This element-wise operator on the float64 points ``g``: (values, mask of the
+        points whose value is finite and within ``r``)."""
+        import torch
+
+        with torch.no_grad():
+            y = self.torch(a, g)
+        return y, torch.isfinite(y) & (y >= r[0]) & (y <= r[1])
+
     def inverse_span(self, a: dict, span: tuple) -> tuple | None:
         """For a monotone element-wise operator (or a ``valley`` one, on its rising side):
         input values whose outputs lie in ``span`` (as wide as they are: the leaf's range
         is narrowed to a sampling-friendly width only at the end, see
-        ``sampling_window``), or None. Found on a fixed float64 grid (|x| from 1e-6 to 1e3), each end sharpened
-        between its grid neighbours; when the values jump over the span between two
+        ``sampling_window``), or None. Found on a fixed float64 grid (|x| from 1e-6 to
+        1e3), each end sharpened between its grid neighbours; when the values jump over the span between two
         neighbouring points (a narrow target such as acosh(x) in [0.002, 0.008]), the
         search zooms into that gap a few times first."""
         import torch
 
         def inside(g):
-            with torch_no_grad():
-                y = self.torch(a, g)
-            return y, torch.isfinite(y) & (y >= span[0]) & (y <= span[1])
+            return self._on_grid(a, g, span)
 
         def points(lo, hi):
             return torch.linspace(lo, hi, SPAN_POINTS, dtype=torch.float64)
@@ -545,19 +546,14 @@ class OpSpec:
     def preimage(self, a: dict, r: tuple) -> tuple | None:
         """For an element-wise operator: sound bounds on the inputs whose outputs lie within
         ``r`` (every such input is inside them; an empty interval when there is none), or
-        None when unknown. For monotone operators, found
-        on the same grid as ``inverse_span``, each end widened to the last grid point
-        outside, so rounding never loses a valid input; unbounded beyond |x| = 1e3.
+        None when unknown. For monotone operators, found on the same grid as
+        ``inverse_span``, each end widened to the last grid point outside, so rounding never loses a valid input; unbounded beyond |x| = 1e3.
         Other element-wise operators may override it (Abs, ThresholdedRelu)."""
-        import torch
-
         if not self.monotone:
             return None
 
         grid = _span_grid()
-        with torch_no_grad():
-            y = self.torch(a, grid)
-        ok = (torch.isfinite(y) & (y >= r[0]) & (y <= r[1])).nonzero().flatten()
+        ok = self._on_grid(a, grid, r)[1].nonzero().flatten()
         if not len(ok):
             return None  # the span may fall between two grid points: nothing known
         f, last = int(ok[0]), int(ok[-1])
@@ -572,9 +568,7 @@ class OpSpec:
         import torch
 
         g = torch.linspace(x0, x1, SPAN_POINTS, dtype=torch.float64)
-        with torch_no_grad():
-            y = self.torch(a, g)
-        ok = (torch.isfinite(y) & (y >= r[0]) & (y <= r[1])).nonzero().flatten()
+        ok = self._on_grid(a, g, r)[1].nonzero().flatten()
         if first:
             k = int(ok[0]) if len(ok) else len(g) - 1
             return float(g[max(k - 1, 0)])

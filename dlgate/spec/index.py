@@ -15,6 +15,7 @@ import torch
 from dlgate import dtypes as dt
 from dlgate.spec import sym
 from dlgate.spec.base import INF, UNBOUNDED, OpSpec, TensorType
+from dlgate.spec.binary import mul0
 
 #: Indices lists are kept this small, so attributes stay readable.
 MAX_INDICES = 256
@@ -250,11 +251,8 @@ class CumSum(Same):
         m0, m1 = terms
         lo, hi = ranges[0]
 
-        def times(m, v):  # m copies of v; no 0 * inf
-            return 0.0 if m == 0 else m * v
-
         # a sum of m terms in [lo, hi] lies in [m lo, m hi], for some m in [m0, m1]
-        return [(times(m0, lo) if lo >= 0 else times(m1, lo), times(m1, hi) if hi >= 0 else times(m0, hi))]
+        return [(mul0(m0, lo) if lo >= 0 else mul0(m1, lo), mul0(m1, hi) if hi >= 0 else mul0(m0, hi))]
 
     def exact(self, a, exacts, ins):
         return 0.0 if a["exclusive"] else None  # the first (reverse: last) sum is empty

@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from dlgate import dtypes as dt
 from dlgate.spec import sym
 from dlgate.spec.base import OpSpec, TensorType, abs_bounds
-from dlgate.spec.reduce import _times
+from dlgate.spec.binary import mul0
 
 
 def _out_size(n, k, s, d, pb, pe, ceil):
@@ -228,7 +228,7 @@ class LpPool(_Pool):
             rmin *= min(r for r, _ in dim)
             rmax *= max(r for r, _ in dim)
         p = 1.0 / a["p"]
-        return [(_times(rmin ** p, m), _times(rmax ** p, big))]
+        return [(mul0(rmin ** p, m), mul0(rmax ** p, big))]
 
     def reference_defect(self, a, ins, opset):
         if any(o >= 1 for o in self._overflows(ins, a)):

@@ -21,14 +21,10 @@ from dlgate import dtypes as dt
 from dlgate.spec import losses as L
 from dlgate.spec import sym
 from dlgate.spec.base import UNBOUNDED, OpSpec, TensorType, abs_bounds
+from dlgate.spec.binary import mul0
 
 MAX_RANK = 5
 INF = float("inf")
-
-
-def _times(n: float, v: float) -> float:
-    """``n * v`` for a count ``n >= 1`` and a bound ``v`` that may be infinite."""
-    return v if math.isinf(v) else n * v
 
 
 def _norm(axes, rank: int) -> list:
@@ -149,7 +145,7 @@ class Reduce(OpSpec):
     def _sum_bounds(self, a, r: tuple, x: TensorType) -> tuple:
         """Bounds on a sum of ``_count`` terms each within ``r``."""
         n = self._count(a, x)
-        return (_times(n, r[0]), _times(n, r[1]))
+        return (mul0(n, r[0]), mul0(n, r[1]))
 
     def exact(self, a, exacts, ins):
         # over one element per output the reduction maps each element on its own
@@ -339,7 +335,7 @@ class ReduceL2(SquareSum):
         # sqrt of n terms x^2 each within [min|x|^2, max|x|^2]: sqrt(n) * [min|x|, max|x|]
         lo, hi = abs_bounds(ranges[0])
         n = math.sqrt(self._count(a, ins[0]))
-        return [(_times(n, lo), _times(n, hi))]
+        return [(mul0(n, lo), mul0(n, hi))]
 
     def fn(self, x, dims, keep):
         return torch.sqrt(_sum(x * x, dims, keep))
