@@ -10,9 +10,12 @@ the hyphenated ``INPUT_OPEN-ISSUES``), does in order:
 2. reads the event: a pull request is seeded by its head commit, anything else by
    ``GITHUB_SHA``;
 3. installs the compiler under test (``compiler`` input) with pip;
-4. runs ``dlgate run`` (or ``dlgate merge``) inside a log group;
-5. turns ``verdict.json`` into annotations and step outputs;
-6. on trusted events only, opens issues (``dlgate issues``) and updates the baseline.
+4. with ``base-compiler``, creates a second environment holding the base build and
+   checks which build each environment imports (head versus base); on a pull request
+   without one, says that novelty is decided against the baseline instead;
+5. runs ``dlgate run`` (or ``dlgate merge``) inside a log group;
+6. turns ``verdict.json`` into annotations and step outputs;
+7. on trusted events only, opens issues (``dlgate issues``) and updates the baseline.
 
 Its exit status is dlgate's: 0 no new failures, 1 new failures, 2 usage or configuration
 error, 3 dlgate's own internal error.
@@ -23,9 +26,10 @@ option; values that would become pip options are refused; every line printed is 
 workflow command whose data is escaped or a log line with its line breaks escaped, and
 what dlgate, pip and the compiler print runs between ``::stop-commands::`` markers, so
 none of it can issue workflow commands; the token, ``INPUT_*`` and the runner's other
-credentials are removed from the environment of everything but ``dlgate issues``; the
-compiler under test runs as the owner of the workspace, not as root. Standard library and
-dlgate only.
+credentials are removed from the environment of everything but ``dlgate issues`` (pip and
+the base build's environment included); the compiler under test (and the base build) runs
+as the owner of the workspace, not as root. Standard library and dlgate (and its PyYAML)
+only.
 """
 from __future__ import annotations
 
@@ -35,6 +39,8 @@ import os
 import re
 import secrets
 import shlex
+import shutil
+import site
 import subprocess
 import sys
 import tempfile
@@ -58,6 +64,8 @@ MAX_ANNOTATIONS = 10
 _SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|^ACTIONS_(RUNTIME|CACHE|RESULTS|ID_TOKEN)_", re.IGNORECASE)
 _REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 _SHARD = re.compile(r"^[0-9]+/[0-9]+$")
+#: The distribution name at the start of a requirement (``apache-tvm==0.27.0``, ``tvm @ URL``).
+_DIST = re.compile(r"^([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*(?:\[[^]]*\])?\s*(?:[<>=!~;@]|$)")
 
 
 class InputError(Exception):
@@ -224,6 +232,8 @@ class Plan:
     issue_repo: str = ""
     update_baseline: bool = False
     baseline: str = ""
+    base_requirements: list = field(default_factory=list)  # the base build (``base-compiler``)
+    config: str = ""  # the campaign file dlgate run reads ("" for a merge)
 
 
 def _no_option(name: str, value: str) -> str:
@@ -248,22 +258,22 @@ def resolve_config(value: str, workspace: str) -> str:
     raise InputError(f"config: {value} is neither in the workspace nor among the action's campaigns ({shipped})")
 
 
-def compiler_requirements(text: str, workspace: str) -> list:
-    """pip arguments for the ``compiler`` input, one per line: a requirement, or a wheel path
-    in the workspace (a glob matching one file). Anything that pip could read as an option
-    (a token starting with '-': --index-url, -r, -e...) is refused, so the input can name a
-    build but not redirect pip to another index or file."""
+def compiler_requirements(text: str, workspace: str, name: str = "compiler") -> list:
+    """pip arguments for the ``compiler`` (or ``base-compiler``) input, one per line: a
+    requirement, or a wheel path in the workspace (a glob matching one file). Anything that
+    pip could read as an option (a token starting with '-': --index-url, -r, -e...) is
+    refused, so the input can name a build but not redirect pip to another index or file."""
     reqs = []
     for line in text.splitlines():
         line = line.strip()
         if not line or line.startswith("#"):
             continue
         if any(tok.startswith("-") for tok in line.split()):
-            raise InputError(f"compiler: {line!r} looks like a pip option; give a requirement or a wheel path")
+            raise InputError(f"{name}: {line!r} looks like a pip option; give a requirement or a wheel path")
         if line.endswith(".whl") and "://" not in line:
             matches = sorted(glob.glob(os.path.join(glob.escape(workspace), line)))
             if len(matches) != 1:
-                raise InputError(f"compiler: {line} matches {len(matches)} files in the workspace, expected one wheel")
+                raise InputError(f"{name}: {line} matches {len(matches)} files in the workspace, expected one wheel")
             line = os.path.abspath(matches[0])
         reqs.append(line)
     return reqs
@@ -295,21 +305,24 @@ def plan(env: dict, ctx: Context) -> Plan:
         raise InputError(f"shard: expected I/N (e.g. 2/3), got {shard!r}")
     p = Plan([], out, shard=shard, requirements=compiler_requirements(get_input(env, "compiler"), ctx.workspace),
              open_issues=get_bool(env, "open-issues"), update_baseline=get_bool(env, "update-baseline"),
-             baseline=get_input(env, "baseline"))
+             baseline=get_input(env, "baseline"),
+             base_requirements=compiler_requirements(get_input(env, "base-compiler"), ctx.workspace,
+                                                     "base-compiler"))
     p.issue_repo = get_input(env, "issue-repo") or ctx.repository
     if p.open_issues and not _REPO.match(p.issue_repo):
         raise InputError(f"issue-repo: expected OWNER/NAME, got {p.issue_repo!r}")
     merge = get_input(env, "merge")
     if merge:
         p.shard = ""
-        ignored = [n for n in ("seed", "shard", "models", "campaign", "reference", "corpus", "fail-on")
-                   if get_input(env, n)]
+        ignored = [n for n in ("seed", "shard", "models", "campaign", "reference", "corpus", "fail-on",
+                               "base-compiler") if get_input(env, n)]
         if ignored:
             log(f"merge: ignoring {', '.join(ignored)}: a merge takes the shards' own settings")
+        p.base_requirements = []  # the shards re-ran their failures on the base build already
         p.dlgate_args = ["merge", f"--out={out}", "--", *merge_dirs(merge, ctx.workspace)]
         return p
-    args = ["run", f"--config={resolve_config(get_input(env, 'config') or 'configs/pr.yaml', ctx.workspace)}",
-            f"--out={out}", "--no-progress"]
+    p.config = resolve_config(get_input(env, "config") or "configs/pr.yaml", ctx.workspace)
+    args = ["run", f"--config={p.config}", f"--out={out}", "--no-progress"]
     seed = get_input(env, "seed")
     commit = seed_commit(ctx)
     if seed:
@@ -333,13 +346,14 @@ def child_env(env: dict) -> dict:
     return {k: v for k, v in env.items() if not k.startswith("INPUT_") and not _SECRET_NAME.search(k)}
 
 
-def run_as(workspace: str, env: dict, python: str = sys.executable) -> tuple | None:
+def run_as(workspace: str, env: dict, python: str = sys.executable, base_python: str = "") -> tuple | None:
     """(uid, gid, home) to run models and the compiler under test as: the workspace's owner,
     when this runs as root (as GitHub starts Docker actions) and the workspace is someone
     else's (the runner's user). The compiler then cannot touch the image or read this
     process's environment, and the files it leaves in the workspace belong to the runner,
     which can clean them up. None, run as we are: not root, a root-owned workspace, or an
-    interpreter that user cannot run (checked, so that a drop never breaks the gate)."""
+    interpreter (``python``, and ``base_python`` when given) that user cannot run (checked,
+    so that a drop never breaks the gate)."""
     if not hasattr(os, "geteuid") or os.geteuid() != 0:
         return None
     st = os.stat(workspace)
@@ -351,14 +365,15 @@ def run_as(workspace: str, env: dict, python: str = sys.executable) -> tuple | N
         os.chown(home, st.st_uid, st.st_gid)
     ids = (st.st_uid, st.st_gid, home)
     kwargs, probe_env = user_kwargs(ids, child_env(env))
+    probes = [(python, probe_env)] + ([(base_python, base_env_vars(probe_env))] if base_python else [])
     try:
-        ok = subprocess.run([python, "-c", "import dlgate"], cwd=workspace, env=probe_env,
-                            stdin=subprocess.DEVNULL, capture_output=True, check=False, **kwargs).returncode == 0
+        ok = all(subprocess.run([py, "-c", "import dlgate"], cwd=workspace, env=penv, stdin=subprocess.DEVNULL,
+                                capture_output=True, check=False, **kwargs).returncode == 0 for py, penv in probes)
     except OSError:
         ok = False
     if not ok:
-        log(f"cannot run dlgate as the workspace's owner (uid {st.st_uid}): its interpreter is not usable by that "
-            f"user; running as root")
+        log(f"cannot run dlgate as the workspace's owner (uid {st.st_uid}): its interpreter"
+            f"{' or the base build environment' if base_python else ''} is not usable by that user; running as root")
         return None
     return ids
 
@@ -402,6 +417,266 @@ def install_compiler(p: Plan, ctx: Context, env: dict) -> int:
                               f"exit status {rc}; see the log group above", title="dlgate: compiler install failed"))
         return EXIT_USAGE
     return EXIT_OK
+
+
+# ---------------------------------------------------------------- the base build (head versus base)
+
+#: The .pth file that shows the image's packages (dlgate, torch, onnx, the pinned compiler)
+#: to the base build's environment. Its directories come after the environment's own
+#: site-packages on sys.path, so what pip installs there replaces, for that interpreter, the
+#: image's build of the same module instead of being shadowed by it.
+BASE_PTH = "zz_dlgate_image_env.pth"
+#: Printed by PROBE before its JSON report, so that what an imported compiler prints is ignored.
+PROBE_MARK = "@@dlgate-probe@@"
+#: Run in an interpreter: for each distribution named, its version, location and top-level
+#: modules; then, for each module, what ``import`` resolves to (version and file).
+PROBE = r"""
+import importlib, importlib.metadata as md, json, os, sys
+dists, mods = json.loads(sys.argv[1])
+res = {"dists": {}, "modules": {}}
+for name in dists:
+    try:
+        d = md.distribution(name)
+    except Exception:
+        res["dists"][name] = None
+        continue
+    top = (d.read_text("top_level.txt") or "").split()
+    if not top:
+        for f in d.files or []:
+            head = f.parts[0] if f.parts else ""
+            if head and head != ".." and not head.endswith((".dist-info", ".data", ".pth")):
+                top.append(head.split(".")[0])
+    top = [t for t in dict.fromkeys(top) if t.isidentifier() and not t.startswith("_") and t not in ("test", "tests")]
+    res["dists"][name] = {"version": d.version, "location": os.path.realpath(str(d.locate_file(""))), "modules": top}
+    mods += [t for t in top if t not in mods]
+for m in mods:
+    try:
+        mod = importlib.import_module(m)
+    except BaseException as e:
+        res["modules"][m] = {"error": (type(e).__name__ + ": " + str(e))[:300]}
+        continue
+    f = getattr(mod, "__file__", None) or next(iter(getattr(mod, "__path__", None) or []), None)
+    res["modules"][m] = {"version": str(getattr(mod, "__version__", "") or "?"), "file": f and os.path.realpath(f)}
+sys.stdout.write("\n" + MARK + json.dumps(res) + "\n")
+""".replace("MARK", repr(PROBE_MARK))
+
+
+@dataclass
+class BaseEnv:
+    """The environment holding the base build: its folder and its interpreter."""
+
+    root: str
+    python: str
+
+
+def base_env_vars(env: dict) -> dict:
+    """The environment of the base build's interpreter: dlgate's base workers drop
+    PYTHONPATH (it is the head environment's path), and so do pip and the probe here, so
+    that they all see the same packages."""
+    return {k: v for k, v in env.items() if k != "PYTHONPATH"}
+
+
+def dist_name(requirement: str) -> str:
+    """The distribution a requirement or wheel installs, when the text shows it ("" when
+    not: a VCS URL, a folder)."""
+    req = requirement.strip()
+    m = _DIST.match(req)
+    if m and req[m.end() - 1:m.end()] == "@":  # NAME @ URL
+        return m.group(1)
+    wheel = os.path.basename(req.split("#", 1)[0].split("?", 1)[0])
+    if wheel.endswith(".whl"):  # NAME-VERSION-...whl, a path or a URL
+        return wheel.split("-", 1)[0] if "-" in wheel else ""
+    return m.group(1) if m and "://" not in req else ""
+
+
+def probe(python: str, dists: list, modules: list, cwd: str, env: dict, ids: tuple | None) -> dict | None:
+    """What ``python`` imports for these distributions and modules (PROBE's report), run as
+    the compiler runs (``ids``), since importing the compiler runs its code; None when the
+    interpreter fails before reporting (what it printed is logged, fenced)."""
+    kwargs, env = user_kwargs(ids, env)
+    try:
+        res = subprocess.run([python, "-c", PROBE, json.dumps([dists, modules])], cwd=cwd, env=env,
+                             stdin=subprocess.DEVNULL, capture_output=True, text=True, errors="replace",
+                             timeout=600, check=False, **kwargs)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        log(f"{python}: cannot run: {e}")
+        return None
+    for line in reversed(res.stdout.splitlines()):
+        if line.startswith(PROBE_MARK):
+            try:
+                return json.loads(line[len(PROBE_MARK):])
+            except ValueError:
+                break
+    fenced(f"{python} -c PROBE: exit status {res.returncode}", (res.stdout + res.stderr)[-4000:])
+    return None
+
+
+def fenced(title: str, text: str) -> None:
+    """Untrusted text (a child's output) in a log group, fenced like :func:`call`'s."""
+    emit(command("group", title))
+    fence = secrets.token_hex(16)
+    emit(f"::stop-commands::{fence}")
+    print(text, flush=True)
+    emit(f"::{fence}::")
+    emit("::endgroup::")
+
+
+def _inside(path: str | None, root: str) -> bool:
+    return bool(path) and (path + os.sep).startswith(os.path.realpath(root) + os.sep)
+
+
+def _describe(mod: str, got: dict | None) -> str:
+    if not got:
+        return f"{mod}: not imported"
+    if "error" in got:
+        return f"{mod}: not importable ({got['error']})"
+    return f"{mod} {got['version']} from {got['file']}"
+
+
+def create_base_env(p: Plan, ctx: Context, env: dict) -> tuple:
+    """(exit status, BaseEnv or None): a virtual environment holding the base build
+    (``base-compiler``), whose interpreter ``dlgate run --base-python`` re-runs each head
+    failure in.
+
+    Not ``venv --system-site-packages``: made from the image's interpreter, itself in a
+    virtual environment, that would show the system Python's packages, not the image's.
+    The image environment's site-packages are added instead by a .pth file, after the new
+    environment's own, and pip installs the base build with ``--force-reinstall
+    --no-deps`` so that it lands in the new environment even where the image already holds
+    that distribution (perhaps overwritten by the build under test), then once more
+    without those options for dependencies the image lacks (installed there too, never in
+    the image's environment). pip and everything run here get the same environment as the
+    compiler under test: no token, no ``INPUT_*``, no runner credentials."""
+    if not p.base_requirements:
+        return EXIT_OK, None
+    root = tempfile.mkdtemp(prefix="dlgate-base-")
+    os.chmod(root, 0o755)  # the compiler under test may run as the workspace's owner, not root
+    base = BaseEnv(root, os.path.join(root, "bin", "python"))
+    cenv = base_env_vars(child_env(env))
+    rc = call([sys.executable, "-m", "venv", "--without-pip", root], "dlgate: create the base build's environment",
+              ctx.workspace, cenv)
+    purelib = ""
+    if rc == 0:
+        try:
+            purelib = subprocess.run([base.python, "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                                     env=cenv, cwd=root, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                                     check=True).stdout.strip()
+            dirs = [d for d in site.getsitepackages() if os.path.isdir(d)]
+            with open(os.path.join(purelib, BASE_PTH), "w", encoding="utf-8") as f:
+                f.write("import site; " + "; ".join(f"site.addsitedir({d!r})" for d in dirs) + "\n")
+        except (OSError, subprocess.CalledProcessError) as e:
+            log(f"{base.python}: {e}")
+            rc = 1
+    if rc != 0:
+        emit(command("error", f"could not create the environment for the base build in {root} (exit status {rc}); "
+                              f"see the log above. No fallback to the baseline: fix the image or leave "
+                              f"base-compiler empty", title="dlgate: base environment failed"))
+        return EXIT_INTERNAL, base
+    pip = [base.python, "-m", "pip", "install", "--no-input", "--disable-pip-version-check"]
+    steps = ((["--force-reinstall", "--no-deps"], "dlgate: install the base build"),
+             ([], "dlgate: install the base build's missing dependencies"))
+    for extra, title in steps:
+        rc = call([*pip, *extra, *p.base_requirements], title, root, cenv)
+        if rc != 0:
+            emit(command("error", f"pip could not install the base build ({', '.join(p.base_requirements)}) in "
+                                  f"{root}: exit status {rc}; see the log group above. No fallback to the "
+                                  f"baseline", title="dlgate: base build install failed"))
+            return EXIT_USAGE, base
+    log(f"head versus base: the base build ({', '.join(p.base_requirements)}) is in {root}; every head failure "
+        f"is re-run there (--base-python={base.python})")
+    return EXIT_OK, base
+
+
+def check_base_env(p: Plan, ctx: Context, env: dict, base: BaseEnv, ids: tuple | None) -> int:
+    """Which module each environment imports: the base build's modules must come from the
+    base environment (not from the image, the build under test or the workspace), and
+    import there. Logs the versions of head and base."""
+    dists = [d for d in (dist_name(r) for r in p.base_requirements) if d]
+    unknown = [r for r in p.base_requirements if not dist_name(r)]
+    if unknown:
+        log(f"base-compiler: cannot tell which distribution {', '.join(unknown)} installs; not checked")
+    if not dists:
+        return EXIT_OK
+    cenv = base_env_vars(child_env(env))
+    got = probe(base.python, dists, [], base.root, cenv, ids)
+    if got is None:
+        emit(command("error", f"the base build's environment ({base.python}) cannot run; see the log group above",
+                     title="dlgate: base build unusable"))
+        return EXIT_USAGE
+    modules = [m for d in dists for m in ((got["dists"].get(d) or {}).get("modules") or [])]
+    head = probe(sys.executable, [], modules, base.root, child_env(env), ids) if modules else None
+    for m in modules:
+        log(f"head: {_describe(m, (head or {}).get('modules', {}).get(m))}")
+        log(f"base: {_describe(m, got['modules'].get(m))}")
+    problems = []
+    for d in dists:
+        info = got["dists"].get(d)
+        if info is None:
+            log(f"base-compiler: no distribution named {d} in the base environment; not checked")
+            continue
+        if not _inside(info["location"], base.root):
+            problems.append(f"the base environment finds {d} {info['version']} in {info['location']}, not in the "
+                            f"base environment {base.root}")
+        mods = {m: got["modules"].get(m) or {} for m in info["modules"]}
+        outside = [f"{m} from {x['file']}" for m, x in mods.items()
+                   if x.get("file") and not _inside(x["file"], base.root)]
+        if outside:
+            problems.append(f"the base environment imports {', '.join(outside)}, not the base build {d} "
+                            f"{info['version']} just installed in {base.root}")
+        elif mods and not any(x.get("file") for x in mods.values()):
+            problems.append(f"the base build {d} does not import: "
+                            + "; ".join(_describe(m, x) for m, x in mods.items()))
+        else:
+            log(f"base build {d} {info['version']}: {', '.join(mods) or 'no module found'} imported from the base "
+                f"environment")
+    if problems:
+        emit(command("error", "; ".join(problems) + ". No fallback to the baseline", title="dlgate: wrong base build"))
+        return EXIT_USAGE
+    return EXIT_OK
+
+
+def campaign_settings(p: Plan, ctx: Context) -> dict:
+    """The campaign file's top-level settings (for the notices); {} when unreadable (dlgate
+    run then reports why)."""
+    if not p.config:
+        return {}
+    try:
+        import yaml  # dlgate's own dependency, in the image
+
+        with open(os.path.join(ctx.workspace, p.config), encoding="utf-8") as f:
+            doc = yaml.safe_load(f)
+    except Exception:  # reported by dlgate run itself
+        return {}
+    return doc if isinstance(doc, dict) else {}
+
+
+def novelty_notice(p: Plan, ctx: Context) -> str:
+    """On a pull request without a base build: how novelty is decided instead (empty when
+    there is a base build, from ``base-compiler`` or the campaign's ``base``, or this is
+    no pull request or a merge)."""
+    if ctx.event_name not in PR_EVENTS or p.base_requirements or not p.config:
+        return ""
+    cfg = campaign_settings(p, ctx)
+    if cfg.get("base"):
+        return ""
+    baseline = p.baseline or cfg.get("baseline")
+    against = (f"the baseline {baseline}: a failure the base branch already has but that file does not list "
+               f"fails this pull request" if baseline else "no baseline: every failure counts as new")
+    return (f"No base build configured: novelty is decided against {against}. Set base-compiler to the base "
+            f"branch's build (a release such as apache-tvm==0.27.0, or the wheel of the base commit) to re-run "
+            f"each failure on it instead.")
+
+
+def append_summary(env: dict, text: str) -> None:
+    """A paragraph at the end of the job summary ($GITHUB_STEP_SUMMARY), when there is one."""
+    path = env.get("GITHUB_STEP_SUMMARY")
+    if not path or not text:
+        return
+    try:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(f"\n> **dlgate:** {text}\n")
+    except OSError as e:
+        log(f"cannot write the job summary {path}: {e}")
 
 
 # ---------------------------------------------------------------- results
@@ -485,12 +760,17 @@ def annotations(verdict: dict, p: Plan) -> list:
                 continue
             kind = "error" if fails else "warning"
             cases = g.get("cases") or []
-            msg = (f"[{g.get('signature')}] in {len(cases)} case(s)"
+            fp = g.get("fingerprint") or g.get("signature")
+            where = g.get("typed") or g.get("pattern") or ""
+            msg = (f"[{fp}] in {len(cases)} case(s)"
                    f"{', e.g. ' + cases[0] if cases else ''}: {_first_line(g.get('detail', ''))}")
+            if g.get("repro"):
+                msg += f"\nreduced repro: python {display_path(p, g['repro'] + '/repro.py')}"
             if g.get("bundles"):
                 spec = str(g.get("backend", "")).replace("[cpu]", "").replace("[", ":").replace("]", "")
                 msg += f"\nreproduce: dlgate check {shlex.quote(display_path(p, g['bundles'][0]))} --backend {spec}"
-            lines[kind].append(command(kind, msg, title=f"dlgate {cls} failure: {g.get('backend')} {g.get('verdict')}"))
+            title = f"dlgate {cls} failure: {g.get('backend')} {g.get('verdict')}" + (f" in {where}" if where else "")
+            lines[kind].append(command(kind, msg, title=title))
     result = []
     for kind, found in lines.items():
         result += found[:MAX_ANNOTATIONS]
@@ -575,16 +855,42 @@ def gate(env: dict, token: str) -> int:
         out = out if out and not out.startswith("-") else "dlgate-out"
         write_outputs(env, outputs(Plan([], out), EXIT_USAGE, None))
         return EXIT_USAGE
-    rc = install_compiler(p, ctx, env)
-    if rc != EXIT_OK:
-        write_outputs(env, outputs(p, rc, None))
-        return rc
-    ids = run_as(ctx.workspace, env)
-    if ids is not None:
-        log(f"running the compiler under test as uid {ids[0]}, gid {ids[1]} (the workspace's owner), not as root")
+    base = None
+    try:
+        rc = install_compiler(p, ctx, env)
+        if rc == EXIT_OK:
+            rc, base = create_base_env(p, ctx, env)
+        if rc != EXIT_OK:
+            write_outputs(env, outputs(p, rc, None))
+            return rc
+        ids = run_as(ctx.workspace, env, base_python=base.python if base else "")
+        if ids is not None:
+            log(f"running the compiler under test as uid {ids[0]}, gid {ids[1]} (the workspace's owner), not as root")
+        notice = novelty_notice(p, ctx)
+        if base is not None:
+            rc = check_base_env(p, ctx, env, base, ids)
+            if rc != EXIT_OK:
+                write_outputs(env, outputs(p, rc, None))
+                return rc
+            p.dlgate_args.append(f"--base-python={base.python}")
+            shown = ", ".join(os.path.basename(r) if os.path.isabs(r) else r for r in p.base_requirements)
+            notice = (f"Head versus base: every failure was re-run on the base build ({shown}), same models and "
+                      f"inputs; one the base build shares is pre-existing and does not fail the check.")
+        elif notice:
+            emit(command("notice", notice, title="dlgate: no base build"))
+        return finish(p, ctx, env, token, ids, notice)
+    finally:
+        if base is not None:
+            shutil.rmtree(base.root, ignore_errors=True)
+
+
+def finish(p: Plan, ctx: Context, env: dict, token: str, ids: tuple | None, notice: str) -> int:
+    """The run (or merge) itself and what follows it; its exit status."""
     started = time.time() - 1  # file times may be coarser than time.time()
     rc = normalize_exit(call(dlgate(*p.dlgate_args), f"dlgate {p.dlgate_args[0]}", ctx.workspace,
                              child_env(env), ids))
+    if notice:
+        append_summary(env, notice)  # after dlgate's report, which it appends to the job summary
     verdict = read_verdict(p, ctx, started) if rc != EXIT_USAGE else None
     for line in annotations(verdict, p) if verdict else []:
         emit(line)

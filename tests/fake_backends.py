@@ -6,6 +6,7 @@ import time
 import numpy as np
 
 from dlgate.backends.base import Backend
+from dlgate.backends.tvm import TVM
 
 
 class Good(Backend):
@@ -119,3 +120,15 @@ class Flaky(EnvBug):
         if type(self).calls % 2 == 1:
             outs = [o + 1 if o.dtype.kind == "f" else o for o in outs]
         return outs
+
+
+class EnvTVM(TVM):
+    """The real TVM, with a Relax pass that miscompiles Sigmoid added wherever ``FAKE_BUG``
+    is "1" in the worker: a head build carrying a regression its base build lacks."""
+
+    name = "envtvm"
+
+    def compile(self, model):
+        if os.environ.get("FAKE_BUG") == "1":
+            self.options = dict(self.options, extra_passes=["dlgate.backends.testing:sigmoid_to_tanh"])
+        return super().compile(model)

@@ -3,6 +3,8 @@ entrypoint run as GitHub runs it, over the real pipeline (tiny batches, onnxrunt
 fake backends only, so each run takes a few seconds)."""
 from __future__ import annotations
 
+import base64
+import hashlib
 import importlib.util
 import json
 import os
@@ -11,6 +13,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -138,7 +141,8 @@ def test_fork_pull_request_fails_on_new_failure_and_opens_no_issue(tmp_path):
     assert res.returncode == 1, res.stdout + res.stderr
     assert_token_hidden(res)
     out = r.outputs()
-    assert out == {"verdict": "fail", "new-failures": "1", "junit": "dlgate-out/junit.xml",
+    # unreduced (reduce: false), each case's failure is its own fingerprint
+    assert out == {"verdict": "fail", "new-failures": "3", "junit": "dlgate-out/junit.xml",
                    "summary": "dlgate-out/summary.md", "repros": "dlgate-out/cases"}
     for key in ("junit", "summary", "repros"):
         assert (r.ws / out[key]).exists(), key
@@ -148,7 +152,8 @@ def test_fork_pull_request_fails_on_new_failure_and_opens_no_issue(tmp_path):
     cmds = active_commands(res.stdout)
     assert "::group::dlgate run" in cmds and "::endgroup::" in cmds
     errors = [c for c in cmds if c.startswith("::error ")]
-    assert len(errors) == 1 and errors[0].startswith("::error title=dlgate new failure%3A tests.fake_backends%3ARaises")
+    assert len(errors) == 3 and errors[0].startswith("::error title=dlgate new failure%3A tests.fake_backends%3ARaises")
+    assert all(" in " in e.split("::", 2)[1] for e in errors)  # the pattern in the title
     assert "%0Areproduce: dlgate check dlgate-out/cases/" in errors[0]
     assert "not opening issues: pull_request event from a fork (eve/tvm into acme/tvm)" in res.stdout
     assert "::group::dlgate issues" not in res.stdout
@@ -182,8 +187,8 @@ def test_schedule_opens_issues_with_the_token_in_the_environment_and_updates_the
     assert "opening issues in acme/tvm (schedule event)" in res.stdout
     assert len(gh.issues) == 1, res.stdout  # the fake answers 401 unless the token arrived
     assert "dlgate: issues not opened" not in res.stdout
-    sig = json.loads((r.ws / "dlgate-out" / "verdict.json").read_text())["new"][0]["signature"]
-    assert sig in json.loads((r.ws / ".dlgate" / "baseline.json").read_text())["signatures"]
+    fp = json.loads((r.ws / "dlgate-out" / "verdict.json").read_text())["new"][0]["fingerprint"]
+    assert fp in json.loads((r.ws / ".dlgate" / "baseline.json").read_text())["fingerprints"]
 
 
 def test_shards_merge_through_the_merge_input(tmp_path):
@@ -209,6 +214,8 @@ def test_shards_merge_through_the_merge_input(tmp_path):
     ("compiler", "--index-url http://evil.invalid/simple"),
     ("compiler", "numpy --index-url=http://evil.invalid/simple"),
     ("compiler", "-r /etc/passwd"),
+    ("base-compiler", "--index-url http://evil.invalid/simple"),
+    ("base-compiler", "apache-tvm==0.27.0\n-e ."),
     ("merge", "--help"),
 ])
 def test_hostile_inputs_are_refused_and_never_executed(tmp_path, name, value):
@@ -219,6 +226,7 @@ def test_hostile_inputs_are_refused_and_never_executed(tmp_path, name, value):
     assert not marker.exists()
     assert r.outputs()["verdict"] == "usage-error"
     assert "install the compiler under test" not in res.stdout  # pip never ran
+    assert "::group::dlgate: create the base build" not in res.stdout  # nor was a base environment made
     assert_token_hidden(res)
 
 
@@ -243,6 +251,219 @@ def test_missing_config_is_a_usage_error(tmp_path):
     assert res.returncode == 2
     assert "::error title=dlgate%3A bad input::config: configs/nope.yaml is neither in the workspace" in res.stdout
     assert "configs/pr.yaml" in res.stdout  # lists the action's own campaigns
+
+
+# ---------------------------------------------------------------- head versus base (base-compiler)
+
+
+def fake_wheel(folder: Path, name: str, version: str, module: str, top_level: str = "") -> Path:
+    """A pip-installable wheel of distribution ``name`` holding one module, ``module`` the
+    text of its ``__init__.py``: a stand-in for a compiler build, installed offline.
+    ``top_level``: the module names its metadata claims (default: ``name``)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    info = f"{name}-{version}.dist-info"
+    files = {f"{name}/__init__.py": module,
+             f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+             f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: dlgate-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+             f"{info}/top_level.txt": f"{top_level or name}\n"}
+    record = []
+    for path, text in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
+        record.append(f"{path},sha256={digest},{len(text.encode())}")
+    files[f"{info}/RECORD"] = "\n".join(record + [f"{info}/RECORD,,"]) + "\n"
+    wheel = folder / f"{name}-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as z:
+        for path, text in files.items():
+            z.writestr(path, text)
+    return wheel
+
+
+#: A backend in the workspace (the workers run there, so both environments import it): the
+#: compiler `fakecc`, right (onnxruntime's answers) unless the build it imports has the bug.
+#: The head environment (this one) has no fakecc: the build under test has the bug.
+FAKECC_BACKEND = '''
+import onnxruntime as ort
+
+from dlgate.backends.base import Backend
+
+try:
+    import fakecc
+except ImportError:
+    fakecc = None
+
+
+class Build(Backend):
+    name = "fakecc"
+
+    def version(self):
+        return getattr(fakecc, "__version__", "head")
+
+    def compile(self, model):
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = 1
+        return ort.InferenceSession(model.onnx, so, providers=["CPUExecutionProvider"])
+
+    def run(self, sess, inputs):
+        if fakecc is None or fakecc.BUGGY:
+            raise RuntimeError("fakecc: internal error in pass FuseOps")
+        return sess.run(None, {i.name: x for i, x in zip(sess.get_inputs(), inputs)})
+'''
+
+
+def _base_python(stdout: str) -> str:
+    run = next(x for x in stdout.splitlines() if x.startswith("dlgate: $ ") and " -m dlgate run " in x)
+    found = re.findall(r"--base-python=(\S+)", run)
+    assert len(found) == 1, run
+    return found[0]
+
+
+@pytest.mark.parametrize("base_buggy,rc,cls", [(True, 0, "pre_existing"), (False, 1, "new")])
+def test_base_compiler_reruns_every_failure_on_the_base_build(tmp_path, base_buggy, rc, cls):
+    """base-compiler: a second environment holds the base build (a wheel in the workspace,
+    installed offline), dlgate run gets its interpreter as --base-python, and a failure the
+    base build shares is pre-existing: the check passes; one the base build does not have
+    fails it."""
+    r = Runner(tmp_path, "pull_request", pr_event(fork=True), dict(FAST, campaign="hvb",
+                                                                    backends=[{"name": "fakecc_backend:Build"}]))
+    (r.ws / "fakecc_backend.py").write_text(FAKECC_BACKEND)
+    fake_wheel(r.ws / "dist" / "base", "fakecc", "1.0", f"__version__ = '1.0'\nBUGGY = {base_buggy}\n")
+    r.env["PIP_NO_INDEX"] = "1"  # nothing leaves this machine
+    res = r.run(models="2", base_compiler="dist/base/*.whl", baseline=".dlgate/baseline.json")
+    assert res.returncode == rc, res.stdout + res.stderr
+    assert_token_hidden(res)
+    base_python = _base_python(res.stdout)
+    assert base_python.endswith(os.path.join("bin", "python")) and base_python.startswith(tempfile.gettempdir())
+    assert not os.path.exists(base_python), "the base environment is removed after the run"
+    cmds = active_commands(res.stdout)
+    assert "::group::dlgate: install the base build" in cmds
+    assert not [c for c in cmds if c.startswith("::notice")], "no baseline-fallback notice with a base build"
+    # the versions of head and base, and the base build's module is the one just installed
+    assert "dlgate: head: fakecc: not importable (ModuleNotFoundError" in res.stdout
+    base_root = os.path.dirname(os.path.dirname(base_python))
+    assert f"dlgate: base: fakecc 1.0 from {os.path.realpath(base_root)}" in res.stdout
+    assert "dlgate: base build fakecc 1.0: fakecc imported from the base environment" in res.stdout
+    assert json.loads((r.ws / "dlgate-out" / "verdict.json").read_text())[cls]
+    # every head failure of the bug was re-run on the base build: the same model and inputs
+    bug = [v for line in (r.ws / "dlgate-out" / "results.jsonl").read_text().splitlines()
+           for v in json.loads(line)["verdicts"] if "FuseOps" in v.get("detail", "")]
+    assert bug and all(v["base"]["reproduces"] is base_buggy for v in bug), bug
+    assert r.outputs()["verdict"] == ("pass" if rc == 0 else "fail")
+    assert "Head versus base: every failure was re-run on the base build (fakecc-1.0-py3-none-any.whl)" in \
+        r.summary.read_text()
+
+
+def test_the_base_build_replaces_the_images_build_of_the_same_distribution(tmp_path, capfd):
+    """A base build of a distribution that the image (here: this environment) already holds
+    lands in the base environment and is what its interpreter imports; the head keeps its own."""
+    import packaging
+
+    wheel = fake_wheel(tmp_path / "dist", "packaging", "0.0.1", "__version__ = '0.0.1'\n")
+    p = ep.Plan([], "o", base_requirements=[str(wheel)])
+    ctx = ep.Context(workspace=str(tmp_path))
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path), "PIP_NO_INDEX": "1",
+           "INPUT_GITHUB-TOKEN": TOKEN, "GITHUB_TOKEN": TOKEN}
+    rc, base = ep.create_base_env(p, ctx, env)
+    try:
+        assert rc == 0, capfd.readouterr()
+        assert ep.check_base_env(p, ctx, env, base, None) == 0
+        out = capfd.readouterr().out
+        assert f"dlgate: head: packaging {packaging.__version__} from {os.path.realpath(packaging.__file__)}" in out
+        assert f"dlgate: base: packaging 0.0.1 from {os.path.realpath(base.root)}" in out
+        got = subprocess.run([base.python, "-c", "import packaging, dlgate, numpy; print(packaging.__version__)"],
+                             env=ep.base_env_vars(ep.child_env(env)), capture_output=True, text=True, check=True)
+        assert got.stdout.strip() == "0.0.1"  # and the image's other packages are still there
+        assert TOKEN not in out
+    finally:
+        shutil.rmtree(base.root, ignore_errors=True)
+
+
+def test_a_base_build_whose_module_is_imported_from_elsewhere_is_refused(tmp_path, capfd):
+    """The check that the base environment imports the build just installed: here the wheel's
+    metadata claims a module (json) that the environment finds outside it, as it would a
+    build shadowed by the image's."""
+    wheel = fake_wheel(tmp_path / "dist", "fakejson", "1.0", "__version__ = '1.0'\n", top_level="json")
+    p = ep.Plan([], "o", base_requirements=[str(wheel)])
+    ctx = ep.Context(workspace=str(tmp_path))
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path), "PIP_NO_INDEX": "1"}
+    rc, base = ep.create_base_env(p, ctx, env)
+    try:
+        assert rc == 0, capfd.readouterr()
+        assert ep.check_base_env(p, ctx, env, base, None) == 2
+        errors = [x for x in capfd.readouterr().out.splitlines() if x.startswith("::error")]
+        assert len(errors) == 1 and errors[0].startswith("::error title=dlgate%3A wrong base build::the base "
+                                                         "environment imports json from ")
+    finally:
+        shutil.rmtree(base.root, ignore_errors=True)
+
+
+def test_base_compiler_glob_matching_no_wheel_is_a_usage_error(tmp_path):
+    r = Runner(tmp_path, "pull_request", pr_event(fork=False), PASSING)
+    res = r.run(base_compiler="dist/base/*.whl")
+    assert res.returncode == 2, res.stdout + res.stderr
+    errors = [c for c in active_commands(res.stdout) if c.startswith("::error")]
+    assert errors == ["::error title=dlgate%3A bad input::base-compiler: dist/base/*.whl matches 0 files in the "
+                      "workspace, expected one wheel"]
+    assert "::group::dlgate: create the base build" not in res.stdout and "-m dlgate run" not in res.stdout
+    assert r.outputs()["verdict"] == "usage-error"
+
+
+def test_a_failing_base_install_is_an_error_not_a_fallback(tmp_path):
+    r = Runner(tmp_path, "pull_request", pr_event(fork=False), PASSING)
+    r.env["PIP_NO_INDEX"] = "1"  # so the requirement cannot be found
+    res = r.run(base_compiler="fakecc-that-does-not-exist==1.0")
+    assert res.returncode == 2, res.stdout + res.stderr
+    errors = [c for c in active_commands(res.stdout) if c.startswith("::error")]
+    assert len(errors) == 1 and errors[0].startswith("::error title=dlgate%3A base build install failed::pip could "
+                                                     "not install the base build (fakecc-that-does-not-exist==1.0)")
+    assert "-m dlgate run" not in res.stdout and "::notice" not in res.stdout
+
+
+@pytest.mark.parametrize("event_name,event,inputs,notice", [
+    ("pull_request", pr_event(fork=False), {"baseline": ".dlgate/baseline.json"},
+     "novelty is decided against the baseline .dlgate/baseline.json"),
+    ("pull_request", pr_event(fork=True), {}, "novelty is decided against no baseline: every failure counts as new"),
+    ("schedule", SCHEDULE, {}, None),
+])
+def test_without_a_base_build_a_pull_request_says_it_falls_back_to_the_baseline(tmp_path, event_name, event,
+                                                                                 inputs, notice):
+    r = Runner(tmp_path, event_name, event, PASSING)
+    res = r.run(models="1", **inputs)
+    assert res.returncode == 0, res.stdout + res.stderr
+    notices = [c for c in active_commands(res.stdout) if c.startswith("::notice")]
+    summary = r.summary.read_text()
+    if notice is None:
+        assert not notices and "> **dlgate:** No base build" not in summary
+        return
+    assert len(notices) == 1 and notices[0].startswith("::notice title=dlgate%3A no base build::No base build "
+                                                       "configured: " + notice), notices
+    assert "set base-compiler" in notices[0].lower()
+    assert summary.rstrip().splitlines()[-1].startswith("> **dlgate:** No base build configured: " + notice)
+    assert "--base-python" not in res.stdout
+
+
+def test_plan_reads_base_compiler_like_compiler(tmp_path):
+    (tmp_path / "c.yaml").write_text("models: 1\n")
+    (tmp_path / "dist" / "base").mkdir(parents=True)
+    wheel = tmp_path / "dist" / "base" / "tvm-0.27.0-cp311-cp311-linux_x86_64.whl"
+    wheel.write_bytes(b"")
+    ctx = ep.Context(event_name="push", sha=MERGE, workspace=str(tmp_path))
+    p = ep.plan({"INPUT_CONFIG": "c.yaml", "INPUT_BASE-COMPILER": "dist/base/*.whl"}, ctx)
+    assert p.base_requirements == [str(wheel)] and p.requirements == []
+    assert not any(a.startswith("--base") for a in p.dlgate_args)  # added once the environment exists
+    for bad in ("-e .", "tvm --pre", "missing/*.whl"):
+        with pytest.raises(ep.InputError, match="^base-compiler: "):
+            ep.plan({"INPUT_CONFIG": "c.yaml", "INPUT_BASE-COMPILER": bad}, ctx)
+    (tmp_path / "shards" / "s1").mkdir(parents=True)
+    merged = ep.plan({"INPUT_MERGE": "shards/*", "INPUT_BASE-COMPILER": "apache-tvm==0.27.0"}, ctx)
+    assert merged.base_requirements == []  # a merge runs no compiler
+
+
+def test_dist_name_of_a_requirement():
+    assert [ep.dist_name(r) for r in ("apache-tvm==0.27.0", "onnxruntime[cuda] >= 1.20", "tvm @ https://x.test/t.whl",
+                                      "/ws/dist/tvm-0.28.dev0-cp311-cp311-linux_x86_64.whl",
+                                      "https://x.test/onnxruntime_gpu-1.20.0-cp311-none-any.whl",
+                                      "git+https://github.com/apache/tvm", "./python")] == \
+        ["apache-tvm", "onnxruntime", "tvm", "tvm", "onnxruntime_gpu", "", ""]
 
 
 # ---------------------------------------------------------------- the entrypoint's pieces
@@ -392,6 +613,16 @@ def test_the_compiler_runs_as_the_workspace_owner_not_root():
         assert (ws / "who").read_text() == "1001 1001 []"
         assert os.stat(ws / "who").st_uid == 1001
         assert ep.run_as(str(base), env, python="/usr/bin/python3") is None  # a root-owned workspace: stay
+        # a base build's environment (base-compiler) must be usable by that user too, else stay root
+        benv = base / "base-env"
+        subprocess.run(["/usr/bin/python3", "-m", "venv", "--without-pip", str(benv)], check=True)
+        purelib = subprocess.run([str(benv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_path("
+                                  "'purelib'))"], capture_output=True, text=True, check=True).stdout.strip()
+        Path(purelib, ep.BASE_PTH).write_text(f"import site; site.addsitedir({str(ROOT)!r})\n")  # no PYTHONPATH there
+        assert ep.run_as(str(ws), env, python="/usr/bin/python3", base_python=str(benv / "bin" / "python"))[:2] == \
+            (1001, 1001)
+        os.chmod(benv, 0o700)
+        assert ep.run_as(str(ws), env, python="/usr/bin/python3", base_python=str(benv / "bin" / "python")) is None
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
@@ -523,6 +754,36 @@ def test_examples_shard_merge_and_keep_forks_off_the_gpu_runner():
     caches = [s["uses"].split("@")[0] for j in weekly["jobs"].values() for s in j["steps"]
               if "cache" in s.get("uses", "")]
     assert "actions/cache/restore" in caches and "actions/cache/save" in caches
+
+
+def test_the_pull_request_example_is_head_versus_base_with_the_base_commits_wheel():
+    """The base build is the wheel of the pull request's base commit: saved in the cache under
+    its SHA by the push workflow, restored (or built on a miss) by the pull-request workflow
+    and given to every gate job as base-compiler."""
+    pr = _workflow(ROOT / ".github/workflows/examples/dlgate-pr.yml")
+    push = _workflow(ROOT / ".github/workflows/examples/dlgate-base-wheel.yml")
+    assert set(push["on"]) == {"push"}
+    saves = [s for j in push["jobs"].values() for s in j["steps"]
+             if s.get("uses", "").startswith("actions/cache/save@")]
+    assert len(saves) == 1 and saves[0]["with"]["key"] == "compiler-wheel-${{ github.sha }}"
+    base = pr["jobs"]["base-build"]
+    restores = [s for s in base["steps"] if s.get("uses", "").startswith("actions/cache/restore@")]
+    assert len(restores) == 1
+    assert restores[0]["with"]["key"] == "compiler-wheel-${{ github.event.pull_request.base.sha }}"
+    assert restores[0]["with"]["path"] == saves[0]["with"]["path"], "a cache entry is found only under the same path"
+    miss = [s for s in base["steps"] if s.get("if") == "steps.cache.outputs.cache-hit != 'true'"]
+    assert any(s.get("with", {}).get("ref") == "${{ github.event.pull_request.base.sha }}" for s in miss)
+    assert any("pip wheel" in s.get("run", "") for s in miss)
+    cpu = pr["jobs"]["gate-cpu"]
+    assert set(cpu["needs"]) == {"build", "base-build"}
+    gate = next(s for s in cpu["steps"] if s.get("uses") == "org/dlgate@v1")
+    assert gate["with"]["compiler"] == "dist/head/*.whl" and gate["with"]["base-compiler"] == "dist/base/*.whl"
+    downloads = {s["with"]["name"]: s["with"]["path"] for s in cpu["steps"]
+                 if s.get("uses", "").startswith("actions/download-artifact@")}
+    assert downloads == {"compiler-wheel": "dist/head", "compiler-wheel-base": "dist/base"}
+    gpu = pr["jobs"]["gate-gpu"]
+    assert any("--base-python .dlgate-base/bin/python" in s.get("run", "") for s in gpu["steps"])
+    assert "apache-tvm==0.27.0" in (ROOT / ".github/workflows/examples/dlgate-pr.yml").read_text()  # the other way
 
 
 # ---------------------------------------------------------------- Dockerfile and pins

@@ -130,11 +130,12 @@ def test_injected_miscompilation_new_then_known_then_fixed(tmp_path, capsys, mon
     assert main(["run", "--config", broken, "--seed", "inject", "--out", out1]) == 1
     v1 = verdict(out1)
     assert v1["result"] == "fail" and v1["new"], v1
-    sigs = {g["signature"] for g in v1["new"]}
+    fps = {g["fingerprint"] for g in v1["new"]}
+    assert len(fps) == 1  # every Sigmoid model reduces to one bug
     assert all(g["backend"] == "tvm[cpu]" and g["verdict"] == "mismatch" for g in v1["new"])
     err = capsys.readouterr().err
-    for s in sigs:
-        assert s in err  # the log names each new signature
+    for s in fps:
+        assert s in err  # the log names each new fingerprint
     # every Sigmoid model fails on the broken TVM, and only those
     for rec in results(out1):
         tvm = next(v for v in rec["verdicts"] if v["backend"] == "tvm[cpu]")
@@ -143,26 +144,27 @@ def test_injected_miscompilation_new_then_known_then_fixed(tmp_path, capsys, mon
         assert (tvm["verdict"] == "mismatch") == ("Sigmoid" in rec["operators"]), rec["case"]
         if tvm["verdict"] == "mismatch":
             assert tvm["confirm"] == {"runs": 1, "reproduced": True}
+            assert tvm["identity"]["typed"] == "Sigmoid(float32)" or tvm["identity"]["typed"].startswith("Sigmoid(")
             assert os.path.isfile(os.path.join(out1, rec["bundle"], "model.onnx"))
     summary = open(os.path.join(out1, "summary.md")).read()
-    assert "New failures (fail the check)" in summary and next(iter(sigs)) in summary
+    assert "New failures (fail the check)" in summary and "Sigmoid(" in summary
 
     assert main(["baseline", "update", out1, "--baseline", baseline]) == 0
     doc = json.load(open(baseline))
-    assert set(doc["signatures"]) == sigs
+    assert set(doc["fingerprints"]) == fps and doc["dlgate_baseline"] == 2
 
     out2 = str(tmp_path / "run2")
     assert main(["run", "--config", broken, "--seed", "inject", "--out", out2]) == 0
     v2 = verdict(out2)
     assert v2["result"] == "pass" and not v2["new"]
-    assert {g["signature"] for g in v2["known"]} == sigs
+    assert {g["fingerprint"] for g in v2["known"]} == fps
     assert "Known failures (in the baseline)" in open(os.path.join(out2, "summary.md")).read()
 
     out3 = str(tmp_path / "run3")
     assert main(["run", "--config", healthy, "--seed", "inject", "--out", out3]) == 0
     v3 = verdict(out3)
     assert not v3["new"] and not v3["known"]
-    assert {f["signature"] for f in v3["fixed"]} == sigs
+    assert {f["fingerprint"] for f in v3["fixed"]} == fps  # shown by the baseline's own repro
     assert "Fixed" in open(os.path.join(out3, "summary.md")).read()
 
 
@@ -231,7 +233,7 @@ def test_three_shards_merged_equal_one_run(tmp_path):
     assert all(cases) and not (cases[0] & cases[1]) and not (cases[1] & cases[2]) and not (cases[0] & cases[2])
     merged = str(tmp_path / "merged")
     assert main(["merge", *shards, "--out", merged]) == 1
-    key = lambda out: {r["case"]: [(v["backend"], v["verdict"], (v.get("signature") or {}).get("id"))  # noqa: E731
+    key = lambda out: {r["case"]: [(v["backend"], v["verdict"], (v.get("identity") or {}).get("fingerprint"))  # noqa: E731
                                    for v in r["verdicts"]] for r in results(out)}
     assert key(merged) == key(whole)
     vw, vm = verdict(whole), verdict(merged)
@@ -337,13 +339,18 @@ def test_junit_is_valid_and_maps_verdicts(tmp_path, monkeypatch):
     assert kinds("Segfault") == [["error"]] * 3  # crashes
     assert kinds("Declines") == [["skipped"]] * 3  # unsupported
     fail = next(iter(root.iter("failure")))
-    sig = verdict(out)["new"][0]["signature"]
-    assert any(sig in f.get("message") for f in root.iter("failure"))
+    fps = {g["fingerprint"] for g in verdict(out)["new"] if g["verdict"] == "mismatch"}
+    assert {f.get("message").split("[")[1].split("]")[0] for f in root.iter("failure")} == fps
+    assert all(f.get("message").startswith("new mismatch in ") for f in root.iter("failure"))
     assert fail.get("type") == "mismatch"
     props = {p.get("name"): p.get("value") for p in root.iter("property")}
     assert props["root"] == "junit" and props["campaign"] == "t" and "version.version" in props
     outs = [tc.findtext("system-out") for tc in root.iter("testcase")]
-    assert any("reproduce: dlgate check cases/" in o for o in outs)
+    assert any("reproduce the whole case: dlgate check cases/" in o for o in outs)
+    assert any("reduced repro: repros/" in o for o in outs)
+    names = [tc.get("name") for tc in root.iter("testcase")]
+    assert set(names) == {"t/00000", "t/00001", "t/00002"}  # stable across commits
+    assert any("(repro: repros/" in f.get("message") for f in root.iter("failure"))
     assert "dlgate `t` on `junit`" in step.read_text()
     v = verdict(out)
     assert v["exit_code"] == 1 and v["counts"]["onnxruntime[cpu]"] == {"pass": 3}

@@ -1,5 +1,5 @@
 """GitHub issues from a run's reduced failures, against a real HTTP server on loopback
-that speaks GitHub's REST shapes and injects faults: one issue per fingerprint, comments on
+that speaks GitHub's REST shapes and injects faults: one issue per cluster (cause), comments on
 repeat runs, no duplicates and no losses under faults, and the token never leaks."""
 from __future__ import annotations
 
@@ -51,10 +51,10 @@ def _client(gh) -> GitHub:
     return GitHub("acme/tvm", token=TOKEN, api_url=gh.url, timeout=2, backoff_s=0.01, sleep=lambda s: None)
 
 
-def test_one_issue_per_fingerprint_then_one_comment_per_repeat_run(run_dir):
+def test_one_issue_per_cluster_then_one_comment_per_repeat_run(run_dir):
     found = findings(run_dir)
     # EnvBug is wrong on every operator, so its cases reduce to one operator each: one
-    # fingerprint per operator; the crash's four cases share one fingerprint
+    # fingerprint (and cluster) per operator; the crash's four cases share one cause
     kinds = {(f.doc["verdict"], f.doc["pattern"] if f.doc["verdict"] == "mismatch" else "") for f in found}
     assert len(found) == len(kinds) >= 2
     crash = [f for f in found if f.doc["verdict"] == "crash"]
@@ -64,7 +64,7 @@ def test_one_issue_per_fingerprint_then_one_comment_per_repeat_run(run_dir):
         s1 = publish(run_dir, _client(gh), env=_env("100"), log=lambda m: None)
         assert s1["opened"] == n and len(gh.issues) == n
         for f in found:
-            (issue,) = gh.issues_containing(marker(f.fingerprint))
+            (issue,) = gh.issues_containing(marker(f.cluster))
             assert [lb["name"] for lb in issue["labels"]] == ["dlgate"]
             assert "```mermaid" in issue["body"] and "def run(" in issue["body"] and "repro.py" in issue["body"]
             assert issue["title"].startswith("[dlgate] tests.fake_backends:")
@@ -86,7 +86,7 @@ def test_faults_neither_duplicate_nor_lose(run_dir, fault):
         publish(run_dir, _client(gh), env=_env("201"), log=lambda m: None)
         assert len(gh.issues) == len(findings(run_dir))
         for f in findings(run_dir):
-            (issue,) = gh.issues_containing(marker(f.fingerprint))
+            (issue,) = gh.issues_containing(marker(f.cluster))
             assert len(gh.comments.get(issue["number"], [])) == 1
 
 

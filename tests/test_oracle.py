@@ -78,6 +78,10 @@ def test_rounding_boundary_before_floor_is_unstable():
     assert ub.instability(g, [x, three], candidate=[base - 1]) is not None
     # ... one off by far more than rounding could cause is not
     assert ub.instability(g, [x, three], candidate=[base + 7]) is None
+    # nor is a NaN where rounding cannot make the output non-finite
+    nan = base.copy()
+    nan[5] = np.nan
+    assert ub.instability(g, [x, three], candidate=[nan]) is None
 
 
 def _outcome(status="ok", outputs=None, error=None):

@@ -52,6 +52,7 @@ def test_injected_miscompilation_reduces_to_the_sigmoid(tmp_path):
             res = Reducer(pool, cfg, Target(BROKEN, "mismatch")).reduce(case)
             assert res.case.graph.op_names() == ["Sigmoid"], res.log
             assert res.verdict.verdict == "mismatch" and res.original_nodes >= 6
+            assert res.matter == [set()]  # one entry per kept operator; Sigmoid has no attributes
             reduced += 1
     assert reduced >= 2
 

@@ -15,7 +15,8 @@ from dlgate.backends.base import BackendSpec
 from dlgate.check import CheckConfig, check, load_bundle
 from dlgate.cli import main
 from dlgate.exec.worker import Pool
-from dlgate.reduce.bundle import fingerprint, listing, mermaid, pattern, write_repro
+from dlgate.reduce.bundle import listing, mermaid, write_repro
+from dlgate.reduce.identity import identity, pattern
 from tests.test_reduce import BROKEN, _sigmoid_cases
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -45,7 +46,7 @@ def test_gate_reduces_each_new_failure_to_a_repro_that_fails_standalone(injected
     v = json.load(open(os.path.join(injected_run, "verdict.json")))
     assert v["new"]
     for g in v["new"]:
-        assert g["repro"] == f"repros/{g['signature']}" and g["reduced_operators"] == "Sigmoid"
+        assert g["repro"] == f"repros/{g['fingerprint']}" and g["pattern"] == "Sigmoid"
         d = os.path.join(injected_run, g["repro"])
         for f in ("model.onnx", "inputs.npz", "reference.npz", "repro.py", "graph.txt", "graph.mmd", "repro.json"):
             assert os.path.isfile(os.path.join(d, f)), f
@@ -53,7 +54,7 @@ def test_gate_reduces_each_new_failure_to_a_repro_that_fails_standalone(injected
         assert res.returncode == 1, res.stdout + res.stderr
         assert "BUG: wrong result (mismatch)" in res.stdout and "max abs error" in res.stdout
     summary = open(os.path.join(injected_run, "summary.md")).read()
-    assert "repro.py" in summary and "(Sigmoid)" in summary
+    assert "repro.py" in summary and "Sigmoid(float32)" in summary
 
 
 def test_the_repro_passes_once_the_bug_is_gone(injected_run, tmp_path):
@@ -78,15 +79,16 @@ def test_all_mismatches_of_one_bug_share_a_fingerprint(injected_run):
 
     found = findings(injected_run)
     assert len(found) == 1 and found[0].cases == sum(len(g["cases"]) for g in v["new"])
-    assert sorted(found[0].signatures) == sorted(g["signature"] for g in v["new"])
+    assert sorted(x[0] for x in found[0].fingerprints) == sorted(g["fingerprint"] for g in v["new"])
 
 
 def test_fingerprints_separate_bugs():
     case = _sigmoid_cases(1)[0]
     g = case.graph
-    assert fingerprint("mismatch", "tvm", "s1", g) == fingerprint("mismatch", "tvm", "s2", g)
-    assert fingerprint("mismatch", "tvm", "s1", g) != fingerprint("mismatch", "onnxruntime", "s1", g)
-    assert fingerprint("compile_error", "tvm", "s1", g) != fingerprint("compile_error", "tvm", "s2", g)
+    fp = lambda *a: identity(*a)["fingerprint"]  # noqa: E731
+    assert fp("mismatch", "tvm", None, g) != fp("mismatch", "onnxruntime", None, g)
+    e1, e2 = {"type": "E", "message": "one thing"}, {"type": "E", "message": "another thing"}
+    assert fp("compile_error", "tvm", e1, g) != fp("compile_error", "tvm", e2, g)
     assert pattern(g).count(">") == len(g.nodes) - 1
 
 

@@ -17,7 +17,11 @@ TARGETS = {"cpu": "llvm", "cuda": "cuda"}
 #: "default": ``relax.get_default_pipeline(target)``, TVM's target-specific default (on llvm:
 #: library dispatch, legalize, FoldConstant, FuseOps, FuseTIR, lowering; on cuda: with DLight).
 PIPELINES = {"zero": "default_build", "default": "target-default"}
-UNSUPPORTED_MARKS = ("OpNotImplemented", "not supported", "only supports", "ValueError: Unsupported ")
+#: What TVM says when its importer has no converter for an operator at all. Only that is
+#: ``unsupported``: a converter that refuses attributes, dtypes or modes of a valid model
+#: ("ValueError: Unsupported ...", "only supports ...") is a failure like any other, so a
+#: converter bug cannot hide behind it (and against a base build, a regression is caught).
+UNSUPPORTED_MARKS = ("OpNotImplemented", "not supported for frontend", "operators are not supported")
 
 
 def _resolve_pass(item):

@@ -1,16 +1,24 @@
 """The gate's decision, a pure function of the journaled records and the baseline.
 
+A failure's identity is its fingerprint and cluster, taken from its *reduced* case
+(:mod:`dlgate.reduce.identity`); groups, the baseline, "known" and "fixed" all use them.
 Every failing verdict lands in exactly one class:
 
-* **flaky**: a re-run did not reproduce it (same verdict and signature); never fails.
-* **regression**: a corpus case that passed before fails now; fails the check.
-* **known**: its signature is in the baseline (or the corpus case failed before too).
-* **pre-existing**: not in the baseline, but the base build fails the same way
-  (head-versus-base mode); reported, eligible for an issue, does not fail the check.
-* **new**: everything else; fails the check.
+* **flaky**: no re-run reproduced it at all; never fails. (A failure that reproduces with
+  other wrong values is a failure, marked ``varies``.)
+* **new**: fails the check. Head versus base: the base build does not share the failure
+  on the same model and inputs, whatever the head class (a model head no longer supports
+  that the base build runs counts too). Baseline mode: neither its fingerprint nor its
+  cluster is in the baseline.
+* **regression**: baseline mode, a corpus case that passed before fails now; fails.
+* **pre-existing**: head versus base, the base build shares it; reported, eligible for an
+  issue, does not fail the check.
+* **known**: in the baseline (fingerprint, or cluster: one cause met through other
+  operators), a baseline entry's own repro that still fails, or a corpus case that failed
+  before too.
 
-**Fixed**: baseline signatures of the backends under test that no verdict of a complete run
-(unsharded, or merged) hit any more, and corpus cases that failed before and pass now.
+**Fixed** is claimed only when shown: a baseline entry whose reduced repro passes now, or
+a corpus case that failed before and passes now; never because a batch missed a failure.
 """
 from __future__ import annotations
 
@@ -30,25 +38,39 @@ def backend_name(label: str) -> str:
     return label.split("[", 1)[0]
 
 
+def ident(v: dict) -> dict:
+    """A verdict's identity: fingerprint and cluster from its reduced case; a verdict that
+    was not identified (flaky, or a record from an older run) falls back to its signature."""
+    i = v.get("identity")
+    if i:
+        return i
+    sig = (v.get("signature") or {}).get("id", "")
+    return {"fingerprint": sig, "cluster": sig, "pattern": "", "typed": "", "text": (v.get("signature") or {}).get("text", "")}
+
+
 def classify(record: dict, v: dict, baseline) -> str | None:
     """The class of one verdict, or None when it is not a failure."""
+    base = v.get("base")
     if v["verdict"] not in V.FAILURES:
-        return None
+        # head refuses a model the base build runs: a regression, whatever the class
+        return NEW if base is not None and base.get("verdict") == V.PASS else None
     confirm = v.get("confirm")
     if confirm is not None and not confirm.get("reproduced", True):
         return FLAKY
-    sig = (v.get("signature") or {}).get("id", "")
+    i = ident(v)
+    known = baseline.knows(i["fingerprint"], i["cluster"], (v.get("signature") or {}).get("id", ""))
+    if base is not None:  # head versus base: the base build decides
+        if not base.get("reproduces"):
+            return NEW
+        return KNOWN if known or record.get("kind") == "baseline" else PRE_EXISTING
     if record.get("kind") == "corpus":
         before = baseline.corpus.get(record["corpus_name"], {}).get(v["backend"])
         if before == "pass":
             return REGRESSION
         if before is not None:
             return KNOWN
-    if sig in baseline.signatures:
+    if record.get("kind") == "baseline" or known:
         return KNOWN
-    base = v.get("base")
-    if base is not None and base.get("reproduces"):
-        return PRE_EXISTING
     return NEW
 
 
@@ -65,6 +87,10 @@ class Decision:
     corpus_states: dict = field(default_factory=dict)  # corpus name -> backend label -> pass | sig
     internal: list = field(default_factory=list)  # reference errors: dlgate's own failures
     unavailable: dict = field(default_factory=dict)  # backend label -> why it cannot run here
+    clusters: list = field(default_factory=list)  # failure groups sharing one cause
+    mode: str = "baseline"  # how novelty is decided: "base" (head versus base) or "baseline"
+    baseline_path: str | None = None
+    baseline_size: int = 0
 
     def of(self, cls: str) -> list:
         return self.groups.get(cls, [])
@@ -93,15 +119,16 @@ class Decision:
             "complete": self.complete, "backends": self.backends, "cases": self.cases, "counts": self.counts,
             "new": self.of(NEW), "regressions": self.of(REGRESSION), "pre_existing": self.of(PRE_EXISTING),
             "known": self.of(KNOWN), "flaky": self.of(FLAKY), "fixed": self.fixed, "internal_errors": self.internal,
-            "unavailable": self.unavailable,
+            "unavailable": self.unavailable, "novelty": self.mode, "baseline": self.baseline_path, "clusters": len(self.clusters), "cluster_list": self.clusters,
         }
 
 
-def decide(records: list, baseline, root: str, campaign: str, backends: list, complete: bool) -> Decision:
-    d = Decision(root, campaign, complete, list(backends), cases=len(records))
+def decide(records: list, baseline, root: str, campaign: str, backends: list, complete: bool,
+           mode: str = "baseline") -> Decision:
+    d = Decision(root, campaign, complete, list(backends), cases=len(records), mode=mode,
+                 baseline_path=baseline.path, baseline_size=len(baseline.fingerprints) + len(baseline.signatures))
     counts: dict = defaultdict(Counter)
     groups: dict = {}  # (class, signature) -> group
-    seen_sigs = set()
     for rec in sorted(records, key=_order):
         for v in rec["verdicts"]:
             counts[v["backend"]][v["verdict"]] += 1
@@ -114,26 +141,38 @@ def decide(records: list, baseline, root: str, campaign: str, backends: list, co
             sig = v.get("signature") or {}
             if rec.get("kind") == "corpus":
                 d.corpus_states.setdefault(rec["corpus_name"], {})[v["backend"]] = \
-                    "pass" if v["verdict"] == V.PASS else (sig.get("id") if cls is not None and cls != FLAKY else None)
+                    "pass" if v["verdict"] == V.PASS else (ident(v)["fingerprint"] if cls not in (None, FLAKY) else None)
                 if d.corpus_states[rec["corpus_name"]][v["backend"]] is None:
                     del d.corpus_states[rec["corpus_name"]][v["backend"]]
+            if rec.get("kind") == "baseline" and v["verdict"] == V.PASS:
+                entry = baseline.fingerprints.get(rec["baseline_entry"], {})
+                d.fixed.append({"fingerprint": rec["baseline_entry"], "backend": v["backend"],
+                                "cluster": entry.get("cluster"), "text": entry.get("typed") or entry.get("text", ""),
+                                "why": "its reduced repro passes now"})
             if cls is None:
                 continue
-            if cls != FLAKY:
-                seen_sigs.add(sig.get("id"))
-            key = (cls, sig.get("id"))
+            i = ident(v)
+            key = (cls, i["fingerprint"])
             g = groups.get(key)
             if g is None:
                 g = groups[key] = {
-                    "class": cls, "signature": sig.get("id"), "text": sig.get("text", ""), "backend": v["backend"],
-                    "backend_name": backend_name(v["backend"]), "verdict": v["verdict"],
+                    "class": cls, "fingerprint": i["fingerprint"], "cluster": i["cluster"], "signature": sig.get("id"),
+                    "text": i.get("text") or sig.get("text", ""), "pattern": i.get("pattern", ""),
+                    "typed": i.get("typed", ""), "cluster_text": i.get("cluster_text", ""),
+                    "backend": v["backend"], "backend_name": backend_name(v["backend"]), "verdict": v["verdict"],
                     "detail": (v.get("detail") or "")[:1000], "blame": v.get("blame"), "cases": [], "bundles": [],
+                    "varies": False, "base": None,
                 }
+                if i.get("repro"):
+                    g["repro"] = i["repro"]
             g["cases"].append(rec["case"])
+            g["varies"] |= bool((v.get("confirm") or {}).get("varies"))
+            if v.get("base") and g["base"] is None:
+                g["base"] = {k: v["base"].get(k) for k in ("verdict", "reproduces", "detail") if k in v["base"]}
             if rec.get("bundle"):
                 g["bundles"].append(rec["bundle"])
     d.counts = {b: dict(sorted(c.items())) for b, c in sorted(counts.items())}
-    for (cls, _), g in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[1]["cases"][0])):
+    for (cls, _), g in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[1]["cases"][0], kv[0][1])):
         d.groups.setdefault(cls, []).append(g)
     # fixed: corpus cases that failed before and pass now; baseline signatures not hit
     origins = {r["corpus_name"]: r.get("corpus_origin") or {} for r in records if r.get("kind") == "corpus"}
@@ -143,18 +182,38 @@ def decide(records: list, baseline, root: str, campaign: str, backends: list, co
             if before is None and origins.get(name, {}).get("backend") == label:
                 before = origins[name].get("signature")  # the failure the case was added for
             if state == "pass" and before not in (None, "pass"):
-                d.fixed.append({"signature": before, "corpus": name, "backend": label,
-                                "text": baseline.signatures.get(before, {}).get("text", ""),
+                d.fixed.append({"fingerprint": before, "corpus": name, "backend": label,
+                                "text": baseline.fingerprints.get(before, {}).get("typed", ""),
                                 "why": "the corpus case passes now"})
-    if complete:
-        names = {backend_name(b) for b in backends}
-        corpus_fixed = {f["signature"] for f in d.fixed}
-        for sig, entry in sorted(baseline.signatures.items()):
-            if entry.get("backend") in names and sig not in seen_sigs and sig not in corpus_fixed:
-                d.fixed.append({"signature": sig, "backend": entry.get("backend"), "text": entry.get("text", ""),
-                                "why": "not hit by this run"})
+    d.clusters = clusters(d.failure_groups())
     return d
 
 
+def clusters(groups: list) -> list:
+    """Failure groups that share one cause, whatever the operator: one entry per cluster
+    with its fingerprints, operators, classes and case count, in a stable order."""
+    out: dict = {}
+    for g in groups:
+        c = out.setdefault(g["cluster"], {"cluster": g["cluster"], "backend": g["backend"], "verdict": g["verdict"],
+                                          "text": g.get("cluster_text") or g["text"], "fingerprints": [],
+                                          "operators": set(), "classes": set(), "cases": 0})
+        if g["fingerprint"] not in c["fingerprints"]:
+            c["fingerprints"].append(g["fingerprint"])
+        c["operators"].update(p for p in g.get("pattern", "").split(">") if p)
+        c["classes"].add(g["class"])
+        c["cases"] += len(g["cases"])
+    rank = {cls: k for k, cls in enumerate(CLASSES)}
+    res = []
+    for c in out.values():
+        c["operators"] = sorted(c["operators"])
+        c["classes"] = sorted(c["classes"], key=rank.get)
+        res.append(c)
+    return sorted(res, key=lambda c: (rank[c["classes"][0]], c["backend"], c["text"], c["cluster"]))
+
+
+_KIND_ORDER = {"corpus": 0, "baseline": 1}
+
+
 def _order(rec: dict) -> tuple:
-    return (0 if rec.get("kind") == "corpus" else 1, rec.get("corpus_name") or "", rec.get("index") or 0, rec["case"])
+    return (_KIND_ORDER.get(rec.get("kind"), 2), rec.get("corpus_name") or rec.get("baseline_entry") or "",
+            rec.get("index") or 0, rec["case"])

@@ -2,6 +2,7 @@
 (also appended to ``GITHUB_STEP_SUMMARY``), and ``verdict.json`` for machines."""
 from __future__ import annotations
 
+import html
 import os
 import re
 import shlex
@@ -25,36 +26,61 @@ def repro_command(bundle: str | None, label: str) -> str:
     return f"dlgate check {shlex.quote(bundle)} --backend {shlex.quote(spec)}"
 
 
-def junit(records: list, decision: D.Decision, baseline, timings: dict, props: dict, fail_on: str) -> str:
+def case_name(rec: dict) -> str:
+    """A testcase name stable across commits: the campaign and index for batch cases (the
+    case id also holds the commit's seed), the stable folder name for corpus cases and
+    baseline repros."""
+    if rec.get("kind") == "corpus":
+        return f"corpus/{rec['corpus_name']}"
+    if rec.get("kind") == "baseline":
+        return f"baseline/{rec['baseline_entry']}"
+    if rec.get("index") is not None and rec.get("campaign"):
+        return f"{rec['campaign']}/{int(rec['index']):05d}"
+    return rec["case"]
+
+
+def failure_message(cls: str, v: dict) -> str:
+    """``new mismatch in Sigmoid(float16) [fingerprint]``: what a reviewer reads first."""
+    i = D.ident(v)
+    where = f" in {i['typed']}" if i.get("typed") else ""
+    return f"{cls} {v['verdict']}{where} [{i['fingerprint']}]"
+
+
+def junit(records: list, decision: D.Decision, baseline, timings: dict, props: dict, fail_on: str,
+          logs: dict | None = None) -> str:
     """One testsuite per backend, one testcase per model."""
-    failing = {(g["signature"], g["class"]) for g in decision.failing(fail_on)}
+    failing = {(g["fingerprint"], g["class"]) for g in decision.failing(fail_on)}
     suites: dict = {}
     for rec in sorted(records, key=D._order):
         for v in rec["verdicts"]:
             label = v["backend"]
-            name = f"corpus/{rec['corpus_name']}" if rec.get("kind") == "corpus" else rec["case"]
             t = timings.get((rec["case"], label), 0.0)
             out = [f"case {rec['case']} (seed {rec.get('seed')}, opset {rec.get('opset')})",
                    f"operators: {', '.join(rec.get('operators') or [])}"]
+            i = v.get("identity") or {}
+            if i.get("repro"):
+                out.append(f"reduced repro: {i['repro']}/repro.py ({i.get('typed', '')})")
             cmd = repro_command(rec.get("bundle"), label)
             if cmd:
-                out.append(f"reproduce: {cmd}")
-            tc = TestCase(name, classname=f"dlgate.{decision.campaign}.{label}", elapsed_sec=round(t, 3),
-                          stdout="\n".join(out))
-            sig = (v.get("signature") or {}).get("id", "")
+                out.append(f"reproduce the whole case: {cmd}")
+            err_log = (logs or {}).get((rec["case"], label))
+            tc = TestCase(case_name(rec), classname=f"dlgate.{decision.campaign}.{label}", elapsed_sec=round(t, 3),
+                          stdout="\n".join(out), stderr=err_log or None)
             detail = (v.get("detail") or "").strip()
             cls = D.classify(rec, v, baseline)
+            fp = D.ident(v)["fingerprint"]
             if v["verdict"] == V.REFERENCE_ERROR:
                 tc.add_error_info(f"dlgate internal error (not a compiler failure): {detail[:300]}",
                                   detail, "reference_error")
-            elif cls is not None and (sig, cls) in failing:
-                msg = f"{cls} {v['verdict']} [{sig}]: {detail[:300]}"
+            elif cls is not None and (fp, cls) in failing:
+                where = f" (repro: {i['repro']}/repro.py)" if i.get("repro") else ""
+                msg = f"{failure_message(cls, v)}{where}: {detail[:300]}"
                 if v["verdict"] in _WRONG:
                     tc.add_failure_info(msg, detail, v["verdict"])
                 else:
                     tc.add_error_info(msg, detail, v["verdict"])
             elif cls is not None:
-                tc.add_skipped_info(f"{cls} failure {v['verdict']} [{sig}], not failing the check: {detail[:300]}")
+                tc.add_skipped_info(f"{failure_message(cls, v)}, not failing the check: {detail[:300]}")
             elif v["verdict"] != V.PASS:
                 tc.add_skipped_info(f"{v['verdict']}: {detail[:300]}")
             suites.setdefault(label, []).append(tc)
@@ -77,22 +103,35 @@ def _versions(records: list, label: str) -> dict:
 
 
 def _cell(text: str, n: int = 120) -> str:
+    """Text safe in a Markdown table cell: one line, ``|`` escaped, and HTML's special
+    characters as entities (GitHub drops ``<n>`` as an unknown tag)."""
     text = " ".join(str(text).split())
     text = text if len(text) <= n else text[: n - 1] + "…"
-    return text.replace("|", "\\|")
+    return html.escape(text, quote=False).replace("|", "\\|")
+
+
+def _code(text: str) -> str:
+    """Inline code in a table cell (backticks inside are dropped; ``|`` escaped)."""
+    return "`" + str(text).replace("`", "'").replace("|", "\\|") + "`" if text else ""
 
 
 def summary(decision: D.Decision, fail_on: str, shard: str | None = None) -> str:
     code = decision.exit_code(fail_on)
     n_new = len(decision.of(D.NEW)) + len(decision.of(D.REGRESSION))
-    head = {D.EXIT_OK: "✅ passed", D.EXIT_FAIL: f"❌ failed: {n_new} new failure signature(s)",
+    head = {D.EXIT_OK: "✅ passed", D.EXIT_FAIL: f"❌ failed: {n_new} new failure(s)",
             D.EXIT_INTERNAL: "💥 dlgate internal error (not a compiler failure)"}[code]
     if code == D.EXIT_FAIL and fail_on == "any":
-        head = f"❌ failed: {len(decision.failure_groups())} failure signature(s) (fail_on: any)"
+        head = f"❌ failed: {len(decision.failure_groups())} failure(s) (fail_on: any)"
+    if shard:
+        head = f"shard {shard} report ({head.split(' ', 1)[1]}); the merge of all shards decides the check"
     lines = [f"## dlgate `{decision.campaign}` on `{decision.root[:12]}`: {head}", ""]
     where = f", shard {shard}" if shard else ""
-    lines.append(f"{decision.cases} cases{where}; backends: {', '.join(decision.backends)}.")
-    lines.append("")
+    lines.append(f"{decision.cases} cases{where}; backends: {', '.join(decision.backends)}; "
+                 f"{len(decision.clusters)} distinct cause(s) among the failures.")
+    lines += ["", novelty_line(decision), ""]
+    link = run_link()
+    if link:
+        lines += [link, ""]
     verdicts = [v for v in V.VERDICTS if any(v in c for c in decision.counts.values())]
     if verdicts:
         lines.append("| backend | " + " | ".join(verdicts) + " |")
@@ -111,28 +150,41 @@ def summary(decision: D.Decision, fail_on: str, shard: str | None = None) -> str
                 (D.PRE_EXISTING, "Pre-existing: the base build fails the same way (do not fail the check)"),
                 (D.KNOWN, "Known failures (in the baseline)"),
                 (D.FLAKY, "Flaky: did not reproduce on re-run (do not fail the check)")]
+    by_cluster = {c["cluster"]: c for c in decision.clusters}
     for cls, title in sections:
         groups = decision.of(cls)
         if not groups:
             continue
-        lines += [f"### {_EMOJI[cls]} {title}: {len(groups)}", "",
-                  "| signature | backend | verdict | cases | repro | detail |", "|---|---|---|---|---|---|"]
-        for g in groups:
-            if g.get("repro"):
-                where = f"`{g['repro']}/repro.py` ({g.get('reduced_operators', '')})"
-            else:
-                where = f"`{g['bundles'][0]}`" if g["bundles"] else ""
-            lines.append(f"| `{g['signature']}` | {g['backend']} | {g['verdict']} | {len(g['cases'])} | "
-                         f"{where} | {_cell(g['detail'])} |")
+        rows: dict = {}
+        for g in groups:  # one row per cluster: fingerprints sharing one cause
+            rows.setdefault(g["cluster"], []).append(g)
+        lines += [f"### {_EMOJI[cls]} {title}: {len(rows)} cause(s), {len(groups)} fingerprint(s)", "",
+                  "| cause | backend | verdict | reduced to | cases | blame | repro | detail |",
+                  "|---|---|---|---|---|---|---|---|"]
+        for cl, gs in rows.items():
+            g = gs[0]
+            typed = "<br>".join(_cell(x.get("typed") or x.get("pattern") or "?", 80) for x in gs[:5])
+            if len(gs) > 5:
+                typed += f"<br>… {len(gs) - 5} more"
+            where = f"`{g['repro']}/repro.py`" if g.get("repro") else (f"`{g['bundles'][0]}`" if g["bundles"] else "")
+            blame = ", ".join(sorted({x["blame"] for x in gs if x.get("blame")}))
+            notes = []
+            if any(x.get("varies") for x in gs):
+                notes.append("wrong values change between re-runs (uninitialised memory or a race?)")
+            base = next((x["base"] for x in gs if x.get("base")), None)
+            if base and not base.get("reproduces"):
+                notes.append(f"base build: {base.get('verdict')}")
+            detail = "; ".join(notes + [g["detail"]])
+            lines.append(f"| {_code(cl)} {_cell(by_cluster.get(cl, {}).get('text', ''), 60)} | {g['backend']} | "
+                         f"{g['verdict']} | {typed} | {sum(len(x['cases']) for x in gs)} | {blame} | {where} | "
+                         f"{_cell(detail)} |")
         lines.append("")
     if decision.fixed:
-        lines += [f"### ✅ Fixed: {len(decision.fixed)}", "", "| signature | backend | why | failure |",
+        lines += [f"### ✅ Fixed: {len(decision.fixed)}", "", "| fingerprint | backend | shown by | failure |",
                   "|---|---|---|---|"]
         for f in decision.fixed:
-            lines.append(f"| `{f['signature']}` | {f['backend']} | {f['why']} | {_cell(f.get('text', ''))} |")
+            lines.append(f"| {_code(f['fingerprint'])} | {f['backend']} | {f['why']} | {_cell(f.get('text', ''))} |")
         lines.append("")
-    elif not decision.complete:
-        lines += ["Fixed baseline entries are decided when the shards are merged (`dlgate merge`).", ""]
     if decision.internal:
         lines += [f"### 💥 dlgate internal errors: {len(decision.internal)}", "",
                   "The reference failed on these cases: a dlgate defect, not a compiler failure.", ""]
@@ -149,13 +201,32 @@ def summary(decision: D.Decision, fail_on: str, shard: str | None = None) -> str
     return "\n".join(lines)
 
 
+def novelty_line(decision: D.Decision) -> str:
+    if decision.mode == "base":
+        return ("Novelty is decided against the **base build**: every failure on the build under test was re-run "
+                "there on the same model and inputs; a failure the base build shares is pre-existing.")
+    where = f"`{decision.baseline_path}`" if decision.baseline_path else "an empty baseline (none configured)"
+    return (f"No base build configured: novelty is decided against the baseline {where} "
+            f"({decision.baseline_size} accepted fingerprint(s)). Set `base` (Action input `base-compiler`) so that "
+            "only what the change introduced fails the check.")
+
+
+def run_link() -> str:
+    """Links to this workflow run and its artifacts, when running in GitHub Actions."""
+    server, repo, run_id = (os.environ.get(k) for k in ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID"))
+    if not (server and repo and run_id):
+        return ""
+    url = f"{server}/{repo}/actions/runs/{run_id}"
+    return f"[Workflow run]({url}) · [artifacts (repros, reports)]({url}#artifacts)"
+
+
 def write_all(out_dir: str, records: list, decision: D.Decision, baseline, timings: dict, props: dict,
-              fail_on: str, shard: str | None = None) -> dict:
+              fail_on: str, shard: str | None = None, logs: dict | None = None) -> dict:
     """Write junit.xml, summary.md and verdict.json; returns their paths."""
     paths = {k: os.path.join(out_dir, f) for k, f in (("junit", "junit.xml"), ("summary", "summary.md"),
                                                       ("verdict", "verdict.json"))}
     with open(paths["junit"], "w") as f:
-        f.write(junit(records, decision, baseline, timings, props, fail_on))
+        f.write(junit(records, decision, baseline, timings, props, fail_on, logs))
     text = summary(decision, fail_on, shard)
     with open(paths["summary"], "w") as f:
         f.write(text)

@@ -18,10 +18,11 @@ from dataclasses import dataclass
 
 from dlgate import GENERATOR_VERSION, __version__
 from dlgate.backends.base import BackendSpec
-from dlgate.check import CheckConfig, check, judge_backend, load_bundle, prepare, save_bundle
+from dlgate.check import CheckConfig, check, load_bundle, prepare, save_bundle
 from dlgate.gate import baseline as B
 from dlgate.gate import decide as D
 from dlgate.gate import report
+from dlgate.gate import triage as T
 from dlgate.gate.config import Campaign, ConfigError, backend_spec, build
 from dlgate.gate.journal import MANIFEST, Journal, read_json, read_records, read_timings, write_json
 from dlgate.oracle import verdict as V
@@ -65,9 +66,14 @@ def corpus_cases(path: str | None) -> list:
                   if os.path.isfile(os.path.join(path, n, "meta.json")) and os.path.isfile(os.path.join(path, n, "model.onnx")))
 
 
-def plan(cfg: Campaign, shard: Shard | None) -> list:
-    """(kind, name or index) of every case this run (or shard) owns, in order."""
-    items = [("corpus", n) for k, n in enumerate(corpus_cases(cfg.corpus)) if shard is None or shard.owns(k)]
+def plan(cfg: Campaign, shard: Shard | None, base: B.Baseline | None = None) -> list:
+    """(kind, name or index) of every case this run (or shard) owns, in order: the corpus,
+    the baseline entries' reduced repros of the backends under test, the fresh batch."""
+    names = {backend_spec(b).name for b in cfg.backends}
+    fixed = [("corpus", n) for n in corpus_cases(cfg.corpus)]
+    fixed += [("baseline", fp) for fp in (base.repro_cases() if base else [])
+              if base.fingerprints[fp].get("backend") in names]
+    items = [it for k, it in enumerate(fixed) if shard is None or shard.owns(k)]
     items += [("batch", i) for i in range(cfg.models) if shard is None or shard.owns(i)]
     return items
 
@@ -183,32 +189,16 @@ def _open_out(out: str, manifest: dict, fresh: bool) -> None:
     write_json(path, manifest)
 
 
-def _load(kind: str, key, gen, cfg: Campaign, root: str):
+def _load(kind: str, key, gen, cfg: Campaign, root: str, base: B.Baseline):
     from dlgate.case import make_case
 
     if kind == "corpus":
-        case = load_bundle(os.path.join(cfg.corpus, key), case_id=f"corpus/{key}")
-        return case
+        return load_bundle(os.path.join(cfg.corpus, key), case_id=f"corpus/{key}")
+    if kind == "baseline":
+        return load_bundle(os.path.join(base.repros_dir(), base.fingerprints[key]["repro"]), case_id=f"baseline/{key}")
     c = make_case(gen, root, cfg.campaign, key)
     meta = c.meta()
     return prepare(meta, c.graph, c.model_bytes, cfg.search_steps)
-
-
-def _confirm(pool, case, ccfg, spec, ref_out, v: dict, runs: int) -> None:
-    seen = []
-    for _ in range(runs):
-        again = judge_backend(pool, case, ccfg, spec, ref_out, crosscheck=False, explain=False)
-        seen.append([again.verdict, (again.signature or {}).get("id")])
-    want = [v["verdict"], (v.get("signature") or {}).get("id")]
-    v["confirm"] = {"runs": runs, "reproduced": all(s == want for s in seen)}
-    if not v["confirm"]["reproduced"]:
-        v["confirm"]["seen"] = seen
-
-
-def _on_base(base_pool, case, ccfg, spec, ref_out, v: dict) -> None:
-    bv = judge_backend(base_pool, case, ccfg, spec, ref_out, crosscheck=False, explain=False)
-    v["base"] = {"verdict": bv.verdict, "signature": (bv.signature or {}).get("id"),
-                 "reproduces": bv.verdict == v["verdict"], "versions": bv.versions}
 
 
 def run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | None = None, fresh: bool = False,
@@ -216,7 +206,7 @@ def run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | Non
     from dlgate.exec.worker import Pool
 
     base = B.load(cfg.baseline)
-    items = plan(cfg, shard)
+    items = plan(cfg, shard, base)
     manifest = _manifest(cfg, root, root_source, shard, len(items))
     _open_out(out, manifest, fresh)
     ccfg = check_config(cfg)
@@ -236,24 +226,33 @@ def run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | Non
         with pool, journal:
             for kind, key in todo:
                 t0 = time.perf_counter()
-                case = _load(kind, key, gen, cfg, root)
+                case = _load(kind, key, gen, cfg, root, base)
                 ref_out: list = []
-                rec = check(pool, case, ccfg, ref_out)
+                kcfg = ccfg if kind != "baseline" else _only(ccfg, base.fingerprints[key]["backend"])
+                rec = check(pool, case, kcfg, ref_out)
                 rec["kind"] = kind
+                if kind == "baseline":
+                    rec["baseline_entry"] = key
                 if kind == "corpus":
                     rec["corpus_name"] = key
                     origin = os.path.join(cfg.corpus, key, ORIGIN)
                     if os.path.exists(origin):
                         rec["corpus_origin"] = read_json(origin)
                 failing = False
-                for v, spec in zip(rec["verdicts"], ccfg.backends):
-                    if v["verdict"] not in V.FAILURES:
-                        continue
-                    failing = True
-                    if cfg.confirm_runs:
-                        _confirm(pool, case, ccfg, spec, ref_out, v, cfg.confirm_runs)
-                    if base_pool is not None and D.classify(rec, v, base) == D.NEW:
-                        _on_base(base_pool, case, ccfg, spec, ref_out, v)
+                for v, spec in zip(rec["verdicts"], kcfg.backends):
+                    head_failed = v["verdict"] in V.FAILURES
+                    if head_failed:
+                        failing = True
+                        if cfg.confirm_runs:
+                            T.confirm(pool, case, ccfg, spec, ref_out, v, cfg.confirm_runs)
+                        if (v.get("confirm") or {}).get("reproduced", True):
+                            T.identify(pool, case, ccfg, spec, ref_out, v, out, cfg.campaign, root, cfg.reduce,
+                                       cfg.reduce_seconds, log)
+                    if base_pool is not None and v["verdict"] in T.BASE_CHECKED:
+                        T.on_base(base_pool, case, ccfg, spec, ref_out, v)
+                        if not head_failed and not v["base"]["reproduces"] and v["base"]["verdict"] == V.PASS:
+                            failing = True  # head refuses a model the base build runs: a regression
+                            T.identify(pool, case, ccfg, spec, ref_out, v, out, cfg.campaign, root, False, 0, log)
                 if failing or any(v["verdict"] == V.REFERENCE_ERROR for v in rec["verdicts"]):
                     d = save_bundle(out, case)
                     rec["bundle"] = os.path.relpath(d, out)
@@ -262,9 +261,6 @@ def run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | Non
                 journal.append(rec, timing)
                 bar.advance(failing)
             bar.close()
-            if cfg.reduce:  # on the same, warm workers
-                decision = D.decide(journal.records, base, root, cfg.campaign, labels(cfg.backends), shard is None)
-                reduce_failures(out, cfg, decision, root, log, pool)
     finally:
         bar.close()
         if base_pool is not None:
@@ -276,87 +272,59 @@ def run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | Non
     return finish(out, cfg, manifest, complete=shard is None, log=log)
 
 
-def reduce_failures(out: str, cfg: Campaign, decision: D.Decision, root: str, log=print, pool=None) -> None:
-    """A minimal repro bundle (``OUT/repros/<signature>/``) for each new, regression and
-    pre-existing failure signature, from its first case; resumable (done ones are kept)."""
-    from dlgate.backends.base import Model
-    from dlgate.exec.worker import Pool
-    from dlgate.reduce.bundle import write_repro
-    from dlgate.reduce.reducer import Reducer, Target
+def _only(ccfg: CheckConfig, backend_name: str) -> CheckConfig:
+    """The check configuration restricted to one backend's specs (a baseline repro is
+    re-run on the backend it was found on)."""
+    from dataclasses import replace
 
-    groups = [g for c in (D.NEW, D.REGRESSION, D.PRE_EXISTING) for g in decision.of(c)]
-    todo = [g for g in groups if g["bundles"] and not os.path.exists(os.path.join(out, "repros", g["signature"], "repro.json"))]
-    if not todo:
-        return
-    ccfg = check_config(cfg)
-    specs = {s.label(): s for s in ccfg.backends}
-    own = pool is None
-    pool = pool or Pool(cfg.timeout_s, cfg.memory_mb)
-    try:
-        for g in todo:
-            spec = specs.get(g["backend"])
-            if spec is None:
-                continue
-            case = load_bundle(os.path.join(out, g["bundles"][0]))
-            try:
-                res = Reducer(pool, ccfg, Target(spec, g["verdict"], g["signature"]),
-                              max_seconds=cfg.reduce_seconds).reduce(case)
-            except ValueError as e:  # did not fail the same way again: keep the report, no repro
-                log(f"dlgate: cannot reduce [{g['signature']}]: {e}")
-                continue
-            ref = pool.execute(ccfg.reference, Model(res.case.model, res.case.graph), res.case.inputs)
-            if not ref.ok:
-                continue
-            info = {"campaign": cfg.campaign, "root": root, "case": g["cases"][0], "cases": len(g["cases"]),
-                    "class": g["class"], "group_signature": g["signature"], "original_nodes": res.original_nodes,
-                    "probes": res.probes, "reduce_seconds": round(res.seconds, 2), "hit_limit": res.hit_limit}
-            d = write_repro(os.path.join(out, "repros", g["signature"]), res.case, spec, res.verdict.to_json(),
-                            ref.outputs, info, cfg.tolerances)
-            log(f"dlgate: reduced [{g['signature']}] from {res.original_nodes} to {len(res.case.graph.nodes)} "
-                f"operators ({', '.join(res.case.graph.op_names())}) in {res.seconds:.1f} s: {os.path.relpath(d, out)}")
-    finally:
-        if own:
-            pool.close()
+    return replace(ccfg, backends=[s for s in ccfg.backends if s.name == backend_name])
 
 
 def _case_id(item, cfg: Campaign, root: str) -> str:
     from dlgate.seeds import case_id
 
     kind, key = item
-    return f"corpus/{key}" if kind == "corpus" else case_id(root, cfg.campaign, key)
+    return f"{kind}/{key}" if kind in ("corpus", "baseline") else case_id(root, cfg.campaign, key)
 
 
 def finish(out: str, cfg: Campaign, manifest: dict, complete: bool, log=print) -> int:
     """Decide from the journal, write the reports, grow the corpus; the exit status."""
     records = read_records(os.path.join(out, "results.jsonl"))
     base = B.load(cfg.baseline)
-    decision = D.decide(records, base, manifest["root"], cfg.campaign, labels(cfg.backends), complete)
+    decision = D.decide(records, base, manifest["root"], cfg.campaign, labels(cfg.backends), complete,
+                        mode="base" if cfg.base else "baseline")
     attach_repros(out, decision)
-    timings = {}
+    timings, logs = {}, {}
     for t in read_timings(out):
         for label, x in t.get("backends", {}).items():
             timings[(t["case"], label)] = sum(x.get(k, 0.0) for k in ("compile_s", "run_s"))
+        for label, text in (t.get("logs") or {}).items():
+            logs[(t["case"], label)] = text if isinstance(text, str) else str(text)
     props = {"dlgate": __version__, "generator": GENERATOR_VERSION, "root": manifest["root"],
              "root_source": manifest["root_source"], "campaign": cfg.campaign, "reference": cfg.reference}
     shard = manifest.get("shard")
     shard_text = f"{shard[0]}/{shard[1]}" if shard else None
-    paths = report.write_all(out, records, decision, base, timings, props, cfg.fail_on, shard_text)
+    paths = report.write_all(out, records, decision, base, timings, props, cfg.fail_on, shard_text, logs)
     if complete and cfg.corpus:
         for name in grow_corpus(out, cfg.corpus, decision):
             log(f"dlgate: added corpus case {name} to {cfg.corpus}")
     if complete and cfg.issues:
         publish_issues(out, cfg.issues, log)
     code = decision.exit_code(cfg.fail_on)
+    if not complete and code == D.EXIT_FAIL:
+        log("dlgate: this shard has failures; the check is decided when the shards are merged (dlgate merge)")
+        code = D.EXIT_OK  # shards report; only the merge decides the check
     for cls in (D.NEW, D.REGRESSION):
         for g in decision.of(cls):
-            log(f"dlgate: {cls} failure [{g['signature']}] {g['backend']} {g['verdict']} in {len(g['cases'])} "
-                f"case(s), e.g. {g['cases'][0]}: {g['detail'][:200]}")
+            log(f"dlgate: {cls} failure [{g['fingerprint']}] {g['backend']} {g['verdict']} in "
+                f"{g.get('typed') or g['pattern'] or '?'}, {len(g['cases'])} case(s), e.g. {g['cases'][0]}: "
+                f"{g['detail'][:200]}")
     for b, why in sorted(decision.unavailable.items()):
         log(f"dlgate: {b} cannot run here, skipped: {why}")
     counts = {c: len(decision.of(c)) for c in D.CLASSES}
     log(f"dlgate: {decision.cases} cases; {counts[D.NEW]} new, {counts[D.REGRESSION]} regressions, "
         f"{counts[D.PRE_EXISTING]} pre-existing, {counts[D.KNOWN]} known, {counts[D.FLAKY]} flaky, "
-        f"{len(decision.fixed)} fixed; reports: {paths['junit']}, {paths['summary']}, {paths['verdict']}")
+        f"{len(decision.fixed)} fixed; {len(decision.clusters)} distinct cause(s); reports: {paths['junit']}, {paths['summary']}, {paths['verdict']}")
     if decision.internal:
         log(f"dlgate: internal error: the reference failed on {len(decision.internal)} case(s) "
             f"(a dlgate defect, not a compiler failure), e.g. {decision.internal[0]['case']}")
@@ -385,12 +353,9 @@ def publish_issues(out: str, conf: dict, log=print) -> None:
 def attach_repros(out: str, decision: D.Decision) -> None:
     """Link each failure group to its reduced repro, when there is one."""
     for g in decision.failure_groups():
-        p = os.path.join(out, "repros", g["signature"], "repro.json")
+        p = os.path.join(out, "repros", g["fingerprint"], "repro.json")
         if os.path.exists(p):
-            doc = read_json(p)
-            g["repro"] = os.path.join("repros", g["signature"])
-            g["fingerprint"] = doc.get("fingerprint")
-            g["reduced_operators"] = doc.get("pattern")
+            g["repro"] = os.path.join("repros", g["fingerprint"])
 
 
 def grow_corpus(out: str, corpus: str, decision: D.Decision) -> list:
@@ -399,12 +364,12 @@ def grow_corpus(out: str, corpus: str, decision: D.Decision) -> list:
     for g in decision.of(D.NEW):
         if not g["bundles"]:
             continue
-        name = f"{g['backend_name']}-{g['verdict']}-{g['signature']}"
+        name = f"{g['backend_name']}-{g['verdict']}-{g['fingerprint']}"
         dst = os.path.join(corpus, name)
         if os.path.exists(dst):
             continue
         shutil.copytree(os.path.join(out, g.get("repro") or g["bundles"][0]), dst)
-        write_json(os.path.join(dst, ORIGIN), {"signature": g["signature"], "backend": g["backend"],
+        write_json(os.path.join(dst, ORIGIN), {"signature": g["fingerprint"], "backend": g["backend"],
                                                 "verdict": g["verdict"], "text": g["text"], "root": decision.root,
                                                 "case": g["cases"][0]})
         added.append(name)
@@ -481,8 +446,9 @@ def update_baseline(run_dir: str, path: str, prune: bool = False, log=print) -> 
         raise RunError(str(e)) from None
     cfg = m["config"]
     decision = D.decide(records, base, m["root"], m["campaign"], labels(cfg["backends"]), complete=True)
-    new = B.update(base, decision, prune)
+    new = B.update(base, decision, prune, run_dir)
     new.save(path)
-    log(f"dlgate: baseline {path}: {len(new.signatures)} signatures "
-        f"({len(new.signatures) - len(base.signatures):+d}), {len(new.corpus)} corpus cases")
+    log(f"dlgate: baseline {path}: {len(new.fingerprints)} fingerprints "
+        f"({len(new.fingerprints) - len(base.fingerprints):+d}) in {len(new.clusters)} clusters, "
+        f"{len(new.corpus)} corpus cases")
     return path

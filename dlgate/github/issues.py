@@ -1,13 +1,15 @@
-"""GitHub issues for failures: one per distinct bug (fingerprint), never a duplicate.
+"""GitHub issues for failures: one per cause (cluster), never a duplicate.
 
-Each reduced repro of a run (``OUT/repros/<signature>/``) that the gate classed new,
-regression or pre-existing is grouped by fingerprint. For each fingerprint, an issue
-carrying its hidden marker (``<!-- dlgate-fingerprint: ... -->``) and the label is looked
-up; if one exists, the run adds one comment to it (commit, run link, case count), marked
-per run so a retried publication does not comment twice; otherwise a new issue is opened
-with the verdict, versions, the Mermaid graph, the listing and the inline ``repro.py``. A
-cap bounds how many issues one run opens. ``dry_run`` writes each issue's Markdown to disk
-instead of talking to GitHub.
+The failures a run classed new, regression or pre-existing are grouped by cluster: the
+fingerprints (distinct reduced bugs) that share one cause whatever the operator, e.g.
+float16 ``unknown intrinsic`` reached through seven maths functions. For each cluster,
+an issue carrying its hidden marker (``<!-- dlgate-cluster: ... -->``) and the label is
+looked up; if one exists, the run adds one comment to it (commit, run link, case count,
+the fingerprints seen), marked per run so a retried publication does not comment twice;
+otherwise a new issue is opened with the verdict, versions, every fingerprint with its
+reduced pattern, and the first one's Mermaid graph, listing and inline ``repro.py``. A
+cap bounds how many issues one run opens. ``dry_run`` writes each issue's Markdown to
+disk instead of talking to GitHub.
 """
 from __future__ import annotations
 
@@ -28,48 +30,53 @@ BODY_LIMIT = 65_000
 
 @dataclass
 class Finding:
-    fingerprint: str
-    repro: str  # folder
-    doc: dict  # repro.json
-    signatures: list
+    cluster: str
+    repro: str  # folder of the first fingerprint's reduced repro
+    doc: dict  # its repro.json
+    fingerprints: list  # [(fingerprint, typed pattern, repro folder or "")]
     cases: int
     classes: list
+    operators: list
 
 
-def marker(fp: str) -> str:
-    return f"<!-- dlgate-fingerprint: {fp} -->"
+def marker(cluster: str) -> str:
+    return f"<!-- dlgate-cluster: {cluster} -->"
 
 
-def occurrence_marker(fp: str, run_key: str) -> str:
-    return f"<!-- dlgate-occurrence: {fp} {run_key} -->"
+def occurrence_marker(cluster: str, run_key: str) -> str:
+    return f"<!-- dlgate-occurrence: {cluster} {run_key} -->"
 
 
 def findings(results_dir: str) -> list:
-    """The run's eligible reduced repros, one Finding per fingerprint, in a stable order."""
+    """The run's eligible failures with a reduced repro, one Finding per cluster, in a
+    stable order."""
     with open(os.path.join(results_dir, "verdict.json")) as f:
         verdict = json.load(f)
-    by_fp: dict = {}
+    by_cl: dict = {}
     for cls in ELIGIBLE:
         for g in verdict.get(cls, []):
-            d = os.path.join(results_dir, "repros", g["signature"])
-            if not os.path.exists(os.path.join(d, "repro.json")):
-                continue
-            doc = read_repro(d)
-            fp = doc["fingerprint"]
-            f = by_fp.get(fp)
+            fp = g.get("fingerprint") or g["signature"]
+            d = os.path.join(results_dir, "repros", fp)
+            has = os.path.exists(os.path.join(d, "repro.json"))
+            f = by_cl.get(g.get("cluster") or fp)
             if f is None:
-                by_fp[fp] = Finding(fp, d, doc, [g["signature"]], len(g["cases"]), [cls])
-            else:
-                f.signatures.append(g["signature"])
-                f.cases += len(g["cases"])
+                if not has:
+                    continue
+                f = by_cl[g.get("cluster") or fp] = Finding(g.get("cluster") or fp, d, read_repro(d), [], 0, [], [])
+            if fp not in [x[0] for x in f.fingerprints]:
+                f.fingerprints.append((fp, g.get("typed") or g.get("pattern", ""), d if has else ""))
+            f.cases += len(g["cases"])
+            if cls not in f.classes:
                 f.classes.append(cls)
-    return [by_fp[k] for k in sorted(by_fp, key=lambda k: (by_fp[k].repro))]
+            f.operators = sorted(set(f.operators) | {p for p in (g.get("pattern") or "").split(">") if p})
+    return [by_cl[k] for k in sorted(by_cl, key=lambda k: by_cl[k].repro)]
 
 
 def title(f: Finding) -> str:
     d = f.doc
     detail = " ".join((d.get("detail") or "").split())
-    head = f"[dlgate] {d['backend'].split('[')[0]}: {d['verdict'].replace('_', ' ')} in {d['pattern'].replace('>', ' → ')}"
+    ops = ", ".join(f.operators) if len(f.fingerprints) > 1 else d["pattern"].replace(">", " → ")
+    head = f"[dlgate] {d['backend'].split('[')[0]}: {d['verdict'].replace('_', ' ')} in {ops}"
     if d["verdict"] not in ("mismatch", "shape_mismatch", "dtype_mismatch") and detail:
         head += f": {detail}"
     return head if len(head) <= 120 else head[:119] + "…"
@@ -94,7 +101,8 @@ def body(f: Finding, run: dict) -> str:
     d = f.doc
     read = lambda name: open(os.path.join(f.repro, name)).read()  # noqa: E731
     rows = [("verdict", f"`{d['verdict']}`"), ("backend", f"{d['backend']} ({_versions(d)})"),
-            ("fingerprint", f"`{f.fingerprint}`"), ("signatures", ", ".join(f"`{s}`" for s in f.signatures)),
+            ("cluster", f"`{f.cluster}`"),
+            ("fingerprints", "<br>".join(f"`{fp}` {typed.replace('|', '/')}" for fp, typed, _ in f.fingerprints[:20])),
             ("cases", f"{f.cases} in this run ({run.get('campaign', '')}, {run.get('commit', '')[:12]})"),
             ("reduced", f"{d.get('original_nodes')} → {d.get('nodes')} operators, opset {d.get('opset')}"),
             ("found by", f"dlgate {d.get('dlgate')} (generator {d.get('generator')})")]
@@ -103,9 +111,12 @@ def body(f: Finding, run: dict) -> str:
         rows.append(("environment", ", ".join(f"{k} {v}" for k, v in env.items())))
     if run.get("url"):
         rows.append(("run", run["url"]))
-    out = [marker(f.fingerprint), "",
+    also = (f" The same cause was met through {len(f.fingerprints) - 1} more reduced pattern(s) "
+            f"(operators: {', '.join(f.operators)}), listed below." if len(f.fingerprints) > 1 else "")
+    out = [marker(f.cluster), "",
            f"dlgate found a **{d['verdict'].replace('_', ' ')}** in **{d['backend']}** on a generated model, "
-           f"reduced to {d.get('nodes')} operator(s): `{d['pattern']}`.", "", "| | |", "|---|---|"]
+           f"reduced to {d.get('nodes')} operator(s): `{d.get('typed') or d['pattern']}`.{also}", "", "| | |",
+           "|---|---|"]
     out += [f"| {k} | {v} |" for k, v in rows]
     out += ["", "### What goes wrong", "", "```text", (d.get("detail") or "").strip()[:3000], "```", "",
             "### The model", "", "```mermaid", read("graph.mmd").rstrip(), "```", "",
@@ -133,11 +144,11 @@ def body(f: Finding, run: dict) -> str:
 
 def comment(f: Finding, run: dict) -> str:
     key = run.get("key", run.get("commit", ""))
-    lines = [occurrence_marker(f.fingerprint, key), "",
+    lines = [occurrence_marker(f.cluster, key), "",
              f"Seen again by dlgate: {f.cases} case(s) in campaign `{run.get('campaign', '')}` at commit "
              f"`{run.get('commit', '')[:12]}`" + (f", run {run['url']}" if run.get("url") else "") + ".",
-             f"Backend: {f.doc['backend']} ({_versions(f.doc)}); signatures: "
-             + ", ".join(f"`{s}`" for s in f.signatures) + "."]
+             f"Backend: {f.doc['backend']} ({_versions(f.doc)}); fingerprints: "
+             + ", ".join(f"`{fp}` ({typed})" for fp, typed, _ in f.fingerprints) + "."]
     return "\n".join(lines) + "\n"
 
 
@@ -157,14 +168,14 @@ def run_info(results_dir: str, env=os.environ) -> dict:
 
 def publish(results_dir: str, client, label: str = "dlgate", max_issues: int = 5, dry_run: str | None = None,
             log=print, env=os.environ) -> dict:
-    """Open or update one issue per fingerprint; returns counts (opened, commented, skipped)."""
+    """Open or update one issue per cluster; returns counts (opened, commented, skipped)."""
     run = run_info(results_dir, env)
     found = findings(results_dir)
     stats = {"findings": len(found), "opened": 0, "commented": 0, "unchanged": 0, "over_cap": 0}
     if dry_run:
         os.makedirs(dry_run, exist_ok=True)
         for f in found:
-            path = os.path.join(dry_run, f"issue-{f.fingerprint}.md")
+            path = os.path.join(dry_run, f"issue-{f.cluster}.md")
             with open(path, "w") as fh:
                 fh.write(f"# {title(f)}\n\n{body(f, run)}")
             log(f"dlgate: dry run: wrote {path}")
@@ -172,20 +183,20 @@ def publish(results_dir: str, client, label: str = "dlgate", max_issues: int = 5
     if found:
         client.ensure_label(label, "b60205", "Found by dlgate")
     for f in found:
-        existing = client.find_issue(marker(f.fingerprint), label)
+        existing = client.find_issue(marker(f.cluster), label)
         if existing is not None:
-            _, created = client.comment_once(existing["number"], occurrence_marker(f.fingerprint, run["key"]),
+            _, created = client.comment_once(existing["number"], occurrence_marker(f.cluster, run["key"]),
                                              comment(f, run))
             stats["commented" if created else "unchanged"] += 1
-            log(f"dlgate: {f.fingerprint}: issue #{existing['number']} "
+            log(f"dlgate: {f.cluster}: issue #{existing['number']} "
                 f"{'gets a comment' if created else 'already has this run'}")
             continue
         if stats["opened"] >= max_issues:
             stats["over_cap"] += 1
-            log(f"dlgate: {f.fingerprint}: not opened (cap of {max_issues} new issues per run)")
+            log(f"dlgate: {f.cluster}: not opened (cap of {max_issues} new issues per run)")
             continue
-        issue, created = client.open_or_find(marker(f.fingerprint), label, title(f), body(f, run), [label])
+        issue, created = client.open_or_find(marker(f.cluster), label, title(f), body(f, run), [label])
         stats["opened" if created else "unchanged"] += 1
-        log(f"dlgate: {f.fingerprint}: issue #{issue['number']} {'opened' if created else 'exists'}: "
+        log(f"dlgate: {f.cluster}: issue #{issue['number']} {'opened' if created else 'exists'}: "
             f"{issue.get('html_url', '')}")
     return stats

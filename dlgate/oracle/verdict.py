@@ -33,6 +33,8 @@ REFERENCE_ERROR = "reference_error"  # the reference itself failed: dlgate's fau
 
 #: Verdicts that are findings about the compiler under test.
 FAILURES = (MISMATCH, SHAPE_MISMATCH, DTYPE_MISMATCH, COMPILE_ERROR, RUN_ERROR, CRASH, TIMEOUT, OOM)
+#: Wrong answers: the compiler ran and its outputs are wrong (no error message to go by).
+VALUE_CLASSES = (MISMATCH, SHAPE_MISMATCH, DTYPE_MISMATCH)
 VERDICTS = (PASS,) + FAILURES + (UNSUPPORTED, INVALID, UNDEFINED, SKIPPED, REFERENCE_ERROR)
 
 _STATUS = {W.COMPILE_ERROR: COMPILE_ERROR, W.RUN_ERROR: RUN_ERROR, W.CRASH: CRASH, W.TIMEOUT: TIMEOUT,

@@ -8,7 +8,6 @@ short listing), ``graph.mmd`` (a Mermaid diagram, which GitHub renders), and
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 
@@ -19,29 +18,11 @@ from dlgate.backends.base import BackendSpec
 from dlgate.backends.registry import load
 from dlgate.check import Prepared, save_bundle
 from dlgate.gate.journal import write_json
-from dlgate.graph.ir import Graph
-from dlgate.oracle import verdict as V
 from dlgate.oracle.compare import DEFAULT_TOLERANCES
-from dlgate.spec.registry import get
+from dlgate.reduce.identity import identity, pattern
 
-VALUE_CLASSES = (V.MISMATCH, V.SHAPE_MISMATCH, V.DTYPE_MISMATCH)
 #: Seconds repro.py waits for the compiler before calling it a hang.
 REPRO_TIMEOUT_S = 600
-
-
-def pattern(graph: Graph) -> str:
-    """The graph's operators in topological order, e.g. ``Conv>Relu``."""
-    return ">".join(get(n.op).onnx_op for n in graph.nodes)
-
-
-def fingerprint(verdict: str, backend_name: str, signature: str | None, graph: Graph) -> str:
-    """One id per distinct bug: the normalized signature for errors and crashes; for wrong
-    answers, the backend and the reduced graph's operator pattern."""
-    if verdict in VALUE_CLASSES:
-        key = f"value|{backend_name}|{verdict}|{pattern(graph)}"
-    else:
-        key = f"error|{signature}"
-    return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
 def listing(model: bytes) -> str:
@@ -248,13 +229,15 @@ def write_repro(out_dir: str, case: Prepared, spec: BackendSpec, verdict: dict, 
         f.write(listing(case.model))
     with open(os.path.join(d, "graph.mmd"), "w") as f:
         f.write(mermaid(case.model))
+    ident = info.get("identity") or identity(verdict["verdict"], spec.name, verdict.get("error"), g)
+    info = {k: v for k, v in info.items() if k != "identity"}
     doc = dict(info, verdict=verdict["verdict"], backend=verdict["backend"], backend_spec=spec.label(),
                signature=(verdict.get("signature") or {}).get("id"),
                signature_text=(verdict.get("signature") or {}).get("text", ""), detail=verdict.get("detail", ""),
                comparison=verdict.get("comparison"), versions=verdict.get("versions", {}),
-               fingerprint=fingerprint(verdict["verdict"], spec.name, (verdict.get("signature") or {}).get("id"), g),
                pattern=pattern(g), nodes=len(g.nodes), dlgate=__version__, generator=GENERATOR_VERSION,
-               opset=g.opset, environment=environment())
+               opset=g.opset, environment=environment(), fingerprint=ident["fingerprint"], cluster=ident["cluster"],
+               typed=ident["typed"], identity_text=ident["text"])
     write_json(os.path.join(d, "repro.json"), doc)
     return d
 

@@ -1,29 +1,55 @@
-"""Shrinking a failing case while its failure keeps its signature.
+"""Shrinking a failing case until every operator, input and attribute left is needed.
 
 The graph is cut rather than rewritten: removing an operator turns each of its outputs
 that a kept operator consumes into a new graph input carrying the *reference's value* of
-that tensor on the original inputs. The kept operators therefore see exactly the values
-they saw in the failing run, so a miscompilation that depends on them survives the cut,
-and no re-solving of shapes or re-search of inputs is needed. Probes:
+that tensor (or, where that is what still fails, a constant with that value: a
+constant-folding bug needs constants). The kept operators therefore see exactly the
+values they saw in the failing run, so a miscompilation that depends on them survives the
+cut, and no re-solving of shapes or re-search of inputs is needed.
 
-1. each operator alone (most compiler bugs need one or two operators);
-2. greedy one-at-a-time removal, last operator first, repeated to a fixpoint;
-3. shapes: each input dimension halved in turn (the input's values sliced), every
-   operator's output type re-inferred by its spec and the model re-checked by ONNX's full
-   checker, repeated while it keeps failing;
-4. attributes: each operator's integer attributes halved (lists element-wise) and float
-   attributes rounded to one decimal, with the same re-inference and checks as shapes;
-5. values: the inputs rounded to two decimals, then to integers, where it still fails.
+Reduction runs in rounds until a whole round changes nothing (shrinking a shape or an
+attribute often makes more operators removable). A round:
+
+1. operators: in the first round each operator alone (most compiler bugs need one or
+   two); then greedy one-at-a-time removal, last operator first, to a fixpoint. Each cut
+   is tried with the removed operators' outputs fed as graph inputs, then as constants
+   (with no graph input left if that is what fails: a constant-folding bug);
+2. short-circuits: each single-output operator, last first, bypassed: its consumers read
+   one of its inputs of the same dtype instead (values change; types after it are
+   re-inferred). A cut severs a chain, but a wrong dtype or layout must flow from the
+   operator that makes it to the one where it breaks, through the operators between;
+3. inputs: graph inputs nothing consumes are dropped; each graph input that a cut made
+   (it was an operator's output or a constant in the original case) becomes a constant
+   where it still fails, so the repro has as few graph inputs as it can (possibly none);
+4. shapes: each dimension of each graph input and constant halved in turn (the values
+   sliced), alone or, where broadcasting needs it, together with the same dimension of
+   the other inputs and constants; every operator's output type re-inferred by its spec
+   and the model re-checked by ONNX's full checker, repeated while it keeps failing;
+5. attributes: each operator's integer attributes halved (lists element-wise) and float
+   attributes rounded to one decimal, with the same re-inference and checks as shapes.
+
+Then the values (inputs and constants) are rounded to two decimals, then to integers,
+where it still fails. Last, without changing the case, each attribute left is probed for
+whether the failure depends on its *regime* (:func:`dlgate.reduce.identity.regime`): it
+is tried at values of other regimes that the operator's spec accepts; when one still
+fails the same way the attribute does not matter (see :meth:`_Run.matter`).
+:attr:`Reduced.matter` names per kept operator the attributes that do, for
+:func:`dlgate.reduce.identity.identity`.
 
 A probe keeps a candidate when the backend, run in its isolated worker like any case,
-fails the same way: the same verdict class and, for errors and crashes, the same
-normalized signature; for mismatches, a mismatch on the same backend (the mismatch
-signature names the graph's operators, which reduction changes by design). The search is
-deterministic (a fixed order of candidates) and bounded by ``max_seconds`` and
-``max_probes``.
+fails the same way (:meth:`Target.matches`): for errors and crashes the same *cluster*
+(message template with operator names, intrinsics and dtypes masked, and innermost
+frames: removing an operator may change only the operator or dtype a message names), or,
+for a target built with only a signature, the same normalized signature; for mismatches, a
+mismatch on the same backend (the mismatch signature names the graph's operators, which
+reduction changes by design). The search is deterministic (a fixed order of candidates;
+identical candidates are probed once) and bounded by ``max_seconds`` and ``max_probes``;
+the attribute-regime probes have their own allowance on top, ``matter_probes`` probes and a
+quarter of ``max_seconds`` (attributes left unprobed count as mattering).
 """
 from __future__ import annotations
 
+import hashlib
 import time
 from dataclasses import dataclass, field
 
@@ -35,8 +61,10 @@ from dlgate.check import CheckConfig, Prepared, judge_backend
 from dlgate.graph.ir import Graph, Node
 from dlgate.materialize.onnx_model import to_onnx
 from dlgate.materialize.torch_model import GraphModule
+from dlgate.oracle import signature as S
 from dlgate.oracle import verdict as V
 from dlgate.oracle.compare import all_finite
+from dlgate.reduce.identity import regime
 from dlgate.seeds import sub_seed
 
 _VALUE_CLASSES = (V.MISMATCH, V.SHAPE_MISMATCH, V.DTYPE_MISMATCH)
@@ -44,15 +72,32 @@ _VALUE_CLASSES = (V.MISMATCH, V.SHAPE_MISMATCH, V.DTYPE_MISMATCH)
 
 @dataclass
 class Target:
+    """How the reduced case must keep failing: ``verdict`` on ``backend``; for errors and
+    crashes, the same ``cluster`` id when given (see :func:`dlgate.oracle.signature.cluster`),
+    else the same ``signature`` id (exact, the old behaviour)."""
+
     backend: BackendSpec
     verdict: str
     signature: str | None = None
+    cluster: str | None = None
+
+    @classmethod
+    def of(cls, backend: BackendSpec, verdict) -> "Target":
+        """The target of a verdict (a :class:`~dlgate.oracle.verdict.Verdict` or its JSON):
+        its class, signature and, for errors and crashes, cluster (none when the verdict
+        carries no error: the exact signature then)."""
+        v = verdict if isinstance(verdict, dict) else verdict.to_json()
+        kind = v["verdict"]
+        cl = None if kind in _VALUE_CLASSES or not v.get("error") else S.cluster(kind, backend.name, v["error"])["id"]
+        return cls(backend, kind, (v.get("signature") or {}).get("id"), cl)
 
     def matches(self, v: V.Verdict) -> bool:
         if v.verdict != self.verdict:
             return False
         if v.verdict in _VALUE_CLASSES:
             return True
+        if self.cluster is not None:
+            return S.cluster(v.verdict, self.backend.name, v.error)["id"] == self.cluster
         return (v.signature or {}).get("id") == self.signature
 
 
@@ -65,6 +110,10 @@ class Reduced:
     seconds: float = 0.0
     hit_limit: bool = False
     log: list = field(default_factory=list)
+    #: Per operator of the reduced graph, the attributes the failure depends on (their
+    #: regime decides it); the others failed the same way at a value of another regime.
+    matter: list = field(default_factory=list)
+    rounds: int = 0
 
 
 def intermediates(graph: Graph, inputs: list) -> dict:
@@ -74,32 +123,55 @@ def intermediates(graph: Graph, inputs: list) -> dict:
     return {t: v.detach().numpy().copy() for t, v in env.items()}
 
 
-def cut(graph: Graph, env: dict, keep: list) -> tuple:
-    """(graph, inputs) of the operators ``keep`` (indices, topological order kept); tensors
-    they consume from removed operators become inputs fed ``env``'s values."""
+def cut_map(graph: Graph, env: dict, keep: list, as_const=(), need_input: bool = True) -> tuple:
+    """(graph, inputs, order) of the operators ``keep`` (indices, topological order kept);
+    ``order[k]`` is the tensor of ``graph`` that tensor ``k`` of the cut graph is. Tensors
+    the kept operators consume from removed operators become graph inputs fed ``env``'s
+    values, or constants with those values for those in ``as_const``. With
+    ``need_input``, a cut left with no graph input feeds its first constant instead."""
     kept = [graph.nodes[i] for i in sorted(keep)]
     produced = {t for n in kept for t in n.outputs}
     consumed = {t for n in kept for t in n.inputs}
-    old_consts = set(graph.consts)
+    old_consts, as_const = set(graph.consts), set(as_const)
     ins, consts = [], []
     for n in kept:
         for t in n.inputs:
             if t in produced or t in ins or t in consts:
                 continue
-            (consts if t in old_consts else ins).append(t)
-    if not ins and consts:  # a model needs an input: feed the first constant instead
+            fed = t not in old_consts and t not in graph.inputs
+            (consts if t in old_consts or (fed and t in as_const) else ins).append(t)
+    if need_input and not ins and consts:  # feed the first constant instead
         ins.append(consts.pop(0))
     outs = [t for t in graph.outputs if t in produced]
     outs += [t for n in kept for t in n.outputs if t not in consumed and t not in outs]
     order = ins + consts + [t for n in kept for t in n.outputs]
     remap = {t: k for k, t in enumerate(order)}
+    values = {remap[t]: (graph.values[t] if t in old_consts else np.array(env[t], copy=True)) for t in consts}
     g = Graph(tensors=[graph.tensors[t] for t in order],
               nodes=[Node(n.op, n.attrs, [remap[t] for t in n.inputs], [remap[t] for t in n.outputs]) for n in kept],
               inputs=[remap[t] for t in ins], consts=[remap[t] for t in consts],
-              outputs=[remap[t] for t in outs], opset=graph.opset,
-              values={remap[t]: graph.values[t] for t in consts})
+              outputs=[remap[t] for t in outs], opset=graph.opset, values=values)
     feeds = [np.array(env[t], copy=True) for t in ins]
+    return g, feeds, order
+
+
+def cut(graph: Graph, env: dict, keep: list) -> tuple:
+    """(graph, inputs) of the operators ``keep``; tensors they consume from removed
+    operators become inputs fed ``env``'s values (see :func:`cut_map`)."""
+    g, feeds, _ = cut_map(graph, env, keep)
     return g, feeds
+
+
+def fed(graph: Graph, keep: list) -> list:
+    """The tensors the operators ``keep`` consume from removed operators."""
+    kept = [graph.nodes[i] for i in sorted(keep)]
+    produced = {t for n in kept for t in n.outputs}
+    out = []
+    for n in kept:
+        for t in n.inputs:
+            if t not in produced and t not in graph.consts and t not in graph.inputs and t not in out:
+                out.append(t)
+    return out
 
 
 def reinfer(graph: Graph, types: list, nodes: list) -> Graph | None:
@@ -125,20 +197,33 @@ def reinfer(graph: Graph, types: list, nodes: list) -> Graph | None:
     return Graph(types, nodes, graph.inputs, graph.consts, graph.outputs, graph.opset, dict(graph.values))
 
 
-def resized(graph: Graph, inputs: list, k: int, shape: tuple):
-    """(graph, inputs) with input ``k`` of ``shape`` (its values sliced) and every output
-    type re-inferred, or None when an operator's constraints reject it."""
+def _sliced(x: np.ndarray, shape: tuple) -> np.ndarray:
+    return np.ascontiguousarray(x[tuple(slice(0, d) for d in shape)])
+
+
+def reshaped(graph: Graph, inputs: list, shapes: dict):
+    """(graph, inputs) with each graph input or constant ``t`` of ``shapes`` given that
+    shape (its values sliced) and every output type re-inferred, or None when an
+    operator's constraints reject it."""
     from dlgate.spec.base import TensorType
 
     types = list(graph.tensors)
-    t = graph.inputs[k]
-    types[t] = TensorType(types[t].dtype, shape)
+    for t, shape in shapes.items():
+        types[t] = TensorType(types[t].dtype, tuple(shape))
     g = reinfer(graph, types, graph.nodes)
     if g is None:
         return None
-    feeds = list(inputs)
-    feeds[k] = np.ascontiguousarray(inputs[k][tuple(slice(0, d) for d in shape)])
+    feeds = [_sliced(x, shapes[t]) if t in shapes else x for t, x in zip(graph.inputs, inputs)]
+    for t in graph.consts:
+        if t in shapes:
+            g.values[t] = _sliced(np.asarray(graph.values[t]), shapes[t])
     return g, feeds
+
+
+def resized(graph: Graph, inputs: list, k: int, shape: tuple):
+    """(graph, inputs) with input ``k`` of ``shape`` (its values sliced) and every output
+    type re-inferred, or None when an operator's constraints reject it."""
+    return reshaped(graph, inputs, {graph.inputs[k]: tuple(shape)})
 
 
 def _smaller(v):
@@ -157,11 +242,88 @@ def _smaller(v):
     return None
 
 
+#: Per integer regime (:func:`dlgate.reduce.identity.regime`), the values of the other
+#: regimes to try, nearest first.
+_INT_ALTERNATIVES = {"0": (1, 2, -1, -2), "1": (2, 0, -1, -2), ">1": (1, 0, -1, -2),
+                     "-1": (-2, 0, 1, 2), "<-1": (-1, 0, 1, 2)}
+
+
+#: At most this many judged probes per attribute for its regime.
+_ALT_PROBES = 8
+
+
+def _is_int(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _numbers(v) -> bool:
+    if isinstance(v, (list, tuple)):
+        return all(_numbers(x) for x in v)
+    return _is_int(v) or isinstance(v, float)
+
+
+def alternatives(v) -> list:
+    """Values of attribute value ``v`` in other regimes, in a fixed order: a boolean
+    flipped; an integer at 0, 1, 2, -1, -2 (those of another regime, nearest first); a
+    float negated, and 0 (1 and -1 for 0); a list of numbers (up to 8 elements, nested or
+    not) changed one element at a time the same way. Strings, ``None`` and long lists:
+    none (they always matter)."""
+    if isinstance(v, bool):
+        return [not v]
+    if _is_int(v):
+        return list(_INT_ALTERNATIVES[regime(v)])
+    if isinstance(v, float):
+        return [1.0, -1.0] if v == 0 else [-v, 0.0]
+    if isinstance(v, (list, tuple)) and 0 < len(v) <= 8 and _numbers(v):
+        out = []
+        for i, x in enumerate(v):
+            for y in alternatives(x):
+                alt = list(v)
+                alt[i] = y
+                out.append(type(v)(alt))
+        return out
+    return []
+
+
 def reattributed(graph: Graph, k: int, attrs: dict):
     """The graph with operator ``k``'s attributes replaced and every type re-inferred, or
     None when the specs reject it."""
     nodes = [Node(n.op, attrs if i == k else n.attrs, n.inputs, n.outputs) for i, n in enumerate(graph.nodes)]
     return reinfer(graph, graph.tensors, nodes)
+
+
+def constified(graph: Graph, inputs: list, ks: list):
+    """(graph, inputs) with graph inputs ``ks`` (indices) made constants of their values."""
+    ts = [graph.inputs[k] for k in ks]
+    values = dict(graph.values)
+    for k, t in zip(ks, ts):
+        values[t] = np.array(inputs[k], copy=True)
+    g = Graph(graph.tensors, graph.nodes, [t for t in graph.inputs if t not in ts], list(graph.consts) + ts,
+              graph.outputs, graph.opset, values)
+    return g, [x for k, x in enumerate(inputs) if k not in ks]
+
+
+def bypassed(graph: Graph, inputs: list, k: int, s: int):
+    """(graph, inputs, order) without operator ``k``, whose consumers and graph output read
+    its input ``s`` instead of its output; the types after it re-inferred, tensors nothing
+    uses left out (``order`` as in :func:`cut_map`), or None when a spec rejects it."""
+    o = graph.nodes[k].outputs[0]
+    swap = lambda ts: [s if t == o else t for t in ts]  # noqa: E731
+    nodes = [Node(n.op, n.attrs, swap(n.inputs), n.outputs) for i, n in enumerate(graph.nodes) if i != k]
+    outputs = list(dict.fromkeys(swap(graph.outputs)))
+    g = reinfer(Graph(graph.tensors, nodes, graph.inputs, graph.consts, outputs, graph.opset, dict(graph.values)),
+                graph.tensors, nodes)
+    if g is None:
+        return None
+    env = {t: x for t, x in zip(graph.inputs, inputs)}
+    return cut_map(g, env, list(range(len(nodes))), need_input=False)
+
+
+def without_inputs(graph: Graph, inputs: list, ks: list):
+    """(graph, inputs) with graph inputs ``ks`` (indices), which nothing consumes, dropped."""
+    g = Graph(graph.tensors, graph.nodes, [t for k, t in enumerate(graph.inputs) if k not in ks], graph.consts,
+              graph.outputs, graph.opset, dict(graph.values))
+    return g, [x for k, x in enumerate(inputs) if k not in ks]
 
 
 def _checks(model: bytes) -> bool:
@@ -175,112 +337,332 @@ def _checks(model: bytes) -> bool:
     return True
 
 
+def _key(case: Prepared) -> str:
+    h = hashlib.sha256(case.model)
+    for x in case.inputs:
+        x = np.ascontiguousarray(x)
+        h.update(f"{x.dtype}{x.shape}".encode())
+        h.update(x.tobytes())
+    return h.hexdigest()
+
+
+class _Limit(Exception):
+    """The time or probe bound is reached."""
+
+
 class Reducer:
-    def __init__(self, pool, cfg: CheckConfig, target: Target, max_seconds: float = 120.0, max_probes: int = 200):
+    def __init__(self, pool, cfg: CheckConfig, target: Target, max_seconds: float = 120.0, max_probes: int = 200,
+                 matter_probes: int = 40):
         self.pool, self.cfg, self.target = pool, cfg, target
-        self.max_seconds, self.max_probes = max_seconds, max_probes
+        self.max_seconds, self.max_probes, self.matter_probes = max_seconds, max_probes, matter_probes
         self.probes = 0
+        self._seen: dict = {}
 
     def _case(self, base: Prepared, graph: Graph, inputs: list) -> Prepared:
         model = to_onnx(graph, sub_seed(base.meta.get("seed", 0), "onnx"), doc=f"dlgate reduced {base.id}")
         return Prepared(f"{base.id}-reduced", dict(base.meta), graph, model.SerializeToString(), inputs,
                         {"valid": True, "method": "reduced", "reason": ""})
 
-    def probe(self, case: Prepared) -> V.Verdict | None:
-        """The candidate's verdict when it still fails the target way, else None."""
+    def judge(self, case: Prepared) -> V.Verdict | None:
+        """The candidate's verdict on the target backend, or None when the reference fails
+        or is not finite on it (nothing to judge). An identical candidate (model and inputs)
+        is run once."""
+        key = _key(case)
+        if key in self._seen:
+            return self._seen[key]
         self.probes += 1
         ref = self.pool.execute(self.cfg.reference, Model(case.model, case.graph), case.inputs)
-        if not ref.ok or not all_finite(ref.outputs):
-            return None
-        v = judge_backend(self.pool, case, self.cfg, self.target.backend, ref.outputs, crosscheck=False, explain=True)
-        return v if self.target.matches(v) else None
+        v = None
+        if ref.ok and all_finite(ref.outputs):
+            v = judge_backend(self.pool, case, self.cfg, self.target.backend, ref.outputs, crosscheck=False,
+                              explain=True)
+        self._seen[key] = v
+        return v
+
+    def probe(self, case: Prepared) -> V.Verdict | None:
+        """The candidate's verdict when it still fails the target way, else None."""
+        v = self.judge(case)
+        return v if v is not None and self.target.matches(v) else None
 
     def reduce(self, case: Prepared) -> Reduced:
-        t0 = time.perf_counter()
-        graph = case.graph
-        env = intermediates(graph, case.inputs)
+        self.probes, self._seen = 0, {}
+        return _Run(self, case).run()
+
+
+class _Run:
+    """One reduction: the best case so far and, per tensor of its graph, the tensor of the
+    original case it is (to know which graph inputs a cut made)."""
+
+    def __init__(self, red: Reducer, case: Prepared):
+        self.red, self.case = red, case
+        self.t0 = time.perf_counter()
+        self.original_inputs = set(case.graph.inputs)
+        self.origin = list(range(len(case.graph.tensors)))
+        self.best = None
+        self.out = None
+        self.probe_limit, self.time_limit = red.max_probes, red.max_seconds
+
+    # -- bounds and acceptance --------------------------------------------------------
+    def over(self) -> bool:
+        return time.perf_counter() - self.t0 > self.time_limit or self.red.probes >= self.probe_limit
+
+    def accept(self, g: Graph, feeds: list, what: str, check: bool = True, origin: list | None = None) -> bool:
+        """Probe a candidate; keep it as the best when it fails the target way."""
+        if not g.outputs:
+            return False
+        cand = self.red._case(self.case, g, feeds)
+        key = _key(cand)
+        if key not in self.red._seen and self.over():
+            raise _Limit
+        if check and not _checks(cand.model):
+            return False
+        v = self.red.probe(cand)
+        if v is None:
+            return False
+        self.best = (cand, v)
+        if origin is not None:
+            self.origin = origin
+        self.out.log.append(what)
+        return True
+
+    # -- passes -----------------------------------------------------------------------
+    def remove(self, alone: bool) -> bool:
+        """Operator removal on the best case: each operator alone (first round), then
+        greedy one-at-a-time removal, last first, to a fixpoint; each cut with the removed
+        operators' outputs fed as inputs, then as constants."""
+        graph, inputs = self.best[0].graph, self.best[0].inputs
         n = len(graph.nodes)
-        best_keep = list(range(n))
-        first = self.probe(case)
-        if first is None:
-            raise ValueError(f"{case.id} does not fail as {self.target.verdict} on {self.target.backend.label()}")
-        best = (case, first)
-        out = Reduced(case, first, n)
+        if n <= 1:
+            return False
+        env = intermediates(graph, inputs)
+        origin = self.origin
+        keep = list(range(n))
 
-        def over() -> bool:
-            return time.perf_counter() - t0 > self.max_seconds or self.probes >= self.max_probes
+        def attempt(sub: list, const: bool) -> bool:
+            nonlocal keep
+            g, feeds, order = cut_map(graph, env, sub)
+            form = ""
+            if const:  # fed tensors as constants, and no graph input needed
+                plain = len(g.inputs)
+                g, feeds, order = cut_map(graph, env, sub, as_const=fed(graph, sub), need_input=False)
+                if len(g.inputs) == plain:
+                    return False
+                form = " (removed operators' outputs as constants)"
+            what = f"kept {len(sub)} of {n} operators: {', '.join(graph.nodes[i].op for i in sorted(sub))}{form}"
+            if self.accept(g, feeds, what, check=False, origin=[origin[t] for t in order]):
+                keep = list(sub)
+                return True
+            return False
 
-        def attempt(keep: list) -> bool:
-            nonlocal best, best_keep
-            if over():
-                out.hit_limit = True
-                return False
-            g, feeds = cut(graph, env, keep)
-            if not g.outputs:
-                return False
-            cand = self._case(case, g, feeds)
-            v = self.probe(cand)
-            if v is None:
-                return False
-            best, best_keep = (cand, v), list(keep)
-            out.log.append(f"kept {len(keep)} of {n} operators: {', '.join(graph.nodes[i].op for i in sorted(keep))}")
-            return True
+        if alone:
+            if any(attempt([i], const) for const in (False, True) for i in range(n)):
+                return True
+        changed = False
+        again = True
+        while again and len(keep) > 1:
+            again = False
+            for i in sorted(keep, reverse=True):
+                if i in keep and len(keep) > 1:
+                    sub = [k for k in keep if k != i]
+                    if attempt(sub, False) or attempt(sub, True):
+                        changed = again = True
+        return changed
 
-        if n > 1:
-            for i in range(n):  # one operator alone
-                if attempt([i]):
-                    break
-        changed = len(best_keep) > 1
-        while changed and len(best_keep) > 1 and not over():
-            changed = False
-            for i in sorted(best_keep, reverse=True):
-                if i in best_keep and len(best_keep) > 1 and attempt([k for k in best_keep if k != i]):
-                    changed = True
+    def bypass(self) -> bool:
+        """Each single-output operator, last first, short-circuited: its consumers (and the
+        graph's outputs) read one of its inputs of the same dtype instead, and the types
+        after it are re-inferred. A cut cannot do this: removing an operator in the middle
+        of a chain severs it, while a wrong dtype or layout must flow from where it is
+        made to where it breaks (``BatchNormalization>Floor>Sqrt>Reciprocal``)."""
+        changed = False
+        i = len(self.best[0].graph.nodes) - 1
+        while i >= 0 and len(self.best[0].graph.nodes) > 1:
+            graph, inputs = self.best[0].graph, self.best[0].inputs
+            node = graph.nodes[i]
+            produced = {t for n in graph.nodes for t in n.outputs}
+            if len(node.outputs) == 1:
+                o = node.outputs[0]
+                for s in dict.fromkeys(node.inputs):
+                    if graph.tensors[s].dtype != graph.tensors[o].dtype:
+                        continue
+                    if o in graph.outputs and (s not in produced or s in graph.outputs):
+                        continue  # a graph output must stay an operator's output
+                    tried = bypassed(graph, inputs, i, s)
+                    if tried is None:
+                        continue
+                    g, feeds, order = tried
+                    what = f"{node.op} short-circuited ({graph.name(s)} for {graph.name(o)})"
+                    if self.accept(g, feeds, what, origin=[self.origin[t] for t in order]):
+                        changed = True
+                        break
+            i -= 1
+        return changed
 
-        def accept(g: Graph, feeds: list, what: str) -> bool:
-            nonlocal best
-            if over():
-                out.hit_limit = True
-                return False
-            cand = self._case(case, g, feeds)
-            if not _checks(cand.model):
-                return False
-            v = self.probe(cand)
-            if v is None:
-                return False
-            best = (cand, v)
-            out.log.append(what)
-            return True
+    def inputs(self) -> bool:
+        """Unused graph inputs dropped; graph inputs a cut made turned into constants where
+        the failure stays (fewer graph inputs)."""
+        changed = False
+        g, feeds = self.best[0].graph, self.best[0].inputs
+        used = {t for n in g.nodes for t in n.inputs} | set(g.outputs)
+        unused = [k for k, t in enumerate(g.inputs) if t not in used]
+        if unused and self.accept(*without_inputs(g, feeds, unused), f"dropped {len(unused)} unused inputs"):
+            changed = True
+        for t in list(self.best[0].graph.inputs):
+            if self.origin[t] in self.original_inputs:
+                continue
+            g, feeds = self.best[0].graph, self.best[0].inputs
+            k = g.inputs.index(t)
+            if self.accept(*constified(g, feeds, [k]), f"input {g.name(t)} as a constant"):
+                changed = True
+        return changed
 
+    def shapes(self) -> bool:
+        """Each dimension of each graph input and constant halved, alone or with the
+        same (right-aligned) dimension of the others, while it keeps failing."""
+        changed = False
         shrinking = True
-        while shrinking and not over():
+        while shrinking:
             shrinking = False
-            g0, feeds0 = best[0].graph, best[0].inputs
-            for k, t in enumerate(g0.inputs):
-                for j, d in enumerate(g0.tensors[t].shape):
-                    if d > 1:
-                        shape = tuple(d // 2 if i == j else x for i, x in enumerate(g0.tensors[t].shape))
-                        tried = resized(g0, feeds0, k, shape)
-                        if tried is not None and accept(*tried, f"input {k} shape {shape}"):
-                            shrinking = True
-                            break
+            g0, feeds0 = self.best[0].graph, self.best[0].inputs
+            leaves = list(g0.inputs) + list(g0.consts)
+            for t in leaves:
+                shape = g0.tensors[t].shape
+                for j, d in enumerate(shape):
+                    if d <= 1:
+                        continue
+                    tried = reshaped(g0, feeds0, {t: tuple(d // 2 if i == j else x for i, x in enumerate(shape))})
+                    what = f"{g0.name(t)} shape halved on axis {j}"
+                    if tried is None:  # broadcasting: halve that dimension wherever it is
+                        back = len(shape) - j
+                        joint = {}
+                        for u in leaves:
+                            s = g0.tensors[u].shape
+                            if len(s) >= back and s[len(s) - back] == d:
+                                joint[u] = tuple(d // 2 if i == len(s) - back else x for i, x in enumerate(s))
+                        if len(joint) < 2:
+                            continue
+                        tried = reshaped(g0, feeds0, joint)
+                        what = f"dimension {d} halved on {len(joint)} inputs and constants"
+                    if tried is not None and self.accept(*tried, what):
+                        changed = shrinking = True
+                        break
                 if shrinking:
                     break
-        for k in range(len(best[0].graph.nodes)):
-            for key in sorted(best[0].graph.nodes[k].attrs):
-                while not over():
-                    g0, feeds0 = best[0].graph, best[0].inputs
+        return changed
+
+    def attributes(self) -> bool:
+        changed = False
+        for k in range(len(self.best[0].graph.nodes)):
+            for key in sorted(self.best[0].graph.nodes[k].attrs):
+                while True:
+                    g0, feeds0 = self.best[0].graph, self.best[0].inputs
                     value = _smaller(g0.nodes[k].attrs[key])
                     if value is None:
                         break
                     tried = reattributed(g0, k, dict(g0.nodes[k].attrs, **{key: value}))
-                    if tried is None or not accept(tried, feeds0, f"{g0.nodes[k].op}.{key} = {value}"):
+                    if tried is None or not self.accept(tried, feeds0, f"{g0.nodes[k].op}.{key} = {value}"):
                         break
+                    changed = True
+        return changed
+
+    def values(self) -> None:
+        """Inputs and constants rounded to two decimals, then to integers; inputs alone
+        where the constants must keep their values."""
+        def rounded(x, decimals):
+            x = np.asarray(x)
+            return np.round(x, decimals).astype(x.dtype) if x.dtype.kind == "f" else x
+
+        def same(a, b):
+            return np.array_equal(a, b, equal_nan=True)
+
         for decimals in (2, 0):
-            g0, feeds0 = best[0].graph, best[0].inputs
-            simpler = [np.round(x, decimals).astype(x.dtype) if x.dtype.kind == "f" else x for x in feeds0]
-            if any(not np.array_equal(a, b, equal_nan=True) for a, b in zip(simpler, feeds0)):
-                accept(g0, simpler, f"inputs rounded to {decimals} decimals")
-        out.case, out.verdict = best
-        out.probes, out.seconds = self.probes, time.perf_counter() - t0
+            g0, feeds0 = self.best[0].graph, self.best[0].inputs
+            feeds = [rounded(x, decimals) for x in feeds0]
+            consts = {t: rounded(x, decimals) for t, x in g0.values.items()}
+            inputs_changed = any(not same(a, b) for a, b in zip(feeds, feeds0))
+            if any(not same(consts[t], g0.values[t]) for t in consts):
+                g = Graph(g0.tensors, g0.nodes, g0.inputs, g0.consts, g0.outputs, g0.opset, consts)
+                if self.accept(g, feeds, f"inputs and constants rounded to {decimals} decimals"):
+                    continue
+            if inputs_changed:
+                self.accept(g0, feeds, f"inputs rounded to {decimals} decimals")
+
+    def matter(self) -> list:
+        """Per operator of the best case, the attributes whose regime the failure depends
+        on. An attribute does not matter when a value of another regime (accepted by the
+        operator's spec and ONNX's checker) still fails the same way; it matters when one
+        was judged (the reference ran) and did not. When every other regime is rejected or
+        leaves nothing to judge (a zero epsilon on a one-element normalization), the regime
+        is forced on this case and tells no bugs apart: it does not matter either. Strings,
+        values with no alternatives (``None``, long lists) and attributes left unprobed at
+        the bounds matter. The case is not changed."""
+        case, _ = self.best
+        g, feeds = case.graph, case.inputs
+        out = []
+        for k, n in enumerate(g.nodes):
+            keep = set()
+            for key in sorted(n.attrs):
+                v = n.attrs[key]
+                alts = [a for a in alternatives(v) if regime(a) != regime(v)]
+                verdict, judged, complete = None, 0, True
+                for alt in alts:
+                    if judged >= _ALT_PROBES:
+                        break
+                    g2 = reattributed(g, k, dict(n.attrs, **{key: alt}))
+                    if g2 is None:
+                        continue
+                    cand = self.red._case(self.case, g2, feeds)
+                    if _key(cand) not in self.red._seen and self.over():
+                        self.out.log.append("attribute regimes: probe bound reached")
+                        complete = False
+                        break
+                    if not _checks(cand.model):
+                        continue
+                    got = self.red.judge(cand)
+                    if got is None or got.verdict in (V.UNDEFINED, V.INVALID):
+                        continue  # nothing to judge at this value
+                    judged += 1
+                    if self.red.target.matches(got):
+                        verdict = f"does not matter: fails alike at {alt!r}"
+                        break
+                    verdict = verdict or f"matters: {got.verdict} at {alt!r}"
+                if verdict is None and alts and complete:
+                    verdict = "does not matter: no other regime can be judged here"
+                if verdict is None or verdict.startswith("matters"):
+                    keep.add(key)
+                if verdict is not None:
+                    self.out.log.append(f"{n.op}.{key} {verdict}")
+            out.append(keep)
+        return out
+
+    # -- the whole ----------------------------------------------------------------------
+    def run(self) -> Reduced:
+        case = self.case
+        first = self.red.probe(case)
+        if first is None:
+            t = self.red.target
+            raise ValueError(f"{case.id} does not fail as {t.verdict} on {t.backend.label()}")
+        self.best = (case, first)
+        self.out = out = Reduced(case, first, len(case.graph.nodes))
+        try:
+            rnd = 0
+            while True:
+                rnd += 1
+                out.rounds = rnd
+                changed = self.remove(alone=rnd == 1)
+                changed = self.bypass() or changed
+                changed = self.inputs() or changed
+                changed = self.shapes() or changed
+                changed = self.attributes() or changed
+                if not changed:
+                    break
+            self.values()
+        except _Limit:
+            out.hit_limit = True
+        # the regime probes have their own allowance: a quarter more time, matter_probes more probes
+        self.probe_limit = self.red.probes + self.red.matter_probes
+        self.time_limit = max(self.time_limit, time.perf_counter() - self.t0) + self.red.max_seconds / 4
+        out.matter = self.matter()
+        out.case, out.verdict = self.best
+        out.probes, out.seconds = self.red.probes, time.perf_counter() - self.t0
         return out

@@ -27,33 +27,56 @@ def cast_losses(x, to: str) -> list:
 
 
 def cast_undefined(x, to: str) -> str | None:
-    """Conversion of ``x`` (a PyTorch tensor) to ``to`` is undefined when an integer target
-    cannot hold a value: NaN, Inf, or a (truncated) value out of range."""
-    if to not in dt.INTS:
+    """Conversion of ``x`` (a PyTorch tensor) to ``to`` is undefined only from a floating-point
+    type to an integer one, for NaN, Inf or a truncated value out of range. The ONNX Cast
+    specification defines every other case: an integer narrowed to a smaller integer type
+    discards its high bits (int16 200 -> int8 -56), a floating-point value out of a float
+    type's range becomes +/-inf, anything becomes a bool by comparison with zero. Excusing
+    those would hide wrong answers."""
+    if to not in dt.INTS or not x.is_floating_point():
         return None
     info = torch.iinfo(dt.torch_dtype(to))
     v = x.double()
-    if x.is_floating_point():
-        if not torch.isfinite(v).all():
-            return f"converts NaN or Inf to {to}"
-        v = torch.trunc(v)
+    if not torch.isfinite(v).all():
+        return f"converts NaN or Inf to {to}"
+    v = torch.trunc(v)
     if v.numel() and (v.max().item() > info.max or v.min().item() < info.min):
         return f"converts values outside [{info.min}, {info.max}] to {to}"
     return None
 
 
-def to_dtype(x, to: str):
-    """PyTorch's ``.to()``, which matches ONNX Cast on the values we generate."""
-    return x.to(dt.torch_dtype(to))
+def to_dtype(x, to):
+    """ONNX Cast of ``x`` to ``to`` (a dtype name or a torch dtype). PyTorch's ``.to()``
+    matches it (integers wrap, floats overflow to inf, float -> int truncates) except from
+    float64 to float16, which it rounds twice, through float32: a value a hair below
+    65520 becomes inf instead of 65504, and midpoints between float16 neighbours round the
+    wrong way. There the float32 step rounds to odd, which makes the second rounding exact."""
+    to = dt.torch_dtype(to) if isinstance(to, str) else to
+    if x.dtype == torch.float64 and to == torch.float16:
+        return _to_float32_odd(x).to(to)
+    return x.to(to)
+
+
+def _to_float32_odd(x):
+    """float64 -> float32 rounded to odd: an inexact result takes, of the two float32
+    neighbours of ``x``, the one whose last bit is odd. The correction is added as a
+    constant, so the input search keeps the gradient of ``.to()``."""
+    xd = x.detach()
+    near = xd.to(torch.float32)
+    fix = (near.double() != xd) & ((near.view(torch.int32) & 1) == 0) & torch.isfinite(near)
+    inf = near.new_tensor(math.inf)
+    toward = torch.nextafter(near, torch.where(xd > near.double(), inf, -inf))
+    y = x.to(torch.float32)
+    return torch.where(fix, y + (toward - near), y)  # where, not + 0: -0.0 keeps its sign
 
 
 class Cast(OpSpec):
     """``y = cast(x, to)``, ``to`` any allowed dtype (sometimes the input's own).
 
-    Semantics on in-range values, identical in ONNX and ``Tensor.to``: float -> bool is
+    Semantics, as the ONNX Cast specification defines them (``to_dtype``): float -> bool is
     ``x != 0`` (NaN -> True), bool -> numbers is 0/1, float -> int truncates toward zero,
-    int -> narrower int wraps modulo 2^bits, and narrowing float conversions round to nearest
-    even (overflowing to inf).
+    int -> narrower int discards the high bits (wraps modulo 2^bits), and narrowing float
+    conversions round to nearest even, overflowing to +/-inf.
 
     Hazard: float -> integer of NaN, Inf or a value whose truncation is out of the target's
     range is undefined in ONNX (onnxruntime's ``static_cast`` is UB in C++) and differs
@@ -144,7 +167,7 @@ class CastLike(OpSpec):
         return [TensorType(sig[0], out.shape), like], {}
 
     def torch(self, a, x, like):
-        return x.to(like.dtype)
+        return to_dtype(x, like.dtype)
 
     def losses(self, a, x, like):
         return cast_losses(x, str(like.dtype).replace("torch.", ""))

@@ -232,6 +232,29 @@ class ReduceMin(Reduce):
         return torch.amin(x, dims, keepdim=keep)
 
 
+def _axis_prod(x, dims, keep):
+    """``torch.prod`` axis by axis: fast and differentiable, but in its own order."""
+    for d in sorted(dims, reverse=True):
+        x = torch.prod(x, d, keepdim=True)
+    return x if keep else x.reshape([s for i, s in enumerate(x.shape) if i not in dims])
+
+
+def _sequential_prod(x, dims, keep):
+    """The product over ``dims`` taken one element at a time in row-major order, each step
+    rounded to the tensor's dtype (IEEE arithmetic), as onnx.reference and TVM compute
+    float32 and float64 products (onnxruntime groups some rows otherwise). ``torch.prod``
+    groups the factors its own way (axis by axis, vector lanes), so where a partial product
+    overflows to inf and then meets a zero (NaN), or underflows to 0 and then meets a large
+    factor, it can answer 0 or a finite value instead."""
+    rest = [d for d in range(x.dim()) if d not in dims]
+    n = math.prod(x.shape[d] for d in dims)
+    rows = x.permute(rest + sorted(dims)).reshape([x.shape[d] for d in rest] + [n])
+    p = torch.ones(rows.shape[:-1], dtype=x.dtype, device=x.device)
+    for k in range(n):
+        p = p * rows[..., k]
+    return p.reshape([1 if d in dims else s for d, s in enumerate(x.shape)] if keep else p.shape)
+
+
 class ReduceProd(Reduce):
     """Floats only: integer products of a few dozen elements overflow (undefined in C)."""
     keeps_integers = True
@@ -250,11 +273,34 @@ class ReduceProd(Reduce):
         return [(-m, m)]
 
     def fn(self, x, dims, keep):
-        for d in sorted(dims, reverse=True):
-            x = torch.prod(x, d, keepdim=True)
-        if not keep:
-            x = x.reshape([s for i, s in enumerate(x.shape) if i not in dims])
-        return x
+        # The input search differentiates: torch.prod there, the exact order everywhere else.
+        return _axis_prod(x, dims, keep) if x.requires_grad else _sequential_prod(x, dims, keep)
+
+    def undefined(self, a, ins, out_types):
+        """ONNX leaves the order of multiplication open. Where some order's partial products
+        overflow (and a zero or the small factors would have brought the product back) or
+        underflow (and the large factors would have), orders differ: 0 or NaN, inf or a
+        finite value, 0 or a finite value."""
+        why = super().undefined(a, ins, out_types)
+        if why or not ins[0].is_floating_point() or not ins[0].numel():
+            return why
+        info = torch.finfo(dt.torch_dtype(out_types[0].dtype))
+        x = ins[0].double()
+        dims = self._red(a, x.dim())
+        mag = x.abs()
+        finite = torch.isfinite(x).all(dim=dims) if dims else torch.isfinite(x)
+        logs = torch.log(mag.clamp_min(float(info.tiny) * 2.0**-60))
+        big = torch.where(mag > 1, logs, torch.zeros_like(logs)).sum(dim=dims)
+        small = torch.where((mag < 1) & (mag > 0), logs, torch.zeros_like(logs)).sum(dim=dims)
+        zero = (mag == 0).any(dim=dims) if dims else mag == 0
+        top, bottom = math.log(float(info.max)), math.log(float(info.smallest_normal) * float(info.eps))
+        over = (big > top) & (zero | (big + small <= top))
+        under = (small < bottom) & ~zero & (big + small >= bottom)
+        bad = finite & (over | under)
+        if bool(bad.any()):
+            return (f"ReduceProd in {out_types[0].dtype}: the order of multiplication, which ONNX leaves open, "
+                    f"decides whether partial products {'overflow' if bool((finite & over).any()) else 'underflow'}")
+        return None
 
     def input_span(self, a, i, span, ins):
         # n factors within the n-th roots of a positive span (or of [0, hi])

@@ -1,0 +1,128 @@
+"""The reference's own float16 rounding, told apart from a compiler's error.
+
+Compilers compute float16 graphs with wider intermediates (float32 accumulators, fused
+kernels that round once at the end); the PyTorch reference rounds every float16 tensor.
+Where the graph is ill-conditioned (a float16 Sum or Mean feeding Tan near a pole, a
+near-tie before Hardmax), the reference's rounding then dominates its result, and a
+compiler that kept more precision disagrees with it while being the more accurate one.
+
+:func:`rounding` recognises that case by evaluating the same graph on the same inputs
+with every float16 tensor computed in float64 (inputs and constants widened exactly, a Cast
+to float16 kept in float64; tensors of other types keep theirs). The reference is dominated
+by rounding when it differs from that evaluation beyond the comparison tolerance, and the
+candidate is excused only if every element lies between the two (plus the tolerance): a
+compiler off by more than rounding explains is still a mismatch.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+import torch
+
+from dlgate import dtypes as dt
+from dlgate.graph.ir import Graph
+from dlgate.materialize.torch_model import GraphModule
+from dlgate.oracle.compare import DEFAULT_TOLERANCES, compare
+
+#: The low-precision floating-point types dlgate generates, widened to float64.
+LOW = (dt.FLOAT16,)
+
+
+def trace(graph: Graph, inputs: list, wide: bool = False, perturb: Callable | None = None) -> tuple:
+    """Run node by node with each spec's PyTorch implementation, as the reference does;
+    returns (env, per-node (ins, outs)). ``wide``: float16 tensors in float64.
+    ``perturb(ins, outs)`` returns the outputs the next nodes see (see ``ub.instability``)."""
+    mod = GraphModule(graph)
+    env = {t: torch.from_numpy(np.array(x, copy=True)) for t, x in zip(graph.inputs, inputs)}
+    for t in graph.consts:
+        env[t] = mod.const(t).detach()
+    if wide:
+        env = {t: _as_wide(x, graph.tensors[t].dtype) for t, x in env.items()}
+    steps = []
+    with torch.no_grad():
+        for node, spec in zip(graph.nodes, mod.specs):
+            ins = [env[t] for t in node.inputs]
+            outs = spec.torch(_wide_attrs(node.attrs) if wide else node.attrs, *ins)
+            outs = list(outs) if isinstance(outs, (tuple, list)) else [outs]
+            if wide:
+                outs = [_as_wide(y, graph.tensors[t].dtype) for t, y in zip(node.outputs, outs)]
+            if perturb is not None:
+                outs = perturb(ins, outs)
+            for t, y in zip(node.outputs, outs):
+                env[t] = y
+            steps.append((ins, outs))
+    return env, steps
+
+
+def _as_wide(x: torch.Tensor, dtype: str) -> torch.Tensor:
+    """A tensor declared ``dtype``, in the wide evaluation: float64 for a low-precision
+    type, otherwise the declared type itself (an operator mixing a widened input with one
+    of another type must not promote its result)."""
+    return x.to(torch.float64 if dtype in LOW else dt.torch_dtype(dtype))
+
+
+def _wide_attrs(attrs: dict) -> dict:
+    """A conversion to float16 (Cast's ``to``) converts to float64 instead: the point is
+    to remove rounding."""
+    return dict(attrs, to=dt.FLOAT64) if attrs.get("to") in LOW else attrs
+
+
+def rounding(graph: Graph, inputs: list, tolerances: dict | None = None, candidate: list | None = None) -> str | None:
+    """Why the disagreement is the reference's own float16 rounding, or None: the float64
+    evaluation moves the outputs beyond the tolerance, and the ``candidate`` (when given)
+    lies, element by element, between the reference and the float64 evaluation."""
+    if not any(t.dtype in LOW for t in graph.tensors):
+        return None
+    env, steps = trace(graph, inputs)
+    try:
+        wide_env, wide_steps = trace(graph, inputs, wide=True)
+    except Exception:  # an operator without a float64 implementation: no explanation
+        return None
+    ref = [env[t].numpy() for t in graph.outputs]
+    wide = [wide_env[t].numpy() for t in graph.outputs]
+    cmp = compare(ref, _rounded(wide, ref), tolerances)
+    if cmp.ok:
+        return None
+    if candidate is not None and (len(candidate) != len(ref) or not all(
+            _between(c, r, w, tolerances) for c, r, w in zip(candidate, ref, wide))):
+        return None  # the candidate is further off than the reference's rounding explains
+    where = _departure(graph, steps, wide_steps, tolerances) or f"the outputs depart: {cmp.detail}"
+    return f"float16 rounding dominates: evaluated in float64, {where}"
+
+
+def _rounded(wide: list, like: list) -> list:
+    """The float64 evaluation's outputs rounded to the reference's dtypes (overflowing to
+    inf as a float16 result would)."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return [w.astype(r.dtype) for w, r in zip(wide, like)]
+
+
+def _departure(graph: Graph, steps: list, wide_steps: list, tolerances: dict | None) -> str | None:
+    """The first node whose float16 outputs differ from its float64 ones beyond the
+    tolerance (its inputs still agree within it), or None."""
+    for i, (node, (_, outs), (_, wide_outs)) in enumerate(zip(graph.nodes, steps, wide_steps)):
+        ref = [o.numpy() for o in outs]
+        cmp = compare(ref, _rounded([w.numpy() for w in wide_outs], ref), tolerances)
+        if not cmp.ok:
+            return f"{node.op} (node {i}) departs from the float16 reference: {cmp.detail}"
+    return None
+
+
+def _between(cand, ref: np.ndarray, wide: np.ndarray, tolerances: dict | None) -> bool:
+    """Whether each element of ``cand`` lies between the reference's and the float64
+    evaluation's (also rounded to the output dtype), widened by the tolerance; NaN only
+    where either is NaN. Integer and boolean elements must equal one of the two."""
+    c = np.asarray(cand)
+    if c.shape != ref.shape or c.dtype != ref.dtype:
+        return False
+    if not np.issubdtype(ref.dtype, np.floating):
+        return bool(np.all((c == ref) | (c == wide)))
+    ends = [ref.astype(np.float64), wide.astype(np.float64), _rounded([wide], [ref])[0].astype(np.float64)]
+    lo, hi = np.fmin.reduce(ends), np.fmax.reduce(ends)
+    finite = [np.where(np.isfinite(e), np.abs(e), 0.0) for e in ends]
+    rtol, atol = dict(DEFAULT_TOLERANCES, **(tolerances or {}))[str(ref.dtype)]
+    bound = atol * max(1.0, float(max(f.max(initial=0.0) for f in finite))) + rtol * np.fmax.reduce(finite)
+    x = c.astype(np.float64)
+    nan_ok = np.isnan(x) & np.any([np.isnan(e) for e in ends[:2]], axis=0)
+    return bool(np.all(nan_ok | ((x >= lo - bound) & (x <= hi + bound))))

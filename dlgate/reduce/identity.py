@@ -1,0 +1,97 @@
+"""A failure's identity across runs: its fingerprint and its cluster.
+
+Everything that compares failures between runs (the baseline, "known", "fixed", the
+corpus, issues) uses these two, never the operator set of an unreduced model:
+
+* **fingerprint**: one distinct bug. Decided from the *reduced* case: the backend, the
+  verdict class, the reduced operators in order with their input dtypes and the regime of
+  each attribute that survived reduction, and, for errors and crashes, the normalized
+  error text. Two bugs in one operator under different attribute regimes get two; one bug
+  reached through many graphs reduces to the same few operators and gets one.
+* **cluster**: fingerprints that share one cause whatever the operator: for errors and
+  crashes the backend, class, message template (operator names, intrinsics and dtypes
+  masked) and innermost frames; a wrong answer carries no message, so its cluster is its
+  fingerprint.
+"""
+from __future__ import annotations
+
+import hashlib
+
+from dlgate.graph.ir import Graph
+from dlgate.oracle import signature as S
+from dlgate.oracle import verdict as V
+from dlgate.spec.registry import get
+
+VALUE_CLASSES = V.VALUE_CLASSES
+
+
+def _hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def pattern(graph: Graph) -> str:
+    """The graph's operators in topological order, e.g. ``Conv>Relu``."""
+    return ">".join(get(n.op).onnx_op for n in graph.nodes)
+
+
+def _bin_number(x) -> str:
+    if isinstance(x, bool):
+        return str(x).lower()
+    if x == 0:
+        return "0"
+    if isinstance(x, int):
+        return "1" if x == 1 else ("-1" if x == -1 else (">1" if x > 1 else "<-1"))
+    return "+" if x > 0 else "-"
+
+
+def regime(value) -> str:
+    """The coarse class of an attribute value that decides which code path a compiler
+    takes: strings and booleans exactly, numbers by sign and whether they are 0 or 1, lists
+    element-wise (so ``pads=[0,0,1,1]`` and ``pads=[1,1,0,0]`` differ, sizes do not)."""
+    if isinstance(value, (bool, int, float)):
+        return _bin_number(value)
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (list, tuple)):
+        if len(value) > 8:
+            return f"[{len(value)}]"
+        return "[" + ",".join(regime(v) for v in value) + "]"
+    return type(value).__name__
+
+
+def typed_pattern(graph: Graph, matter: list | None = None) -> str:
+    """Each operator with its input dtypes and attribute regimes, in topological order:
+    ``Selu(float16;alpha=+,gamma=+)>Tan(float16)``. ``matter``, when the reducer found it,
+    names per operator the attributes the failure depends on; the others are left out."""
+    out = []
+    for i, n in enumerate(graph.nodes):
+        dts = ",".join(graph.tensors[t].dtype for t in n.inputs)
+        keep = n.attrs if matter is None else {k: v for k, v in n.attrs.items() if k in matter[i]}
+        attrs = ",".join(f"{k}={regime(v)}" for k, v in sorted(keep.items()))
+        out.append(f"{get(n.op).onnx_op}({dts}{';' + attrs if attrs else ''})")
+    return ">".join(out)
+
+
+def identity(verdict: str, backend_name: str, error: dict | None, graph: Graph, matter: list | None = None) -> dict:
+    """``{"fingerprint", "cluster", "pattern", "typed", "text"}`` of a failure whose reduced
+    case is ``graph`` (``error`` the candidate's error for errors and crashes; ``matter`` as
+    in :func:`typed_pattern`)."""
+    typed = typed_pattern(graph, matter)
+    if verdict in VALUE_CLASSES:
+        text = " :: ".join(("value", backend_name, verdict, typed))
+        fp = _hash(text)
+        cl = fp
+    else:
+        sig = S.signature(verdict, backend_name, error)
+        text = f"error :: {sig['text']} :: {typed}"
+        fp = _hash(text)
+        cl = S.cluster(verdict, backend_name, error)["id"]
+    return {"fingerprint": fp, "cluster": cl, "pattern": pattern(graph), "typed": typed, "text": text[:600]}
+
+
+def cluster_text(verdict: str, backend_name: str, error: dict | None, typed: str) -> str:
+    """A readable key for a cluster: the message template, or the typed pattern of a wrong
+    answer."""
+    if verdict in VALUE_CLASSES or not error:
+        return f"{verdict} in {typed}"
+    return S.cluster(verdict, backend_name, error)["text"]
