@@ -63,8 +63,12 @@ def main() -> int:
     ap.add_argument("--models", type=int, default=60)
     ap.add_argument("--weekly", type=int, default=300, help="models in the baseline run")
     ap.add_argument("--mode", choices=("both", "base", "baseline"), default="both")
+    ap.add_argument("--keep", help="work in this folder and keep it (baseline, runs) for hand-checking")
     args = ap.parse_args()
-    with tempfile.TemporaryDirectory() as scratch:
+    if args.keep:
+        os.makedirs(args.keep, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        scratch = os.path.abspath(args.keep) if args.keep else tmp
         if args.mode in ("both", "base"):
             rows = pr_runs(scratch, args, ["--base-python", sys.executable, "--baseline", "none.json"], "hvb")
             red = sum(code != 0 for code, _, _ in rows)

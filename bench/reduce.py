@@ -81,7 +81,8 @@ def main() -> int:
                          "fingerprint": ident["fingerprint"], "cluster": ident["cluster"], "typed": ident["typed"]})
             r = rows[-1]
             print(f"{r['case']} {r['verdict']:16} {r['from']:2} -> {r['to']} ops ({r['typed']}) {r['inputs']} inputs "
-                  f"{r['seconds']:6.1f} s {r['probes']:3} probes; repro.py exit {r['repro_exit']}", flush=True)
+                  f"{r['seconds']:6.1f} s {r['probes']:3} probes; repro.py exit {r['repro_exit']}; "
+                  f"fingerprint {r['fingerprint'][:8]} cluster {r['cluster'][:8]}", flush=True)
     n = len(rows)
     small = sum(r["to"] <= 3 for r in rows)
     secs = [r["seconds"] for r in rows]

@@ -3,6 +3,7 @@ candidate backend in its isolated worker, and the oracle's judgement."""
 from __future__ import annotations
 
 import glob
+import hashlib
 import json
 import os
 from dataclasses import dataclass, field
@@ -49,17 +50,186 @@ class Prepared:
     search: dict
 
 
+class CaseError(ValueError):
+    """A case folder whose files are missing, unreadable or disagree with each other (a
+    corrupt meta.json or inputs.npz, a model.onnx that does not parse, or is not the model
+    meta.json records: swapped, truncated, emptied). The message is one line naming the
+    folder and the file; it is the case's fault, never the compiler's."""
+
+
+#: The most one file of a case folder may hold (generated models take kilobytes).
+MAX_CASE_FILE = 256 << 20
+#: The most elements one tensor of a case may declare (the generator's limit is 4,096).
+MAX_ELEMENTS = 1 << 24
+
+
+def _read(directory: str, name: str) -> bytes:
+    try:
+        with open(os.path.join(directory, name), "rb") as f:
+            data = f.read(MAX_CASE_FILE + 1)
+    except OSError as e:
+        raise CaseError(f"{directory}: {name}: cannot read: {e.strerror or e}") from None
+    if len(data) > MAX_CASE_FILE:
+        raise CaseError(f"{directory}: {name}: larger than {MAX_CASE_FILE >> 20} MiB")
+    return data
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {text[0]}" if text else type(e).__name__
+
+
+def _read_meta(directory: str) -> dict:
+    data = _read(directory, "meta.json")
+    try:
+        meta = json.loads(data.decode("utf-8"))
+    except (ValueError, RecursionError) as e:  # not UTF-8, not JSON, nested too deeply
+        raise CaseError(f"{directory}: meta.json: not valid JSON ({_first_line(e)})") from None
+    if not isinstance(meta, dict):
+        raise CaseError(f"{directory}: meta.json: expected a JSON object, got {type(meta).__name__}")
+    for key, kind, what in (("id", str, "a string"), ("seed", int, "an integer"), ("graph", dict, "an object")):
+        if not isinstance(meta.get(key), kind) or isinstance(meta.get(key), bool):
+            raise CaseError(f"{directory}: meta.json: {key}: expected {what}, got {meta.get(key)!r:.60}")
+    search = meta.get("search")
+    if search is not None and (not isinstance(search, dict) or not isinstance(search.get("valid"), bool)
+                               or not isinstance(search.get("reason", ""), (str, type(None)))):
+        raise CaseError(f"{directory}: meta.json: search: expected an object with valid (true or false) and reason")
+    for key in ("sha256", "model_sha256"):
+        if key in meta and not isinstance(meta[key], str):
+            raise CaseError(f"{directory}: meta.json: {key}: expected a hex digest, got {meta[key]!r:.60}")
+    return meta
+
+
+def _read_graph(directory: str, d: dict) -> Graph:
+    """meta.json's graph, checked to be one dlgate can run: known dtypes and operators,
+    concrete shapes, tensor ids in range."""
+    from dlgate import dtypes as dt
+    from dlgate.spec.registry import all_specs
+
+    def bad(why: str) -> CaseError:
+        return CaseError(f"{directory}: meta.json: graph: {why}")
+
+    try:
+        g = Graph.from_json(d)
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise bad(f"malformed ({_first_line(e)})") from None
+    n = len(g.tensors)
+
+    def ids(xs) -> bool:
+        return all(type(x) is int and 0 <= x < n for x in xs)
+
+    if type(g.opset) is not int:
+        raise bad(f"opset: expected an integer, got {g.opset!r:.60}")
+    for i, t in enumerate(g.tensors):
+        if t.dtype not in dt.ALL:
+            raise bad(f"tensors[{i}]: unknown dtype {t.dtype!r:.60}")
+        if not all(type(x) is int and x >= 0 for x in t.shape) or int(np.prod(t.shape, dtype=object)) > MAX_ELEMENTS:
+            raise bad(f"tensors[{i}]: bad shape {list(t.shape)!r:.60}")
+    specs = all_specs()
+    for i, node in enumerate(g.nodes):
+        if not isinstance(node.op, str) or node.op not in specs:
+            raise bad(f"nodes[{i}]: unknown operator {node.op!r:.60}")
+        if not isinstance(node.attrs, dict) or not ids(node.inputs) or not ids(node.outputs):
+            raise bad(f"nodes[{i}]: malformed (attrs, inputs or outputs)")
+    for key in ("inputs", "consts", "outputs"):
+        if not ids(getattr(g, key)):
+            raise bad(f"{key}: expected tensor ids below {n}")
+    if not g.outputs:
+        raise bad("no outputs")
+    return g
+
+
+def _expected_sha256(meta: dict) -> str | None:
+    """The sha256 that model.onnx must have: ``model_sha256`` (what a saved bundle holds: the
+    final model, after the input search changed constants), else ``sha256`` for a generated
+    case (the model as generated). A bundle saved before ``model_sha256`` existed (it has
+    ``search`` but no ``model_sha256``) records only the generated model's: none to check."""
+    if "model_sha256" in meta:
+        return meta["model_sha256"]
+    return meta.get("sha256") if "search" not in meta else None
+
+
 def load_case(directory: str) -> tuple:
-    """(meta, graph with constant values, model bytes) of a generated case folder."""
-    with open(os.path.join(directory, "meta.json")) as f:
-        meta = json.load(f)
-    with open(os.path.join(directory, "model.onnx"), "rb") as f:
-        model = f.read()
-    # to_array gives read-only views of the protobuf's bytes; later stages hand them to torch
-    inits = {i.name: np.array(numpy_helper.to_array(i), copy=True) for i in onnx.load_from_string(model).graph.initializer}
-    graph = Graph.from_json(meta["graph"])
-    graph.values = {t: inits[graph.name(t)] for t in graph.consts}
+    """(meta, graph with constant values, model bytes) of a generated case folder, checked:
+    a CaseError naming the folder when a file is missing or corrupt, or when model.onnx is
+    not the model meta.json records (its sha256, its inputs, outputs and constants)."""
+    meta = _read_meta(directory)
+    model = _read(directory, "model.onnx")
+    expected = _expected_sha256(meta)
+    if expected is not None and hashlib.sha256(model).hexdigest() != expected.lower():
+        key = "model_sha256" if "model_sha256" in meta else "sha256"
+        raise CaseError(f"{directory}: model.onnx does not match the {key} recorded in meta.json "
+                        f"(a swapped, altered or truncated model; {len(model)} bytes)")
+    graph = _read_graph(directory, meta["graph"])
+    try:
+        proto = onnx.load_from_string(model)
+    except Exception as e:  # google.protobuf's DecodeError, and whatever a hostile file provokes
+        raise CaseError(f"{directory}: model.onnx: not an ONNX model ({_first_line(e)})") from None
+    inits = {i.name: i for i in proto.graph.initializer}
+    ins = sorted(i.name for i in proto.graph.input if i.name not in inits)
+    outs = sorted(o.name for o in proto.graph.output)
+    missing = [graph.name(t) for t in graph.consts if graph.name(t) not in inits]
+    if ins != sorted(graph.name(t) for t in graph.inputs) or outs != sorted(graph.name(t) for t in graph.outputs) \
+            or missing:
+        raise CaseError(f"{directory}: model.onnx is not the model meta.json describes (inputs {ins[:4]}, "
+                        f"outputs {outs[:4]}{', missing constants ' + str(missing[:4]) if missing else ''})")
+    graph.values = {}
+    for t in graph.consts:
+        name = graph.name(t)
+        try:
+            # to_array gives read-only views of the protobuf's bytes; later stages hand them to torch
+            value = np.array(numpy_helper.to_array(inits[name]), copy=True)
+        except Exception as e:  # a malformed TensorProto
+            raise CaseError(f"{directory}: model.onnx: constant {name}: unreadable ({_first_line(e)})") from None
+        want = graph.tensors[t]
+        if value.dtype != np.dtype(want.dtype) or value.shape != tuple(want.shape):
+            raise CaseError(f"{directory}: model.onnx: constant {name} is {value.dtype}{list(value.shape)}, "
+                            f"meta.json says {want.dtype}{list(want.shape)}")
+        graph.values[t] = value
     return meta, graph, model
+
+
+def _read_inputs(directory: str, graph: Graph) -> list | None:
+    """The saved inputs (inputs.npz) checked against the graph's input types; None when
+    the folder has none."""
+    path = os.path.join(directory, "inputs.npz")
+    if not os.path.lexists(path):
+        return None
+    out = []
+    try:
+        with open(path, "rb") as f:
+            magic = f.read(4)
+    except OSError as e:
+        raise CaseError(f"{directory}: inputs.npz: cannot read: {e.strerror or e}") from None
+    if magic not in (b"PK\x03\x04", b"PK\x05\x06"):  # a zip archive's first record, or an empty one's end
+        raise CaseError(f"{directory}: inputs.npz: not an .npz archive ({len(magic)} bytes read, not a zip file)")
+    try:
+        z = np.load(path, allow_pickle=False)
+    except Exception as e:  # not a zip, truncated, a pickle, a folder...
+        raise CaseError(f"{directory}: inputs.npz: unreadable ({_first_line(e)})") from None
+    if not isinstance(z, np.lib.npyio.NpzFile):
+        raise CaseError(f"{directory}: inputs.npz: not an .npz archive of named arrays")
+    with z:
+        for t in graph.inputs:
+            name, want = graph.name(t), graph.tensors[t]
+            if name not in z.files:
+                raise CaseError(f"{directory}: inputs.npz: no array for input {name}")
+            try:
+                x = np.array(z[name], copy=True)
+            except Exception as e:  # a corrupt member (CRC, zlib), an object array
+                raise CaseError(f"{directory}: inputs.npz: {name}: unreadable ({_first_line(e)})") from None
+            if x.dtype != np.dtype(want.dtype) or x.shape != tuple(want.shape):
+                raise CaseError(f"{directory}: inputs.npz: {name} is {x.dtype}{list(x.shape)}, "
+                                f"the model takes {want.dtype}{list(want.shape)}")
+            out.append(x)
+    return out
+
+
+def verify_bundle(directory: str) -> None:
+    """Check a case folder the way :func:`load_bundle` reads it, without the input search:
+    a CaseError when it cannot be run as it is."""
+    _, graph, _ = load_case(directory)
+    _read_inputs(directory, graph)
 
 
 def prepare(meta: dict, graph: Graph, model: bytes, search_steps: int | None = None) -> Prepared:
@@ -79,15 +249,14 @@ def load_bundle(directory: str, case_id: str | None = None) -> Prepared:
     """A saved case (a failure's bundle or a corpus case) ready to run again: its final
     model and, when saved, its inputs; otherwise the input search runs again."""
     meta, graph, model = load_case(directory)
-    npz = os.path.join(directory, "inputs.npz")
-    if not os.path.exists(npz):
+    inputs = _read_inputs(directory, graph)
+    if inputs is None:
         p = prepare(meta, graph, model)
         if case_id:
             p.id = case_id
         return p
-    with np.load(npz) as z:
-        inputs = [np.array(z[graph.name(t)], copy=True) for t in graph.inputs]
     search_info = dict(meta.get("search") or {"valid": True, "method": "saved", "reason": ""})
+    search_info.setdefault("reason", "")
     return Prepared(case_id or meta["id"], meta, graph, model, inputs, search_info)
 
 
@@ -158,7 +327,10 @@ def save_bundle(out_dir: str, case: Prepared, reference: list | None = None, sub
     with open(os.path.join(d, "model.onnx"), "wb") as f:
         f.write(case.model)
     np.savez(os.path.join(d, "inputs.npz"), **{case.graph.name(t): x for t, x in zip(case.graph.inputs, case.inputs)})
-    meta = dict(case.meta, search=case.search, graph=case.graph.to_json())
+    # model_sha256: the model written here (the input search may have changed its constants,
+    # so it can differ from the generated model's sha256); load_case checks it
+    meta = dict(case.meta, search=case.search, graph=case.graph.to_json(),
+                model_sha256=hashlib.sha256(case.model).hexdigest())
     with open(os.path.join(d, "meta.json"), "w") as f:
         json.dump(meta, f, indent=1, sort_keys=True)
     return d

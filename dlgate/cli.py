@@ -2,8 +2,11 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import json
+import math
 import os
+import stat
 import sys
 import time
 
@@ -27,6 +30,46 @@ def _positive(text: str) -> int:
     if v < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
     return v
+
+
+#: The longest a compile+run, or a reduction, may be given (a day): nan, inf and 0 are refused.
+MAX_SECONDS = 86_400.0
+
+
+def _seconds(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if not math.isfinite(v) or not 0 < v <= MAX_SECONDS:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds above 0 and at most {MAX_SECONDS:g}, "
+                                         f"got {text!r}")
+    return v
+
+
+def _out_dir(path: str, where: str) -> None:
+    """An output folder that exists must be a writable folder; one that does not must be
+    creatable: one line and exit status 2 before any work, not a traceback after it."""
+    if not path or "\0" in path:
+        raise UsageError(f"{where}: not a usable folder name: {path!r}")
+    probe = os.path.abspath(path)
+    while True:
+        try:
+            st = os.stat(probe)
+            break
+        except FileNotFoundError:
+            parent = os.path.dirname(probe)
+            if parent == probe:
+                raise UsageError(f"{where}: {path}: cannot be created") from None
+            probe = parent
+        except OSError as e:  # ENAMETOOLONG, ENOTDIR (a file on the way), ELOOP, EACCES
+            raise UsageError(f"{where}: {path}: {e.strerror or e}") from None
+    mine = probe == os.path.abspath(path)
+    if not stat.S_ISDIR(st.st_mode):
+        raise UsageError(f"{where}: {path}: " + ("not a folder" if mine else f"cannot be created: {probe} is not a folder"))
+    if not os.access(probe, os.W_OK | os.X_OK):
+        raise UsageError(f"{where}: {path}: " + ("the folder is not writable" if mine
+                                                 else f"cannot be created: {probe} is not writable"))
 
 
 def _opset(text: str) -> int:
@@ -68,22 +111,24 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a backend under test (repeatable), e.g. tvm, onnxruntime@basic, tvm:cuda")
     c.add_argument("--reference", default="torch", metavar="NAME[:DEVICE]", help="the trusted reference (default torch)")
     c.add_argument("--out", help="where to write results.jsonl and failing cases (default DIR/check)")
-    c.add_argument("--timeout", type=float, default=60.0, help="seconds per compile+run before a case is a timeout")
+    c.add_argument("--timeout", type=_seconds, default=60.0, help="seconds per compile+run before a case is a timeout")
     c.add_argument("--memory-mb", type=_positive, default=4096, help="memory cap of a backend worker")
     c.add_argument("--no-crosscheck", action="store_true", help="skip the lowest-opt-level and onnx.reference checks")
 
-    r = sub.add_parser("run", help="run a campaign: the gate (exit 0 pass, 1 new failures, 2 usage, 3 internal error)")
+    r = sub.add_parser("run", help="run a campaign: the gate (exit 0 pass, 1 new failures, 2 usage, 3 internal error, "
+                       "4 a backend it needs cannot run, 130/143 interrupted by SIGINT/SIGTERM: run it again to resume)")
     r.add_argument("--config", help="campaign YAML, e.g. configs/pr.yaml (default: the embedded default campaign, "
                    "20 models, TVM on CPU against the PyTorch reference)")
     r.add_argument("--commit", help="commit SHA seeding the batch (default: GITHUB_SHA, else git rev-parse HEAD)")
     r.add_argument("--seed", help="explicit seed text instead of a commit")
     r.add_argument("--shard", metavar="I/N", help="run only shard I of N (merge the outputs with `dlgate merge`)")
     r.add_argument("--out", default="dlgate-out", help="output folder (default dlgate-out); a rerun resumes it")
-    r.add_argument("--fresh", action="store_true", help="discard what --out holds instead of resuming")
+    r.add_argument("--fresh", action="store_true",
+                   help="discard what dlgate wrote in --out (journal, reports, cases/, repros/) instead of resuming")
     r.add_argument("--no-progress", action="store_true", help="plain progress lines even on a terminal")
     for key, kind, hlp in (("models", _positive, "number of models"), ("max-nodes", _positive, "most operators per model"),
                            ("min-nodes", _positive, "fewest operators per model"),
-                           ("timeout", float, "seconds per compile+run"), ("memory-mb", _positive, "worker memory cap"),
+                           ("timeout", _seconds, "seconds per compile+run"), ("memory-mb", _positive, "worker memory cap"),
                            ("baseline", str, "baseline file"), ("corpus", str, "regression corpus folder"),
                            ("reference", str, "reference backend"), ("campaign", str, "campaign name"),
                            ("fail-on", str, "new | any | none"), ("confirm-runs", int, "re-runs of a failing case")):
@@ -96,8 +141,8 @@ def build_parser() -> argparse.ArgumentParser:
     rd.add_argument("--backend", required=True, metavar="NAME[:DEVICE][@LEVEL]", help="the failing backend")
     rd.add_argument("--reference", default="torch", metavar="NAME[:DEVICE]")
     rd.add_argument("--out", help="where to write the reduced case (default CASE-reduced)")
-    rd.add_argument("--max-seconds", type=float, default=120.0, help="time bound of the reduction")
-    rd.add_argument("--timeout", type=float, default=60.0, help="seconds per compile+run")
+    rd.add_argument("--max-seconds", type=_seconds, default=120.0, help="time bound of the reduction")
+    rd.add_argument("--timeout", type=_seconds, default=60.0, help="seconds per compile+run")
 
     iss = sub.add_parser("issues", help="open or update GitHub issues for a run's reduced failures")
     iss.add_argument("--results", required=True, help="output folder of `dlgate run` or `dlgate merge`")
@@ -143,6 +188,7 @@ def cmd_gen(args) -> int:
         raise UsageError("dlgate gen: --min-nodes must not exceed --max-nodes")
     if args.start < 0:
         raise UsageError("dlgate gen: --start must be non-negative")
+    _out_dir(args.out, "dlgate gen: --out")
     support = None
     if args.support:
         from dlgate.probe.support import support_set
@@ -234,7 +280,7 @@ def _backend_spec(text: str, what: str):
 def cmd_check(args) -> int:
     from collections import Counter
 
-    from dlgate.check import CheckConfig, case_dirs, check, load_bundle, save_bundle
+    from dlgate.check import CaseError, CheckConfig, case_dirs, check, load_bundle, save_bundle, verify_bundle
     from dlgate.exec.worker import Pool
     from dlgate.oracle import verdict as V
 
@@ -242,16 +288,24 @@ def cmd_check(args) -> int:
     ref = _backend_spec(args.reference, "--reference")
     try:
         dirs = case_dirs(args.dir)
+        for d in dirs:  # every case is checked before any runs, and before results.jsonl is opened
+            verify_bundle(d)
     except FileNotFoundError as e:
         raise UsageError(f"dlgate check: {e}") from None
+    except CaseError as e:
+        raise UsageError(f"dlgate check: {e}") from None
     out = args.out or os.path.join(args.dir, "check")
+    _out_dir(out, "dlgate check: --out")
     os.makedirs(out, exist_ok=True)
     cfg = CheckConfig(specs, ref, timeout_s=args.timeout, memory_mb=args.memory_mb, crosscheck=not args.no_crosscheck)
     counts: Counter = Counter()
     internal = False
     with Pool(cfg.timeout_s, cfg.memory_mb) as pool, open(os.path.join(out, "results.jsonl"), "w") as res:
         for d in dirs:
-            case = load_bundle(d)
+            try:
+                case = load_bundle(d)
+            except CaseError as e:  # changed since it was checked
+                raise UsageError(f"dlgate check: {e}") from None
             rec = check(pool, case, cfg)
             res.write(json.dumps(rec, sort_keys=True, default=str) + "\n")
             res.flush()
@@ -294,9 +348,15 @@ _OVERRIDES = {"models": "models", "max_nodes": "max_nodes", "min_nodes": "min_no
 
 
 def cmd_run(args) -> int:
+    from dlgate.check import CaseError
     from dlgate.gate import config as C
+    from dlgate.gate.baseline import BaselineError
+    from dlgate.gate.baseline import load as load_baseline
     from dlgate.gate.run import RunError, Shard, run
 
+    for flag, value in (("--seed", args.seed), ("--commit", args.commit)):
+        if value is not None and not value.strip():
+            raise UsageError(f"dlgate run: {flag}: must not be empty")
     over = {key: getattr(args, attr) for attr, key in _OVERRIDES.items()}
     if args.base_python:
         over["base"] = {"python": args.base_python}
@@ -304,14 +364,16 @@ def cmd_run(args) -> int:
         cfg = C.load(args.config, over) if args.config else C.embedded_default(over)
         root, source = C.resolve_root(args.seed, args.commit)
         shard = Shard.parse(args.shard) if args.shard else None
+        _out_dir(args.out, "dlgate run: --out")
+        load_baseline(cfg.baseline)  # checked before the output folder is touched (run() reads it again)
         return run(cfg, root, source, args.out, shard, fresh=args.fresh,
                    progress=False if args.no_progress else None, log=_log)
-    except (C.ConfigError, RunError) as e:
+    except (C.ConfigError, RunError, BaselineError, CaseError) as e:  # a bad file: one line, exit status 2
         raise UsageError(f"dlgate run: {e}") from None
 
 
 def cmd_reduce(args) -> int:
-    from dlgate.check import CheckConfig, load_bundle, save_bundle
+    from dlgate.check import CaseError, CheckConfig, load_bundle, save_bundle
     from dlgate.exec.worker import Pool
     from dlgate.oracle import verdict as V
     from dlgate.reduce.reducer import Reducer, Target
@@ -320,7 +382,11 @@ def cmd_reduce(args) -> int:
     ref = _backend_spec(args.reference, "--reference")
     if not os.path.isfile(os.path.join(args.case, "meta.json")):
         raise UsageError(f"dlgate reduce: {args.case}: not a case folder (no meta.json)")
-    case = load_bundle(args.case)
+    _out_dir(args.out or args.case.rstrip("/") + "-reduced", "dlgate reduce: --out")
+    try:
+        case = load_bundle(args.case)
+    except CaseError as e:
+        raise UsageError(f"dlgate reduce: {e}") from None
     cfg = CheckConfig([spec], ref, timeout_s=args.timeout, crosscheck=False)
     with Pool(cfg.timeout_s, cfg.memory_mb) as pool:
         from dlgate.check import check
@@ -379,6 +445,7 @@ def cmd_issues(args) -> int:
 def cmd_merge(args) -> int:
     from dlgate.gate.run import RunError, merge
 
+    _out_dir(args.out, "dlgate merge: --out")
     try:
         return merge(args.dirs, args.out, log=_log)
     except RunError as e:
@@ -419,16 +486,61 @@ COMMANDS = {"run": cmd_run, "reduce": cmd_reduce, "issues": cmd_issues, "merge":
             "backends": cmd_backends}
 
 
+#: OSErrors that are the machine's or the user's, not dlgate's: a full disk, a path that
+#: cannot be written (read-only, permissions, too long, a file where a folder should be).
+_NO_SPACE = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+_CANNOT_WRITE = (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENAMETOOLONG, errno.ENOTDIR, errno.EISDIR,
+                 errno.EEXIST)
+
+
+def _stdout_closed() -> bool:
+    """Whether stdout is a pipe whose reader has gone (``dlgate config F | head -1``)."""
+    import select
+
+    try:
+        fd = sys.stdout.fileno()
+        p = select.poll()
+        p.register(fd, select.POLLOUT)
+        return any(ev & (select.POLLERR | select.POLLHUP) for _, ev in p.poll(0))
+    except (AttributeError, ValueError, OSError):  # stdout replaced (a capture) or closed
+        return False
+
+
+def _environment_error(e: BaseException) -> int | None:
+    """The exit status for an error of the machine rather than of dlgate, reported as one
+    line; None for anything else."""
+    if isinstance(e, BrokenPipeError) and _stdout_closed():
+        # the reader stopped reading: quiet, as the Python docs recommend (stdout to devnull,
+        # so that the flush at exit does not fail again), with the shell's SIGPIPE status
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
+    if not isinstance(e, OSError) or e.errno not in _NO_SPACE + _CANNOT_WRITE:
+        return None
+    where = f" ({e.filename})" if e.filename else ""
+    if e.errno in _NO_SPACE:
+        _log(f"dlgate: no space left on device{where}: the output is incomplete; the cases finished so far are "
+             f"kept in the journal: free some space and run the same command again (dlgate run resumes)")
+    else:
+        _log(f"dlgate: {e.filename}: {e.strerror or e}" if e.filename else f"dlgate: {e.strerror or e}")
+    return 2
+
+
 def main(argv=None) -> int:
     try:
         args = build_parser().parse_args(argv)
-        return COMMANDS[args.command](args)
+        status = COMMANDS[args.command](args)
+        sys.stdout.flush()  # a closed stdout pipe shows here, where it is handled, not at exit
+        return status
     except UsageError as e:
         print(str(e).splitlines()[0], file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        return 130
-    except Exception:  # dlgate's own defect: never reported as a compiler failure
+    except KeyboardInterrupt as e:  # Ctrl-C; `dlgate run` stopped by SIGINT (130) or SIGTERM (143)
+        return getattr(e, "status", 130)
+    except Exception as e:  # dlgate's own defect: never reported as a compiler failure
+        status = _environment_error(e)
+        if status is not None:  # ... unless it is the machine's: a full disk, a closed pipe
+            return status
         import traceback
 
         traceback.print_exc()

@@ -22,10 +22,12 @@ error, 3 dlgate's own internal error.
 
 Security rules, each enforced in one place below: inputs become argument lists passed
 to subprocess without a shell, as ``--flag=value`` so that no value can turn into an
-option; values that would become pip options are refused; every line printed is either a
-workflow command whose data is escaped or a log line with its line breaks escaped, and
-what dlgate, pip and the compiler print runs between ``::stop-commands::`` markers, so
-none of it can issue workflow commands; the token, ``INPUT_*`` and the runner's other
+option; values that would become pip options are refused, and so are a ``compiler`` of
+only comments and an ``output-dir`` outside the workspace; every line printed is either a
+workflow command whose data is escaped or a log line with its line breaks escaped, neither
+holding the legacy ``##[`` command syntax, and what dlgate, pip and the compiler print
+(and the command lines run, which hold input values) runs between ``::stop-commands::``
+markers, so none of it can issue workflow commands; the token, ``INPUT_*`` and the runner's other
 credentials are removed from the environment of everything but ``dlgate issues`` (pip and
 the base build's environment included); the compiler under test (and the base build) runs
 as the owner of the workspace, not as root. Standard library and dlgate (and its PyYAML)
@@ -33,6 +35,7 @@ only.
 """
 from __future__ import annotations
 
+import contextlib
 import glob
 import json
 import os
@@ -40,6 +43,7 @@ import re
 import secrets
 import shlex
 import shutil
+import signal
 import site
 import subprocess
 import sys
@@ -50,8 +54,10 @@ from dataclasses import dataclass, field
 
 #: The action's own files (/app in the image): configs/ is the fallback for ``config``.
 ACTION_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
-VERDICT_OF_EXIT = {EXIT_OK: "pass", EXIT_FAIL: "fail", EXIT_USAGE: "usage-error", EXIT_INTERNAL: "internal-error"}
+EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERNAL, EXIT_CANNOT_RUN = 0, 1, 2, 3, 4
+EXIT_SIGINT, EXIT_SIGTERM = 130, 143  # dlgate run interrupted: a rerun resumes
+VERDICT_OF_EXIT = {EXIT_OK: "pass", EXIT_FAIL: "fail", EXIT_USAGE: "usage-error", EXIT_INTERNAL: "internal-error",
+                   EXIT_CANNOT_RUN: "cannot-run", EXIT_SIGINT: "interrupted", EXIT_SIGTERM: "interrupted"}
 FAIL_ON = ("new", "any", "none")
 #: Events whose runs may write to the repository (issues, the baseline): the code that
 #: runs comes from the default branch, not from a pull request.
@@ -86,10 +92,20 @@ def escape_property(text: str) -> str:
     return escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
+def no_legacy(text: str) -> str:
+    """``text`` without the runner's legacy command syntax ``##[name ...]value``, which it
+    acts on wherever it appears in a line (``##[set-output name=verdict;]pass``):
+    ``##[`` becomes ``##\\[``. (The other syntax, ``::name::``, counts only at the start of a
+    line, which :func:`log` and :func:`command` never leave to the text they print.)"""
+    return text.replace("##[", "##\\[")
+
+
 def command(name: str, message: str = "", **props) -> str:
-    """One workflow command line, e.g. ``::error title=T::message``."""
-    p = ",".join(f"{k}={escape_property(str(v))}" for k, v in props.items() if v not in (None, ""))
-    return f"::{name}{' ' + p if p else ''}::{escape_data(message)}"
+    """One workflow command line, e.g. ``::error title=T::message``. Its text cannot hold a
+    legacy ``##[`` command either (except a mask's value, which must stay exact)."""
+    clean = (lambda t: t) if name == "add-mask" else no_legacy
+    p = ",".join(f"{k}={escape_property(clean(str(v)))}" for k, v in props.items() if v not in (None, ""))
+    return f"::{name}{' ' + p if p else ''}::{escape_data(clean(message))}"
 
 
 def emit(line: str) -> None:
@@ -100,8 +116,9 @@ def emit(line: str) -> None:
 
 def log(message: str) -> None:
     """Print a plain log line. Line breaks are escaped so that text from an input can never
-    begin a line of its own, which the runner would read as a workflow command."""
-    emit("dlgate: " + message.replace("\r", "\\r").replace("\n", "\\n"))
+    begin a line of its own, which the runner would read as a workflow command, and the
+    legacy ``##[`` syntax, which the runner reads anywhere in a line, is broken up."""
+    emit("dlgate: " + no_legacy(message.replace("\r", "\\r").replace("\n", "\\n")))
 
 
 def mask(token: str) -> None:
@@ -243,6 +260,19 @@ def _no_option(name: str, value: str) -> str:
     return value
 
 
+def output_dir(value: str, workspace: str) -> str:
+    """The ``output-dir`` input: a folder inside the workspace, relative to it or absolute,
+    and not through a symbolic link that leads out of it (dlgate writes and replaces files
+    there, and the runner's later steps read them)."""
+    _no_option("output-dir", value)
+    ws = os.path.realpath(workspace)
+    target = os.path.realpath(os.path.join(ws, value))
+    if not target.startswith(ws + os.sep):
+        raise InputError(f"output-dir: {value!r} is not a folder inside the workspace "
+                         f"({'it leads to ' + target if target != ws else 'it is the workspace itself'})")
+    return value
+
+
 def resolve_config(value: str, workspace: str) -> str:
     """The campaign file: in the workspace (relative paths stay relative, as dlgate runs in
     the workspace), else the action's own configs/ (configs/pr.yaml, weekly.yaml, gpu.yaml)."""
@@ -276,6 +306,9 @@ def compiler_requirements(text: str, workspace: str, name: str = "compiler") -> 
                 raise InputError(f"{name}: {line} matches {len(matches)} files in the workspace, expected one wheel")
             line = os.path.abspath(matches[0])
         reqs.append(line)
+    if text.strip() and not reqs:
+        raise InputError(f"{name}: only comments and blank lines: nothing would be installed and the gate would "
+                         f"test the image's own build; give a requirement or a wheel path, or leave {name} empty")
     return reqs
 
 
@@ -296,7 +329,7 @@ def merge_dirs(text: str, workspace: str) -> list:
 def plan(env: dict, ctx: Context) -> Plan:
     """Read and check every input; the ``dlgate`` argument list. Every value is passed as
     ``--flag=value``, so even a value starting with '-' stays a value."""
-    out = _no_option("output-dir", get_input(env, "output-dir") or "dlgate-out")
+    out = output_dir(get_input(env, "output-dir") or "dlgate-out", ctx.workspace)
     fail_on = get_input(env, "fail-on")
     if fail_on and fail_on not in FAIL_ON:
         raise InputError(f"fail-on: expected one of {', '.join(FAIL_ON)}, got {fail_on!r}")
@@ -342,8 +375,11 @@ def plan(env: dict, ctx: Context) -> Plan:
 
 def child_env(env: dict) -> dict:
     """The environment of pip, dlgate and so of the compiler under test: without the inputs
-    (the token is one) and without the runner's credentials."""
-    return {k: v for k, v in env.items() if not k.startswith("INPUT_") and not _SECRET_NAME.search(k)}
+    (the token is one), without the runner's credentials and without anything else
+    :func:`dlgate.secrets.scrubbed_env` calls a secret (``DLGATE_SECRET_VARS`` included)."""
+    from dlgate.secrets import scrubbed_env
+
+    return {k: v for k, v in scrubbed_env(env).items() if not k.startswith("INPUT_") and not _SECRET_NAME.search(k)}
 
 
 def run_as(workspace: str, env: dict, python: str = sys.executable, base_python: str = "") -> tuple | None:
@@ -385,18 +421,39 @@ def user_kwargs(ids: tuple | None, env: dict) -> tuple:
     return {"user": ids[0], "group": ids[1], "extra_groups": []}, dict(env, HOME=ids[2])
 
 
+@contextlib.contextmanager
+def forwarded_signals(child):
+    """Pass SIGTERM and SIGINT on to ``child`` while it runs. A cancelled job's runner sends
+    SIGTERM to the container's first process, this script; as PID 1 it would otherwise
+    ignore it, and dlgate would not stop its workers, flush its journal and say how to
+    resume (exit status 143 or 130)."""
+    def forward(signum, _frame):
+        try:
+            child.send_signal(signum)
+        except OSError:
+            pass
+
+    old = {s: signal.signal(s, forward) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+
+
 def call(args: list, title: str, cwd: str, env: dict, ids: tuple | None = None) -> int:
     """Run one child inside a log group. What it prints (pip's, dlgate's and the compiler's
     output) is fenced by ``::stop-commands::``, so none of it is taken as a workflow command."""
     emit(command("group", title))
-    log("$ " + " ".join(shlex.quote(a) for a in args))
     fence = secrets.token_hex(16)
     emit(f"::stop-commands::{fence}")
+    log("$ " + " ".join(shlex.quote(a) for a in args))  # inside the fence: it holds input values
     kwargs, env = user_kwargs(ids, env)
     try:
         # stderr joins stdout: one stream keeps the child's lines in order inside the group and the fence.
-        return subprocess.run(args, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stderr=subprocess.STDOUT,
-                              check=False, **kwargs).returncode
+        child = subprocess.Popen(args, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stderr=subprocess.STDOUT, **kwargs)
+        with forwarded_signals(child):
+            return child.wait()
     finally:
         emit(f"::{fence}::")
         emit("::endgroup::")
@@ -708,8 +765,8 @@ def read_verdict(p: Plan, ctx: Context, since: float) -> dict | None:
 
 
 def normalize_exit(rc: int) -> int:
-    """dlgate's statuses pass through; anything else (killed by a signal, 130 on an
-    interrupt) is an internal error."""
+    """dlgate's statuses pass through (interruption included); anything else (killed by a
+    signal) is an internal error."""
     return rc if rc in VERDICT_OF_EXIT else EXIT_INTERNAL
 
 
@@ -852,7 +909,10 @@ def gate(env: dict, token: str) -> int:
     except InputError as e:
         emit(command("error", str(e), title="dlgate: bad input"))
         out = get_input(env, "output-dir")
-        out = out if out and not out.startswith("-") else "dlgate-out"
+        try:
+            out = output_dir(out, ctx.workspace) if out else "dlgate-out"
+        except InputError:
+            out = "dlgate-out"
         write_outputs(env, outputs(Plan([], out), EXIT_USAGE, None))
         return EXIT_USAGE
     base = None
@@ -913,7 +973,7 @@ def main(env: dict | None = None) -> int:
     try:
         return gate(env, token)
     except Exception:  # a defect of this script: exit status 3, never read as a compiler failure
-        traceback.print_exc()
+        fenced("dlgate: the entrypoint's traceback", traceback.format_exc())  # it may quote input values
         emit(command("error", "the dlgate action's entrypoint failed: see the traceback in the log",
                      title="dlgate: internal error"))
         return EXIT_INTERNAL

@@ -132,3 +132,75 @@ class EnvTVM(TVM):
         if os.environ.get("FAKE_BUG") == "1":
             self.options = dict(self.options, extra_passes=["dlgate.backends.testing:sigmoid_to_tanh"])
         return super().compile(model)
+
+
+class BrokenImport(Good):
+    """A broken build: importing the compiler raises (e.g. a libtvm.so that does not load)."""
+
+    name = "brokenimport"
+
+    def __init__(self, *a, **k):
+        raise OSError("libtvm.so: cannot open shared object file: No such file or directory")
+
+
+class DiesOnStart(Good):
+    """A build that segfaults while the worker starts it."""
+
+    name = "diesonstart"
+
+    def __init__(self, *a, **k):
+        ctypes.string_at(0)
+
+
+class EnvBroken(EnvBug):
+    """Starts only where ``FAKE_BROKEN`` is not "1": a base environment whose compiler
+    does not import."""
+
+    name = "envbroken"
+
+    def __init__(self, *a, **k):
+        if os.environ.get("FAKE_BROKEN") == "1":
+            raise ImportError("No module named 'tvm' (a base environment without the compiler)")
+        super().__init__(*a, **k)
+
+
+class PrintsEnv(Good):
+    """A compiler that shows what it can see: it prints its whole environment (into the
+    worker's log) and fails with an error holding the environment too; and, where
+    ``PRINTS_ENV_FILE`` names a file, that file's text: a secret it got hold of some other
+    way than its environment, which only redaction can keep out of dlgate's output. Where
+    ``PRINTS_ENV_DUMP`` names a file, the whole environment is also written there as JSON
+    (an error message is cut at 4,000 characters)."""
+
+    name = "printsenv"
+
+    def run(self, graph, inputs):
+        import json
+
+        seen = "\n".join(f"{k}={v}" for k, v in sorted(os.environ.items()))
+        if os.environ.get("PRINTS_ENV_DUMP"):
+            with open(os.environ["PRINTS_ENV_DUMP"], "w") as f:
+                json.dump(dict(os.environ), f)
+        path, extra = os.environ.get("PRINTS_ENV_FILE"), ""
+        if path:
+            with open(path) as f:
+                extra = f"file: {f.read()}\n"
+        print(f"{seen}\n{extra}", flush=True)  # the log's tail ends with the file
+        raise RuntimeError(f"environment:\n{extra}{seen}")  # the message starts with it
+
+
+class SlowCompile(EnvBug):
+    """onnxruntime's answers after sleeping in compile for option ``seconds`` (default an
+    hour: a compile that hangs). Where option ``marker`` names a file, each compile first
+    appends the worker's pid to it, so a test can tell that a worker is busy compiling."""
+
+    name = "slowcompile"
+    option_names = ("marker", "seconds")
+
+    def compile(self, model):
+        marker = self.options.get("marker")
+        if marker:
+            with open(marker, "a") as f:
+                f.write(f"{os.getpid()}\n")
+        time.sleep(float(self.options.get("seconds", 3600)))
+        return super().compile(model)

@@ -28,7 +28,8 @@ LABEL_COLOR = re.compile(r"[0-9a-fA-F]{6}")
 class FakeGitHub:
     """One repository's issues, comments and labels in memory, served over HTTP while the context is open.
 
-    ``requests`` logs every request as ``(method, path with query, headers)``. State may be read directly
+    ``requests`` logs every request as ``(method, path with query, headers)``, and ``bodies`` every
+    request's body as ``(method, path with query, body text)``. State may be read directly
     (``issues``, ``comments``, ``labels``) and seeded with :meth:`add_issue` and :meth:`add_label`.
     """
 
@@ -38,6 +39,7 @@ class FakeGitHub:
         self.comments: dict = {}    # issue number -> comments, oldest first
         self.labels: dict = {}      # lower-case name -> label
         self.requests: list = []
+        self.bodies: list = []      # (method, path with query, body as text), in arrival order
         self.url = None
         self._faults: list = []
         self._ids = itertools.count(1000)
@@ -231,6 +233,7 @@ class _Handler(BaseHTTPRequestHandler):
         fake, method = self.fake, self.command
         with fake._lock:
             fake.requests.append((method, self.path, dict(self.headers)))
+            fake.bodies.append((method, self.path, body.decode("utf-8", "replace")))
         fault = fake.take_fault(method, self.path) or {"kind": None}
         kind = fault["kind"]
         if kind in ("drop-before", "drop-after"):

@@ -584,7 +584,7 @@ def test_annotations_follow_the_fail_on_policy_and_are_capped():
 
 
 def test_exit_statuses_pass_through_and_others_are_internal_errors():
-    assert [ep.normalize_exit(c) for c in (0, 1, 2, 3, 130, -9)] == [0, 1, 2, 3, 3, 3]
+    assert [ep.normalize_exit(c) for c in (0, 1, 2, 3, 4, 130, 143, -9, 7)] == [0, 1, 2, 3, 4, 130, 143, 3, 3]
     report = {"result": "fail", "exit_code": 1, "new": [{}], "regressions": [{}]}
     p = ep.Plan([], "/abs/out")
     assert ep.outputs(p, 1, report) == {"verdict": "fail", "new-failures": "2", "junit": "/abs/out/junit.xml",
@@ -873,3 +873,116 @@ def test_dockerfile_has_no_secrets_and_documents_its_user():
             assert not re.search(r"TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|CREDENTIAL", rest, re.I), rest
     assert "ghp_" not in text and "ghs_" not in text and "github_pat_" not in text
     assert any(k == "USER" for k, _ in _dockerfile()) or re.search(r"^# No USER instruction, on purpose", text, re.M)
+
+
+# ---------------------------------------------------------------- hardening: commands, paths, empty builds
+
+
+def legacy_commands(stdout: str) -> list:
+    """Lines outside the fences holding the runner's legacy ``##[command]`` syntax, which it
+    acts on wherever it appears in a line."""
+    found, fence = [], None
+    for line in stdout.splitlines():
+        if fence is not None:
+            if line == f"::{fence}::":
+                fence = None
+            continue
+        if line.startswith("::stop-commands::"):
+            fence = line[len("::stop-commands::"):]
+        elif "##[" in line:
+            found.append(line)
+    return found
+
+
+HOSTILE_COMMANDS = ["##[set-output name=verdict;]pass", "::set-output name=verdict::pass", "::add-mask::dlgate",
+                    "x ##[add-path]/tmp/evil ::warning::forged", "##[stop-commands]x"]
+
+
+def test_workflow_commands_in_input_values_are_never_acted_on(tmp_path):
+    """Input values in either command syntax (``::name::`` and the legacy ``##[name]``) reach
+    the log only inside the ::stop-commands:: fence or broken up: the command line logged
+    before a child runs is inside the fence, and annotations and log lines break up ``##[``."""
+    r = Runner(tmp_path, "pull_request", pr_event(fork=True), PASSING)
+    res = r.run(models="1", seed=" ".join(HOSTILE_COMMANDS), campaign="c ##[set-output name=junit;]/etc/passwd")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert legacy_commands(res.stdout) == [] and legacy_commands(res.stderr) == []
+    cmds = active_commands(res.stdout)
+    assert [c for c in cmds if c.startswith("::add-mask::")] == [f"::add-mask::{TOKEN}"]
+    assert not [c for c in cmds if c.startswith(("::set-output", "::warning", "::error", "::add-path"))], cmds
+    assert r.outputs()["verdict"] == "pass" and r.outputs()["junit"] == "dlgate-out/junit.xml"
+    assert "::stop-commands::" in res.stdout and "##[set-output" in res.stdout  # shown, fenced
+    # and where input text is logged or annotated outside a fence, ##[ is broken up
+    for value in HOSTILE_COMMANDS:
+        res = r.run(models="1", shard=value)  # refused: the value goes into the error annotation
+        assert res.returncode == 2
+        assert legacy_commands(res.stdout) == [], res.stdout
+        errors = [c for c in active_commands(res.stdout) if c.startswith("::error")]
+        assert len(errors) == 1 and errors[0].startswith("::error title=dlgate%3A bad input::shard: "), errors
+
+
+def test_log_and_command_break_up_the_legacy_syntax(capsys):
+    ep.log("value ##[set-output name=verdict;]pass")
+    ep.emit(ep.command("error", "bad ##[add-mask]x", title="t ##[y]"))
+    ep.mask("tok##[en")  # a mask's value stays exact
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "dlgate: value ##\\[set-output name=verdict;]pass"
+    assert "##[" not in out[1] and out[1].startswith("::error title=t ##\\[y]::bad ##\\[add-mask]x")
+    assert out[2] == "::add-mask::tok##[en"
+
+
+@pytest.mark.parametrize("where", ["dotdot", "absolute", "symlink"])
+def test_an_output_dir_outside_the_workspace_is_refused(tmp_path, where):
+    r = Runner(tmp_path, "push", {"repository": {"default_branch": "main"}}, PASSING)
+    outside = tmp_path / "outside"
+    value = {"dotdot": "../outside/x", "absolute": str(outside / "x"), "symlink": "link/x"}[where]
+    if where == "symlink":
+        outside.mkdir()
+        (r.ws / "link").symlink_to(outside, target_is_directory=True)
+    res = r.run(models="1", output_dir=value)
+    assert res.returncode == 2, res.stdout + res.stderr
+    errors = [c for c in active_commands(res.stdout) if c.startswith("::error")]
+    assert len(errors) == 1 and errors[0].startswith("::error title=dlgate%3A bad input::output-dir: "), errors
+    assert not (outside / "x").exists() and "-m dlgate run" not in res.stdout
+    assert r.outputs()["verdict"] == "usage-error" and r.outputs()["junit"] == "dlgate-out/junit.xml"
+    assert_token_hidden(res)
+
+
+def test_output_dir_inside_the_workspace(tmp_path):
+    (tmp_path / "real").mkdir()
+    (tmp_path / "inner").symlink_to(tmp_path / "real", target_is_directory=True)
+    for ok in ("dlgate-out", "a/b", str(tmp_path / "abs"), "inner/x", "a/../b"):
+        assert ep.output_dir(ok, str(tmp_path)) == ok
+    for bad in (".", "..", "a/../..", "/tmp", "--fresh"):
+        with pytest.raises(ep.InputError, match="^output-dir: "):
+            ep.output_dir(bad, str(tmp_path))
+
+
+@pytest.mark.parametrize("name", ["compiler", "base-compiler"])
+def test_a_compiler_input_of_only_comments_is_refused(tmp_path, name):
+    """Only comments would install nothing, and the gate would silently test the image's build."""
+    r = Runner(tmp_path, "pull_request", pr_event(fork=False), PASSING)
+    res = r.run(models="1", **{name.replace("-", "_"): "# apache-tvm==0.28.0\n\n   # pinned later\n"})
+    assert res.returncode == 2, res.stdout + res.stderr
+    errors = [c for c in active_commands(res.stdout) if c.startswith("::error")]
+    assert len(errors) == 1 and errors[0].startswith(f"::error title=dlgate%3A bad input::{name}: only comments")
+    assert "install the compiler under test" not in res.stdout and "-m dlgate run" not in res.stdout
+    assert "::group::dlgate: create the base build" not in res.stdout
+    assert r.outputs()["verdict"] == "usage-error"
+    with pytest.raises(ep.InputError, match=f"^{name}: only comments"):
+        ep.compiler_requirements("# x\n#y", str(tmp_path), name)
+    assert ep.compiler_requirements("", str(tmp_path), name) == []  # empty: the image's build, as documented
+
+
+def test_sigterm_to_the_entrypoint_reaches_dlgate():
+    """A cancelled job sends SIGTERM to the container's first process: it must reach the
+    child (dlgate run), which then stops its workers and exits 143."""
+    import signal
+    import subprocess
+    import sys as _sys
+
+    before = signal.getsignal(signal.SIGTERM)
+    child = subprocess.Popen([_sys.executable, "-c", "import time; time.sleep(60)"])
+    with ep.forwarded_signals(child):
+        os.kill(os.getpid(), signal.SIGTERM)
+        assert child.wait(timeout=10) == -signal.SIGTERM
+    assert signal.getsignal(signal.SIGTERM) is before  # this process's own handling is back

@@ -405,12 +405,63 @@ def test_the_readme_config_reference_is_current():
     assert C.reference_markdown() in readme, "regenerate it with `dlgate config --reference`"
 
 
-def test_backends_that_cannot_run_here_are_skipped_with_their_reason(tmp_path, capsys):
-    cfg = write_config(str(tmp_path), models=2, backends=["onnxruntime", "tvm:cuda"])
+def test_optional_backends_that_cannot_run_here_are_skipped_with_their_reason(tmp_path, capsys):
+    cfg = write_config(str(tmp_path), models=2, backends=["onnxruntime", "tvm:cuda?"])
     out = str(tmp_path / "o")
     assert main(["run", "--config", cfg, "--seed", "skip", "--out", out]) == 0
     v = verdict(out)
     assert v["counts"]["tvm[cuda]"] == {"skipped": 2} and "tvm[cuda]" in v["unavailable"]
     summary = open(os.path.join(out, "summary.md")).read()
     assert "cannot run on this machine" in summary and v["unavailable"]["tvm[cuda]"][:40] in summary
-    assert "tvm[cuda] cannot run here" in capsys.readouterr().err
+    assert "tvm[cuda] cannot run here, skipped (optional)" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("backend, words", [
+    ("tvm:cuda", "no CUDA"),  # named by the campaign, not optional
+    ({"name": "tests.fake_backends:BrokenImport"}, "libtvm.so"),  # a broken build: its import raises
+    ({"name": "tests.fake_backends:DiesOnStart"}, "died while starting"),  # segfaults while starting
+])
+def test_a_required_backend_that_cannot_start_fails_the_gate(tmp_path, capsys, backend, words):
+    cfg = write_config(str(tmp_path), models=2, backends=["onnxruntime", backend])
+    out = str(tmp_path / "o")
+    assert main(["run", "--config", cfg, "--seed", "closed", "--out", out]) == 4
+    v = verdict(out)
+    assert v["result"] == "cannot-run" and v["exit_code"] == 4 and not v["unavailable"]
+    (label,) = v["cannot_run"]
+    assert words in v["cannot_run"][label]
+    summary = open(os.path.join(out, "summary.md")).read()
+    assert "Could not run" in summary and words in summary
+    assert "could not run (exit status 4)" in capsys.readouterr().err
+    assert results(out) == []  # nothing was judged; a rerun resumes from the start
+
+
+def test_a_base_build_that_cannot_start_fails_the_gate(tmp_path, capsys):
+    cfg = write_config(str(tmp_path), models=2, base={"python": str(tmp_path / "no-such-python")})
+    out = str(tmp_path / "o")
+    assert main(["run", "--config", cfg, "--seed", "closed", "--out", out]) == 4
+    v = verdict(out)
+    assert any("base build" in k for k in v["cannot_run"]) and "no-such-python" in json.dumps(v["cannot_run"])
+    # an existing interpreter that cannot import the compiler is no better
+    cfg = write_config(str(tmp_path), models=2, backends=[{"name": "tests.fake_backends:EnvBroken"}],
+                       base={"python": sys.executable, "env": {"FAKE_BROKEN": "1", "PYTHONPATH": REPO}})
+    assert main(["run", "--config", cfg, "--seed", "closed", "--out", str(tmp_path / "o2")]) == 4
+    assert "No module named" in json.dumps(verdict(str(tmp_path / "o2"))["cannot_run"])
+
+
+def test_a_reference_that_cannot_start_fails_the_gate(tmp_path):
+    cfg = write_config(str(tmp_path), models=2, reference="tests.fake_backends:BrokenImport")
+    out = str(tmp_path / "o")
+    assert main(["run", "--config", cfg, "--seed", "closed", "--out", out]) == 4
+    assert any("reference" in k for k in verdict(out)["cannot_run"])
+
+
+def test_a_required_backend_skipped_mid_run_fails_the_gate_and_an_optional_one_does_not():
+    from dlgate.gate import baseline as B
+    from dlgate.gate import decide as D
+
+    rec = {"case": "00000-x", "kind": "batch", "index": 0,
+           "verdicts": [{"backend": "tvm[cpu]", "verdict": "skipped", "detail": "tvm[cpu] died while starting"}]}
+    d = D.decide([rec], B.Baseline(), "r", "t", ["tvm[cpu]"], True)
+    assert d.exit_code() == D.EXIT_CANNOT_RUN and d.cannot_run == {"tvm[cpu]": "tvm[cpu] died while starting"}
+    d = D.decide([rec], B.Baseline(), "r", "t", ["tvm[cpu]"], True, optional={"tvm[cpu]"})
+    assert d.exit_code() == D.EXIT_OK and d.unavailable and not d.cannot_run

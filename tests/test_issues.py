@@ -130,3 +130,22 @@ def test_the_token_never_appears_in_output_or_files(run_dir, tmp_path):
     for path in glob.glob(os.path.join(run_dir, "**", "*"), recursive=True):
         if os.path.isfile(path):
             assert TOKEN.encode() not in open(path, "rb").read(), path
+
+
+def test_one_comment_per_issue_per_workflow_run_whatever_the_attempt(run_dir):
+    """A GitHub re-run of the same workflow run (GITHUB_RUN_ATTEMPT 2, 3) is the same
+    occurrence: the run that opened the issues never comments on them, and a later run
+    comments once on each however often it is re-run."""
+    n = len(findings(run_dir))
+    with FakeGitHub(token=TOKEN) as gh:
+        for attempt in ("1", "2", "3"):
+            publish(run_dir, _client(gh), env=dict(_env("500"), GITHUB_RUN_ATTEMPT=attempt), log=lambda m: None)
+            assert len(gh.issues) == n and not gh.comments, attempt
+        for attempt in ("1", "2", "3"):
+            stats = publish(run_dir, _client(gh), env=dict(_env("501"), GITHUB_RUN_ATTEMPT=attempt),
+                            log=lambda m: None)
+            assert stats["commented"] == (n if attempt == "1" else 0) and stats["opened"] == 0
+            assert len(gh.issues) == n
+            assert [len(gh.comments.get(i["number"], [])) for i in gh.issues] == [1] * n, attempt
+        posts = [p for m, p, _ in gh.requests if m == "POST" and p.endswith("/comments")]
+        assert len(posts) == n  # found before posting: no attempt posted a second one

@@ -81,6 +81,18 @@ class NamesFirstOp(_Ort):
                                f"got {graph.tensors[first.inputs[0]].dtype} and float16")
 
 
+class PrintsConstants(_Ort):
+    """Fails on any Mul, printing its first operand as TVM does: inline when a constant."""
+
+    name = "printsconstants"
+
+    def fault(self, graph):
+        for n in graph.nodes:
+            if n.op == "Mul":
+                x = "R.const(1.5, 'float32')" if n.inputs[0] in graph.consts else "lv1"
+                raise RuntimeError(f"Binary operators must have the same datatype. However, R.multiply({x}, lv2)")
+
+
 class DtypeLeak(_Ort):
     """An Abs whose result a Reciprocal reads, through any operators between, fails as TVM's
     dtype propagation does (Abs "makes" the wrong dtype; Reciprocal's divide breaks on it)."""
@@ -235,6 +247,15 @@ def test_operators_between_a_wrong_dtype_and_where_it_breaks_are_short_circuited
     assert g.op_names() == ["Abs", "Reciprocal"], res.log
     assert g.nodes[1].inputs == g.nodes[0].outputs and len(g.inputs) == 1, res.log
     assert any("short-circuited" in line for line in res.log)
+
+
+def test_a_fed_input_becomes_a_constant_only_where_the_failure_stays_exactly_the_same(pool):
+    res, _ = _reduce(pool, _spec(NamesFirstOp), relu_mul_case())
+    assert res.case.graph.inputs == [] and "input t0 as a constant" in res.log  # fewer graph inputs
+    res, v = _reduce(pool, _spec(PrintsConstants), relu_mul_case())
+    g = res.case.graph
+    assert g.op_names() == ["Mul"] and len(g.inputs) == 1, res.log  # a constant would change the message
+    assert res.verdict.signature["id"] == v["signature"]["id"]
 
 
 def test_only_the_attribute_the_fault_depends_on_matters(pool):

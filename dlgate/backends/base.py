@@ -81,6 +81,17 @@ class Backend:
     #: others take the nearest lower probed one) and instances per combination.
     probe_opsets: ClassVar[tuple | None] = None
     probe_tries: ClassVar[int] = 4
+    #: The ``options`` the backend reads (a campaign's ``{name, options}`` mapping); any
+    #: other is a configuration error, never silently ignored.
+    option_names: ClassVar[tuple] = ()
+
+    @classmethod
+    def check_options(cls, options: dict) -> None:
+        """ValueError naming the first option the backend does not accept, or whose value
+        it cannot use (subclasses check their options' values after calling this)."""
+        for k in options:
+            if k not in cls.option_names:
+                raise ValueError(f"unknown option {k!r}; allowed: {', '.join(cls.option_names) or '(none)'}")
 
     def __init__(self, device: str = "cpu", opt_level: str | None = None, **options):
         if device not in self.devices:
@@ -126,6 +137,23 @@ class Backend:
     # -- provided ---------------------------------------------------------------------
     def describe(self) -> dict:
         return {"name": self.name, "version": self.version(), "device": self.device, "opt_level": self.opt_level}
+
+
+def option_value(options: dict, key: str, kind: str):
+    """``options[key]`` checked for ``kind`` (``bool`` or ``positive int``); ValueError naming
+    the option otherwise. None when the option is not set."""
+    if key not in options:
+        return None
+    v = options[key]
+    if kind == "bool":
+        if not isinstance(v, bool):
+            raise ValueError(f"option {key!r}: expected true or false, got {v!r}")
+    elif kind == "positive int":
+        if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 2**31 - 1:
+            raise ValueError(f"option {key!r}: expected a positive integer, got {v!r}")
+    else:
+        raise AssertionError(kind)
+    return v
 
 
 def as_numpy(x) -> np.ndarray:

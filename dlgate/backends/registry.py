@@ -39,14 +39,18 @@ def load(name: str) -> type:
 
 
 def check(spec: BackendSpec) -> type:
-    """The backend class of ``spec`` once its device and optimization level are known to
-    exist (KeyError for an unknown backend, ValueError for the rest)."""
+    """The backend class of ``spec`` once its device, optimization level and options are
+    known to exist (KeyError for an unknown backend, ValueError for the rest)."""
     cls = load(spec.name)
     if spec.device not in cls.devices:
         raise ValueError(f"{spec.name} has no device {spec.device!r}; allowed: {', '.join(cls.devices)}")
     if spec.opt_level is not None and spec.opt_level not in cls.opt_levels:
         raise ValueError(f"{spec.name} has no optimization level {spec.opt_level!r}; "
                          f"allowed: {', '.join(cls.opt_levels)}")
+    try:
+        cls.check_options(dict(spec.options))  # an option the backend does not read is an error
+    except ValueError as e:
+        raise ValueError(f"{spec.name}: {e.args[0]}") from None
     return cls
 
 

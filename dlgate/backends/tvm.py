@@ -54,6 +54,23 @@ class TVM(Backend):
     #: Compiling costs ~60 ms a model: probe three opsets, the others take the nearest lower.
     probe_opsets = (13, 17, 21)
     probe_tries = 2
+    option_names = ("extra_passes",)
+
+    @classmethod
+    def check_options(cls, options: dict) -> None:
+        super().check_options(options)
+        passes = options.get("extra_passes")
+        if passes is None:
+            return
+        if isinstance(passes, (str, bytes)) or not isinstance(passes, (list, tuple)):
+            raise ValueError(f"option 'extra_passes': expected a list of \"package.module:function\" names, got {passes!r}")
+        for p in passes:
+            if isinstance(p, str):
+                mod, _, attr = p.partition(":")
+                if not mod or not attr.isidentifier() or not all(x.isidentifier() for x in mod.split(".")):
+                    raise ValueError(f"option 'extra_passes': expected \"package.module:function\", got {p!r}")
+            elif not callable(p):  # a tvm.transform.Pass, or a callable returning one (from Python)
+                raise ValueError(f"option 'extra_passes': expected \"package.module:function\" names, got {p!r}")
 
     @classmethod
     def unavailable_reason(cls, device: str) -> str | None:

@@ -5,9 +5,14 @@ imports its backend once and serves case after case. The parent enforces a wall-
 timeout and a memory cap (resident set size, polled), and classifies what kills a worker:
 a signal (crash, with the signal's name), the timeout, or the memory cap (oom). A fresh
 worker replaces a dead one on the next case, so a crashing compiler never stops a batch.
+
+Workers never outlive the gate: a worker and its process group die when the gate dies,
+however it dies (:func:`_die_with_parent`), and every worker still running when the gate
+exits or is interrupted is killed and its log file removed (:func:`close_all`).
 """
 from __future__ import annotations
 
+import atexit
 import json
 import multiprocessing as mp
 import os
@@ -17,11 +22,14 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from dlgate.backends.base import BackendSpec, Model, Unavailable
+from dlgate.secrets import redact_obj, scrubbed_env
 
 #: Outcome statuses, in the order a case can reach them.
 OK, UNSUPPORTED, COMPILE_ERROR, RUN_ERROR, CRASH, TIMEOUT, OOM, UNAVAILABLE = (
@@ -60,11 +68,53 @@ def _error(exc: BaseException, stage: str) -> dict:
     return {"type": type(exc).__name__, "message": msg[:4000], "stage": stage, "frames": _frames(exc)}
 
 
-def _serve(spec: BackendSpec, conn, log_path: str) -> None:
+#: prctl(2) option: the signal this process gets when its parent (thread) exits.
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent(conn, pdeathsig: bool) -> None:
+    """Make this worker and its process group die with the gate, however the gate dies
+    (SIGKILL included), even while a compile hangs. On Linux (``pdeathsig``) the kernel
+    sends SIGKILL when the parent goes, which no hung compile can hold up. Everywhere, a
+    watchdog thread kills the process group (what the backend started too) when the gate's
+    end of ``conn`` closes (seen as a hang-up, without reading: the main thread owns the
+    reads) or the parent changes; a gate that died before this point is noticed at once.
+    ``pdeathsig`` only where the gate started the worker from its main thread: the kernel
+    ties the signal to the thread that forked, and another thread may end first."""
+    if pdeathsig and sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        except (OSError, AttributeError):
+            pass
+    import select
+
+    parent = os.getppid()
+    hangup = select.POLLHUP | getattr(select, "POLLRDHUP", 0)
+    poller = select.poll()
+    poller.register(conn.fileno(), hangup)
+
+    def watch() -> None:
+        while True:
+            events = poller.poll(200)
+            if any(ev & select.POLLNVAL for _, ev in events):
+                return  # the worker closed its own end: it is on its way out
+            if any(ev & hangup for _, ev in events) or os.getppid() != parent:
+                os.killpg(os.getpgrp(), signal.SIGKILL)
+
+    threading.Thread(target=watch, name="dlgate-parent-watchdog", daemon=True).start()
+
+
+def _serve(spec: BackendSpec, conn, log_path: str, pdeathsig: bool = False) -> None:
     """The worker's main loop. What the backend prints (C++ warnings included) goes to a
     log file, not the gate's console; its tail is attached to failures."""
     os.setsid()  # its own process group, so a timeout kills what it spawned too
-    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    _die_with_parent(conn, pdeathsig)
+    try:  # never created here: the gate removes the name once this process started
+        fd = os.open(log_path, os.O_WRONLY | os.O_APPEND)
+    except FileNotFoundError:
+        fd = os.open(os.devnull, os.O_WRONLY)
     os.dup2(fd, 1)
     os.dup2(fd, 2)
     os.close(fd)
@@ -134,19 +184,26 @@ class Worker:
         self.describe: dict = {}
         self.unavailable: str | None = None
         self.restarts = 0
-        fd, self.log_path = tempfile.mkstemp(prefix="dlgate-worker-", suffix=".log")
-        os.close(fd)
+        #: A start or a job is in flight: the process cannot answer a polite stop.
+        self._busy = False
+        #: The current process's log, read through this descriptor: a temp file whose name
+        #: exists only while the process starts (it opens the file by name), so no log is
+        #: left on disk however the gate ends. None before the first start.
+        self._log_fd: int | None = None
+        self.log_path: str | None = None
         self._log_pos = 0
+        _LIVE.add(self)
 
     def log_tail(self, max_lines: int = 30) -> str:
         """What the worker printed since the current job started (last lines)."""
         try:
-            with open(self.log_path, "rb") as f:
-                f.seek(self._log_pos)
-                text = f.read().decode(errors="replace")
-        except OSError:
+            data = os.pread(self._log_fd, max(0, self._log_size() - self._log_pos), self._log_pos)
+        except (OSError, TypeError):  # no log yet
             return ""
-        return "\n".join(text.splitlines()[-max_lines:])
+        return "\n".join(data.decode(errors="replace").splitlines()[-max_lines:])
+
+    def _log_size(self) -> int:
+        return os.fstat(self._log_fd).st_size if self._log_fd is not None else 0
 
     # -- lifecycle ------------------------------------------------------------------------
     def start(self) -> bool:
@@ -155,19 +212,30 @@ class Worker:
             return True
         if self.unavailable is not None:
             return False
-        self._log_pos = _size(self.log_path)
+        self._close_log()
+        self._log_fd, self.log_path = tempfile.mkstemp(prefix="dlgate-worker-", suffix=".log")
+        try:
+            return self._start()
+        finally:  # started, failed or killed: the process has opened its log, or never will
+            self._unlink_log()
+
+    def _start(self) -> bool:
+        self._log_pos = 0
+        pdeathsig = threading.current_thread() is threading.main_thread()
+        self._busy = True
         if self.python:
             try:
-                self._proc = _External(self.python, self.spec, self.log_path, self.env)
+                self._proc = _External(self.python, self.spec, self.log_path, self.env, pdeathsig)
             except OSError as e:
                 self.unavailable = f"{self.spec.label()}: cannot start {self.python}: {e.strerror or e}"
                 return False
             parent = self._proc.conn
         else:
             parent, child = self._ctx.Pipe()
-            proc = self._ctx.Process(target=_serve, args=(self.spec, child, self.log_path), daemon=True)
+            proc = self._ctx.Process(target=_serve, args=(self.spec, child, self.log_path, pdeathsig), daemon=True)
             try:
-                proc.start()
+                with _without_secrets():
+                    proc.start()
             finally:
                 child.close()
             self._proc = proc
@@ -178,6 +246,7 @@ class Worker:
             return False
         try:
             kind, payload = parent.recv()
+            payload = redact_obj(payload)  # what a backend says about itself is its text, like its errors
         except EOFError:
             code = self._proc.exitcode
             self._kill()
@@ -185,20 +254,36 @@ class Worker:
             return False
         if kind == "ready":
             self.describe = payload
+            self._busy = False
             return True
         self._kill()
         self.unavailable = payload if kind == "unavailable" else f"{payload['type']}: {payload['message']}"
         return False
 
     def close(self) -> None:
+        """Stop the process (and its process group) and drop the log."""
         self._stop()
-        try:
-            os.unlink(self.log_path)
-        except OSError:
-            pass
+        self._unlink_log()
+        self._close_log()
+        _LIVE.discard(self)
+
+    def _unlink_log(self) -> None:
+        path, self.log_path = self.log_path, None
+        if path is not None:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+
+    def _close_log(self) -> None:
+        fd, self._log_fd = self._log_fd, None
+        if fd is not None:
+            os.close(fd)
 
     def _stop(self) -> None:
-        if self._proc is not None and self._proc.is_alive():
+        """Ask an idle worker to stop; kill a busy one (a hung compile never reads the
+        request, and an interrupted gate must not wait for it)."""
+        if self._proc is not None and not self._busy and self._proc.is_alive():
             try:
                 self._conn.send(("stop",))
                 self._proc.join(timeout=5)
@@ -208,12 +293,13 @@ class Worker:
 
     def _kill(self) -> None:
         proc, self._proc = self._proc, None
+        self._busy = False
         if proc is None:
             return
-        if proc.is_alive():
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
+        try:  # the whole group, also when the worker itself is gone but left processes behind
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            if proc.is_alive():
                 proc.kill()
         proc.join(timeout=10)
         if self._conn is not None:
@@ -234,7 +320,8 @@ class Worker:
                                                "frames": []}, wall_s=time.perf_counter() - t0)
         self._jobs += 1
         job = self._jobs
-        self._log_pos = _size(self.log_path)
+        self._log_pos = self._log_size()
+        self._busy = True
         try:
             self._conn.send(("exec", job, model.onnx, model.graph, list(inputs)))
         except (BrokenPipeError, OSError):
@@ -250,9 +337,11 @@ class Worker:
                     return self._died(t0, "run")
                 if got != job:
                     continue
+                self._busy = False
                 err = res.get("error")
                 if err is not None:
                     err["log"] = self.log_tail()
+                    err = redact_obj(err)  # the worker's words: no secret crosses into dlgate's files
                 return Outcome(res["status"], res.get("outputs"), err, res["compile_s"], res["run_s"],
                                time.perf_counter() - t0, self.describe)
             if not self._proc.is_alive():
@@ -301,15 +390,16 @@ class _External:
     it would import this environment's compiler.) Offers the ``multiprocessing.Process``
     methods the Worker uses."""
 
-    def __init__(self, python: str, spec: BackendSpec, log_path: str, env: dict):
+    def __init__(self, python: str, spec: BackendSpec, log_path: str, env: dict, pdeathsig: bool = False):
         from multiprocessing.connection import Connection
 
         ours, theirs = socket.socketpair()
         arg = json.dumps([spec.name, spec.device, spec.opt_level, [list(kv) for kv in spec.options]])
         full_env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # not this environment's path
-        full_env.update(env)
+        full_env = scrubbed_env(dict(full_env, **env))  # base.env merged in, secrets out (dlgate.secrets)
         try:
-            self.popen = subprocess.Popen([python, "-m", "dlgate.exec.worker", arg, str(theirs.fileno()), log_path],
+            self.popen = subprocess.Popen([python, "-m", "dlgate.exec.worker", arg, str(theirs.fileno()), log_path,
+                                           "pdeathsig" if pdeathsig else "-"],
                                           pass_fds=(theirs.fileno(),), env=full_env, stdin=subprocess.DEVNULL,
                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         finally:
@@ -334,19 +424,34 @@ class _External:
             pass
 
 
+#: Held while a spawned worker starts without the secrets in this process's environment.
+_ENV_LOCK = threading.Lock()
+
+
+@contextmanager
+def _without_secrets():
+    """This process's environment without its secrets (:func:`dlgate.secrets.scrubbed_env`)
+    while a worker is spawned: multiprocessing's spawn hands the child this process's
+    environment and takes no other, so the secrets leave ``os.environ`` for the start and
+    come back after. Workers started in threads (``dlgate probe --jobs``) take turns."""
+    with _ENV_LOCK:
+        keep = scrubbed_env(os.environ)
+        removed = {k: v for k, v in os.environ.items() if k not in keep}
+        for k in removed:
+            del os.environ[k]
+        try:
+            yield
+        finally:
+            for k, v in removed.items():
+                os.environ.setdefault(k, v)
+
+
 def _external_main(argv: list) -> None:
     from multiprocessing.connection import Connection
 
     name, device, level, options = json.loads(argv[0])
     spec = BackendSpec(name, device, level, tuple(tuple(kv) for kv in options))
-    _serve(spec, Connection(int(argv[1])), argv[2])
-
-
-def _size(path: str) -> int:
-    try:
-        return os.path.getsize(path)
-    except OSError:
-        return 0
+    _serve(spec, Connection(int(argv[1])), argv[2], pdeathsig=argv[3:4] == ["pdeathsig"])
 
 
 def _signal_name(code) -> str | None:
@@ -416,17 +521,40 @@ class Pool:
             self.start_s += time.perf_counter() - t0
         out = w.execute(model, inputs)
         self.busy_s += out.compile_s + out.run_s
+        # Every reply crosses here (errors, frames, log tails, timeouts and crashes included):
+        # secrets a backend got hold of are replaced by *** before anything is written or shown.
+        out.error = redact_obj(out.error)
         return out
 
-    def close(self) -> None:
+    def close(self, kill: bool = False) -> None:
+        """Stop every worker (``kill``: at once, not even an idle one asked) and remove the logs."""
         for w in self.workers.values():
+            if kill:
+                w._kill()
             w.close()
 
     def __enter__(self):
         return self
 
-    def __exit__(self, *exc):
-        self.close()
+    def __exit__(self, exc_type, *exc):
+        # interrupted (Ctrl-C, or `dlgate run`'s SIGTERM/SIGINT): no time is spent on goodbyes
+        self.close(kill=exc_type is not None and issubclass(exc_type, KeyboardInterrupt))
+
+
+#: Workers not closed yet (their log file exists, their process may run): what close_all ends.
+_LIVE: set = set()
+
+
+def close_all() -> None:
+    """Kill every worker of this process still running and remove every log file: when the
+    gate is interrupted, and at exit, so that no worker and no log outlives the gate,
+    whatever path it leaves by."""
+    for w in list(_LIVE):
+        w._kill()
+        w.close()
+
+
+atexit.register(close_all)
 
 
 if __name__ == "__main__":

@@ -81,9 +81,63 @@ def repros_dir(path: str) -> str:
     return stem + ".repros"
 
 
+#: The most a baseline file may hold (thousands of entries take a few MiB).
+MAX_BYTES = 64 << 20
+_TEXT_KEYS = ("backend", "verdict", "cluster", "typed", "text", "example", "last_seen")
+
+
+def _what(v) -> str:
+    return {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean", int: "an integer",
+            float: "a number", type(None): "null"}.get(type(v), type(v).__name__)
+
+
+def _failure_entry(entry, required: tuple) -> str | None:
+    """What is wrong with a fingerprint (or format-1 signature) entry, or None."""
+    if not isinstance(entry, dict):
+        return f"expected a mapping with {', '.join(required)}, got {_what(entry)}"
+    for k in required:
+        if not isinstance(entry.get(k), str) or not entry[k]:
+            return f"{k}: expected a non-empty string, got {_what(entry.get(k))}"
+    for k in _TEXT_KEYS:
+        if k in entry and not isinstance(entry[k], str):
+            return f"{k}: expected a string, got {_what(entry[k])}"
+    cases = entry.get("cases", 0)
+    if isinstance(cases, bool) or not isinstance(cases, int) or cases < 0:
+        return f"cases: expected a non-negative integer, got {cases!r}"
+    repro = entry.get("repro")
+    if repro is not None and (not isinstance(repro, str) or not repro or repro in (".", "..")
+                              or "/" in repro or "\\" in repro or "\0" in repro):
+        return f"repro: expected the name of a folder in the baseline's repros folder, got {repro!r}"
+    return None
+
+
+def _cluster_entry(entry) -> str | None:
+    if not isinstance(entry, dict):
+        return f"expected a mapping, got {_what(entry)}"
+    for k in ("backend", "verdict", "text"):
+        if k in entry and not isinstance(entry[k], str):
+            return f"{k}: expected a string, got {_what(entry[k])}"
+    fps = entry.get("fingerprints", [])
+    if not isinstance(fps, list) or not all(isinstance(x, str) for x in fps):
+        return "fingerprints: expected a list of fingerprints"
+    return None
+
+
+def _corpus_entry(entry) -> str | None:
+    if not isinstance(entry, dict) or not all(isinstance(v, str) for v in entry.values()):
+        return "expected a mapping of backend labels to \"pass\" or a fingerprint"
+    return None
+
+
+_ENTRY_CHECKS = {"fingerprints": lambda e: _failure_entry(e, ("backend", "verdict", "cluster")),
+                 "signatures": lambda e: _failure_entry(e, ("backend",)), "clusters": _cluster_entry,
+                 "corpus": _corpus_entry}
+
+
 def load(path: str | None, missing_ok: bool = True) -> Baseline:
     """The baseline at ``path``; an empty one when there is no path or (``missing_ok``) no
-    file yet, e.g. the first run of a new campaign."""
+    file yet, e.g. the first run of a new campaign. Every entry is checked here, so a
+    malformed one is a BaselineError naming the file and the entry before any work starts."""
     if not path:
         return Baseline()
     if not os.path.exists(path):
@@ -91,16 +145,28 @@ def load(path: str | None, missing_ok: bool = True) -> Baseline:
             return Baseline(path=path)
         raise BaselineError(f"{path}: no such baseline file")
     try:
-        with open(path) as f:
-            doc = json.load(f)
-    except (OSError, json.JSONDecodeError) as e:
-        raise BaselineError(f"{path}: not a readable baseline: {e}") from None
-    if not isinstance(doc, dict) or doc.get("dlgate_baseline") not in READABLE:
+        with open(path, "rb") as f:
+            data = f.read(MAX_BYTES + 1)  # bounded: a baseline pointed at /dev/zero must not eat the memory
+    except OSError as e:
+        raise BaselineError(f"{path}: not a readable baseline: {e.strerror or e}") from None
+    if len(data) > MAX_BYTES:
+        raise BaselineError(f"{path}: larger than {MAX_BYTES >> 20} MiB; not a dlgate baseline")
+    try:
+        doc = json.loads(data.decode("utf-8"))
+    except (ValueError, RecursionError) as e:  # not JSON, not UTF-8, nested too deeply
+        why = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise BaselineError(f"{path}: not a readable baseline (not JSON: {why})") from None
+    if not isinstance(doc, dict) or type(doc.get("dlgate_baseline")) is not int or \
+            doc.get("dlgate_baseline") not in READABLE:
         raise BaselineError(f"{path}: not a dlgate baseline (expected \"dlgate_baseline\": {FORMAT})")
     parts = {k: doc.get(k, {}) for k in ("fingerprints", "clusters", "corpus", "signatures")}
     for k, v in parts.items():
-        if not isinstance(v, dict) or not all(isinstance(e, (dict, str)) for e in v.values()):
-            raise BaselineError(f"{path}: \"{k}\" must be a mapping")
+        if not isinstance(v, dict):
+            raise BaselineError(f"{path}: \"{k}\" must be a mapping, got {_what(v)}")
+        for name, entry in v.items():
+            problem = _ENTRY_CHECKS[k](entry)
+            if problem:
+                raise BaselineError(f"{path}: {k}[{name!r}]: {problem}")
     return Baseline(dict(parts["fingerprints"]), dict(parts["clusters"]), dict(parts["corpus"]),
                     dict(parts["signatures"]), path)
 

@@ -10,12 +10,15 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import math
 import os
 from dataclasses import dataclass, field
 
 import yaml
 
 FAIL_ON = ("new", "any", "none")
+#: The most a campaign file may hold; a larger one (or ``--config /dev/zero``) is refused unread.
+MAX_CONFIG_BYTES = 1 << 20
 
 
 class ConfigError(ValueError):
@@ -48,15 +51,18 @@ FIELDS = (
     Field("support", "list[str]", [], "Generate only what these backends were probed to support "
           "(`dlgate probe`); empty: everything, and unsupported operators are reported as such."),
     Field("backends", "backends", ["tvm", "onnxruntime"], "Backends under test: `NAME[:DEVICE][@LEVEL]` "
-          "(`dlgate backends`), or a mapping `{name, device, opt_level, options}` to pass backend options "
-          "(e.g. `options: {intra_op_threads: 2}`); `name` may also be `module:Class` for a backend not "
-          "registered as an entry point. One that cannot run on this machine is skipped with its reason."),
+          "(`dlgate backends`), or a mapping `{name, device, opt_level, options, optional}` to pass backend "
+          "options (e.g. `options: {intra_op_threads: 2}`); `name` may also be `module:Class` for a backend not "
+          "registered as an entry point. A backend that cannot start (not installed, a broken build, no GPU) "
+          "fails the gate (exit status 4), unless marked optional (`optional: true`, or a `?` suffix: "
+          "`tvm:cuda?`): then it is skipped with its reason."),
     Field("reference", "str", "torch", "The trusted reference backend."),
     Field("tolerances", "dict", {}, "Per-dtype `[rtol, atol]` overriding the defaults, e.g. "
           "`{float32: [1e-2, 1e-3]}`."),
-    Field("timeout_s", "float", 60.0, "Seconds one compile and run may take before it is a timeout.", min=1),
+    Field("timeout_s", "float", 60.0, "Seconds one compile and run may take before it is a timeout.", min=1,
+          max=86_400),
     Field("memory_mb", "int", 4096, "Resident-memory cap of a backend worker; beyond it the case is oom.",
-          min=64),
+          min=64, max=1 << 24),
     Field("search_steps", "int", 24, "Step budget of the numeric-valid input search.", min=0, max=10_000),
     Field("crosscheck", "bool", True, "Cross-check disagreements at the lowest optimization level and with "
           "onnx.reference."),
@@ -71,7 +77,7 @@ FIELDS = (
           "failure that also fails there is pre-existing and does not fail the check.", optional=True),
     Field("reduce", "bool", True, "Reduce each new, regression and pre-existing failure to a minimal repro "
           "bundle (`OUT/repros/<signature>/`, with a standalone `repro.py`)."),
-    Field("reduce_seconds", "float", 60.0, "Time bound of one reduction.", min=1),
+    Field("reduce_seconds", "float", 60.0, "Time bound of one reduction.", min=1, max=86_400),
     Field("issues", "issues", None, "Open GitHub issues from the gate: `{repo: OWNER/NAME, label: dlgate, "
           "max_per_run: 5, api_url: https://api.github.com}`; the token comes from `GITHUB_TOKEN`. Only complete "
           "runs (unsharded, or `dlgate merge`) publish. Null: off (`dlgate issues` does it on demand).",
@@ -139,6 +145,8 @@ def _check(f: Field, value, where: str):
     if f.kind == "str":
         if not isinstance(value, str) or not value:
             raise bad("a non-empty string")
+        if "\0" in value:
+            raise ConfigError(f"{where}: a NUL character in {value!r}")
         if f.choices and value not in f.choices:
             raise ConfigError(f"{where}: {value!r} is not one of {', '.join(f.choices)}")
         return value
@@ -149,11 +157,14 @@ def _check(f: Field, value, where: str):
     if f.kind in ("int", "float"):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or (f.kind == "int" and not isinstance(value, int)):
             raise bad("an integer" if f.kind == "int" else "a number")
+        if not math.isfinite(value):  # .nan would disable a bound (nan < min is false), .inf lift it
+            raise bad("a finite number")
         if (f.min is not None and value < f.min) or (f.max is not None and value > f.max):
-            raise ConfigError(f"{where}: {value} is outside the allowed range {f.min:g}..{f.max if f.max is not None else 'inf'}")
+            lo = f"{f.min:g}" if f.min is not None else "-inf"
+            raise ConfigError(f"{where}: {value} is outside the allowed range {lo}..{f.max if f.max is not None else 'inf'}")
         return int(value) if f.kind == "int" else float(value)
     if f.kind == "list[str]":
-        if not isinstance(value, list) or not all(isinstance(x, str) and x for x in value):
+        if not isinstance(value, list) or not all(isinstance(x, str) and x and "\0" not in x for x in value):
             raise bad("a list of strings")
         return list(value)
     if f.kind == "backends":
@@ -173,12 +184,15 @@ def _check(f: Field, value, where: str):
         if unknown:
             raise ConfigError(f"{where}.{unknown[0]}: unknown key; allowed: python, env")
         py = value.get("python")
-        if not isinstance(py, str) or not py:
+        if not isinstance(py, str) or not py or "\0" in py:
             raise ConfigError(f"{where}.python: expected the path of a Python interpreter")
         env = value.get("env") or {}
         if not isinstance(env, dict) or not all(isinstance(k, str) and isinstance(v, (str, int, float))
-                                                for k, v in env.items()):
+                                                and not isinstance(v, bool) for k, v in env.items()):
             raise ConfigError(f"{where}.env: expected a mapping of environment variable names to values")
+        for k, v in env.items():
+            if not k or "=" in k or "\0" in k or "\0" in str(v):
+                raise ConfigError(f"{where}.env: {k!r}: not a valid environment variable (name or value)")
         return {"python": py, "env": {k: str(v) for k, v in sorted(env.items())}}
     raise AssertionError(f.kind)
 
@@ -209,9 +223,11 @@ def _backend_entry(x, where: str):
         return x
     if not isinstance(x, dict):
         raise ConfigError(f"{where}: expected `NAME[:DEVICE][@LEVEL]` or a mapping, got {_type_name(x)} {x!r}")
-    unknown = sorted(set(x) - {"name", "device", "opt_level", "options"})
+    unknown = sorted(set(x) - {"name", "device", "opt_level", "options", "optional"})
     if unknown:
-        raise ConfigError(f"{where}.{unknown[0]}: unknown key; allowed: name, device, opt_level, options")
+        raise ConfigError(f"{where}.{unknown[0]}: unknown key; allowed: name, device, opt_level, options, optional")
+    if "optional" in x and not isinstance(x["optional"], bool):
+        raise ConfigError(f"{where}.optional: expected true or false")
     if not isinstance(x.get("name"), str) or not x["name"]:
         raise ConfigError(f"{where}.name: expected a backend name")
     for k in ("device", "opt_level"):
@@ -219,7 +235,15 @@ def _backend_entry(x, where: str):
             raise ConfigError(f"{where}.{k}: expected a string")
     if not isinstance(x.get("options", {}), dict):
         raise ConfigError(f"{where}.options: expected a mapping")
-    return {k: x[k] for k in ("name", "device", "opt_level", "options") if k in x}
+    return {k: x[k] for k in ("name", "device", "opt_level", "options", "optional") if k in x}
+
+
+def is_optional(entry) -> bool:
+    """Whether a ``backends`` entry may be skipped where it cannot run (``optional: true``,
+    or a string ending in ``?``, e.g. ``tvm:cuda?`` for a GPU backend in a campaign that
+    also runs on CPU runners). Every other backend, and the reference, must run: one that
+    cannot is a failed gate, never a silent skip."""
+    return bool(entry.get("optional")) if isinstance(entry, dict) else entry.endswith("?")
 
 
 def backend_spec(entry):
@@ -227,7 +251,7 @@ def backend_spec(entry):
     from dlgate.backends.base import BackendSpec
 
     if isinstance(entry, str):
-        return BackendSpec.parse(entry)
+        return BackendSpec.parse(entry.removesuffix("?"))
 
     def freeze(v):
         if isinstance(v, list):
@@ -249,8 +273,9 @@ def _tolerances(value: dict, where: str) -> dict:
             raise ConfigError(f"{where}.{k}: unknown dtype; allowed: {', '.join(DEFAULT_TOLERANCES)}")
         v = value[k]
         if (not isinstance(v, list) or len(v) != 2
-                or not all(isinstance(x, (int, float)) and not isinstance(x, bool) and x >= 0 for x in v)):
-            raise ConfigError(f"{where}.{k}: expected [rtol, atol], two non-negative numbers, got {v!r}")
+                or not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x >= 0
+                           for x in v)):
+            raise ConfigError(f"{where}.{k}: expected [rtol, atol], two finite non-negative numbers, got {v!r}")
         out[k] = (float(v[0]), float(v[1]))
     return out
 
@@ -319,20 +344,46 @@ def build(values: dict, source: str = "<defaults>") -> Campaign:
     return cfg
 
 
+class _Loader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing a key given twice in one mapping (PyYAML keeps the last)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            if isinstance(key_node, yaml.ScalarNode):
+                key = self.construct_object(key_node, deep=deep)
+                if isinstance(key, str) and key in seen:
+                    raise yaml.constructor.ConstructorError(None, None, f"duplicate key {key!r}",
+                                                            key_node.start_mark)
+                seen.add(key)
+        return super().construct_mapping(node, deep)
+
+
 def load(path: str, overrides: dict | None = None) -> Campaign:
     """Read, validate and override a campaign file. ``overrides`` (from the command line)
     go through the same validation and win over the file."""
     try:
-        with open(path) as f:
-            text = f.read()
-    except OSError as e:
-        raise ConfigError(f"{path}: cannot read: {e.strerror}") from None
+        with open(path, "rb") as f:
+            data = f.read(MAX_CONFIG_BYTES + 1)  # bounded: --config /dev/zero must not eat the memory
+    except (OSError, ValueError) as e:  # ValueError: a NUL in the path
+        raise ConfigError(f"{path}: cannot read: {getattr(e, 'strerror', None) or e}") from None
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError(f"{path}: larger than {MAX_CONFIG_BYTES >> 20} MiB; not a campaign file")
+    if b"\0" in data:
+        raise ConfigError(f"{path}: a binary file (NUL bytes), not a YAML campaign file")
     try:
-        values = yaml.safe_load(text)
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"{path}: not UTF-8 text (byte 0x{data[e.start]:02x} at offset {e.start})") from None
+    try:
+        values = yaml.load(text, Loader=_Loader)  # a SafeLoader that also refuses duplicate keys
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         at = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
         raise ConfigError(f"{path}: not valid YAML{at}: {getattr(e, 'problem', None) or e}") from None
+    except (RecursionError, ValueError) as e:  # nesting too deep; an integer of 5,000 digits, a date of month 13
+        why = "nested too deeply" if isinstance(e, RecursionError) else str(e).splitlines()[0]
+        raise ConfigError(f"{path}: not valid YAML: {why}") from None
     if values is None:
         values = {}
     if not isinstance(values, dict):

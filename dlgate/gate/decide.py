@@ -30,8 +30,10 @@ from dlgate.oracle import verdict as V
 NEW, KNOWN, FLAKY, PRE_EXISTING, REGRESSION = "new", "known", "flaky", "pre-existing", "regression"
 CLASSES = (NEW, REGRESSION, PRE_EXISTING, KNOWN, FLAKY)
 
-#: Exit statuses.
-EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+#: Exit statuses: no new failures; new failures; usage or configuration error; dlgate's own
+#: defect (the reference failed); a backend the gate needs could not run (the compiler
+#: under test, the reference, or the base build: not installed, a broken build, no device).
+EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERNAL, EXIT_CANNOT_RUN = 0, 1, 2, 3, 4
 
 
 def backend_name(label: str) -> str:
@@ -86,7 +88,8 @@ class Decision:
     fixed: list = field(default_factory=list)
     corpus_states: dict = field(default_factory=dict)  # corpus name -> backend label -> pass | sig
     internal: list = field(default_factory=list)  # reference errors: dlgate's own failures
-    unavailable: dict = field(default_factory=dict)  # backend label -> why it cannot run here
+    unavailable: dict = field(default_factory=dict)  # optional backend label -> why it cannot run here
+    cannot_run: dict = field(default_factory=dict)  # required backend, reference or base build -> why
     clusters: list = field(default_factory=list)  # failure groups sharing one cause
     mode: str = "baseline"  # how novelty is decided: "base" (head versus base) or "baseline"
     baseline_path: str | None = None
@@ -109,31 +112,41 @@ class Decision:
     def exit_code(self, fail_on: str = "new") -> int:
         if self.internal:
             return EXIT_INTERNAL
+        if self.cannot_run:
+            return EXIT_CANNOT_RUN
         return EXIT_FAIL if self.failing(fail_on) else EXIT_OK
 
     def to_json(self, fail_on: str = "new") -> dict:
         code = self.exit_code(fail_on)
         return {
-            "result": {EXIT_OK: "pass", EXIT_FAIL: "fail", EXIT_INTERNAL: "internal-error"}[code],
+            "result": {EXIT_OK: "pass", EXIT_FAIL: "fail", EXIT_INTERNAL: "internal-error",
+                       EXIT_CANNOT_RUN: "cannot-run"}[code],
             "exit_code": code, "fail_on": fail_on, "root": self.root, "campaign": self.campaign,
             "complete": self.complete, "backends": self.backends, "cases": self.cases, "counts": self.counts,
             "new": self.of(NEW), "regressions": self.of(REGRESSION), "pre_existing": self.of(PRE_EXISTING),
             "known": self.of(KNOWN), "flaky": self.of(FLAKY), "fixed": self.fixed, "internal_errors": self.internal,
-            "unavailable": self.unavailable, "novelty": self.mode, "baseline": self.baseline_path, "clusters": len(self.clusters), "cluster_list": self.clusters,
+            "unavailable": self.unavailable, "cannot_run": self.cannot_run, "novelty": self.mode, "baseline": self.baseline_path, "clusters": len(self.clusters), "cluster_list": self.clusters,
         }
 
 
 def decide(records: list, baseline, root: str, campaign: str, backends: list, complete: bool,
-           mode: str = "baseline") -> Decision:
+           mode: str = "baseline", optional=(), cannot_run: dict | None = None) -> Decision:
+    """``optional``: labels of backends that may be skipped where they cannot run; any other
+    backend that could not run (``skipped``), and a base build that could not, fails the
+    gate; ``cannot_run``: what the run's start-up check already found (label -> why)."""
     d = Decision(root, campaign, complete, list(backends), cases=len(records), mode=mode,
-                 baseline_path=baseline.path, baseline_size=len(baseline.fingerprints) + len(baseline.signatures))
+                 baseline_path=baseline.path, baseline_size=len(baseline.fingerprints) + len(baseline.signatures),
+                 cannot_run=dict(cannot_run or {}))
     counts: dict = defaultdict(Counter)
     groups: dict = {}  # (class, signature) -> group
     for rec in sorted(records, key=_order):
         for v in rec["verdicts"]:
             counts[v["backend"]][v["verdict"]] += 1
             if v["verdict"] == V.SKIPPED:
-                d.unavailable.setdefault(v["backend"], (v.get("detail") or "").strip()[:300])
+                why = (v.get("detail") or "").strip()[:300]
+                (d.unavailable if v["backend"] in optional else d.cannot_run).setdefault(v["backend"], why)
+            if (v.get("base") or {}).get("verdict") == V.SKIPPED:
+                d.cannot_run.setdefault(f"{v['backend']} (base build)", (v["base"].get("detail") or "").strip()[:300])
             if v["verdict"] == V.REFERENCE_ERROR:
                 d.internal.append({"case": rec["case"], "detail": v.get("detail", "")[:500]})
                 continue

@@ -4,48 +4,79 @@
 compiler), so a run killed and resumed writes the same file as an uninterrupted one;
 timings go to ``timings.jsonl``. Each line is flushed and fsynced before the next case
 starts, so a SIGKILL loses at most the case in flight; a torn last line (killed during
-the write) is cut off on resume.
+the write) is cut off on resume. Anything else that is not one case record per line (a
+case recorded twice, a line that is not a record, garbage before the last line) is refused
+with the file and the line, never counted twice or silently cut.
+
+One process at a time works in an output folder: :class:`OutLock`.
 """
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 
 RESULTS = "results.jsonl"
 TIMINGS = "timings.jsonl"
 MANIFEST = "run.json"
+LOCK = ".lock"
+#: The keys every record of a results journal has.
+RECORD_KEYS = ("case", "verdicts")
+
+
+class RunError(RuntimeError):
+    """A run that cannot proceed for a reason the user can fix (exit status 2)."""
 
 
 def json_line(obj: dict) -> str:
-    return json.dumps(obj, sort_keys=True, default=str, separators=(",", ":")) + "\n"
+    from dlgate.secrets import redact_obj  # no secret value reaches a journal (dlgate.secrets)
+
+    return json.dumps(redact_obj(obj), sort_keys=True, default=str, separators=(",", ":")) + "\n"
 
 
-def _complete(path: str) -> tuple:
-    """(records, bytes) of a journal file's complete lines; a line torn by a kill mid-write
-    (no newline, or not JSON) ends the file."""
+def _complete(path: str, keys: tuple = RECORD_KEYS, unique: bool = True) -> tuple:
+    """(records, bytes) of a journal file's complete lines. Only the last line may be torn
+    (no newline: a kill mid-write, as each line is written whole and ends with the only
+    newline it holds); it is left out. Any other line that is not a JSON object with
+    ``keys``, and (``unique``) a case recorded twice, is a RunError naming the file and
+    the line: a damaged journal is not guessed at."""
     if not os.path.exists(path):
         return [], 0
-    out, good = [], 0
+    out, good, seen = [], 0, {}
     with open(path, "rb") as f:
-        for raw in f:
+        for n, raw in enumerate(f, 1):
             if not raw.endswith(b"\n"):
-                break
+                break  # torn by a kill mid-write: the case is redone on resume
             try:
-                out.append(json.loads(raw))
-            except json.JSONDecodeError:
-                break
+                rec = json.loads(raw)
+            except ValueError as e:  # not JSON (or not UTF-8)
+                raise RunError(_damaged(path, n, f"is not JSON ({e})")) from None
+            if not isinstance(rec, dict) or any(k not in rec for k in keys) or not isinstance(rec["case"], str):
+                what = f"a JSON {type(rec).__name__}" if not isinstance(rec, dict) else \
+                    f"an object without {', '.join(repr(k) for k in keys if k not in rec) or 'a string case'}"
+                raise RunError(_damaged(path, n, f"is not a case record ({what})"))
+            if unique and rec["case"] in seen:
+                raise RunError(_damaged(path, n, f"records case {rec['case']} again (first on line {seen[rec['case']]})"))
+            seen.setdefault(rec["case"], n)
+            out.append(rec)
             good += len(raw)
     return out, good
 
 
+def _damaged(path: str, line: int, what: str) -> str:
+    return (f"{path}: line {line} {what}; the journal is damaged: delete that line (its case is run again) "
+            "or use --fresh to discard the folder")
+
+
 def read_records(path: str) -> list:
-    """The complete records of a journal file; a torn last line is ignored."""
+    """The complete records of a results journal; a torn last line is ignored, a damaged
+    journal is a RunError naming the file and the line."""
     return _complete(path)[0]
 
 
-def _truncate_torn(path: str) -> None:
+def _truncate_torn(path: str, keys: tuple = RECORD_KEYS, unique: bool = True) -> None:
     """Cut a torn last line so appends start on a fresh line."""
-    good = _complete(path)[1]
+    good = _complete(path, keys, unique)[1]
     if os.path.exists(path) and good != os.path.getsize(path):
         with open(path, "r+b") as f:
             f.truncate(good)
@@ -60,8 +91,8 @@ class Journal:
         self.dir = out_dir
         self.path = os.path.join(out_dir, RESULTS)
         self.timings_path = os.path.join(out_dir, TIMINGS)
-        for p in (self.path, self.timings_path):
-            _truncate_torn(p)
+        _truncate_torn(self.path)
+        _truncate_torn(self.timings_path, *_TIMING_SHAPE)
         self.records = read_records(self.path)
         self.done = {r["case"] for r in self.records}
         self._f = open(self.path, "a")
@@ -90,10 +121,12 @@ class Journal:
 
 
 def write_json(path: str, obj) -> None:
-    """Atomically (write, fsync, rename)."""
+    """Atomically (write, fsync, rename), secrets redacted (dlgate.secrets)."""
+    from dlgate.secrets import redact_obj
+
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
-        json.dump(obj, f, indent=1, sort_keys=True, default=str)
+        json.dump(redact_obj(obj), f, indent=1, sort_keys=True, default=str)
         f.write("\n")
         f.flush()
         os.fsync(f.fileno())
@@ -105,5 +138,66 @@ def read_json(path: str):
         return json.load(f)
 
 
+#: A timings line names its case; a case may appear again (killed after its timing line and
+#: before its record, the case is redone), and the last line counts.
+_TIMING_SHAPE = (("case",), False)
+
+
 def read_timings(out_dir: str) -> list:
-    return read_records(os.path.join(out_dir, TIMINGS))
+    return _complete(os.path.join(out_dir, TIMINGS), *_TIMING_SHAPE)[0]
+
+
+def read_manifest(path: str) -> dict:
+    """An output folder's run.json; one that does not parse, or is not a mapping, is a
+    RunError (exit status 2), not a traceback."""
+    try:
+        doc = read_json(path)
+    except (ValueError, OSError) as e:  # not JSON, not UTF-8, unreadable
+        doc, why = None, str(e)
+    else:
+        why = f"a JSON {type(doc).__name__}, not an object"
+    if not isinstance(doc, dict):
+        raise RunError(f"{path} is not a dlgate manifest: {why}; use --fresh to discard the folder")
+    return doc
+
+
+class OutLock:
+    """An exclusive lock on an output folder for as long as a run (or a merge) works in it:
+    ``flock`` on ``OUT/.lock``, held open. A second dlgate on the same folder is refused at
+    once (RunError, exit status 2). The kernel releases the lock when the holder exits,
+    however it exits (SIGKILL included), so a stale lock never needs cleaning up; the file
+    stays, holding the last holder's pid. The descriptor is not inherited by workers."""
+
+    def __init__(self, out_dir: str):
+        self.dir = out_dir
+        self.path = os.path.join(out_dir, LOCK)
+        self._fd: int | None = None
+
+    def acquire(self) -> "OutLock":
+        os.makedirs(self.dir, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            raise RunError(f"{self.dir} is in use by another dlgate run (pid {holder}); wait for it to end, "
+                           "or use another --out") from None
+        except OSError as e:
+            os.close(fd)
+            raise RunError(f"{self.dir}: cannot lock {self.path}: {e.strerror or e}") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._fd = fd
+        return self
+
+    def release(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)  # releases the lock
+
+    def __enter__(self):
+        return self.acquire()
+
+    def __exit__(self, *exc):
+        self.release()

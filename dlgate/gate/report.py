@@ -119,7 +119,8 @@ def summary(decision: D.Decision, fail_on: str, shard: str | None = None) -> str
     code = decision.exit_code(fail_on)
     n_new = len(decision.of(D.NEW)) + len(decision.of(D.REGRESSION))
     head = {D.EXIT_OK: "✅ passed", D.EXIT_FAIL: f"❌ failed: {n_new} new failure(s)",
-            D.EXIT_INTERNAL: "💥 dlgate internal error (not a compiler failure)"}[code]
+            D.EXIT_INTERNAL: "💥 dlgate internal error (not a compiler failure)",
+            D.EXIT_CANNOT_RUN: "💥 failed: a backend the gate needs could not run"}[code]
     if code == D.EXIT_FAIL and fail_on == "any":
         head = f"❌ failed: {len(decision.failure_groups())} failure(s) (fail_on: any)"
     if shard:
@@ -139,8 +140,15 @@ def summary(decision: D.Decision, fail_on: str, shard: str | None = None) -> str
         for b, c in decision.counts.items():
             lines.append(f"| {b} | " + " | ".join(str(c.get(v, 0)) for v in verdicts) + " |")
         lines.append("")
+    if decision.cannot_run:
+        lines += ["### 💥 Could not run (the gate fails: nothing can be judged without them)", "",
+                  "Fix the installation (or mark a backend that may be absent `optional: true`) and run the same "
+                  "command again: finished cases are kept.", ""]
+        for b, why in sorted(decision.cannot_run.items()):
+            lines.append(f"- {_cell(b, 120)}: {_cell(why, 400)}")
+        lines.append("")
     if decision.unavailable:
-        lines.append("Backends that cannot run on this machine (skipped, never failing):")
+        lines.append("Optional backends that cannot run on this machine (skipped, never failing):")
         lines.append("")
         for b, why in sorted(decision.unavailable.items()):
             lines.append(f"- {b}: {_cell(why, 240)}")
@@ -225,9 +233,11 @@ def write_all(out_dir: str, records: list, decision: D.Decision, baseline, timin
     """Write junit.xml, summary.md and verdict.json; returns their paths."""
     paths = {k: os.path.join(out_dir, f) for k, f in (("junit", "junit.xml"), ("summary", "summary.md"),
                                                       ("verdict", "verdict.json"))}
+    from dlgate.secrets import redact  # no secret value in a report, nor in the job summary
+
     with open(paths["junit"], "w") as f:
-        f.write(junit(records, decision, baseline, timings, props, fail_on, logs))
-    text = summary(decision, fail_on, shard)
+        f.write(redact(junit(records, decision, baseline, timings, props, fail_on, logs)))
+    text = redact(summary(decision, fail_on, shard))
     with open(paths["summary"], "w") as f:
         f.write(text)
     doc = decision.to_json(fail_on)

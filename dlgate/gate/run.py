@@ -12,8 +12,11 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import sys
+import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from dlgate import GENERATOR_VERSION, __version__
@@ -23,8 +26,9 @@ from dlgate.gate import baseline as B
 from dlgate.gate import decide as D
 from dlgate.gate import report
 from dlgate.gate import triage as T
-from dlgate.gate.config import Campaign, ConfigError, backend_spec, build
-from dlgate.gate.journal import MANIFEST, Journal, read_json, read_records, read_timings, write_json
+from dlgate.gate.config import Campaign, ConfigError, backend_spec, build, is_optional
+from dlgate.gate.journal import (MANIFEST, RESULTS, Journal, OutLock, RunError, read_json, read_manifest,
+                                  read_records, read_timings, write_json)
 from dlgate.oracle import verdict as V
 
 _TIMING_KEYS = ("compile_s", "run_s", "wall_s")
@@ -32,8 +36,17 @@ _TIMING_KEYS = ("compile_s", "run_s", "wall_s")
 ORIGIN = "origin.json"
 
 
-class RunError(RuntimeError):
-    """A run that cannot proceed for a reason the user can fix (exit status 2)."""
+class Interrupted(KeyboardInterrupt):
+    """SIGTERM or SIGINT during a run. Not an Exception, so that no ``except Exception`` on
+    the way out takes it for the failure of a case (the case in flight is not journaled)."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.status = 128 + signum  # the shell's convention: 143 for SIGTERM, 130 for SIGINT
+
+
+#: What ends a run early but cleanly: a cancelled CI job sends SIGTERM (or SIGINT), Ctrl-C SIGINT.
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
 
 @dataclass
@@ -58,21 +71,56 @@ class Shard:
         return f"{self.index}/{self.count}"
 
 
-def corpus_cases(path: str | None) -> list:
-    """Sorted names of the corpus's cases (folders holding model.onnx and meta.json)."""
+def corpus_cases(path: str | None, skipped: dict | None = None) -> list:
+    """Sorted names of the corpus's cases (folders holding model.onnx and meta.json). A case
+    that cannot be loaded (an unreadable meta.json or inputs.npz, a model that does not parse
+    or is not the one its meta.json records) is left out, so one bad folder cannot block every
+    run; ``skipped`` receives ``corpus/<name>`` -> why."""
+    from dlgate.check import CaseError, verify_bundle
+
     if not path or not os.path.isdir(path):
         return []
-    return sorted(n for n in os.listdir(path)
-                  if os.path.isfile(os.path.join(path, n, "meta.json")) and os.path.isfile(os.path.join(path, n, "model.onnx")))
+    names = []
+    for n in sorted(os.listdir(path)):
+        d = os.path.join(path, n)
+        if not (os.path.isfile(os.path.join(d, "meta.json")) and os.path.isfile(os.path.join(d, "model.onnx"))):
+            continue
+        try:
+            verify_bundle(d)
+        except CaseError as e:
+            if skipped is not None:
+                skipped[f"corpus/{n}"] = str(e)
+            continue
+        names.append(n)
+    return names
 
 
-def plan(cfg: Campaign, shard: Shard | None, base: B.Baseline | None = None) -> list:
+def _loadable_repros(base: B.Baseline, names: set, skipped: dict | None) -> list:
+    """The baseline's repro cases of backends ``names`` that can be loaded; the others go
+    to ``skipped``."""
+    from dlgate.check import CaseError, verify_bundle
+
+    out = []
+    for fp in base.repro_cases():
+        if base.fingerprints[fp].get("backend") not in names:
+            continue
+        try:
+            verify_bundle(os.path.join(base.repros_dir(), base.fingerprints[fp]["repro"]))
+        except CaseError as e:
+            if skipped is not None:
+                skipped[f"baseline/{fp}"] = str(e)
+            continue
+        out.append(fp)
+    return out
+
+
+def plan(cfg: Campaign, shard: Shard | None, base: B.Baseline | None = None, skipped: dict | None = None) -> list:
     """(kind, name or index) of every case this run (or shard) owns, in order: the corpus,
-    the baseline entries' reduced repros of the backends under test, the fresh batch."""
+    the baseline entries' reduced repros of the backends under test, the fresh batch.
+    Saved cases that cannot be loaded are left out (``skipped``: case id -> why)."""
     names = {backend_spec(b).name for b in cfg.backends}
-    fixed = [("corpus", n) for n in corpus_cases(cfg.corpus)]
-    fixed += [("baseline", fp) for fp in (base.repro_cases() if base else [])
-              if base.fingerprints[fp].get("backend") in names]
+    fixed = [("corpus", n) for n in corpus_cases(cfg.corpus, skipped)]
+    fixed += [("baseline", fp) for fp in (_loadable_repros(base, names, skipped) if base else [])]
     items = [it for k, it in enumerate(fixed) if shard is None or shard.owns(k)]
     items += [("batch", i) for i in range(cfg.models) if shard is None or shard.owns(i)]
     return items
@@ -172,16 +220,26 @@ def _manifest(cfg: Campaign, root: str, root_source: str, shard: Shard | None, p
             "planned": planned}
 
 
+#: What a run writes in its output folder, and so what --fresh removes (with each file's
+#: ``.tmp``, written on the way to it); anything else in the folder is left alone.
+OUT_FILES = (RESULTS, "timings.jsonl", MANIFEST, "junit.xml", "summary.md", "verdict.json", "stats.json")
+OUT_DIRS = ("cases", "repros")
+
+
 def _open_out(out: str, manifest: dict, fresh: bool) -> None:
+    """Check (or, with ``fresh``, empty of what dlgate wrote) the output folder, whose lock
+    the caller holds, and write the manifest."""
     path = os.path.join(out, MANIFEST)
     if fresh and os.path.isdir(out):
-        for f in ("results.jsonl", "timings.jsonl", MANIFEST, "junit.xml", "summary.md", "verdict.json"):
-            if os.path.exists(os.path.join(out, f)):
-                os.unlink(os.path.join(out, f))
-        shutil.rmtree(os.path.join(out, "cases"), ignore_errors=True)
+        for f in OUT_FILES:
+            for p in (os.path.join(out, f), os.path.join(out, f + ".tmp")):
+                if os.path.lexists(p):
+                    os.unlink(p)
+        for d in OUT_DIRS:
+            shutil.rmtree(os.path.join(out, d), ignore_errors=True)
     os.makedirs(out, exist_ok=True)
     if os.path.exists(path):
-        old = read_json(path)
+        old = read_manifest(path)
         for key in ("root", "fingerprint", "shard", "generator"):
             if old.get(key) != manifest.get(key):
                 raise RunError(f"{out} holds a different run ({key}: {old.get(key)!r}, now {manifest.get(key)!r}); "
@@ -203,11 +261,68 @@ def _load(kind: str, key, gen, cfg: Campaign, root: str, base: B.Baseline):
 
 def run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | None = None, fresh: bool = False,
         progress: bool | None = None, log=print) -> int:
+    """The campaign, holding ``out``'s lock from start to end (a second run there is refused,
+    exit status 2). SIGTERM or SIGINT kills the workers, keeps the journal (the case in
+    flight is not recorded) and ends the run with 143 or 130 and a line saying how to
+    resume; a rerun of the same command resumes."""
+    from dlgate.exec.worker import close_all
+
+    with OutLock(out), _stopped_by_signals():
+        try:
+            return _run(cfg, root, root_source, out, shard, fresh, progress, log)
+        except Interrupted as e:
+            close_all()  # workers started outside a pool's `with` (preflight) too, and their logs
+            log(f"dlgate: interrupted by {e} after {_progress_of(out)} cases; run the same command again to resume")
+            return e.status
+
+
+@contextmanager
+def _stopped_by_signals():
+    """While a run works, SIGTERM and SIGINT raise Interrupted in the main thread, once: a
+    second signal during the shutdown is ignored, so it is not cut short. The previous
+    handlers come back after. (Only the main thread can take signals.)"""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    fired = []
+
+    def handler(signum, frame):
+        if not fired:
+            fired.append(signum)
+            raise Interrupted(signum)
+
+    old = {s: signal.signal(s, handler) for s in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h if h is not None else signal.SIG_DFL)
+
+
+def _progress_of(out: str) -> str:
+    """'N of M': cases in the folder's journal, of those its manifest plans."""
+    try:
+        done = str(len(read_records(os.path.join(out, RESULTS))))
+    except RunError:
+        done = "?"
+    try:
+        return f"{done} of {read_manifest(os.path.join(out, MANIFEST))['planned']}"
+    except (RunError, KeyError):
+        return done
+
+
+def _run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | None, fresh: bool,
+         progress: bool | None, log) -> int:
     from dlgate.exec.worker import Pool
 
     base = B.load(cfg.baseline)
-    items = plan(cfg, shard, base)
+    skipped: dict = {}  # corpus cases (or baseline repros) that cannot be loaded: reported, not run
+    items = plan(cfg, shard, base, skipped)
     manifest = _manifest(cfg, root, root_source, shard, len(items))
+    if skipped:
+        manifest["skipped"] = skipped  # the run's record (run.json) keeps what was left out, and why
+        for case, why in skipped.items():
+            log(f"dlgate: skipped {case}: it cannot be loaded: {why}")
     _open_out(out, manifest, fresh)
     ccfg = check_config(cfg)
     gen = _generator(cfg)
@@ -222,6 +337,11 @@ def run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | Non
     t_run = time.perf_counter()
     base_pool = Pool(cfg.timeout_s, cfg.memory_mb, python=cfg.base["python"], env=cfg.base["env"]) if cfg.base else None
     pool = Pool(cfg.timeout_s, cfg.memory_mb)
+    cannot = preflight(pool, base_pool, ccfg, cfg) if todo else {}
+    for what, why in cannot.items():
+        log(f"dlgate: cannot run {what}: {why}")
+    if cannot:
+        todo = []  # nothing is judged without the backends it needs; a rerun resumes
     try:
         with pool, journal:
             for kind, key in todo:
@@ -269,7 +389,31 @@ def run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | Non
     write_json(os.path.join(out, "stats.json"), {
         "cases_run": len(todo), "wall_s": round(time.perf_counter() - t_run, 3),
         "backend_s": round(sum(p.busy_s for p in pools), 3), "worker_start_s": round(sum(p.start_s for p in pools), 3)})
-    return finish(out, cfg, manifest, complete=shard is None, log=log)
+    return finish(out, cfg, manifest, complete=shard is None, log=log, cannot_run=cannot)
+
+
+def optional_labels(cfg: Campaign) -> set:
+    return {backend_spec(b).label() for b in cfg.backends if is_optional(b)}
+
+
+def preflight(pool, base_pool, ccfg: CheckConfig, cfg: Campaign) -> dict:
+    """Start, before any case, every worker the gate cannot do without: the reference, each
+    backend not marked optional, and (head versus base) each one's base build. What cannot
+    start (not installed, an import or constructor that raises, a crash while starting, a
+    base interpreter that does not exist) -> why."""
+    optional = optional_labels(cfg)
+    needed = [(pool, ccfg.reference, f"the reference {ccfg.reference.label()}")]
+    needed += [(pool, s, s.label()) for s in ccfg.backends if s.label() not in optional]
+    if base_pool is not None:
+        needed += [(base_pool, s, f"{s.label()} (base build, {cfg.base['python']})")
+                   for s in ccfg.backends if s.label() not in optional]
+    out = {}
+    for p, spec, what in needed:
+        t0 = time.perf_counter()
+        if not p.get(spec).start():
+            out[what] = p.get(spec).unavailable
+        p.start_s += time.perf_counter() - t0
+    return out
 
 
 def _only(ccfg: CheckConfig, backend_name: str) -> CheckConfig:
@@ -287,12 +431,13 @@ def _case_id(item, cfg: Campaign, root: str) -> str:
     return f"{kind}/{key}" if kind in ("corpus", "baseline") else case_id(root, cfg.campaign, key)
 
 
-def finish(out: str, cfg: Campaign, manifest: dict, complete: bool, log=print) -> int:
+def finish(out: str, cfg: Campaign, manifest: dict, complete: bool, log=print, cannot_run: dict | None = None) -> int:
     """Decide from the journal, write the reports, grow the corpus; the exit status."""
     records = read_records(os.path.join(out, "results.jsonl"))
     base = B.load(cfg.baseline)
     decision = D.decide(records, base, manifest["root"], cfg.campaign, labels(cfg.backends), complete,
-                        mode="base" if cfg.base else "baseline")
+                        mode="base" if cfg.base else "baseline", optional=optional_labels(cfg),
+                        cannot_run=cannot_run)
     attach_repros(out, decision)
     timings, logs = {}, {}
     for t in read_timings(out):
@@ -320,7 +465,10 @@ def finish(out: str, cfg: Campaign, manifest: dict, complete: bool, log=print) -
                 f"{g.get('typed') or g['pattern'] or '?'}, {len(g['cases'])} case(s), e.g. {g['cases'][0]}: "
                 f"{g['detail'][:200]}")
     for b, why in sorted(decision.unavailable.items()):
-        log(f"dlgate: {b} cannot run here, skipped: {why}")
+        log(f"dlgate: {b} cannot run here, skipped (optional): {why}")
+    if decision.cannot_run:
+        log(f"dlgate: the gate fails: {', '.join(sorted(decision.cannot_run))} could not run "
+            f"(exit status {D.EXIT_CANNOT_RUN}); fix the installation and run the same command again to resume")
     counts = {c: len(decision.of(c)) for c in D.CLASSES}
     log(f"dlgate: {decision.cases} cases; {counts[D.NEW]} new, {counts[D.REGRESSION]} regressions, "
         f"{counts[D.PRE_EXISTING]} pre-existing, {counts[D.KNOWN]} known, {counts[D.FLAKY]} flaky, "
@@ -383,7 +531,7 @@ def merge(dirs: list, out: str, log=print) -> int:
         p = os.path.join(d, MANIFEST)
         if not os.path.exists(p):
             raise RunError(f"{d}: not a dlgate run folder (no {MANIFEST})")
-        mans.append(read_json(p))
+        mans.append(read_manifest(p))
     first = mans[0]
     for d, m in zip(dirs, mans):
         for key in ("root", "campaign", "fingerprint", "generator"):
@@ -401,7 +549,11 @@ def merge(dirs: list, out: str, log=print) -> int:
         cfg = build(first["config"], first.get("config_source", "<merged>"))
     except ConfigError as e:
         raise RunError(f"merge: {e}") from None
-    os.makedirs(out, exist_ok=True)
+    with OutLock(out):
+        return _merge(dirs, mans, first, cfg, out, log)
+
+
+def _merge(dirs: list, mans: list, first: dict, cfg: Campaign, out: str, log) -> int:
     records, timings, seen = [], [], set()
     for d, m in zip(dirs, mans):
         recs = read_records(os.path.join(d, "results.jsonl"))
@@ -436,7 +588,7 @@ def merge(dirs: list, out: str, log=print) -> int:
 
 
 def update_baseline(run_dir: str, path: str, prune: bool = False, log=print) -> str:
-    m = read_json(os.path.join(run_dir, MANIFEST))
+    m = read_manifest(os.path.join(run_dir, MANIFEST))
     if m.get("shard"):
         raise RunError(f"{run_dir} is shard {m['shard'][0]}/{m['shard'][1]}; merge the shards first (dlgate merge)")
     records = read_records(os.path.join(run_dir, "results.jsonl"))
@@ -445,7 +597,8 @@ def update_baseline(run_dir: str, path: str, prune: bool = False, log=print) -> 
     except B.BaselineError as e:
         raise RunError(str(e)) from None
     cfg = m["config"]
-    decision = D.decide(records, base, m["root"], m["campaign"], labels(cfg["backends"]), complete=True)
+    decision = D.decide(records, base, m["root"], m["campaign"], labels(cfg["backends"]), complete=True,
+                        optional={backend_spec(b).label() for b in cfg["backends"] if is_optional(b)})
     new = B.update(base, decision, prune, run_dir)
     new.save(path)
     log(f"dlgate: baseline {path}: {len(new.fingerprints)} fingerprints "

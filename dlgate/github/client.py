@@ -23,6 +23,8 @@ import requests
 from requests.auth import AuthBase
 from urllib3.exceptions import NewConnectionError
 
+from dlgate.secrets import TOKEN_VAR, redact, remember
+
 API_VERSION = "2022-11-28"
 PER_PAGE = 100
 # GitHub's advice for a secondary rate limit that names no wait: pause at least a minute.
@@ -88,7 +90,8 @@ class GitHub:
         self.api_url = _check_api_url(api_url)
         self.timeout, self.max_retries, self.backoff_s, self.max_wait_s = timeout, max_retries, backoff_s, max_wait_s
         self._sleep, self._log = sleep, log
-        self._token = ((os.environ.get("GITHUB_TOKEN") if token is None else token) or "").strip() or None
+        self._token = ((os.environ.get(TOKEN_VAR) if token is None else token) or "").strip() or None
+        remember(self._token or "")  # redacted wherever dlgate redacts (dlgate.secrets), not only here
         self._session = requests.Session()
         self._session.headers.update({"Accept": "application/vnd.github+json",
                                       "X-GitHub-Api-Version": API_VERSION, "User-Agent": "dlgate"})
@@ -220,6 +223,7 @@ class GitHub:
         transient failure; a write only when it surely was not applied (failed connect, rate limit),
         otherwise :class:`UncertainWrite` is raised."""
         path = urlsplit(url).path
+        payload = None if payload is None else self._redact_body(payload)
         for attempt in range(self.max_retries + 1):
             try:
                 return self._attempt(method, url, path, params, payload)
@@ -286,8 +290,19 @@ class GitHub:
         return kind(self._redact(message), status, codes)
 
     def _redact(self, text: str) -> str:
-        """``text`` without the token, in case a server or proxy echoed it back."""
-        return text.replace(self._token, "***") if self._token else text
+        """``text`` without the token, in case a server or proxy echoed it back, nor any other secret."""
+        return redact(text.replace(self._token, "***") if self._token else text)
+
+    def _redact_body(self, payload):
+        """A request body with every string redacted: an issue quotes a compiler's output, which must not
+        carry the token or any other secret (dlgate.secrets) to GitHub."""
+        if isinstance(payload, str):
+            return self._redact(payload)
+        if isinstance(payload, dict):
+            return {self._redact_body(k): self._redact_body(v) for k, v in payload.items()}
+        if isinstance(payload, (list, tuple)):
+            return [self._redact_body(x) for x in payload]
+        return payload
 
     def _backoff(self, attempt: int) -> float:
         return min(self.backoff_s * 2 ** attempt, self.max_wait_s)

@@ -5,7 +5,9 @@ fingerprints (distinct reduced bugs) that share one cause whatever the operator,
 float16 ``unknown intrinsic`` reached through seven maths functions. For each cluster,
 an issue carrying its hidden marker (``<!-- dlgate-cluster: ... -->``) and the label is
 looked up; if one exists, the run adds one comment to it (commit, run link, case count,
-the fingerprints seen), marked per run so a retried publication does not comment twice;
+the fingerprints seen), marked per workflow run (not per attempt) so that neither a
+retried publication nor a re-run attempt of the same workflow run comments twice, and
+none when this run opened the issue (its body carries the run's marker too);
 otherwise a new issue is opened with the verdict, versions, every fingerprint with its
 reduced pattern, and the first one's Mermaid graph, listing and inline ``repro.py``. A
 cap bounds how many issues one run opens. ``dry_run`` writes each issue's Markdown to
@@ -21,6 +23,7 @@ import zipfile
 from dataclasses import dataclass
 
 from dlgate.reduce.bundle import read_repro
+from dlgate.secrets import redact
 
 ELIGIBLE = ("new", "regressions", "pre_existing")
 #: GitHub refuses issue bodies over 65,536 characters; keep room for the rest.
@@ -113,7 +116,7 @@ def body(f: Finding, run: dict) -> str:
         rows.append(("run", run["url"]))
     also = (f" The same cause was met through {len(f.fingerprints) - 1} more reduced pattern(s) "
             f"(operators: {', '.join(f.operators)}), listed below." if len(f.fingerprints) > 1 else "")
-    out = [marker(f.cluster), "",
+    out = [marker(f.cluster)] + ([occurrence_marker(f.cluster, run["key"])] if run.get("key") else []) + ["",
            f"dlgate found a **{d['verdict'].replace('_', ' ')}** in **{d['backend']}** on a generated model, "
            f"reduced to {d.get('nodes')} operator(s): `{d.get('typed') or d['pattern']}`.{also}", "", "| | |",
            "|---|---|"]
@@ -153,14 +156,16 @@ def comment(f: Finding, run: dict) -> str:
 
 
 def run_info(results_dir: str, env=os.environ) -> dict:
-    """Commit, campaign and run link (from GitHub Actions' environment when present)."""
+    """Commit, campaign and run link (from GitHub Actions' environment when present), and the
+    key of this occurrence: the workflow run, whatever its attempt (``GITHUB_RUN_ATTEMPT`` is
+    left out on purpose: re-running a job must not comment again), else commit and campaign."""
     with open(os.path.join(results_dir, "verdict.json")) as f:
         v = json.load(f)
     info = {"commit": v.get("root", ""), "campaign": v.get("campaign", "")}
     server, repo, run_id = env.get("GITHUB_SERVER_URL"), env.get("GITHUB_REPOSITORY"), env.get("GITHUB_RUN_ID")
     if server and repo and run_id:
         info["url"] = f"{server}/{repo}/actions/runs/{run_id}"
-        info["key"] = f"run-{run_id}-{env.get('GITHUB_RUN_ATTEMPT', '1')}"
+        info["key"] = f"run-{run_id}"
     else:
         info["key"] = f"{info['commit']}-{info['campaign']}"
     return info
@@ -177,13 +182,17 @@ def publish(results_dir: str, client, label: str = "dlgate", max_issues: int = 5
         for f in found:
             path = os.path.join(dry_run, f"issue-{f.cluster}.md")
             with open(path, "w") as fh:
-                fh.write(f"# {title(f)}\n\n{body(f, run)}")
+                fh.write(redact(f"# {title(f)}\n\n{body(f, run)}"))
             log(f"dlgate: dry run: wrote {path}")
         return stats
     if found:
         client.ensure_label(label, "b60205", "Found by dlgate")
     for f in found:
         existing = client.find_issue(marker(f.cluster), label)
+        if existing is not None and occurrence_marker(f.cluster, run["key"]) in (existing.get("body") or ""):
+            stats["unchanged"] += 1  # this run opened it (an earlier attempt): nothing to add
+            log(f"dlgate: {f.cluster}: issue #{existing['number']} was opened by this run")
+            continue
         if existing is not None:
             _, created = client.comment_once(existing["number"], occurrence_marker(f.cluster, run["key"]),
                                              comment(f, run))

@@ -223,8 +223,10 @@ def write_repro(out_dir: str, case: Prepared, spec: BackendSpec, verdict: dict, 
     np.savez(os.path.join(d, "reference.npz"), **{g.name(t): np.asarray(x) for t, x in zip(g.outputs, reference)})
     provenance = (f"campaign {info.get('campaign')}, case {info.get('case')}, root {info.get('root')}, "
                   f"reduced from {info.get('original_nodes')} to {len(g.nodes)} operators")
+    from dlgate.secrets import redact  # repro.py embeds the failure's detail
+
     with open(os.path.join(d, "repro.py"), "w") as f:
-        f.write(repro_script(spec, verdict, provenance, tolerances))
+        f.write(redact(repro_script(spec, verdict, provenance, tolerances)))
     with open(os.path.join(d, "graph.txt"), "w") as f:
         f.write(listing(case.model))
     with open(os.path.join(d, "graph.mmd"), "w") as f:

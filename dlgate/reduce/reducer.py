@@ -20,7 +20,8 @@ attribute often makes more operators removable). A round:
    operator that makes it to the one where it breaks, through the operators between;
 3. inputs: graph inputs nothing consumes are dropped; each graph input that a cut made
    (it was an operator's output or a constant in the original case) becomes a constant
-   where it still fails, so the repro has as few graph inputs as it can (possibly none);
+   where it still fails with the same exact signature, so the repro has as few graph
+   inputs as it can (possibly none) without a message that differs from the input form's;
 4. shapes: each dimension of each graph input and constant halved in turn (the values
    sliced), alone or, where broadcasting needs it, together with the same dimension of
    the other inputs and constants; every operator's output type re-inferred by its spec
@@ -406,8 +407,10 @@ class _Run:
     def over(self) -> bool:
         return time.perf_counter() - self.t0 > self.time_limit or self.red.probes >= self.probe_limit
 
-    def accept(self, g: Graph, feeds: list, what: str, check: bool = True, origin: list | None = None) -> bool:
-        """Probe a candidate; keep it as the best when it fails the target way."""
+    def accept(self, g: Graph, feeds: list, what: str, check: bool = True, origin: list | None = None,
+               same: bool = False) -> bool:
+        """Probe a candidate; keep it as the best when it fails the target way (with
+        ``same``, an error also with the best case's exact signature)."""
         if not g.outputs:
             return False
         cand = self.red._case(self.case, g, feeds)
@@ -418,6 +421,9 @@ class _Run:
             return False
         v = self.red.probe(cand)
         if v is None:
+            return False
+        if same and v.verdict not in _VALUE_CLASSES and \
+                (v.signature or {}).get("id") != (self.best[1].signature or {}).get("id"):
             return False
         self.best = (cand, v)
         if origin is not None:
@@ -500,7 +506,9 @@ class _Run:
 
     def inputs(self) -> bool:
         """Unused graph inputs dropped; graph inputs a cut made turned into constants where
-        the failure stays (fewer graph inputs)."""
+        the failure stays exactly as it is (fewer graph inputs). An error whose message
+        changes with the constant (TVM prints it inline: ``R.const(1, "float16")`` for
+        ``lv``) keeps the input, the form it shares with the cases that fail on an input."""
         changed = False
         g, feeds = self.best[0].graph, self.best[0].inputs
         used = {t for n in g.nodes for t in n.inputs} | set(g.outputs)
@@ -512,7 +520,7 @@ class _Run:
                 continue
             g, feeds = self.best[0].graph, self.best[0].inputs
             k = g.inputs.index(t)
-            if self.accept(*constified(g, feeds, [k]), f"input {g.name(t)} as a constant"):
+            if self.accept(*constified(g, feeds, [k]), f"input {g.name(t)} as a constant", same=True):
                 changed = True
         return changed
 
@@ -551,6 +559,7 @@ class _Run:
         return changed
 
     def attributes(self) -> bool:
+        """Each operator's attributes made simpler (:func:`_smaller`) while it keeps failing."""
         changed = False
         for k in range(len(self.best[0].graph.nodes)):
             for key in sorted(self.best[0].graph.nodes[k].attrs):
