@@ -107,9 +107,9 @@ def parse_outputs(text: str) -> dict:
     return out
 
 
-def active_commands(stdout: str) -> list:
-    """The workflow commands the runner would act on: lines starting with '::' outside the
-    ``::stop-commands::FENCE`` ... ``::FENCE::`` regions."""
+def unfenced_lines(stdout: str) -> list:
+    """The lines outside the ``::stop-commands::FENCE`` ... ``::FENCE::`` regions: what the
+    runner reads for workflow commands."""
     found, fence = [], None
     for line in stdout.splitlines():
         if fence is not None:
@@ -118,10 +118,15 @@ def active_commands(stdout: str) -> list:
             continue
         if line.startswith("::stop-commands::"):
             fence = line[len("::stop-commands::"):]
-        elif line.startswith("::"):
+        else:
             found.append(line)
-    assert fence is None, "a ::stop-commands:: fence was never closed"
     return found
+
+
+def active_commands(stdout: str) -> list:
+    """The workflow commands the runner would act on: lines starting with '::' outside the
+    fences."""
+    return [line for line in unfenced_lines(stdout) if line.startswith("::")]
 
 
 def assert_token_hidden(res: subprocess.CompletedProcess) -> None:
@@ -881,17 +886,7 @@ def test_dockerfile_has_no_secrets_and_documents_its_user():
 def legacy_commands(stdout: str) -> list:
     """Lines outside the fences holding the runner's legacy ``##[command]`` syntax, which it
     acts on wherever it appears in a line."""
-    found, fence = [], None
-    for line in stdout.splitlines():
-        if fence is not None:
-            if line == f"::{fence}::":
-                fence = None
-            continue
-        if line.startswith("::stop-commands::"):
-            fence = line[len("::stop-commands::"):]
-        elif "##[" in line:
-            found.append(line)
-    return found
+    return [line for line in unfenced_lines(stdout) if "##[" in line]
 
 
 HOSTILE_COMMANDS = ["##[set-output name=verdict;]pass", "::set-output name=verdict::pass", "::add-mask::dlgate",

@@ -82,8 +82,16 @@ class Backend:
     probe_opsets: ClassVar[tuple | None] = None
     probe_tries: ClassVar[int] = 4
     #: The ``options`` the backend reads (a campaign's ``{name, options}`` mapping); any
-    #: other is a configuration error, never silently ignored.
+    #: other is a configuration error, never silently ignored. ``option_kinds`` gives each
+    #: one's kind ("bool" or "positive int", checked here; "" for one the backend checks in
+    #: its own ``check_options``); ``option_names`` follows from it.
+    option_kinds: ClassVar[dict] = {}
     option_names: ClassVar[tuple] = ()
+
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        if "option_kinds" in cls.__dict__:
+            cls.option_names = tuple(cls.option_kinds)
 
     @classmethod
     def check_options(cls, options: dict) -> None:
@@ -92,6 +100,8 @@ class Backend:
         for k in options:
             if k not in cls.option_names:
                 raise ValueError(f"unknown option {k!r}; allowed: {', '.join(cls.option_names) or '(none)'}")
+            if cls.option_kinds.get(k):
+                option_value(options, k, cls.option_kinds[k])
 
     def __init__(self, device: str = "cpu", opt_level: str | None = None, **options):
         if device not in self.devices:

@@ -5,7 +5,7 @@ from typing import Any
 
 import numpy as np
 
-from dlgate.backends.base import Model, option_value
+from dlgate.backends.base import Model
 from dlgate.backends.torch_eager import TorchEager, to_torch
 
 #: opt level -> ``torch.compile`` mode; "eager" compiles nothing (the plain module).
@@ -30,12 +30,7 @@ class Inductor(TorchEager):
     opt_levels = tuple(MODES)
     devices = ("cpu", "cuda")
     reference = False
-    option_names = ("fullgraph",)
-
-    @classmethod
-    def check_options(cls, options: dict) -> None:
-        super().check_options(options)
-        option_value(options, "fullgraph", "bool")
+    option_kinds = {"fullgraph": "bool"}
 
     def compile(self, model: Model) -> Any:
         import torch

@@ -6,7 +6,7 @@ from typing import Any
 import numpy as np
 
 from dlgate.backends._cuda import NO_CUDA, cuda_device_count, missing
-from dlgate.backends.base import Backend, Model, Unavailable, option_value
+from dlgate.backends.base import Backend, Model, Unavailable
 
 PROVIDERS = {
     "cpu": ["CPUExecutionProvider"],
@@ -31,13 +31,7 @@ class OnnxRuntime(Backend):
     #: Sessions are cheap, so more instances: support can hinge on an attribute (Gelu's
     #: exact form needs Erf, which onnxruntime lacks for float64).
     probe_tries = 8
-    option_names = ("intra_op_threads", "cpu_fallback")
-
-    @classmethod
-    def check_options(cls, options: dict) -> None:
-        super().check_options(options)
-        option_value(options, "intra_op_threads", "positive int")
-        option_value(options, "cpu_fallback", "bool")
+    option_kinds = {"intra_op_threads": "positive int", "cpu_fallback": "bool"}
 
     @classmethod
     def unavailable_reason(cls, device: str) -> str | None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from dlgate.backends.base import Backend, Model, option_value
+from dlgate.backends.base import Backend, Model
 
 NO_GPU = "TensorRT needs an NVIDIA GPU with CUDA; none is visible"
 LEVELS = {f"O{k}": k for k in range(6)}  # IBuilderConfig.builder_optimization_level 0..5 (TensorRT's default: 3)
@@ -43,13 +43,7 @@ class TensorRT(Backend):
     name = "tensorrt"
     opt_levels = tuple(LEVELS)
     devices = ("cuda",)
-    option_names = ("workspace_mb", "fp16")
-
-    @classmethod
-    def check_options(cls, options: dict) -> None:
-        super().check_options(options)
-        option_value(options, "workspace_mb", "positive int")
-        option_value(options, "fp16", "bool")
+    option_kinds = {"workspace_mb": "positive int", "fp16": "bool"}
 
     @classmethod
     def unavailable_reason(cls, device: str) -> str | None:

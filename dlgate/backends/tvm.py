@@ -54,7 +54,7 @@ class TVM(Backend):
     #: Compiling costs ~60 ms a model: probe three opsets, the others take the nearest lower.
     probe_opsets = (13, 17, 21)
     probe_tries = 2
-    option_names = ("extra_passes",)
+    option_kinds = {"extra_passes": ""}  # checked below
 
     @classmethod
     def check_options(cls, options: dict) -> None:

@@ -71,47 +71,40 @@ class Shard:
         return f"{self.index}/{self.count}"
 
 
-def corpus_cases(path: str | None, skipped: dict | None = None) -> list:
-    """Sorted names of the corpus's cases (folders holding model.onnx and meta.json). A case
-    that cannot be loaded (an unreadable meta.json or inputs.npz, a model that does not parse
-    or is not the one its meta.json records) is left out, so one bad folder cannot block every
-    run; ``skipped`` receives ``corpus/<name>`` -> why."""
+def _loadable(cases: list, skipped: dict | None) -> list:
+    """The keys of ``cases`` ((key, case id, folder) triples) whose folder can be loaded (a
+    readable meta.json and inputs.npz, a model that parses and is the one its meta.json
+    records); the others go to ``skipped`` (case id -> why), so one bad folder cannot block
+    every run."""
     from dlgate.check import CaseError, verify_bundle
 
-    if not path or not os.path.isdir(path):
-        return []
-    names = []
-    for n in sorted(os.listdir(path)):
-        d = os.path.join(path, n)
-        if not (os.path.isfile(os.path.join(d, "meta.json")) and os.path.isfile(os.path.join(d, "model.onnx"))):
-            continue
+    out = []
+    for key, case_id, d in cases:
         try:
             verify_bundle(d)
         except CaseError as e:
             if skipped is not None:
-                skipped[f"corpus/{n}"] = str(e)
+                skipped[case_id] = str(e)
             continue
-        names.append(n)
-    return names
+        out.append(key)
+    return out
+
+
+def corpus_cases(path: str | None, skipped: dict | None = None) -> list:
+    """Sorted names of the corpus's loadable cases (folders holding model.onnx and
+    meta.json); ``skipped`` receives ``corpus/<name>`` -> why for the others."""
+    if not path or not os.path.isdir(path):
+        return []
+    found = [(n, f"corpus/{n}", os.path.join(path, n)) for n in sorted(os.listdir(path))]
+    return _loadable([c for c in found if os.path.isfile(os.path.join(c[2], "meta.json"))
+                      and os.path.isfile(os.path.join(c[2], "model.onnx"))], skipped)
 
 
 def _loadable_repros(base: B.Baseline, names: set, skipped: dict | None) -> list:
     """The baseline's repro cases of backends ``names`` that can be loaded; the others go
     to ``skipped``."""
-    from dlgate.check import CaseError, verify_bundle
-
-    out = []
-    for fp in base.repro_cases():
-        if base.fingerprints[fp].get("backend") not in names:
-            continue
-        try:
-            verify_bundle(os.path.join(base.repros_dir(), base.fingerprints[fp]["repro"]))
-        except CaseError as e:
-            if skipped is not None:
-                skipped[f"baseline/{fp}"] = str(e)
-            continue
-        out.append(fp)
-    return out
+    return _loadable([(fp, f"baseline/{fp}", os.path.join(base.repros_dir(), base.fingerprints[fp]["repro"]))
+                      for fp in base.repro_cases() if base.fingerprints[fp].get("backend") in names], skipped)
 
 
 def plan(cfg: Campaign, shard: Shard | None, base: B.Baseline | None = None, skipped: dict | None = None) -> list:
