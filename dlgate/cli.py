@@ -396,7 +396,7 @@ def cmd_reduce(args) -> int:
         if v["verdict"] not in V.FAILURES:
             print(f"{case.id}: {spec.label()} does not fail here ({v['verdict']}); nothing to reduce", file=sys.stderr)
             return 1
-        target = Target(spec, v["verdict"], (v.get("signature") or {}).get("id"))
+        target = Target.of(spec, v)  # errors match by cluster, as in the gate
         res = Reducer(pool, cfg, target, max_seconds=args.max_seconds).reduce(case)
     out = args.out or args.case.rstrip("/") + "-reduced"
     res.case.meta = dict(res.case.meta, id=os.path.basename(out), reduced_from=case.id,

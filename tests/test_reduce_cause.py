@@ -309,3 +309,31 @@ def test_target_of_a_verdict_matches_by_cluster_for_errors_only():
     assert t.matches(v2) and not Target(spec, V.COMPILE_ERROR, v.signature["id"]).matches(v2)
     m = Target.of(spec, V.Verdict("tvm[cpu]", V.MISMATCH, "", {"id": "x"}))
     assert m.cluster is None and m.matches(V.Verdict("tvm[cpu]", V.MISMATCH, "", {"id": "y"}))
+
+
+def test_a_reduction_stays_within_its_time_bound_even_when_probes_are_slow():
+    """Every probe of this backend takes 3 s and the workers' timeout is 120 s: the
+    reduction's bound (2 s) still holds, to within a probe's grace, because no probe may
+    run past it."""
+    import time
+
+    spec = BackendSpec("tests.fake_backends:SlowCompile", options=(("seconds", 3.0),))
+    case = chain_case()
+    with Pool(120) as slow:
+        cfg = CheckConfig([spec], crosscheck=False)
+        import os
+
+        os.environ["FAKE_BUG"] = "1"
+        try:
+            v = check(slow, case, cfg)["verdicts"][0]
+            assert v["verdict"] == V.MISMATCH
+            t0 = time.perf_counter()
+            try:  # the bound cuts even the first probe: the gate then identifies the whole case
+                Reducer(slow, cfg, Target.of(spec, v), max_seconds=2).reduce(case)
+            except ValueError:
+                pass
+            took = time.perf_counter() - t0
+        finally:
+            os.environ.pop("FAKE_BUG", None)
+    assert took < 2 + 2, took
+    assert slow.deadline is None  # the bound is the reduction's only

@@ -313,8 +313,10 @@ class Worker:
         self.close()
 
     # -- work -------------------------------------------------------------------------
-    def execute(self, model: Model, inputs: list) -> Outcome:
+    def execute(self, model: Model, inputs: list, timeout_s: float | None = None) -> Outcome:
+        """Run one job; ``timeout_s`` shortens (never lengthens) the worker's timeout."""
         t0 = time.perf_counter()
+        limit = self.timeout_s if timeout_s is None else min(self.timeout_s, timeout_s)
         if not self.start():
             return Outcome(UNAVAILABLE, error={"type": "Unavailable", "message": self.unavailable, "stage": "init",
                                                "frames": []}, wall_s=time.perf_counter() - t0)
@@ -326,7 +328,7 @@ class Worker:
             self._conn.send(("exec", job, model.onnx, model.graph, list(inputs)))
         except (BrokenPipeError, OSError):
             return self._died(t0, "send")
-        deadline = time.monotonic() + self.timeout_s
+        deadline = time.monotonic() + limit
         polls = 0
         while True:
             polls += 1
@@ -352,7 +354,7 @@ class Worker:
                 log = self.log_tail()
                 self._kill()
                 self.restarts += 1
-                return Outcome(TIMEOUT, error={"type": "Timeout", "message": f"no answer within {self.timeout_s:g} s",
+                return Outcome(TIMEOUT, error={"type": "Timeout", "message": f"no answer within {limit:g} s",
                                                "stage": "run", "frames": [], "log": log},
                                wall_s=time.perf_counter() - t0, backend=self.describe)
             rss = _rss_mb(self._proc.pid, group=polls % 25 == 0) if polls % 5 == 0 else None
@@ -507,6 +509,8 @@ class Pool:
         #: measure them) and starting workers (interpreter and backend imports).
         self.busy_s = 0.0
         self.start_s = 0.0
+        #: A time.monotonic() instant no job may run past (a reduction's time bound), or None.
+        self.deadline: float | None = None
 
     def get(self, spec: BackendSpec) -> Worker:
         if spec not in self.workers:
@@ -519,7 +523,8 @@ class Pool:
             t0 = time.perf_counter()
             w.start()
             self.start_s += time.perf_counter() - t0
-        out = w.execute(model, inputs)
+        left = None if self.deadline is None else max(1.0, self.deadline - time.monotonic())
+        out = w.execute(model, inputs, left)
         self.busy_s += out.compile_s + out.run_s
         # Every reply crosses here (errors, frames, log tails, timeouts and crashes included):
         # secrets a backend got hold of are replaced by *** before anything is written or shown.

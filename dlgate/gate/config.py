@@ -75,8 +75,10 @@ FIELDS = (
     Field("base", "base", None, "Head-versus-base mode: `{python: PATH, env: {VAR: value}}`, the "
           "interpreter of an environment holding the base build of the compiler (and dlgate). A new "
           "failure that also fails there is pre-existing and does not fail the check.", optional=True),
-    Field("reduce", "bool", True, "Reduce each new, regression and pre-existing failure to a minimal repro "
-          "bundle (`OUT/repros/<signature>/`, with a standalone `repro.py`)."),
+    Field("reduce", "bool", True, "Reduce each failure to its cause before it is journaled: the reduced case "
+          "decides its fingerprint, and its repro bundle (`OUT/repros/<fingerprint>/`, with a standalone "
+          "`repro.py`) is written once per fingerprint. false: failures are identified by their whole model, "
+          "which splits one cause into many."),
     Field("reduce_seconds", "float", 60.0, "Time bound of one reduction.", min=1, max=86_400),
     Field("issues", "issues", None, "Open GitHub issues from the gate: `{repo: OWNER/NAME, label: dlgate, "
           "max_per_run: 5, api_url: https://api.github.com}`; the token comes from `GITHUB_TOKEN`. Only complete "

@@ -19,6 +19,7 @@ _RULES = [
     (re.compile(r"\b(lv|gv)\b"), "<name>"),  # Relax's binding names, numbered or not
     (re.compile(r"\[[\d,\s]*\]"), "<shape>"),
     (re.compile(r"\(\s*\d+(\s*,\s*\d+)*\s*,?\s*\)"), "<shape>"),
+    (re.compile(r"\(\s*\)"), "<shape>"),  # a rank-0 shape: the same failure as at any other rank
     (re.compile(r"-?\b\d+(\.\d+)?([eE][-+]?\d+)?\b"), "<n>"),
     (re.compile(r"\s+"), " "),
 ]
@@ -62,7 +63,6 @@ _TEMPLATE_RULES = [
 ]
 
 
-_EMPTY = re.compile(r"\(\s*\)")
 _CALL = re.compile(r"(<fn>|<expr>)\((?:[^()]|\([^()]*\))*\)")
 #: Lower-case operator names that are also plain English in error messages.
 _WORDS = {"and", "or", "not", "xor", "where", "less", "equal", "greater", "range", "shape", "size", "sign", "round",
@@ -87,7 +87,6 @@ def template(message: str) -> str:
     text = normalize(message)
     for pat, rep in _TEMPLATE_RULES:
         text = pat.sub(rep, text)
-    text = _EMPTY.sub("<shape>", text)
     for _ in range(4):  # printed IR expressions, innermost first: R.subtract(R.const(1.0), lv)
         text, n = _CALL.subn("<expr>", text)
         if not n:

@@ -45,8 +45,9 @@ for a target built with only a signature, the same normalized signature; for mis
 mismatch on the same backend (the mismatch signature names the graph's operators, which
 reduction changes by design). The search is deterministic (a fixed order of candidates;
 identical candidates are probed once) and bounded by ``max_seconds`` and ``max_probes``;
-the attribute-regime probes have their own allowance on top, ``matter_probes`` probes and a
-quarter of ``max_seconds`` (attributes left unprobed count as mattering).
+the attribute-regime probes get ``matter_probes`` more probes and the last quarter of
+``max_seconds`` (attributes left unprobed count as mattering); no probe runs past
+``max_seconds``.
 """
 from __future__ import annotations
 
@@ -386,8 +387,15 @@ class Reducer:
         return v if v is not None and self.target.matches(v) else None
 
     def reduce(self, case: Prepared) -> Reduced:
+        """The reduced case. ``max_seconds`` bounds the whole reduction: no probe runs past
+        it (the workers' timeout is shortened to what is left, plus a second's grace)."""
         self.probes, self._seen = 0, {}
-        return _Run(self, case).run()
+        had = getattr(self.pool, "deadline", None)
+        self.pool.deadline = time.monotonic() + self.max_seconds
+        try:
+            return _Run(self, case).run()
+        finally:
+            self.pool.deadline = had
 
 
 class _Run:
@@ -401,7 +409,8 @@ class _Run:
         self.origin = list(range(len(case.graph.tensors)))
         self.best = None
         self.out = None
-        self.probe_limit, self.time_limit = red.max_probes, red.max_seconds
+        # the attribute-regime probes get the last quarter of the time bound
+        self.probe_limit, self.time_limit = red.max_probes, red.max_seconds * 3 / 4
 
     # -- bounds and acceptance --------------------------------------------------------
     def over(self) -> bool:
@@ -668,9 +677,9 @@ class _Run:
             self.values()
         except _Limit:
             out.hit_limit = True
-        # the regime probes have their own allowance: a quarter more time, matter_probes more probes
+        # the regime probes: matter_probes more probes, within what is left of the time bound
         self.probe_limit = self.red.probes + self.red.matter_probes
-        self.time_limit = max(self.time_limit, time.perf_counter() - self.t0) + self.red.max_seconds / 4
+        self.time_limit = self.red.max_seconds
         out.matter = self.matter()
         out.case, out.verdict = self.best
         out.probes, out.seconds = self.red.probes, time.perf_counter() - self.t0
