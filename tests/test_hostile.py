@@ -530,6 +530,9 @@ def test_corrupt_corpus_cases_are_skipped_logged_and_recorded(assets, tmp_path, 
     assert "model_sha256" in skipped["corpus/bad-sha"] and "meta.json" in skipped["corpus/bad-meta"]
     cases = [json.loads(line)["case"] for line in open(os.path.join(out, "results.jsonl"))]
     assert cases[0] == "corpus/good" and len(cases) == 2  # the good corpus case ran, then the batch
+    summary = open(os.path.join(out, "summary.md")).read()
+    assert "Saved cases that cannot be loaded" in summary and "corpus/bad-sha" in summary
+    assert set(json.load(open(os.path.join(out, "verdict.json")))["unloadable"]) == set(skipped)
 
 
 def test_a_saved_bundle_records_the_sha256_of_the_model_it_holds(assets):

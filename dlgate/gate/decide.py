@@ -90,6 +90,7 @@ class Decision:
     internal: list = field(default_factory=list)  # reference errors: dlgate's own failures
     unavailable: dict = field(default_factory=dict)  # optional backend label -> why it cannot run here
     cannot_run: dict = field(default_factory=dict)  # required backend, reference or base build -> why
+    unloadable: dict = field(default_factory=dict)  # saved case (corpus, baseline repro) left out -> why
     clusters: list = field(default_factory=list)  # failure groups sharing one cause
     mode: str = "baseline"  # how novelty is decided: "base" (head versus base) or "baseline"
     baseline_path: str | None = None
@@ -125,7 +126,7 @@ class Decision:
             "complete": self.complete, "backends": self.backends, "cases": self.cases, "counts": self.counts,
             "new": self.of(NEW), "regressions": self.of(REGRESSION), "pre_existing": self.of(PRE_EXISTING),
             "known": self.of(KNOWN), "flaky": self.of(FLAKY), "fixed": self.fixed, "internal_errors": self.internal,
-            "unavailable": self.unavailable, "cannot_run": self.cannot_run, "novelty": self.mode, "baseline": self.baseline_path, "clusters": len(self.clusters), "cluster_list": self.clusters,
+            "unavailable": self.unavailable, "cannot_run": self.cannot_run, "unloadable": self.unloadable, "novelty": self.mode, "baseline": self.baseline_path, "clusters": len(self.clusters), "cluster_list": self.clusters,
         }
 
 

@@ -147,6 +147,10 @@ def summary(decision: D.Decision, fail_on: str, shard: str | None = None) -> str
         for b, why in sorted(decision.cannot_run.items()):
             lines.append(f"- {_cell(b, 120)}: {_cell(why, 400)}")
         lines.append("")
+    if decision.unloadable:
+        lines += ["Saved cases that cannot be loaded (left out of this run; repair or remove them):", ""]
+        lines += [f"- `{_cell(c, 120)}`: {_cell(why, 300)}" for c, why in sorted(decision.unloadable.items())]
+        lines.append("")
     if decision.unavailable:
         lines.append("Optional backends that cannot run on this machine (skipped, never failing):")
         lines.append("")

@@ -442,6 +442,7 @@ def finish(out: str, cfg: Campaign, manifest: dict, complete: bool, log=print, c
              "root_source": manifest["root_source"], "campaign": cfg.campaign, "reference": cfg.reference}
     shard = manifest.get("shard")
     shard_text = f"{shard[0]}/{shard[1]}" if shard else None
+    decision.unloadable = dict(manifest.get("skipped") or {})
     paths = report.write_all(out, records, decision, base, timings, props, cfg.fail_on, shard_text, logs)
     if complete and cfg.corpus:
         for name in grow_corpus(out, cfg.corpus, decision):
