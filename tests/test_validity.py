@@ -132,6 +132,8 @@ def _check_case(case):
         if any(mismatch(env_ort[t], env_t[t]) for t in n.outputs):
             ins_ort, ins_t = [env_ort[t] for t in n.inputs], [env_t[t] for t in n.inputs]
             assert all(mismatch(a, b) is None for a, b in zip(ins_ort, ins_t)), f"{where}: inputs of {n.op} differ"
+            if ub.undefined_at(g, g.nodes.index(n), n, [torch.from_numpy(np.array(x, copy=True)) for x in ins_t]):
+                return "undefined"  # an out-of-range cast or integer overflow: runtimes differ legitimately
             moved = any(mismatch(a, b) for a, b in zip(_torch_node(n, ins_ort), _torch_node(n, ins_t)))
             # onnxruntime overflowing where the result is finite (its float64 Softplus computes
             # log(1 + exp(x)) literally): a runtime defect, not a lowering disagreement

@@ -595,4 +595,451 @@ class Resize(OpSpec):
         return x
 
 
-OPS = [Gather, GatherElements, TopK, CumSum, Trilu, OneHot, Resize]
+
+# -- EyeLike ------------------------------------------------------------------------------
+
+class EyeLike(OpSpec):
+    """Ones on the ``k``-th diagonal of a matrix of the input's shape, zeros elsewhere (a
+    ``k`` past either edge gives all zeros); the output dtype is the input's or the
+    ``dtype`` attribute's. The input's values do not reach the output."""
+
+    onnx_op = "EyeLike"
+    #: Output dtypes the ``dtype`` attribute names: those onnxruntime implements (its
+    #: probe sees only the input dtype, so other attribute values would go unnoticed).
+    ATTR_DTYPES = (dt.FLOAT32, dt.FLOAT64, dt.INT32, dt.INT64)
+    dtypes = tuple((t,) for t in dt.ALL)
+    ranks = (2,)
+    out_range = (0.0, 1.0)
+    integral_out = True
+    value_inputs = ()
+
+    @staticmethod
+    def _attrs(ctx, shape, dtype) -> dict:
+        n, m = shape
+        k = ctx.choice((0, 0, ctx.rng.randint(-n, m), ctx.rng.randint(-n - 3, m + 3)))
+        return {"k": k, "dtype": dtype}
+
+    def sample(self, ctx, ins):
+        shape = ins[0].shape
+        if any(sym.is_sym(d) for d in shape):
+            k = ctx.choice((0, 0, ctx.rng.randint(-3, 3)))
+            a = {"k": k, "dtype": None}
+        else:
+            a = self._attrs(ctx, shape, None)
+        if ctx.coin(0.5):
+            a["dtype"] = ctx.choice([t for t in ctx.dtypes if t in self.ATTR_DTYPES] or [ins[0].dtype])
+        return a
+
+    def requires(self, ins, a):
+        return [ins[0].rank == 2]
+
+    def infer(self, ins, a):
+        return [TensorType(a["dtype"] or ins[0].dtype, ins[0].shape)]
+
+    def backward(self, ctx, out):
+        if out.rank != 2:
+            return None
+        types = [s[0] for s in self.dtypes if s[0] in ctx.dtypes]
+        if not types:
+            return None
+        t = ctx.choice(types) if out.dtype in self.ATTR_DTYPES else out.dtype
+        if t != out.dtype:
+            dtype = out.dtype
+        else:
+            dtype = ctx.choice((None, out.dtype))
+        return [TensorType(t, out.shape)], self._attrs(ctx, out.shape, dtype)
+
+    def exact(self, a, exacts, ins):
+        n, m = ins[0].shape
+        if sym.is_sym(n) or sym.is_sym(m):
+            return None
+        k = a["k"]
+        ones = max(0, min(n, m - k) - max(0, -k))  # elements on the k-th diagonal
+        return 0.0 if ones < n * m else 1.0
+
+    def onnx_attrs(self, a, b):
+        out = {"k": b.opt(a["k"], 0)}
+        if a["dtype"] is not None:
+            out["dtype"] = dt.ONNX[a["dtype"]]
+        return out
+
+    def torch(self, a, x):
+        n, m = x.shape
+        i = torch.arange(n).unsqueeze(1)
+        j = torch.arange(m).unsqueeze(0)
+        tdt = dt.torch_dtype(a["dtype"]) if a["dtype"] is not None else x.dtype
+        return (j - i == a["k"]).to(tdt)
+
+
+# -- GatherND / ScatterND / ScatterElements / ReverseSequence -----------------------------
+
+def _unique_rows(ctx, space: tuple, count: int) -> list:
+    """``count`` distinct index tuples into a grid of shape ``space`` (count <= its size)."""
+    total = int(np.prod(space)) if space else 1
+    flat = ctx.rng.sample(range(total), count)
+    return [list(np.unravel_index(f, space)) if space else [] for f in flat]
+
+
+def _rows(ctx, space: tuple, count: int, dup: bool) -> list:
+    """``count`` index tuples into ``space``: distinct unless ``dup``, then drawn from a few
+    positions so that some repeat."""
+    total = int(np.prod(space)) if space else 1
+    if not dup:
+        return [[int(v) for v in r] for r in _unique_rows(ctx, space, count)]
+    pool = ctx.rng.sample(range(total), ctx.rng.randint(1, min(total, max(1, count))))
+    return [[int(v) for v in np.unravel_index(ctx.choice(pool), space)] for _ in range(count)]
+
+
+class GatherND(OpSpec):
+    """``indices`` (a constant of shape B + Q + (m,), B the first ``batch_dims`` dims of the
+    data) pick slices data[b][i_1, ..., i_m]; each index lies in [-s, s-1] of its dim."""
+
+    keeps_range = True
+    onnx_op = "GatherND"
+    dtypes = tuple((t,) for t in dt.ALL)
+    ranks = (1, 2, 3, 4, 5)
+    symbolic_ok = False
+
+    @staticmethod
+    def _indices(ctx, dshape, b, ishape, m):
+        """Nested index lists for the batch shape, query shape and m indexed dims."""
+        dims = dshape[b:b + m]
+        n = int(np.prod(ishape[:-1])) if len(ishape) > 1 else 1
+        flat = [[ctx.rng.randint(-d, d - 1) if ctx.coin(0.3) else ctx.rng.randint(0, d - 1) for d in dims]
+                for _ in range(n)]
+        return np.asarray(flat, dtype=np.int64).reshape(ishape).tolist()
+
+    def sample(self, ctx, ins):
+        x = ins[0]
+        r = x.rank
+        b = ctx.rng.randint(0, min(r - 1, 2)) if ctx.coin(0.5) else 0
+        m = ctx.rng.randint(1, r - b)
+        nq = ctx.rng.randint(0, max(0, min(2, ctx.limits.max_rank - b - 1)))
+        q = tuple(ctx.rng.randint(1, 4) for _ in range(nq))
+        ishape = tuple(x.shape[:b]) + q + (m,)
+        if int(np.prod(ishape)) > MAX_INDICES:
+            ishape = tuple(x.shape[:b]) + (m,)
+        return {"batch_dims": b, "indices": self._indices(ctx, x.shape, b, ishape, m)}
+
+    def requires(self, ins, a):
+        s, r = ins[0].shape, ins[0].rank
+        idx = np.asarray(a["indices"], dtype=np.int64)
+        b, ishape = a["batch_dims"], idx.shape
+        if len(ishape) < b + 1 or not 1 <= ishape[-1] <= r - b:
+            return [False]
+        m = ishape[-1]
+        rows = idx.reshape(-1, m)
+        ok = [idx.size <= MAX_INDICES, tuple(ishape[:b]) == tuple(s[:b])]
+        for j in range(m):
+            ok += [int(rows[:, j].min()) >= -s[b + j], int(rows[:, j].max()) <= s[b + j] - 1]
+        return ok
+
+    def infer(self, ins, a):
+        s, b = ins[0].shape, a["batch_dims"]
+        ishape = np.shape(a["indices"])
+        m = ishape[-1]
+        return [ins[0].with_shape(tuple(s[:b]) + tuple(ishape[b:-1]) + tuple(s[b + m:]))]
+
+    def backward(self, ctx, out):
+        R = out.rank
+        b = ctx.rng.randint(0, min(R, 2)) if ctx.coin(0.5) else 0
+        nq = ctx.rng.randint(0, min(2, R - b))
+        t_dims = out.shape[b + nq:]
+        m = ctx.rng.randint(1, 3)
+        if b + m + len(t_dims) > ctx.limits.max_rank or b + m + len(t_dims) < 1:
+            return None
+        rest = sym.prod(out.shape[:b]) * sym.prod(t_dims)
+        budget = _budget(ctx, rest)
+        mids = []
+        for _ in range(m):
+            d = ctx.rng.randint(1, max(1, min(8, budget)))
+            budget = max(1, budget // d)
+            mids.append(d)
+        dshape = tuple(out.shape[:b]) + tuple(mids) + tuple(t_dims)
+        if sym.prod(dshape) > ctx.limits.max_elems:
+            return None
+        ishape = tuple(out.shape[:b + nq]) + (m,)
+        if sym.prod(ishape) > MAX_INDICES:
+            return None
+        return [out.with_shape(dshape)], {"batch_dims": b, "indices": self._indices(ctx, dshape, b, ishape, m)}
+
+    def backward_ranks(self, out):
+        return tuple(r for r in range(1, 6))
+
+    def onnx(self, b, a, xs, ys):
+        b.node("GatherND", [xs[0], b.const(np.asarray(a["indices"], dtype=np.int64))], ys,
+               batch_dims=b.opt(a["batch_dims"], 0))
+
+    def torch(self, a, x):
+        bd = a["batch_dims"]
+        idx = torch.tensor(a["indices"], dtype=torch.int64)
+        m = idx.shape[-1]
+        bshape, q = tuple(x.shape[:bd]), tuple(idx.shape[bd:-1])
+        nb = int(np.prod(bshape)) if bshape else 1
+        data = x.reshape((nb,) + tuple(x.shape[bd:]))
+        idx = idx.reshape(nb, -1, m)
+        dims = torch.tensor(x.shape[bd:bd + m], dtype=torch.int64)
+        idx = torch.where(idx < 0, idx + dims, idx)
+        bi = torch.arange(nb).unsqueeze(1).expand(nb, idx.shape[1])
+        y = data[(bi,) + tuple(idx[..., j] for j in range(m))]
+        return y.reshape(bshape + q + tuple(x.shape[bd + m:]))
+
+
+#: ScatterND / ScatterElements reductions and the opset that first defines each.
+REDUCTIONS = (("none", 11), ("add", 16), ("mul", 16), ("max", 18), ("min", 18))
+
+
+def _reduction(ctx, dtype: str) -> str:
+    if dtype == dt.BOOL:
+        return "none"  # the arithmetic reductions are not defined on bool
+    if dtype == dt.FLOAT16:
+        # ONNX defines them, but onnxruntime's CPU provider rejects float16 reductions at
+        # run time, which its (operator, dtype, opset) probe cannot tell apart from "none"
+        return "none"
+    return ctx.choice([r for r, v in REDUCTIONS if v <= ctx.opset] + ["none"])
+
+
+class Scatter(OpSpec):
+    """Data and updates from the graph, indices a constant in the attributes. With
+    reduction "none" no two updates write one element (ONNX leaves that undefined); the
+    other reductions apply repeated indices in turn."""
+
+    arity = 2
+    dtypes = tuple((t, t) for t in dt.ALL)
+    ranks = (1, 2, 3, 4, 5)
+    symbolic_ok = False
+    can_overflow = True  # add and mul of integers
+    keeps_integers = True  # selections, sums and products of integers
+
+    def input_type(self, ctx, i, ins, a, dtype):
+        return TensorType(dtype, self.updates_shape(ins[0].shape, a))
+
+    def value_range(self, a, ranges, ins):
+        if a["reduction"] in ("none", "max", "min"):
+            known = [r for r in ranges if r is not None]
+            lo = min((r[0] for r in known), default=-INF)
+            hi = max((r[1] for r in known), default=INF)
+            return [(lo, hi)]  # every element is a data or an updates value
+        return None
+
+    def backward(self, ctx, out):
+        if out.rank not in self.ranks or not self.sigs(out.dtype):
+            return None
+        a = self.sample(ctx, [out])
+        if a is None:
+            return None
+        return [out, TensorType(out.dtype, self.updates_shape(out.shape, a))], a
+
+    def infer(self, ins, a):
+        return [ins[0]]
+
+    def undefined(self, a, ins, out_types):
+        if a["reduction"] not in ("add", "mul"):
+            return None
+        return super().undefined(a, ins, out_types)
+
+    def onnx(self, b, a, xs, ys):
+        red = None if b.opset < 16 else b.opt(a["reduction"], "none")
+        b.node(self.onnx_op, [xs[0], b.const(np.asarray(a["indices"], dtype=np.int64)), xs[1]], ys,
+               reduction=red, **self.extra_attrs(a, b))
+
+    def extra_attrs(self, a, b):
+        return {}
+
+
+def _reduce_into(out, lin, upd, reduction):
+    """``out`` (flattened along dim 0) with ``upd`` rows applied at rows ``lin``."""
+    if reduction == "none":
+        out[lin] = upd
+    elif reduction == "add":
+        for r in range(len(lin)):  # in turn, as ONNX reads: a repeated index adds twice
+            out[lin[r]] = out[lin[r]] + upd[r]
+    elif reduction == "mul":
+        for r in range(len(lin)):
+            out[lin[r]] = out[lin[r]] * upd[r]
+    elif reduction == "max":
+        for r in range(len(lin)):
+            out[lin[r]] = torch.maximum(out[lin[r]], upd[r])
+    else:
+        for r in range(len(lin)):
+            out[lin[r]] = torch.minimum(out[lin[r]], upd[r])
+    return out
+
+
+class ScatterND(Scatter):
+    """``indices`` of shape Q + (k,) with non-negative in-range values (negative ones are
+    not accepted by every runtime); updates of shape Q + data.shape[k:]."""
+
+    onnx_op = "ScatterND"
+
+    @staticmethod
+    def updates_shape(shape, a):
+        ishape = np.shape(a["indices"])
+        return tuple(ishape[:-1]) + tuple(shape[ishape[-1]:])
+
+    def sample(self, ctx, ins):
+        x = ins[0]
+        red = _reduction(ctx, x.dtype)
+        k = ctx.rng.randint(1, x.rank)
+        space = tuple(x.shape[:k])
+        total = sym.prod(space)
+        dup = red != "none" and ctx.coin(0.7)
+        cap = 8 if dup else min(total, 8)
+        nq = ctx.rng.randint(1, 2)
+        q = [ctx.rng.randint(1, 4) for _ in range(nq)]
+        tail = sym.prod(tuple(x.shape[k:]))  # updates hold prod(q) * tail <= the cap's elements
+        while int(np.prod(q)) > 1 and (int(np.prod(q)) > cap or int(np.prod(q)) * k > MAX_INDICES
+                                       or int(np.prod(q)) * tail > ctx.limits.max_elems):
+            q = [max(1, d - 1) for d in q]
+        rows = _rows(ctx, space, int(np.prod(q)), dup=dup)
+        return {"reduction": red, "indices": np.asarray(rows, dtype=np.int64).reshape(tuple(q) + (k,)).tolist()}
+
+    def requires(self, ins, a):
+        x, u = ins
+        idx = np.asarray(a["indices"], dtype=np.int64)
+        k = idx.shape[-1]
+        if not 1 <= k <= x.rank:
+            return [False]
+        rows = idx.reshape(-1, k)
+        ok = [tuple(u.shape) == self.updates_shape(x.shape, a), idx.size <= MAX_INDICES]
+        ok += [int(rows[:, j].min()) >= 0 and int(rows[:, j].max()) <= x.shape[j] - 1 for j in range(k)]
+        if a["reduction"] == "none":
+            ok.append(len({tuple(r) for r in rows.tolist()}) == len(rows))
+        return ok
+
+    def torch(self, a, x, u):
+        idx = torch.tensor(a["indices"], dtype=torch.int64)
+        k = idx.shape[-1]
+        space = tuple(x.shape[:k])
+        rows = idx.reshape(-1, k)
+        lin = torch.zeros(rows.shape[0], dtype=torch.int64)
+        for j in range(k):
+            lin = lin * space[j] + rows[:, j]
+        out = x.clone().reshape((int(np.prod(space)),) + tuple(x.shape[k:]))
+        upd = u.reshape((rows.shape[0],) + tuple(x.shape[k:]))
+        return _reduce_into(out, lin.tolist(), upd, a["reduction"]).reshape(x.shape)
+
+
+class ScatterElements(Scatter):
+    """``indices`` of the data's rank, each dim at most the data's; along ``axis`` values in
+    [-s, s-1], distinct within each line for reduction "none"; updates of the indices'
+    shape."""
+
+    onnx_op = "ScatterElements"
+
+    @staticmethod
+    def updates_shape(shape, a):
+        return tuple(np.shape(a["indices"]))
+
+    def sample(self, ctx, ins):
+        x = ins[0]
+        red = _reduction(ctx, x.dtype)
+        ax = ctx.rng.randrange(x.rank)
+        n = x.shape[ax]
+        dup = red != "none" and ctx.coin(0.7)
+        ishape = [ctx.rng.randint(1, d) if ctx.coin(0.5) else d for d in x.shape]
+        ishape[ax] = ctx.rng.randint(1, min(n, 8))
+        while int(np.prod(ishape)) > MAX_INDICES:
+            i = max(range(len(ishape)), key=lambda j: ishape[j])
+            ishape[i] = max(1, ishape[i] // 2)
+        lines = int(np.prod(ishape)) // ishape[ax]
+        vals = []
+        for _ in range(lines):
+            if dup:
+                pool = ctx.rng.sample(range(n), ctx.rng.randint(1, min(n, 3)))
+                line = [ctx.choice(pool) for _ in range(ishape[ax])]
+            else:
+                line = ctx.rng.sample(range(n), ishape[ax])
+            vals.append([v - n if ctx.coin(0.3) else v for v in line])
+        # lines run along the last axis of the moved array: put ``ax`` back in place
+        arr = np.asarray(vals, dtype=np.int64).reshape([d for j, d in enumerate(ishape) if j != ax] + [ishape[ax]])
+        arr = np.moveaxis(arr, -1, ax)
+        return {"reduction": red, "axis": _spell(ctx, ax, x.rank), "indices": arr.tolist()}
+
+    def requires(self, ins, a):
+        x, u = ins
+        idx = np.asarray(a["indices"], dtype=np.int64)
+        r = x.rank
+        if idx.ndim != r or not -r <= a["axis"] < r:
+            return [False]
+        ax = a["axis"] % r
+        n = x.shape[ax]
+        ok = [tuple(u.shape) == idx.shape, idx.size <= MAX_INDICES,
+              all(idx.shape[j] <= x.shape[j] for j in range(r)),
+              int(idx.min()) >= -n, int(idx.max()) <= n - 1]
+        if a["reduction"] == "none":
+            norm = np.moveaxis(np.where(idx < 0, idx + n, idx), ax, -1).reshape(-1, idx.shape[ax])
+            ok.append(all(len(set(line)) == len(line) for line in norm.tolist()))
+        return ok
+
+    def extra_attrs(self, a, b):
+        return {"axis": b.opt(a["axis"], 0)}
+
+    def torch(self, a, x, u):
+        ax = a["axis"] % x.dim()
+        n = x.shape[ax]
+        idx = torch.tensor(a["indices"], dtype=torch.int64).reshape(u.shape)
+        idx = torch.where(idx < 0, idx + n, idx)
+        if a["reduction"] == "none":
+            return torch.scatter(x, ax, idx, u)
+        # element by element, in ONNX's order (row-major over the indices)
+        out = x.clone()
+        pos = torch.stack(torch.meshgrid(*[torch.arange(d) for d in idx.shape], indexing="ij"), -1).reshape(-1, x.dim())
+        tgt = pos.clone()
+        tgt[:, ax] = idx.reshape(-1)
+        strides = torch.tensor([int(np.prod(x.shape[j + 1:])) for j in range(x.dim())], dtype=torch.int64)
+        lin = (tgt * strides).sum(-1).tolist()
+        flat = out.reshape(-1)
+        return _reduce_into(flat, lin, u.reshape(-1), a["reduction"]).reshape(x.shape)
+
+
+class ReverseSequence(OpSpec):
+    """Reverses the first ``sequence_lens[b]`` steps along ``time_axis`` of each batch entry
+    ``b`` along ``batch_axis`` ((0, 1) or (1, 0)); lengths are an int64 constant in
+    [1, time steps]."""
+
+    keeps_range = True
+    preserves_values = True
+    onnx_op = "ReverseSequence"
+    dtypes = tuple((t,) for t in dt.ALL)
+    ranks = (2, 3, 4, 5)
+    symbolic_ok = False
+
+    def sample(self, ctx, ins):
+        x = ins[0]
+        ba = ctx.choice((0, 1))
+        ta = 1 - ba
+        nb, nt = x.shape[ba], x.shape[ta]
+        lens = [ctx.choice((1, nt, ctx.rng.randint(1, nt))) for _ in range(nb)]
+        return {"batch_axis": ba, "time_axis": ta, "lens": lens}
+
+    def requires(self, ins, a):
+        x = ins[0]
+        nb, nt = x.shape[a["batch_axis"]], x.shape[a["time_axis"]]
+        return [len(a["lens"]) == nb, all(1 <= v <= nt for v in a["lens"])]
+
+    def infer(self, ins, a):
+        return [ins[0]]
+
+    def backward(self, ctx, out):
+        if out.rank not in self.ranks or not self.sigs(out.dtype):
+            return None
+        return [out], self.sample(ctx, [out])
+
+    def onnx(self, b, a, xs, ys):
+        b.node("ReverseSequence", [xs[0], b.const(np.asarray(a["lens"], dtype=np.int64))], ys,
+               batch_axis=b.opt(a["batch_axis"], 1), time_axis=b.opt(a["time_axis"], 0))
+
+    def torch(self, a, x):
+        ba, ta = a["batch_axis"], a["time_axis"]
+        nt = x.shape[ta]
+        src = torch.arange(nt).unsqueeze(0).repeat(len(a["lens"]), 1)  # (batch, time)
+        for bi, L in enumerate(a["lens"]):
+            src[bi, :L] = torch.arange(L - 1, -1, -1)
+        xt = x.movedim((ba, ta), (0, 1))
+        bi = torch.arange(len(a["lens"])).unsqueeze(1).expand_as(src)
+        return xt[bi, src].movedim((0, 1), (ba, ta))
+
+
+OPS = [Gather, GatherElements, TopK, CumSum, Trilu, OneHot, Resize, EyeLike, GatherND, ScatterND,
+       ScatterElements, ReverseSequence]
