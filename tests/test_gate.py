@@ -123,8 +123,11 @@ def test_config_reference_lists_every_key(capsys):
 def test_injected_miscompilation_new_then_known_then_fixed(tmp_path, capsys, monkeypatch):
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
     baseline = str(tmp_path / "baseline.json")
-    broken = write_config(str(tmp_path), backends=[INJECTED_TVM, "onnxruntime"], models=8, baseline=baseline)
-    healthy = write_config(str(tmp_path), backends=["tvm", "onnxruntime"], models=8, baseline=baseline)
+    # one dtype: a wrong answer's fingerprint names its dtypes, and this bug is one per dtype
+    broken = write_config(str(tmp_path), backends=[INJECTED_TVM, "onnxruntime"], models=8, baseline=baseline,
+                          dtypes=["float32"])
+    healthy = write_config(str(tmp_path), backends=["tvm", "onnxruntime"], models=8, baseline=baseline,
+                           dtypes=["float32"])
 
     out1 = str(tmp_path / "run1")
     assert main(["run", "--config", broken, "--seed", "inject", "--out", out1]) == 1

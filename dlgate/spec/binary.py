@@ -1,4 +1,7 @@
-"""Binary (and variadic) element-wise maths with NumPy-style multidirectional broadcasting."""
+"""Binary (and variadic) element-wise maths with NumPy-style multidirectional broadcasting.
+
+Variadic operators have one spec per input count (a spec's arity is fixed): Max and Min
+(two inputs), Max4 and Min4, Sum and Mean (three), Sum5 and Mean5."""
 from __future__ import annotations
 
 import math
@@ -33,6 +36,21 @@ def broadcast_partner(ctx: Ctx, shape: tuple) -> tuple:
             else:
                 out.append(d)
     return tuple(out)
+
+
+def all_broadcastable(shapes) -> bool:
+    """Whether concrete shapes broadcast together (False if any dim is symbolic)."""
+    if any(sym.is_sym(d) for sh in shapes for d in sh):
+        return False
+    return all(bool(c) for c in sym.broadcastable(*shapes))
+
+
+def fold(fn, xs):
+    """``fn`` applied left to right over the inputs (a variadic operator from a binary one)."""
+    out = xs[0]
+    for x in xs[1:]:
+        out = fn(out, x)
+    return out
 
 
 def reduced_partner(ctx: Ctx, shape: tuple) -> tuple:
@@ -113,7 +131,12 @@ class Elementwise(OpSpec):
             cls.dtypes = tuple((t,) * cls.arity for t in cls.types)
 
     def input_type(self, ctx, i, ins, a, dtype):
-        return TensorType(dtype, broadcast_partner(ctx, ins[0].shape))
+        # a partner of the inputs so far broadcast together, so that variadic inputs stay
+        # broadcastable with each other, not only with the first
+        shapes = [x.shape for x in ins]
+        if ctx.symbolic or len(shapes) == 1 or not all_broadcastable(shapes):
+            return TensorType(dtype, broadcast_partner(ctx, ins[0].shape))
+        return TensorType(dtype, broadcast_partner(ctx, sym.broadcast(*shapes)))
 
     def requires(self, ins, a):
         return sym.broadcastable(*(x.shape for x in ins))
@@ -304,6 +327,9 @@ class Max(Elementwise):
     types = dt.NUMERIC
     fn = torch.maximum
 
+    def torch(self, a, *xs):
+        return fold(torch.maximum, xs)
+
     def value_range(self, a, ranges, ins):
         return [(max(r[0] for r in ranges), max(r[1] for r in ranges))]
 
@@ -316,6 +342,9 @@ class Min(Elementwise):
     onnx_op = "Min"
     types = dt.NUMERIC
     fn = torch.minimum
+
+    def torch(self, a, *xs):
+        return fold(torch.minimum, xs)
 
     def value_range(self, a, ranges, ins):
         return [(min(r[0] for r in ranges), min(r[1] for r in ranges))]
@@ -359,8 +388,37 @@ class Mean(Sum):
     def torch(self, a, *xs):
         return super().torch(a, *xs) / len(xs)
 
+    def reference_defect(self, a, ins, opset):
+        if tuple(ins[0].shape) != tuple(sym.broadcast(*(x.shape for x in ins))):
+            return "onnx.reference's Mean adds in place into its first input, so it cannot broadcast it"
+        return None
+
     def input_span(self, a, i, span, ins):
         return span  # a mean of values within the span
 
 
-OPS = [Add, Sub, Mul, Div, Mod, Pow, Max, Min, Sum, Mean]
+class Max4(Max):
+    """Variadic Max with four broadcast inputs."""
+    name = "Max4"
+    arity = 4
+
+
+class Min4(Min):
+    """Variadic Min with four broadcast inputs."""
+    name = "Min4"
+    arity = 4
+
+
+class Sum5(Sum):
+    """Variadic Sum with five broadcast inputs."""
+    name = "Sum5"
+    arity = 5
+
+
+class Mean5(Mean):
+    """Variadic Mean with five broadcast inputs."""
+    name = "Mean5"
+    arity = 5
+
+
+OPS = [Add, Sub, Mul, Div, Mod, Pow, Max, Min, Sum, Mean, Max4, Min4, Sum5, Mean5]

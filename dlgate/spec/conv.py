@@ -1,5 +1,6 @@
 """Convolutions: Conv and ConvTranspose, 1-D and 2-D, with groups, dilations, strides and
-explicit (possibly asymmetric) pads.
+explicit (possibly asymmetric) pads or, for Conv, ``auto_pad`` (SAME_UPPER, SAME_LOWER,
+VALID: the pads then follow from the input's shape, see ``auto_pads``).
 
 Weights and bias are ordinary inputs whose shapes follow from the sampled attributes.
 The output size is an arithmetic function of input size, kernel, stride, padding and
@@ -18,6 +19,32 @@ from dlgate.spec.base import OpSpec, TensorType
 from dlgate.spec.linalg import plus_bounds, product_bounds, product_span, sum_bounds
 
 _CONV = {1: (F.conv1d, F.conv_transpose1d), 2: (F.conv2d, F.conv_transpose2d)}
+AUTO_PADS = ("SAME_UPPER", "SAME_LOWER", "VALID")
+
+
+def same_total(n, k, s, d):
+    """ONNX's SAME_* total padding along one axis: the output keeps ceil(n / s) positions,
+    ``(ceil(n/s) - 1) * s + d * (k - 1) + 1 - n`` (implementations clamp it at 0 or not,
+    so ``requires`` keeps it non-negative)."""
+    return (sym.ceildiv(n, s) - 1) * s + d * (k - 1) + 1 - n
+
+
+def auto_pads(mode: str, shape, k, s, d, pads) -> list:
+    """The begin/end pads ``auto_pad`` ``mode`` means for spatial dims ``shape``: the explicit
+    ``pads`` for NOTSET, none for VALID, and for SAME_* the total split in two, the odd
+    one at the end (SAME_UPPER) or at the beginning (SAME_LOWER)."""
+    r = len(shape)
+    if mode == "NOTSET":
+        return list(pads)
+    if mode == "VALID":
+        return [0] * (2 * r)
+    head, tail = [], []
+    for i in range(r):
+        t = same_total(shape[i], k[i], s[i], d[i])
+        h = sym.div(t, 2) if mode == "SAME_UPPER" else t - sym.div(t, 2)
+        head.append(h)
+        tail.append(t - h)
+    return head + tail
 
 
 def _spatial_attrs(ctx, r: int, kmax: int = 5) -> dict:
@@ -77,7 +104,19 @@ class _ConvBase(OpSpec):
             a["output_padding"] = [0] * r if ctx.coin(0.5) else [
                 ctx.int(0, s - 1) for s in a["strides"]]
         a["spell_kernel"] = ctx.coin(0.5)
+        a["auto_pad"] = ctx.choice(AUTO_PADS) if not self.transpose and ctx.coin(0.3) else "NOTSET"
+        if a["auto_pad"] != "NOTSET":
+            a["pads"] = [0] * (2 * r)  # unused: the pads follow from the input's shape
+        if a["auto_pad"].startswith("SAME"):
+            # ONNX allows dilations with SAME_*, but onnxruntime refuses them ("Dilation not
+            # supported for AutoPadType::SAME_UPPER or AutoPadType::SAME_LOWER")
+            a["dilations"] = [1] * r
         return a
+
+    def _pads(self, x, a) -> list:
+        """The begin/end pads in effect (``auto_pad`` resolved against the input's shape)."""
+        return auto_pads(a.get("auto_pad", "NOTSET"), tuple(x.shape[2:]), a["kernel"], a["strides"],
+                         a["dilations"], a["pads"])
 
     def _out_channels(self, a):
         return a["group"] * a["m_per_group"]
@@ -107,10 +146,13 @@ class _ConvBase(OpSpec):
             if b.rank != 1:
                 return [False]
             cons.append(b.shape[0] == self._out_channels(a))
+        pads = self._pads(x, a)
         for i in range(r):
             k, s, d = a["kernel"][i], a["strides"][i], a["dilations"][i]
-            pb, pe = a["pads"][i], a["pads"][i + r]
+            pb, pe = pads[i], pads[i + r]
             cons += [k >= 1, s >= 1, d >= 1, pb >= 0, pe >= 0]
+            if a.get("auto_pad", "NOTSET").startswith("SAME"):
+                cons.append(same_total(x.shape[2 + i], k, s, d) >= 0)
             if self.transpose:
                 op = a["output_padding"][i]
                 cons += [op >= 0, op < s]
@@ -121,11 +163,11 @@ class _ConvBase(OpSpec):
 
     def _spatial_out(self, x, a):
         r = x.rank - 2
-        out = []
+        out, pads = [], self._pads(x, a)
         for i in range(r):
             n = x.shape[2 + i]
             k, s, d = a["kernel"][i], a["strides"][i], a["dilations"][i]
-            pb, pe = a["pads"][i], a["pads"][i + r]
+            pb, pe = pads[i], pads[i + r]
             if self.transpose:
                 out.append(s * (n - 1) + a["output_padding"][i] + d * (k - 1) + 1 - pb - pe)
             else:
@@ -142,11 +184,11 @@ class _ConvBase(OpSpec):
         """The fewest and most products ``x * w`` summed into one output element: input
         channels per group times, per spatial axis, the fewest / most taps that meet a real
         input element (padding and stride gaps contribute nothing)."""
-        r, outs = x.rank - 2, self._spatial_out(x, a)
+        r, outs, pads = x.rank - 2, self._spatial_out(x, a), self._pads(x, a)
         lo = hi = x.shape[1] // a["group"]
         for i in range(r):
             counts = [_taps(o, x.shape[2 + i], a["kernel"][i], a["strides"][i], a["dilations"][i],
-                            a["pads"][i], self.transpose) for o in range(outs[i])]
+                            pads[i], self.transpose) for o in range(outs[i])]
             lo, hi = lo * min(counts), hi * max(counts)
         return lo, hi
 
@@ -178,11 +220,13 @@ class _ConvBase(OpSpec):
     # -- materialization ---------------------------------------------------------------
     def onnx_attrs(self, a, b):
         r = len(a["kernel"])
+        mode = a.get("auto_pad", "NOTSET")
         attrs = {
             "group": b.opt(a["group"], 1),
             "strides": b.opt(a["strides"], [1] * r),
             "dilations": b.opt(a["dilations"], [1] * r),
-            "pads": b.opt(a["pads"], [0] * (2 * r)),
+            "pads": b.opt(a["pads"], [0] * (2 * r)) if mode == "NOTSET" else None,
+            "auto_pad": b.opt(mode, "NOTSET"),
             "kernel_shape": a["kernel"] if a["spell_kernel"] else None,
         }
         if self.transpose:
@@ -191,7 +235,8 @@ class _ConvBase(OpSpec):
 
     def torch(self, a, x, w, bias=None):
         r = x.dim() - 2
-        pads = a["pads"]
+        pads = [int(p) for p in auto_pads(a.get("auto_pad", "NOTSET"), tuple(x.shape[2:]), a["kernel"],
+                                          a["strides"], a["dilations"], a["pads"])]
         conv, convt = _CONV[r]
         if not self.transpose:
             # F.pad takes (last dim begin, last dim end, previous dim begin, ...).

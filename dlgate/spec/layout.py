@@ -384,7 +384,7 @@ class Tile(Layout):
 # -- Concat / Split -------------------------------------------------------------------
 
 class Concat(Layout):
-    """Two inputs (``Concat3``: three) that differ only along ``axis``."""
+    """Two inputs (``Concat3``: three, ``Concat5``: five) that differ only along ``axis``."""
     preserves_values = True
 
     onnx_op = "Concat"
@@ -435,8 +435,14 @@ class Concat3(Concat):
     dtypes = tuple((t,) * 3 for t in dt.ALL)
 
 
+class Concat5(Concat):
+    name = "Concat5"
+    arity = 5
+    dtypes = tuple((t,) * 5 for t in dt.ALL)
+
+
 class Split(Layout):
-    """Two outputs (``Split3``: three) of sizes ``split``. The lowering writes the sizes as
+    """Two outputs (``Split3``: three, ``Split5``: five) of sizes ``split``. The lowering writes the sizes as
     an attribute (< 13) or an input (>= 13), or leaves them implied where that means the
     same: equal parts (13..17), or ``num_outputs`` (>= 18: parts of ceil(d/n), the last
     one smaller, never empty)."""
@@ -510,6 +516,11 @@ class Split(Layout):
 class Split3(Split):
     name = "Split3"
     n_outputs = 3
+
+
+class Split5(Split):
+    name = "Split5"
+    n_outputs = 5
 
 
 # -- DepthToSpace / SpaceToDepth ------------------------------------------------------
@@ -718,5 +729,5 @@ class Size(OpSpec):
         return torch.tensor(x.numel(), dtype=torch.int64)
 
 
-OPS = [Reshape, Flatten, Transpose, Squeeze, Unsqueeze, Expand, Tile, Concat, Concat3,
-       Split, Split3, DepthToSpace, SpaceToDepth, Shape, Size]
+OPS = [Reshape, Flatten, Transpose, Squeeze, Unsqueeze, Expand, Tile, Concat, Concat3, Concat5,
+       Split, Split3, Split5, DepthToSpace, SpaceToDepth, Shape, Size]

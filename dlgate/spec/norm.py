@@ -1,5 +1,6 @@
 """Normalization: BatchNormalization (inference), LayerNormalization, InstanceNormalization,
-GroupNormalization. Floating-point types only; all inputs share X's dtype."""
+GroupNormalization, LRN, LpNormalization. Floating-point types
+only; all inputs share X's dtype."""
 from __future__ import annotations
 
 import math
@@ -291,4 +292,126 @@ class LayerNormalizationNoB(LayerNormalization):
     arity = 2
 
 
-OPS = [BatchNormalization, InstanceNormalization, GroupNormalization, LayerNormalization, LayerNormalizationNoB]
+def _wide(x):
+    """float16 is computed in float32 and rounded once; other types in their own."""
+    return x.float() if x.dtype == torch.float16 else x
+
+
+class LRN(OpSpec):
+    """ONNX LRN over the channel axis of an N x C x H x W tensor:
+    ``square_sum[n, c] = sum(x[n, i] ^ 2)`` for ``max(0, c - floor((size - 1) / 2)) <= i
+    <= min(C - 1, c + ceil((size - 1) / 2))`` (an even size takes one more channel after c
+    than before it), ``y = x / (bias + alpha / size * square_sum) ^ beta``. Rank 4 only
+    (the onnx.reference and onnxruntime kernels reject other ranks). bias > 0 and alpha >= 0
+    keep the base positive, so the power is always defined. ``torch`` follows the formula
+    for any size, odd or even, but only odd sizes are drawn: onnxruntime's CPU kernel
+    rejects an even size (``size_ % 2 == 1``) though ONNX allows it."""
+
+    onnx_op = "LRN"
+    ranks = (4,)
+    dtypes = tuple((t,) for t in dt.FLOATS)
+
+    def sample(self, ctx, ins):
+        return {"size": ctx.choice((1, 3, 3, 5, 5, 7, 9)),
+                "alpha": ctx.choice((f32(1e-4), f32(1e-4), ctx.uniform(1e-4, 1.0))),
+                "beta": ctx.choice((f32(0.75), f32(0.75), ctx.uniform(0.1, 1.0))),
+                "bias": ctx.choice((1.0, 1.0, ctx.uniform(0.5, 2.0)))}
+
+    def infer(self, ins, a):
+        return [ins[0]]
+
+    def backward(self, ctx, out):
+        if out.dtype not in dt.FLOATS or out.rank not in self.ranks:
+            return None
+        return [out], self.sample(ctx, [out])
+
+    def onnx_attrs(self, a, b):
+        return {"size": a["size"], "alpha": b.opt(a["alpha"], f32(1e-4)), "beta": b.opt(a["beta"], f32(0.75)),
+                "bias": b.opt(a["bias"], 1.0)}
+
+    def reference_defect(self, a, ins, opset):
+        x = ins[0].shape
+        if x[0] != x[1]:
+            # op_lrn.py loops ``for c in range(x.shape[0])``: over the batch, not the channels
+            return "onnx.reference's LRN loops over the batch size instead of the channels (wrong unless N == C)"
+        return None
+
+    def value_range(self, a, ranges, ins):
+        # the divisor is at least bias ** beta (square_sum >= 0, alpha >= 0, beta > 0), so y
+        # has x's sign and |y| <= |x| / bias ** beta (with a margin for rounding)
+        k = (1.0 / a["bias"] ** a["beta"]) * (1 + 2.0 ** -8)
+        lo, hi = ranges[0]
+        return [(lo * k if lo < 0 else 0.0, hi * k if hi > 0 else 0.0)]
+
+    def torch(self, a, x):
+        n = a["size"]
+        before, after = (n - 1) // 2, math.ceil((n - 1) / 2)
+        xw = _wide(x)
+        sq = xw * xw
+        # pad the channel axis (dim 1) with zeros: before channels ahead, after behind
+        sq = F.pad(sq, (0, 0, 0, 0, before, after))
+        ss = sq.unfold(1, n, 1).sum(dim=-1)
+        y = xw / (a["bias"] + (a["alpha"] / n) * ss) ** a["beta"]
+        return y.to(x.dtype)
+
+
+class LpNormalization(OpSpec):
+    """``y = x / ||x||_p`` along ``axis`` (p in {1, 2}); the ONNX specification defines the
+    output as 0 where the norm is 0. Restricted nonetheless to slices whose sum of |x|^p is
+    neither tiny (the result jumps from unit norm to 0 at the all-zero slice, and backends
+    whose sums underflow differently disagree) nor beyond the dtype's range."""
+
+    onnx_op = "LpNormalization"
+    ranks = (1, 2, 3, 4, 5)
+    dtypes = tuple((t,) for t in dt.FLOATS)
+    restricted = True
+    out_range = (-1.0, 1.0)
+
+    def sample(self, ctx, ins):
+        return {"axis": ctx.axis(ins[0].rank), "p": ctx.choice((1, 2))}
+
+    def infer(self, ins, a):
+        return [ins[0]]
+
+    def requires(self, ins, a):
+        r = ins[0].rank
+        return [r >= 1, -r <= a["axis"], a["axis"] < r]
+
+    def backward(self, ctx, out):
+        if out.dtype not in dt.FLOATS or out.rank not in self.ranks:
+            return None
+        return [out], self.sample(ctx, [out])
+
+    def onnx_attrs(self, a, b):
+        return {"axis": b.opt(a["axis"], -1), "p": b.opt(a["p"], 2)}
+
+    def reference_defect(self, a, ins, opset):
+        if a["p"] == 1:
+            return "onnx.reference's LpNormalization sums x ** p, not |x| ** p: wrong for p = 1 and negative values"
+        if ins[0].dtype == dt.FLOAT16:
+            return ("onnx.reference squares float16 values in float16: subnormal squares (|x| < 2^-7) lose "
+                    "precision, and a slice of such values is off by more than float16 tolerance")
+        return None
+
+    def _sums(self, a, x):
+        xd = x.double().abs()
+        return (xd if a["p"] == 1 else xd * xd).sum(dim=a["axis"] % x.dim())
+
+    def torch(self, a, x):
+        xw = _wide(x)
+        ax = a["axis"] % x.dim()
+        norm = xw.abs().sum(dim=ax, keepdim=True) if a["p"] == 1 else torch.sqrt((xw * xw).sum(dim=ax, keepdim=True))
+        y = torch.where(norm == 0, torch.zeros_like(xw), xw / torch.where(norm == 0, torch.ones_like(norm), norm))
+        return y.to(x.dtype)
+
+    def losses(self, a, x):
+        info = torch.finfo(x.dtype)
+        s = self._sums(a, x)
+        return [L.gt0(s - float(info.tiny)), L.le0(s - 0.5 * float(info.max))]
+
+    def input_possible(self, a, i, r, t):
+        return r != (0.0, 0.0)  # a nonzero norm needs some nonzero element
+
+
+OPS = [BatchNormalization, InstanceNormalization, GroupNormalization, LayerNormalization, LayerNormalizationNoB,
+       LRN, LpNormalization]

@@ -1,5 +1,6 @@
 """Pooling: MaxPool, AveragePool and LpPool (1-D and 2-D, explicit possibly asymmetric
-pads, strides, dilations, ceil_mode), GlobalAveragePool and GlobalMaxPool.
+pads or ``auto_pad`` SAME_UPPER / SAME_LOWER / VALID, strides, dilations, ceil_mode),
+GlobalAveragePool and GlobalMaxPool.
 
 The windowed pools share one PyTorch implementation: pad explicitly (-inf for max, 0
 otherwise), extend the end for ceil_mode, cut windows with ``unfold`` and reduce them,
@@ -18,6 +19,7 @@ from dlgate import dtypes as dt
 from dlgate.spec import sym
 from dlgate.spec.base import OpSpec, TensorType, abs_bounds
 from dlgate.spec.binary import mul0
+from dlgate.spec.conv import AUTO_PADS, auto_pads, same_total
 
 
 def _out_size(n, k, s, d, pb, pe, ceil):
@@ -76,12 +78,30 @@ class _Pool(OpSpec):
             a["count_include_pad"] = int(ctx.coin(0.5))
         if self.kind == "lp":
             a["p"] = ctx.choice((1, 2))
+        a["auto_pad"] = ctx.choice(AUTO_PADS) if ctx.coin(0.3) else "NOTSET"
+        if a["auto_pad"] != "NOTSET":
+            # the pads follow from the input's shape; ceil_mode stays 0 (implementations
+            # disagree on it with auto_pad), and SAME_* keeps unit dilations (onnxruntime
+            # sizes SAME pads by the undilated kernel)
+            a["pads"], a["ceil_mode"] = [0] * (2 * r), 0
+            if a["auto_pad"] != "VALID":
+                a["dilations"] = [1] * r
         return a
 
+    def _pads(self, x, a) -> list:
+        """The begin/end pads in effect (``auto_pad`` resolved against the input's shape)."""
+        return auto_pads(a.get("auto_pad", "NOTSET"), tuple(x.shape[2:]), a["kernel"], a["strides"],
+                         a["dilations"], a["pads"])
+
+    def _same_defect(self, a, ins) -> str | None:
+        if a.get("auto_pad", "NOTSET").startswith("SAME") and ins[0].rank != 4:
+            return "onnx.reference's SAME_* pooling path reads two spatial pads (1-D fails)"
+        return None
+
     def _spatial(self, x, a):
-        r = x.rank - 2
+        r, pads = x.rank - 2, self._pads(x, a)
         return [(x.shape[2 + i], a["kernel"][i], a["strides"][i], a["dilations"][i],
-                 a["pads"][i], a["pads"][i + r]) for i in range(r)]
+                 pads[i], pads[i + r]) for i in range(r)]
 
     def requires(self, ins, a):
         cons = []
@@ -92,6 +112,8 @@ class _Pool(OpSpec):
                      # every window holds an input element (a dilated window could
                      # otherwise fall entirely into the padding)
                      sym.Or(pb == 0, n >= d)]
+            if a.get("auto_pad", "NOTSET").startswith("SAME"):
+                cons.append(same_total(n, k, s, d) >= 0)
             if a["ceil_mode"]:
                 o = sym.ceildiv(n + pb + pe - eff, s) + 1
                 # ONNX's shape inference lacks the rule that the last window starts
@@ -116,10 +138,12 @@ class _Pool(OpSpec):
 
     def onnx_attrs(self, a, b):
         r = len(a["kernel"])
+        mode = a.get("auto_pad", "NOTSET")
         attrs = {
             "kernel_shape": a["kernel"],
             "strides": b.opt(a["strides"], [1] * r),
-            "pads": b.opt(a["pads"], [0] * (2 * r)),
+            "pads": b.opt(a["pads"], [0] * (2 * r)) if mode == "NOTSET" else None,
+            "auto_pad": b.opt(mode, "NOTSET"),
         }
         if self.ceil_opset is not None and b.opset >= self.ceil_opset:
             attrs["ceil_mode"] = b.opt(a["ceil_mode"], 0)
@@ -133,7 +157,8 @@ class _Pool(OpSpec):
 
     def torch(self, a, x):
         r = x.dim() - 2
-        k, s, d, pads = a["kernel"], a["strides"], a["dilations"], a["pads"]
+        k, s, d = a["kernel"], a["strides"], a["dilations"]
+        pads = [int(p) for p in auto_pads(a.get("auto_pad", "NOTSET"), tuple(x.shape[2:]), k, s, d, a["pads"])]
         sizes = [_out_size(x.shape[2 + i], k[i], s[i], d[i], pads[i], pads[i + r], a["ceil_mode"])
                  for i in range(r)]
         # end padding: explicit pads plus the ceil_mode overflow
@@ -167,16 +192,21 @@ class MaxPool(_Pool):
     dtypes = tuple((t,) for t in dt.FLOATS + (dt.INT8, dt.UINT8))
 
     def reference_defect(self, a, ins, opset):
+        if self._same_defect(a, ins):
+            return self._same_defect(a, ins)
+        if a.get("auto_pad") == "SAME_LOWER":
+            return ("onnx.reference's MaxPool sizes SAME_LOWER as floor(n / s) and splits its "
+                    "pads as SAME_UPPER does")
         # With unit strides and dilations onnx.reference's MaxPool takes another code path.
         if any(v != 1 for v in a["strides"] + a["dilations"]):
             return None
-        x, p = ins[0], a["pads"]
+        x, p = ins[0], self._pads(ins[0], a)
         # 2-D: it always runs np.pad with NaN, which raises for int8 and casts NaN
         # (invalid, platform-dependent) for uint8.
         if x.rank == 4 and x.dtype == dt.INT8:
             return "onnx.reference's unit-stride 2-D MaxPool pads with NaN, which np.pad refuses for int8"
-        if not any(p):
-            return None
+        if not any(p) or a.get("auto_pad", "NOTSET") != "NOTSET":
+            return None  # (its SAME_* path splits the pads it computes itself correctly)
         # 1-D: it never pads, and sizes the output as n - k + 1 (n + pads[0] - k + 1 in
         # ceil_mode); only a single-element input in ceil_mode without end pad comes out right.
         if x.rank == 3 and not (a["ceil_mode"] and p[1] == 0 and x.shape[2] == 1):
@@ -207,6 +237,8 @@ class AveragePool(_Pool):
         return [(lo * f if lo > 0 else lo, hi * f if hi < 0 else hi)]
 
     def reference_defect(self, a, ins, opset):
+        if self._same_defect(a, ins):
+            return self._same_defect(a, ins)
         if any(o >= 2 for o in self._overflows(ins, a)):
             return ("onnx.reference's AveragePool splits a ceil_mode overflow >= 2 between both "
                     "ends, shifting the windows")
@@ -231,6 +263,8 @@ class LpPool(_Pool):
         return [(mul0(rmin ** p, m), mul0(rmax ** p, big))]
 
     def reference_defect(self, a, ins, opset):
+        if self._same_defect(a, ins):
+            return self._same_defect(a, ins)
         if any(o >= 1 for o in self._overflows(ins, a)):
             return ("onnx.reference's LpPool averages over the window without the ceil_mode "
                     "overflow and rescales by the kernel size (and shifts windows for overflow >= 2)")
