@@ -14,8 +14,6 @@ from dlgate.gate import decide as D
 from dlgate.gate.journal import write_json
 from dlgate.oracle import verdict as V
 
-#: Verdicts reported as a JUnit <failure> (wrong answers); other failures are <error>s.
-_WRONG = (V.MISMATCH, V.SHAPE_MISMATCH, V.DTYPE_MISMATCH)
 _EMOJI = {D.NEW: "❌", D.REGRESSION: "❌", D.PRE_EXISTING: "⚠️", D.KNOWN: "ℹ️", D.FLAKY: "🎲"}
 
 
@@ -75,7 +73,7 @@ def junit(records: list, decision: D.Decision, baseline, timings: dict, props: d
             elif cls is not None and (fp, cls) in failing:
                 where = f" (repro: {i['repro']}/repro.py)" if i.get("repro") else ""
                 msg = f"{failure_message(cls, v)}{where}: {detail[:300]}"
-                if v["verdict"] in _WRONG:
+                if v["verdict"] in V.VALUE_CLASSES:
                     tc.add_failure_info(msg, detail, v["verdict"])
                 else:
                     tc.add_error_info(msg, detail, v["verdict"])
@@ -223,13 +221,16 @@ def novelty_line(decision: D.Decision) -> str:
             "only what the change introduced fails the check.")
 
 
+def run_url(env=os.environ) -> str | None:
+    """This GitHub Actions workflow run's page, or None outside GitHub Actions."""
+    server, repo, run_id = (env.get(k) for k in ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID"))
+    return f"{server}/{repo}/actions/runs/{run_id}" if server and repo and run_id else None
+
+
 def run_link() -> str:
     """Links to this workflow run and its artifacts, when running in GitHub Actions."""
-    server, repo, run_id = (os.environ.get(k) for k in ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID"))
-    if not (server and repo and run_id):
-        return ""
-    url = f"{server}/{repo}/actions/runs/{run_id}"
-    return f"[Workflow run]({url}) · [artifacts (repros, reports)]({url}#artifacts)"
+    url = run_url()
+    return f"[Workflow run]({url}) · [artifacts (repros, reports)]({url}#artifacts)" if url else ""
 
 
 def write_all(out_dir: str, records: list, decision: D.Decision, baseline, timings: dict, props: dict,

@@ -385,8 +385,9 @@ def _run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | No
     return finish(out, cfg, manifest, complete=shard is None, log=log, cannot_run=cannot)
 
 
-def optional_labels(cfg: Campaign) -> set:
-    return {backend_spec(b).label() for b in cfg.backends if is_optional(b)}
+def optional_labels(entries: list) -> set:
+    """Labels of the ``backends`` entries marked optional."""
+    return {backend_spec(b).label() for b in entries if is_optional(b)}
 
 
 def preflight(pool, base_pool, ccfg: CheckConfig, cfg: Campaign) -> dict:
@@ -394,7 +395,7 @@ def preflight(pool, base_pool, ccfg: CheckConfig, cfg: Campaign) -> dict:
     backend not marked optional, and (head versus base) each one's base build. What cannot
     start (not installed, an import or constructor that raises, a crash while starting, a
     base interpreter that does not exist) -> why."""
-    optional = optional_labels(cfg)
+    optional = optional_labels(cfg.backends)
     needed = [(pool, ccfg.reference, f"the reference {ccfg.reference.label()}")]
     needed += [(pool, s, s.label()) for s in ccfg.backends if s.label() not in optional]
     if base_pool is not None:
@@ -429,7 +430,7 @@ def finish(out: str, cfg: Campaign, manifest: dict, complete: bool, log=print, c
     records = read_records(os.path.join(out, "results.jsonl"))
     base = B.load(cfg.baseline)
     decision = D.decide(records, base, manifest["root"], cfg.campaign, labels(cfg.backends), complete,
-                        mode="base" if cfg.base else "baseline", optional=optional_labels(cfg),
+                        mode="base" if cfg.base else "baseline", optional=optional_labels(cfg.backends),
                         cannot_run=cannot_run)
     attach_repros(out, decision)
     timings, logs = {}, {}
@@ -592,7 +593,7 @@ def update_baseline(run_dir: str, path: str, prune: bool = False, log=print) -> 
         raise RunError(str(e)) from None
     cfg = m["config"]
     decision = D.decide(records, base, m["root"], m["campaign"], labels(cfg["backends"]), complete=True,
-                        optional={backend_spec(b).label() for b in cfg["backends"] if is_optional(b)})
+                        optional=optional_labels(cfg["backends"]))
     new = B.update(base, decision, prune, run_dir)
     new.save(path)
     log(f"dlgate: baseline {path}: {len(new.fingerprints)} fingerprints "

@@ -32,7 +32,7 @@ BASE_CHECKED = V.FAILURES + (V.UNSUPPORTED,)
 def cause(verdict: str, backend_name: str, error: dict | None) -> tuple:
     """What two runs of one case must share to be the same failure: the class and, for
     errors and crashes, the cluster (message template and innermost frames)."""
-    if verdict in I.VALUE_CLASSES:
+    if verdict in V.VALUE_CLASSES:
         return ("value",)
     return (verdict, S.cluster(verdict, backend_name, error)["id"])
 
@@ -91,8 +91,7 @@ def identify(pool, case, ccfg, spec, ref_out: list, v: dict, out: str, campaign:
             log(f"dlgate: cannot reduce {case.id} on {spec.label()}: {e}")
     error = v.get("error") if res is None else (res.verdict.error or v.get("error"))
     ident = I.identity(v["verdict"], backend_name, error, reduced.graph, matter)
-    ident.update(reduced=res is not None, nodes=len(reduced.graph.nodes), original_nodes=len(case.graph.nodes),
-                 cluster_text=I.cluster_text(v["verdict"], backend_name, error, ident["typed"]))
+    ident.update(reduced=res is not None, nodes=len(reduced.graph.nodes), original_nodes=len(case.graph.nodes))
     if res is not None:
         ident["hit_limit"] = res.hit_limit
     d = os.path.join(out, "repros", ident["fingerprint"])

@@ -22,6 +22,7 @@ import os
 import zipfile
 from dataclasses import dataclass
 
+from dlgate.gate.report import run_url
 from dlgate.reduce.bundle import read_repro
 from dlgate.secrets import redact
 
@@ -162,10 +163,10 @@ def run_info(results_dir: str, env=os.environ) -> dict:
     with open(os.path.join(results_dir, "verdict.json")) as f:
         v = json.load(f)
     info = {"commit": v.get("root", ""), "campaign": v.get("campaign", "")}
-    server, repo, run_id = env.get("GITHUB_SERVER_URL"), env.get("GITHUB_REPOSITORY"), env.get("GITHUB_RUN_ID")
-    if server and repo and run_id:
-        info["url"] = f"{server}/{repo}/actions/runs/{run_id}"
-        info["key"] = f"run-{run_id}"
+    url = run_url(env)
+    if url:
+        info["url"] = url
+        info["key"] = f"run-{env['GITHUB_RUN_ID']}"
     else:
         info["key"] = f"{info['commit']}-{info['campaign']}"
     return info

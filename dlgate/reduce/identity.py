@@ -22,8 +22,6 @@ from dlgate.oracle import signature as S
 from dlgate.oracle import verdict as V
 from dlgate.spec.registry import get
 
-VALUE_CLASSES = V.VALUE_CLASSES
-
 
 def _hash(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
@@ -73,25 +71,20 @@ def typed_pattern(graph: Graph, matter: list | None = None) -> str:
 
 
 def identity(verdict: str, backend_name: str, error: dict | None, graph: Graph, matter: list | None = None) -> dict:
-    """``{"fingerprint", "cluster", "pattern", "typed", "text"}`` of a failure whose reduced
-    case is ``graph`` (``error`` the candidate's error for errors and crashes; ``matter`` as
-    in :func:`typed_pattern`)."""
+    """``{"fingerprint", "cluster", "cluster_text", "pattern", "typed", "text"}`` of a failure
+    whose reduced case is ``graph`` (``error`` the candidate's error for errors and crashes;
+    ``matter`` as in :func:`typed_pattern`). ``cluster_text`` is the cluster's readable key:
+    the message template, or the typed pattern of a wrong answer."""
     typed = typed_pattern(graph, matter)
-    if verdict in VALUE_CLASSES:
+    if verdict in V.VALUE_CLASSES:
         text = " :: ".join(("value", backend_name, verdict, typed))
-        fp = _hash(text)
-        cl = fp
+        fp = cl = _hash(text)
+        cl_text = f"{verdict} in {typed}"
     else:
         sig = S.signature(verdict, backend_name, error)
         text = f"error :: {sig['text']} :: {typed}"
         fp = _hash(text)
-        cl = S.cluster(verdict, backend_name, error)["id"]
-    return {"fingerprint": fp, "cluster": cl, "pattern": pattern(graph), "typed": typed, "text": text[:600]}
-
-
-def cluster_text(verdict: str, backend_name: str, error: dict | None, typed: str) -> str:
-    """A readable key for a cluster: the message template, or the typed pattern of a wrong
-    answer."""
-    if verdict in VALUE_CLASSES or not error:
-        return f"{verdict} in {typed}"
-    return S.cluster(verdict, backend_name, error)["text"]
+        c = S.cluster(verdict, backend_name, error)
+        cl, cl_text = c["id"], (c["text"] if error else f"{verdict} in {typed}")
+    return {"fingerprint": fp, "cluster": cl, "cluster_text": cl_text, "pattern": pattern(graph), "typed": typed,
+            "text": text[:600]}

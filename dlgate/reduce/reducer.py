@@ -69,8 +69,6 @@ from dlgate.oracle.compare import all_finite
 from dlgate.reduce.identity import regime
 from dlgate.seeds import sub_seed
 
-_VALUE_CLASSES = (V.MISMATCH, V.SHAPE_MISMATCH, V.DTYPE_MISMATCH)
-
 
 @dataclass
 class Target:
@@ -90,13 +88,13 @@ class Target:
         carries no error: the exact signature then)."""
         v = verdict if isinstance(verdict, dict) else verdict.to_json()
         kind = v["verdict"]
-        cl = None if kind in _VALUE_CLASSES or not v.get("error") else S.cluster(kind, backend.name, v["error"])["id"]
+        cl = None if kind in V.VALUE_CLASSES or not v.get("error") else S.cluster(kind, backend.name, v["error"])["id"]
         return cls(backend, kind, (v.get("signature") or {}).get("id"), cl)
 
     def matches(self, v: V.Verdict) -> bool:
         if v.verdict != self.verdict:
             return False
-        if v.verdict in _VALUE_CLASSES:
+        if v.verdict in V.VALUE_CLASSES:
             return True
         if self.cluster is not None:
             return S.cluster(v.verdict, self.backend.name, v.error)["id"] == self.cluster
@@ -431,7 +429,7 @@ class _Run:
         v = self.red.probe(cand)
         if v is None:
             return False
-        if same and v.verdict not in _VALUE_CLASSES and \
+        if same and v.verdict not in V.VALUE_CLASSES and \
                 (v.signature or {}).get("id") != (self.best[1].signature or {}).get("id"):
             return False
         self.best = (cand, v)

@@ -993,7 +993,7 @@ class ScatterElements(Scatter):
         return _reduce_into(flat, lin, u.reshape(-1), a["reduction"]).reshape(x.shape)
 
 
-class ReverseSequence(OpSpec):
+class ReverseSequence(Same):
     """Reverses the first ``sequence_lens[b]`` steps along ``time_axis`` of each batch entry
     ``b`` along ``batch_axis`` ((0, 1) or (1, 0)); lengths are an int64 constant in
     [1, time steps]."""
@@ -1017,14 +1017,6 @@ class ReverseSequence(OpSpec):
         x = ins[0]
         nb, nt = x.shape[a["batch_axis"]], x.shape[a["time_axis"]]
         return [len(a["lens"]) == nb, all(1 <= v <= nt for v in a["lens"])]
-
-    def infer(self, ins, a):
-        return [ins[0]]
-
-    def backward(self, ctx, out):
-        if out.rank not in self.ranks or not self.sigs(out.dtype):
-            return None
-        return [out], self.sample(ctx, [out])
 
     def onnx(self, b, a, xs, ys):
         b.node("ReverseSequence", [xs[0], b.const(np.asarray(a["lens"], dtype=np.int64))], ys,
