@@ -53,3 +53,45 @@ def sigmoid_to_tanh():
 def add_to_subtract():
     """``rewrite_op_pass("relax.add", "relax.subtract")``."""
     return rewrite_op_pass("relax.add", "relax.subtract")
+
+
+def offset_op_pass(src: str, delta: float = 1.0):
+    """A Relax module pass adding ``delta`` to every result of operator ``src`` (a
+    tensor-valued call): a miscompilation for any operator family, whatever the operator's
+    signature (``offset_op_pass("relax.nn.layer_norm")``)."""
+    import tvm
+    from tvm import relax
+    from tvm.relax.expr_functor import PyExprMutator, mutator
+
+    src_op = tvm.ir.Op.get(src)
+
+    @mutator
+    class _Offset(PyExprMutator):
+        def __init__(self, mod):
+            super().__init__(mod)
+            self.mod_ = mod
+
+        def visit_call_(self, call):
+            call = self.visit_expr_post_order(call)
+            if not (isinstance(call.op, tvm.ir.Op) and call.op.same_as(src_op)):
+                return call
+            call = self.builder_.normalize(call)
+            sinfo = getattr(call, "ty", None) or getattr(call, "struct_info_", None)  # 0.27 / older
+            tensor = getattr(relax, "TensorType", None) or relax.TensorStructInfo
+            if isinstance(sinfo, tensor) and str(sinfo.dtype):
+                dtype = str(sinfo.dtype)
+                const = relax.const(delta if "float" in dtype else int(delta), dtype)
+                return relax.op.add(call, const)
+            return call
+
+        def transform(self):
+            for gv, func in self.mod_.functions_items():
+                if isinstance(func, relax.Function):
+                    self.builder_.update_func(gv, self.visit_expr(func))
+            return self.builder_.get()
+
+    @tvm.transform.module_pass(opt_level=0, name=f"Offset_{src}".replace(".", "_"))
+    def _pass(mod, _ctx):
+        return _Offset(mod).transform()
+
+    return _pass

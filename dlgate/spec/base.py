@@ -274,6 +274,14 @@ class OpSpec:
 
     name: ClassVar[str] = ""  # registry key, defaults to onnx_op
     onnx_op: ClassVar[str] = ""
+    #: Further ONNX operator types this spec's lowering emits besides ``onnx_op``, for an
+    #: idiom written as several nodes (Shape -> Gather -> Concat -> Reshape; a sequence
+    #: built, edited and read back): counted by ``dlgate ops`` as covered.
+    onnx_ops: ClassVar[tuple] = ()
+    #: For operators with constant inputs (made by the lowering) between tensor inputs:
+    #: the positions of the schema's formal inputs that the dtypes of a signature stand
+    #: for (ScatterND's data and updates are (0, 2)); None when they are the first ones.
+    schema_inputs: ClassVar[tuple | None] = None
     family: ClassVar[str] = ""  # set by the registry from the module
     arity: ClassVar[int] = 1
     n_outputs: ClassVar[int] = 1

@@ -8,7 +8,8 @@ from dlgate.spec.base import OpSpec
 
 #: One module per operator family, in a fixed order (the order specs are listed and drawn in).
 FAMILIES = ("unary", "binary", "activation", "logic", "cast", "reduce", "linalg", "conv",
-            "pool", "norm", "layout", "slicing", "index")
+            "pool", "norm", "layout", "slicing", "index", "bitwise", "criterion", "shapecalc", "transformer", "quant",
+            "recurrent", "control", "sequence", "spatial", "signal")
 
 
 @lru_cache(maxsize=None)

@@ -26,6 +26,18 @@ GRAPH_INPUTS = {"ScatterND": (0, 2), "ScatterElements": (0, 2)}
 
 
 @lru_cache(maxsize=None)
+def _formal_positions() -> dict:
+    """Operator -> formal input positions, from GRAPH_INPUTS and the specs' ``schema_inputs``."""
+    from dlgate.spec.registry import all_specs
+
+    out = dict(GRAPH_INPUTS)
+    for spec in all_specs().values():
+        if spec.schema_inputs is not None:
+            out.setdefault(spec.onnx_op, tuple(spec.schema_inputs))
+    return out
+
+
+@lru_cache(maxsize=None)
 def allowed(op: str, sig: tuple, opset: int) -> bool:
     """True when ONNX defines ``op`` at ``opset`` and accepts these input dtypes."""
     schema = _schema(op, opset)
@@ -34,8 +46,9 @@ def allowed(op: str, sig: tuple, opset: int) -> bool:
     constraints = {c.type_param_str: set(c.allowed_type_strs) for c in schema.type_constraints}
     bound: dict = {}
     formal = list(schema.inputs)
-    if op in GRAPH_INPUTS:
-        formal = [formal[k] for k in GRAPH_INPUTS[op]]
+    positions = _formal_positions().get(op)
+    if positions is not None:
+        formal = [formal[k] for k in positions]
     for i, t in enumerate(sig):
         if not formal:
             return False
