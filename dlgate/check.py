@@ -15,6 +15,7 @@ from onnx import numpy_helper
 from dlgate.backends.base import BackendSpec, Model
 from dlgate.backends.registry import load
 from dlgate.exec import worker as W
+from dlgate.graph import dynamic
 from dlgate.graph.ir import Graph
 from dlgate.inputs.search import search
 from dlgate.materialize.onnx_model import to_onnx
@@ -48,6 +49,10 @@ class Prepared:
     model: bytes
     inputs: list
     search: dict
+    #: A dynamic-shape case's further bindings: (binding, static graph there, its inputs).
+    shapes: list = field(default_factory=list)
+    #: The reference's outputs at each further binding, filled by ``check``.
+    shape_refs: list = field(default_factory=list)
 
 
 class CaseError(ValueError):
@@ -240,9 +245,22 @@ def prepare(meta: dict, graph: Graph, model: bytes, search_steps: int | None = N
     changed = any(not np.array_equal(graph.values[t], res.consts[t]) for t in graph.consts)
     if changed:
         graph = Graph(graph.tensors, graph.nodes, graph.inputs, graph.consts, graph.outputs, graph.opset,
-                      dict(res.consts))
+                      dict(res.consts), graph.dynamic)
         model = to_onnx(graph, sub_seed(meta["seed"], "onnx"), doc=f"dlgate case {meta['id']}").SerializeToString()
-    return Prepared(meta["id"], meta, graph, model, res.inputs, info)
+    return Prepared(meta["id"], meta, graph, model, res.inputs, info, shape_inputs(graph, meta["seed"], kw))
+
+
+def shape_inputs(graph: Graph, seed: int, kw: dict | None = None) -> list:
+    """A dynamic graph's further bindings with numeric-valid inputs for each, found by the
+    input search on the static graph there (its constants are the model's: a binding whose
+    search would need to move them is left out)."""
+    out = []
+    for k, b in enumerate(dynamic.bindings(graph)[1:], start=1):
+        g = dynamic.at(graph, k)
+        res = search(g, sub_seed(seed, f"shape-{k}"), **(kw or {}))
+        if res.valid and all(np.array_equal(g.values[t], res.consts[t]) for t in g.consts):
+            out.append((b, g, res.inputs))
+    return out
 
 
 def load_bundle(directory: str, case_id: str | None = None) -> Prepared:
@@ -257,7 +275,9 @@ def load_bundle(directory: str, case_id: str | None = None) -> Prepared:
         return p
     search_info = dict(meta.get("search") or {"valid": True, "method": "saved", "reason": ""})
     search_info.setdefault("reason", "")
-    return Prepared(case_id or meta["id"], meta, graph, model, inputs, search_info)
+    # a dynamic case's further bindings: their inputs come from the same deterministic search
+    shapes = shape_inputs(graph, meta["seed"]) if graph.dynamic and "seed" in meta else []
+    return Prepared(case_id or meta["id"], meta, graph, model, inputs, search_info, shapes)
 
 
 def op_pattern(graph: Graph) -> str:
@@ -281,7 +301,20 @@ def check(pool: W.Pool, case: Prepared, cfg: CheckConfig, reference_out: list | 
         return record
     if reference_out is not None:
         reference_out[:] = ref.outputs
-    invalid = not case.search["valid"] or not all_finite(ref.outputs)
+    case.shape_refs = []
+    for b, g, xs in case.shapes:  # a dynamic case: the reference at every further binding
+        r = pool.execute(cfg.reference, Model(case.model, g), xs)
+        if not r.ok:
+            for spec in cfg.backends:
+                record["verdicts"].append(V.Verdict(spec.label(), V.REFERENCE_ERROR,
+                                                    f"the reference failed at {dynamic.describe(b)}: {r.error}").to_json())
+            return record
+        case.shape_refs.append(r.outputs)
+    if case.shapes:
+        record["shapes"] = [dynamic.describe(dynamic.first_binding(case.graph))] + \
+            [dynamic.describe(b) for b, _, _ in case.shapes]
+    invalid = not case.search["valid"] or not all_finite(ref.outputs) or \
+        not all(all_finite(r) for r in case.shape_refs)
     for spec in cfg.backends:
         if invalid:
             why = case.search["reason"] or "the reference output holds NaN or Inf"
@@ -298,15 +331,36 @@ def judge_backend(pool: W.Pool, case: Prepared, cfg: CheckConfig, spec: BackendS
     mismatch but do not change its signature."""
     model = Model(case.model, case.graph)
     cross = cfg.crosscheck if crosscheck is None else crosscheck
-    out = pool.execute(spec, model, case.inputs)
+    more = [xs for _, _, xs in case.shapes] if len(case.shape_refs) == len(case.shapes) else []
+    out = pool.execute(spec, model, case.inputs, more)
+    if case.graph.dynamic and out.status == W.COMPILE_ERROR:
+        # a compiler that cannot take symbolic dimensions: not a bug (a crash still is)
+        err = dict(out.error or {}, message=f"the model with symbolic input dimensions is not accepted: "
+                                            f"{(out.error or {}).get('message', '')}")
+        return V.judge(spec.name, spec.label(), W.Outcome(W.UNSUPPORTED, error=err, compile_s=out.compile_s,
+                                                          wall_s=out.wall_s, backend=out.backend), reference)
     levels = load(spec.name).opt_levels
     lowest = levels[0]
     at_lowest = (lambda: pool.execute(spec.at(lowest), model, case.inputs)) \
         if cross and (spec.opt_level or levels[-1]) != lowest else None
     onnx_ref = (lambda: pool.execute(BackendSpec("onnx-reference"), model, case.inputs)) if cross else None
     why = (lambda: ub.explain(case.graph, case.inputs, cfg.tolerances, out.outputs)) if explain else None
-    return V.judge(spec.name, spec.label(), out, reference, cfg.tolerances, explain=why, at_lowest=at_lowest,
-                   onnx_reference=onnx_ref, op_pattern=op_pattern(case.graph))
+    v = V.judge(spec.name, spec.label(), out, reference, cfg.tolerances, explain=why, at_lowest=at_lowest,
+                onnx_reference=onnx_ref, op_pattern=op_pattern(case.graph))
+    if v.verdict != V.PASS or not more:
+        return v
+    # compiled once, run at each further binding: judged there against the reference
+    for k, ((b, g, xs), ref_k, out_k) in enumerate(zip(case.shapes, case.shape_refs, out.more), start=1):
+        out_k.compile_s, out_k.wall_s = out.compile_s, out.wall_s
+        why_k = (lambda g=g, xs=xs, o=out_k: ub.explain(g, xs, cfg.tolerances, o.outputs)) if explain else None
+        vk = V.judge(spec.name, spec.label(), out_k, ref_k, cfg.tolerances, explain=why_k,
+                     op_pattern=op_pattern(case.graph) + " | dynamic")
+        if vk.verdict != V.PASS:
+            vk.shape = {"index": k, "binding": dict(b)}
+            vk.detail = f"at {dynamic.describe(b)} (compiled for symbolic shapes, first run at " \
+                        f"{dynamic.describe(dynamic.first_binding(case.graph))}): {vk.detail}"
+            return vk
+    return v
 
 
 def case_dirs(directory: str) -> list:

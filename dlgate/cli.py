@@ -72,10 +72,20 @@ def _out_dir(path: str, where: str) -> None:
                                                  else f"cannot be created: {probe} is not writable"))
 
 
+def _share(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1, got {text!r}") from None
+    if not 0.0 <= v <= 1.0:
+        raise argparse.ArgumentTypeError(f"{v} is not between 0 and 1")
+    return v
+
+
 def _opset(text: str) -> int:
     v = _positive(text)
-    if not 13 <= v <= 21:
-        raise argparse.ArgumentTypeError(f"opset {v} is outside the supported range 13-21")
+    if not 13 <= v <= 28:
+        raise argparse.ArgumentTypeError(f"opset {v} is outside the supported range 13-28")
     return v
 
 
@@ -92,8 +102,10 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--start", type=int, default=0, help="index of the first case")
     g.add_argument("--max-nodes", type=_positive, default=10)
     g.add_argument("--min-nodes", type=_positive, default=1)
-    g.add_argument("--opset", type=_opset, help="fixed ONNX opset (default: drawn per case from 13-21)")
+    g.add_argument("--opset", type=_opset, help="fixed ONNX opset (default: drawn per case from 13-28)")
     g.add_argument("--ops", help="comma-separated operator names to draw from (default: all)")
+    g.add_argument("--dynamic-share", type=_share, default=0.25,
+                   help="share of models with symbolic batch/sequence input dimensions (default 0.25)")
     g.add_argument("--support", metavar="SYSTEM", help="restrict to what backend SYSTEM was probed to support (e.g. onnxruntime, tvm)")
 
     s = sub.add_parser("stats", help="diversity metrics of a generated batch")
@@ -194,7 +206,8 @@ def cmd_gen(args) -> int:
         from dlgate.probe.support import support_set
 
         support = support_set(_probe_doc(args.support, "dlgate gen: --support"))
-    cfg = GenConfig(min_nodes=args.min_nodes, max_nodes=args.max_nodes, ops=ops, opset=args.opset, support=support)
+    cfg = GenConfig(min_nodes=args.min_nodes, max_nodes=args.max_nodes, ops=ops, opset=args.opset, support=support,
+                    dynamic_share=args.dynamic_share)
     gen = Generator(cfg)
     os.makedirs(args.out, exist_ok=True)
     t0 = time.perf_counter()

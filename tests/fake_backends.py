@@ -204,3 +204,48 @@ class SlowCompile(EnvBug):
                 f.write(f"{os.getpid()}\n")
         time.sleep(float(self.options.get("seconds", 3600)))
         return super().compile(model)
+
+
+class FirstShape(Backend):
+    """onnxruntime that specializes the model on the shapes of its first run (an injected
+    dynamic-shape bug): later runs at other shapes get the first run's outputs, resized."""
+
+    name = "first-shape"
+
+    def version(self):
+        return "1"
+
+    def compile(self, model):
+        import onnxruntime as ort
+
+        return {"session": ort.InferenceSession(model.onnx, providers=["CPUExecutionProvider"]), "first": None}
+
+    def run(self, compiled, inputs):
+        sess = compiled["session"]
+        if compiled["first"] is None:
+            names = [i.name for i in sess.get_inputs()]
+            compiled["first"] = sess.run(None, dict(zip(names, inputs)))
+            return compiled["first"]
+        return [np.resize(o, o.shape) for o in compiled["first"]]  # the cached shape's result
+
+
+class OldRuntime(Backend):
+    """onnxruntime that refuses models newer than opset 20, as an older runtime does."""
+
+    name = "old-runtime"
+
+    def version(self):
+        return "1"
+
+    def compile(self, model):
+        import onnx
+        import onnxruntime as ort
+
+        opset = next(o.version for o in onnx.load_from_string(model.onnx).opset_import if o.domain in ("", "ai.onnx"))
+        if opset > 20:
+            raise RuntimeError(f"ONNX Runtime only *guarantees* support for models stamped with opset version 20 "
+                               f"(model opset {opset})")
+        return ort.InferenceSession(model.onnx, providers=["CPUExecutionProvider"])
+
+    def run(self, sess, inputs):
+        return sess.run(None, dict(zip([i.name for i in sess.get_inputs()], inputs)))

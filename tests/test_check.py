@@ -16,7 +16,7 @@ from dlgate.graph.generator import GenConfig, Generator
 from dlgate.oracle import verdict as V
 
 OPS = ("Sigmoid", "Add", "Relu", "Mul", "Abs", "Neg", "Tanh")
-BROKEN_TVM = BackendSpec("tvm", options=(("extra_passes", ("dlgate.backends.testing:sigmoid_to_tanh",)),))
+BROKEN_TVM = BackendSpec("tvm", options=(("extra_passes", ("dlgate.backends.testing:sigmoid_plus_half",)),))
 
 
 @pytest.fixture(scope="module")

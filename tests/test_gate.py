@@ -67,7 +67,9 @@ def test_pr_config_is_the_fast_cpu_check():
     ({"tolerances": {"float32": [1e-2]}}, ["tolerances.float32", "[rtol, atol]"]),
     ({"tolerances": {"float8": [1, 1]}}, ["tolerances.float8", "unknown dtype"]),
     ({"min_nodes": 5, "max_nodes": 2}, ["min_nodes", "exceeds max_nodes"]),
-    ({"opset": 9}, ["opset", "outside the allowed range 13..21"]),
+    ({"opset": 9}, ["opset", "outside the allowed range 13..28"]),
+    ({"max_opset": 29}, ["max_opset", "outside the allowed range 13..28"]),
+    ({"dynamic_share": 1.5}, ["dynamic_share", "outside the allowed range"]),
     ({"operators": ["Sigmoid", "Frobnicate"]}, ["operators[1]", "'Frobnicate'"]),
     ({"base": {"pyhton": "/usr/bin/python3"}}, ["base.pyhton", "unknown key"]),
 ])

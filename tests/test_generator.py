@@ -8,7 +8,7 @@ from collections import Counter
 
 import pytest
 
-from dlgate.graph.generator import GenConfig, GenerationError, Generator
+from dlgate.graph.generator import NEWEST_OPSET, GenConfig, GenerationError, Generator
 from dlgate.seeds import case_seed
 from dlgate.spec.base import Ctx, Limits, binned_int
 from dlgate.spec.registry import all_specs
@@ -62,7 +62,17 @@ def test_fixed_opset_and_drawn_opsets():
     assert {g.opset for g in fixed} == {17}
     _, drawn = _graphs(GenConfig(), n=60)
     opsets = {g.opset for g in drawn}
-    assert len(opsets) >= 4 and min(opsets) >= 13 and max(opsets) <= 21
+    assert len(opsets) >= 4 and min(opsets) >= 13 and max(opsets) <= NEWEST_OPSET
+    _, capped = _graphs(GenConfig(opset_range=(13, 21)), n=30)
+    assert max(g.opset for g in capped) == 21
+
+
+def test_the_newest_opset_is_the_newest_onnx_defines():
+    import onnx.defs
+
+    assert NEWEST_OPSET == onnx.defs.onnx_opset_version()
+    with pytest.raises(ValueError, match="opset range"):
+        GenConfig(opset_range=(13, NEWEST_OPSET + 1))
 
 
 def test_picking_rate_makes_graphs_denser():

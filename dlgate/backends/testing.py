@@ -95,3 +95,40 @@ def offset_op_pass(src: str, delta: float = 1.0):
         return _Offset(mod).transform()
 
     return _pass
+
+
+def sigmoid_plus_half():
+    """``offset_op_pass("relax.sigmoid", 0.5)``: wrong on every Sigmoid, wherever it saturates
+    (a Sigmoid swapped for a Tanh agrees within tolerance on large inputs)."""
+    return offset_op_pass("relax.sigmoid", 0.5)
+
+
+def bitwise_and_to_or():
+    """``rewrite_op_pass("relax.bitwise_and", "relax.bitwise_or")``, nameable as
+    ``"dlgate.backends.testing:bitwise_and_to_or"`` in a TVM ``extra_passes`` option."""
+    return rewrite_op_pass("relax.bitwise_and", "relax.bitwise_or")
+
+
+def trilu_plus_one():
+    """``offset_op_pass`` on ``relax.tril`` then on ``relax.triu`` (ONNX Trilu, either way
+    round): every Trilu result off by one."""
+    import tvm
+
+    return tvm.transform.Sequential([offset_op_pass("relax.tril"), offset_op_pass("relax.triu")])
+
+
+def sequence_concat_plus_one():
+    """``offset_op_pass("relax.concat")``: TVM lowers ConcatFromSequence (and Concat) to
+    ``relax.concat``; every concatenation off by one (the sequence family's injected bug)."""
+    return offset_op_pass("relax.concat")
+
+
+def softmax_offset():
+    """``offset_op_pass("relax.nn.softmax", 0.5)``: every softmax result off by 0.5, as
+    ``"dlgate.backends.testing:softmax_offset"`` (attention, written out or fused)."""
+    return offset_op_pass("relax.nn.softmax", 0.5)
+
+
+def rms_norm_offset():
+    """``offset_op_pass("relax.nn.rms_norm", 0.5)``, as ``"dlgate.backends.testing:rms_norm_offset"``."""
+    return offset_op_pass("relax.nn.rms_norm", 0.5)

@@ -52,7 +52,7 @@ class TVM(Backend):
     opt_levels = tuple(PIPELINES)
     devices = tuple(TARGETS)
     #: Compiling costs ~60 ms a model: probe three opsets, the others take the nearest lower.
-    probe_opsets = (13, 17, 21)
+    probe_opsets = (13, 17, 21, 24, 28)
     probe_tries = 2
     option_kinds = {"extra_passes": ""}  # checked below
 

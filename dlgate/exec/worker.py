@@ -47,6 +47,9 @@ class Outcome:
     run_s: float = 0.0
     wall_s: float = 0.0  # as seen by the parent, harness included
     backend: dict = field(default_factory=dict)
+    #: The same compiled model run at further input sets (a dynamic-shape case's other
+    #: bindings), one Outcome each; empty when there were none or the first run failed.
+    more: list = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -106,6 +109,17 @@ def _die_with_parent(conn, pdeathsig: bool) -> None:
     threading.Thread(target=watch, name="dlgate-parent-watchdog", daemon=True).start()
 
 
+def _run(backend, compiled, inputs) -> dict:
+    """One run of a compiled model: status and outputs or error."""
+    try:
+        outs = backend.run(compiled, inputs)
+        return {"status": OK, "outputs": [o for o in outs]}
+    except MemoryError as e:
+        return {"status": OOM, "error": _error(e, "run")}
+    except Exception as e:  # every run-time failure becomes a classified outcome
+        return {"status": UNSUPPORTED if backend.unsupported(e) else RUN_ERROR, "error": _error(e, "run")}
+
+
 def _serve(spec: BackendSpec, conn, log_path: str, pdeathsig: bool = False) -> None:
     """The worker's main loop. What the backend prints (C++ warnings included) goes to a
     log file, not the gate's console; its tail is attached to failures."""
@@ -137,7 +151,8 @@ def _serve(spec: BackendSpec, conn, log_path: str, pdeathsig: bool = False) -> N
             return
         if msg[0] == "stop":
             return
-        _, job, onnx_bytes, graph, inputs = msg
+        _, job, onnx_bytes, graph, inputs, *rest = msg
+        more_inputs = rest[0] if rest else []
         model = Model(onnx=onnx_bytes, graph=graph)
         res = {"compile_s": 0.0, "run_s": 0.0}
         t0 = time.perf_counter()
@@ -151,14 +166,15 @@ def _serve(spec: BackendSpec, conn, log_path: str, pdeathsig: bool = False) -> N
         else:
             t1 = time.perf_counter()
             res["compile_s"] = t1 - t0
-            try:
-                outs = backend.run(compiled, inputs)
-                res.update(status=OK, outputs=[o for o in outs])
-            except MemoryError as e:
-                res.update(status=OOM, error=_error(e, "run"))
-            except Exception as e:  # likewise for run-time failures
-                res.update(status=UNSUPPORTED if backend.unsupported(e) else RUN_ERROR, error=_error(e, "run"))
+            res.update(_run(backend, compiled, inputs))
             res["run_s"] = time.perf_counter() - t1
+            if res["status"] == OK and more_inputs:
+                res["more"] = []
+                for xs in more_inputs:  # compiled once, run at each further input set
+                    t2 = time.perf_counter()
+                    m = _run(backend, compiled, xs)
+                    m["run_s"] = time.perf_counter() - t2
+                    res["more"].append(m)
         try:
             conn.send(("done", job, res))
         except Exception as e:  # e.g. outputs that cannot be pickled
@@ -313,8 +329,10 @@ class Worker:
         self.close()
 
     # -- work -------------------------------------------------------------------------
-    def execute(self, model: Model, inputs: list, timeout_s: float | None = None) -> Outcome:
-        """Run one job; ``timeout_s`` shortens (never lengthens) the worker's timeout."""
+    def execute(self, model: Model, inputs: list, timeout_s: float | None = None,
+                more: list | None = None) -> Outcome:
+        """Run one job; ``timeout_s`` shortens (never lengthens) the worker's timeout.
+        ``more``: further input sets the compiled model also runs at (``Outcome.more``)."""
         t0 = time.perf_counter()
         limit = self.timeout_s if timeout_s is None else min(self.timeout_s, timeout_s)
         if not self.start():
@@ -325,7 +343,8 @@ class Worker:
         self._log_pos = self._log_size()
         self._busy = True
         try:
-            self._conn.send(("exec", job, model.onnx, model.graph, list(inputs)))
+            msg = ("exec", job, model.onnx, model.graph, list(inputs))
+            self._conn.send(msg + (list(more),) if more else msg)
         except (BrokenPipeError, OSError):
             return self._died(t0, "send")
         deadline = time.monotonic() + limit
@@ -344,8 +363,15 @@ class Worker:
                 if err is not None:
                     err["log"] = self.log_tail()
                     err = redact_obj(err)  # the worker's words: no secret crosses into dlgate's files
+                extra = []
+                for m in res.get("more") or []:
+                    e = m.get("error")
+                    if e is not None:
+                        e["log"] = ""
+                        e = redact_obj(e)
+                    extra.append(Outcome(m["status"], m.get("outputs"), e, 0.0, m["run_s"], 0.0, self.describe))
                 return Outcome(res["status"], res.get("outputs"), err, res["compile_s"], res["run_s"],
-                               time.perf_counter() - t0, self.describe)
+                               time.perf_counter() - t0, self.describe, extra)
             if not self._proc.is_alive():
                 if self._conn.poll(0):
                     continue
@@ -517,18 +543,20 @@ class Pool:
             self.workers[spec] = Worker(spec, self.timeout_s, self.memory_mb, python=self.python, env=self.env)
         return self.workers[spec]
 
-    def execute(self, spec: BackendSpec, model: Model, inputs: list) -> Outcome:
+    def execute(self, spec: BackendSpec, model: Model, inputs: list, more: list | None = None) -> Outcome:
         w = self.get(spec)
         if w._proc is None or not w._proc.is_alive():
             t0 = time.perf_counter()
             w.start()
             self.start_s += time.perf_counter() - t0
         left = None if self.deadline is None else max(1.0, self.deadline - time.monotonic())
-        out = w.execute(model, inputs, left)
-        self.busy_s += out.compile_s + out.run_s
+        out = w.execute(model, inputs, left, more)
+        self.busy_s += out.compile_s + out.run_s + sum(m.run_s for m in out.more)
         # Every reply crosses here (errors, frames, log tails, timeouts and crashes included):
         # secrets a backend got hold of are replaced by *** before anything is written or shown.
         out.error = redact_obj(out.error)
+        for m in out.more:
+            m.error = redact_obj(m.error)
         return out
 
     def close(self, kill: bool = False) -> None:

@@ -43,8 +43,16 @@ FIELDS = (
     Field("models", "int", 100, "Number of generated models in the batch.", min=1, max=1_000_000),
     Field("min_nodes", "int", 1, "Fewest operators per model.", min=1, max=200),
     Field("max_nodes", "int", 10, "Most operators per model.", min=1, max=200),
-    Field("opset", "int", None, "Fixed ONNX opset; null draws one per case from 13-21.", min=13, max=21,
-          optional=True),
+    Field("opset", "int", None, "Fixed ONNX opset; null draws one per case from 13 up to `max_opset`.", min=13,
+          max=28, optional=True),
+    Field("max_opset", "int", None, "Newest opset drawn; null: the newest that every backend under test loads "
+          "(probed at the start of a run, at most 28, the newest the pinned onnx defines), so an older runtime "
+          "is not flooded with load errors. The range used is recorded in the run's manifest, and a resumed "
+          "run keeps it.", min=13, max=28, optional=True),
+    Field("dynamic_share", "float", 0.25, "Share of models whose inputs declare symbolic batch/sequence "
+          "dimensions (`dim_param`), where other sizes keep the model valid; each such case runs at two or "
+          "more shapes from one compile, judged at each. A backend that cannot compile the symbolic model "
+          "reports it unsupported (a crash is still a crash). 0 turns it off.", min=0, max=1),
     Field("operators", "list[str]", None, "Operator specs to draw from (`dlgate ops`); null for all.", optional=True),
     Field("dtypes", "list[str]", None, "Tensor dtypes models may use (e.g. `[float32, int64]`); null for all.",
           optional=True),
@@ -97,6 +105,8 @@ class Campaign:
     min_nodes: int = 1
     max_nodes: int = 10
     opset: int | None = None
+    max_opset: int | None = None
+    dynamic_share: float = 0.25
     operators: list | None = None
     dtypes: list | None = None
     support: list = field(default_factory=list)
@@ -124,7 +134,7 @@ class Campaign:
 
     def fingerprint(self) -> str:
         """What decides the batch's content: a resumed run must match it."""
-        keys = ("campaign", "models", "min_nodes", "max_nodes", "opset", "operators", "dtypes", "support", "backends",
+        keys = ("campaign", "models", "min_nodes", "max_nodes", "opset", "max_opset", "dynamic_share", "operators", "dtypes", "support", "backends",
                 "reference", "tolerances", "search_steps", "crosscheck")
         blob = json.dumps({k: getattr(self, k) for k in keys}, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]

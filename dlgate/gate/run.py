@@ -129,9 +129,32 @@ def check_config(cfg: Campaign) -> CheckConfig:
                        search_steps=cfg.search_steps, crosscheck=cfg.crosscheck)
 
 
-def _generator(cfg: Campaign):
-    from dlgate.graph.generator import GenConfig, Generator
+def opset_range(cfg: Campaign, pool, ccfg: CheckConfig, log=print) -> list:
+    """The opsets this run draws from: a fixed ``opset``; else 13 up to ``max_opset``, or
+    when that is null, up to the newest opset every backend under test that started loads
+    (probed in its warm worker)."""
+    from dlgate.graph.generator import NEWEST_OPSET, OLDEST_OPSET
+    from dlgate.probe.support import opset_ceiling
 
+    if cfg.opset is not None:
+        return [cfg.opset, cfg.opset]
+    if cfg.max_opset is not None:
+        return [OLDEST_OPSET, cfg.max_opset]
+    hi = NEWEST_OPSET
+    for spec in ccfg.backends:
+        w = pool.get(spec)
+        if w.unavailable is not None or not w.start():
+            continue
+        got = opset_ceiling(lambda m, xs: pool.execute(spec, m, xs))
+        if got["opset"] < hi:
+            log(f"dlgate: {spec.label()} loads models up to opset {got['opset']}; generating up to it")
+        hi = min(hi, got["opset"])
+    return [OLDEST_OPSET, hi]
+
+
+def _support(cfg: Campaign):
+    """The generator's support set from the campaign's ``support`` backends (probed, or read
+    from the cache), or None."""
     support = None
     if cfg.support:
         from dlgate.probe.support import ProbeError, load_or_probe, support_set
@@ -142,10 +165,18 @@ def _generator(cfg: Campaign):
             except ProbeError as e:
                 raise RunError(f"support: cannot probe {name}: {e}") from None
             support = s if support is None else support & s
+    return support
+
+
+def _generator(cfg: Campaign, opsets: list | None = None, support=None):
+    from dlgate.graph.generator import GenConfig, Generator
+
     ops = tuple(cfg.operators) if cfg.operators is not None else None
     kw = {"dtypes": tuple(cfg.dtypes)} if cfg.dtypes is not None else {}
+    if opsets is not None:
+        kw["opset_range"] = tuple(opsets)
     return Generator(GenConfig(min_nodes=cfg.min_nodes, max_nodes=cfg.max_nodes, ops=ops, opset=cfg.opset,
-                               support=support, **kw))
+                               support=support, dynamic_share=cfg.dynamic_share, **kw))
 
 
 def _split_timing(rec: dict) -> dict:
@@ -219,7 +250,7 @@ OUT_FILES = (RESULTS, "timings.jsonl", MANIFEST, "junit.xml", "summary.md", "ver
 OUT_DIRS = ("cases", "repros")
 
 
-def _open_out(out: str, manifest: dict, fresh: bool) -> None:
+def _open_out(out: str, manifest: dict, fresh: bool) -> dict:
     """Check (or, with ``fresh``, empty of what dlgate wrote) the output folder, whose lock
     the caller holds, and write the manifest."""
     path = os.path.join(out, MANIFEST)
@@ -231,13 +262,17 @@ def _open_out(out: str, manifest: dict, fresh: bool) -> None:
         for d in OUT_DIRS:
             shutil.rmtree(os.path.join(out, d), ignore_errors=True)
     os.makedirs(out, exist_ok=True)
+    old = {}
     if os.path.exists(path):
         old = read_manifest(path)
         for key in ("root", "fingerprint", "shard", "generator"):
             if old.get(key) != manifest.get(key):
                 raise RunError(f"{out} holds a different run ({key}: {old.get(key)!r}, now {manifest.get(key)!r}); "
                                "use another --out, or --fresh to discard it")
+        if old.get("opset_range"):
+            manifest["opset_range"] = old["opset_range"]
     write_json(path, manifest)
+    return old
 
 
 def _load(kind: str, key, gen, cfg: Campaign, root: str, base: B.Baseline):
@@ -316,9 +351,9 @@ def _run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | No
         manifest["skipped"] = skipped  # the run's record (run.json) keeps what was left out, and why
         for case, why in skipped.items():
             log(f"dlgate: skipped {case}: it cannot be loaded: {why}")
-    _open_out(out, manifest, fresh)
+    recorded = _open_out(out, manifest, fresh)
     ccfg = check_config(cfg)
-    gen = _generator(cfg)
+    support = _support(cfg)  # the support probe's errors come before any work
     journal = Journal(out)
     todo = [it for it in items if _case_id(it, cfg, root) not in journal.done]
     if journal.done:
@@ -335,6 +370,12 @@ def _run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | No
         log(f"dlgate: cannot run {what}: {why}")
     if cannot:
         todo = []  # nothing is judged without the backends it needs; a rerun resumes
+    # The opset range guides generation: recorded in the manifest, kept by a resumed run.
+    opsets = recorded.get("opset_range") or (opset_range(cfg, pool, ccfg, log) if todo else None)
+    if opsets is not None and manifest.get("opset_range") != opsets:
+        manifest["opset_range"] = opsets
+        write_json(os.path.join(out, MANIFEST), manifest)
+    gen = _generator(cfg, opsets, support)
     try:
         with pool, journal:
             for kind, key in todo:
@@ -529,7 +570,7 @@ def merge(dirs: list, out: str, log=print) -> int:
         mans.append(read_manifest(p))
     first = mans[0]
     for d, m in zip(dirs, mans):
-        for key in ("root", "campaign", "fingerprint", "generator"):
+        for key in ("root", "campaign", "fingerprint", "generator", "opset_range"):
             if m.get(key) != first.get(key):
                 raise RunError(f"{d}: {key} {m.get(key)!r} differs from {dirs[0]}'s {first.get(key)!r}")
     shards = [tuple(m["shard"]) if m.get("shard") else None for m in mans]

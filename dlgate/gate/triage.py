@@ -81,7 +81,9 @@ def identify(pool, case, ccfg, spec, ref_out: list, v: dict, out: str, campaign:
 
     backend_name = spec.name
     reduced, matter, res = case, None, None
-    if reduce:
+    # a failure at a further binding of a dynamic case only shows with the symbolic model run
+    # at two shapes: the reducer's static candidates cannot show it, so the case stays whole
+    if reduce and not v.get("shape"):
         cl = S.cluster(v["verdict"], backend_name, v.get("error"))["id"]
         try:
             res = Reducer(pool, ccfg, Target(spec, v["verdict"], (v.get("signature") or {}).get("id"), cluster=cl),

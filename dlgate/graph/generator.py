@@ -15,6 +15,7 @@ import numpy as np
 import z3
 
 from dlgate import dtypes as dt
+from dlgate.graph.dynamic import make_dynamic
 from dlgate.graph.ir import Graph, Node, domain_spans, random_values
 from dlgate.graph.solver import Solver, concretize
 from dlgate.seeds import sub_seed
@@ -23,7 +24,11 @@ from dlgate.spec.base import (UNBOUNDED, Ctx, Limits, OpSpec, SymCtx, TensorType
                               overlaps)
 from dlgate.spec.registry import all_specs, get, select
 
-DEFAULT_OPSET_RANGE = (13, 21)
+#: The newest ONNX opset dlgate generates: the newest the pinned onnx release defines.
+NEWEST_OPSET = 28
+#: The oldest: before it, too many operators take their constant inputs as attributes.
+OLDEST_OPSET = 13
+DEFAULT_OPSET_RANGE = (OLDEST_OPSET, NEWEST_OPSET)
 
 
 @dataclass(frozen=True)
@@ -41,14 +46,23 @@ class GenConfig:
     extra_output_prob: float = 0.1  # probability a consumed tensor is also a graph output
     #: Allowed (op name, input dtypes, opset) triples, e.g. a backend's probed support; None = all.
     support: frozenset | None = None
+    #: Share of graphs given symbolic batch/sequence input dimensions (``graph.dynamic``),
+    #: where further sizes keep them valid; drawn after the graph is final, so the graph
+    #: itself does not depend on it.
+    dynamic_share: float = 0.0
 
     def __post_init__(self):
         if not 1 <= self.min_nodes <= self.max_nodes:
             raise ValueError(f"need 1 <= min_nodes <= max_nodes, got {self.min_nodes}, {self.max_nodes}")
         if self.opset is not None and not 7 <= self.opset <= 30:
             raise ValueError(f"opset {self.opset} is out of range")
+        lo, hi = self.opset_range
+        if not OLDEST_OPSET <= lo <= hi <= NEWEST_OPSET:
+            raise ValueError(f"opset range {lo}-{hi} is not within {OLDEST_OPSET}-{NEWEST_OPSET}")
         for t in self.dtypes:
             dt.check(t)
+        if not 0.0 <= self.dynamic_share <= 1.0:
+            raise ValueError(f"dynamic_share {self.dynamic_share} is not within 0-1")
 
 
 class GenerationError(RuntimeError):
@@ -137,7 +151,12 @@ class Generator:
                 self.stats["failed"] += 1
         if not st.nodes:
             raise GenerationError(f"could not insert any operator (seed {seed})")
-        return self._finalize(st, seed, opset, rng)
+        g = self._finalize(st, seed, opset, rng)
+        if cfg.dynamic_share > 0:
+            drng = random.Random(sub_seed(seed, "dynamic"))
+            if drng.random() < cfg.dynamic_share:
+                g = make_dynamic(g, drng, cfg.limits)
+        return g
 
     def _draw_opset(self, rng: random.Random) -> int:
         lo, hi = self.cfg.opset_range

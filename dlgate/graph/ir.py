@@ -31,6 +31,10 @@ class Graph:
     outputs: list
     opset: int
     values: dict = field(default_factory=dict)  # const tensor id -> np.ndarray
+    #: Symbolic input dimensions (``dlgate.graph.dynamic``), or None for a static graph:
+    #: ``{"dims": [[input position, axis, symbol], ...], "bindings": [{symbol: size}, ...]}``;
+    #: the tensors hold the first binding's shapes, ``bindings`` the further ones.
+    dynamic: dict | None = None
 
     def name(self, t: int) -> str:
         return f"t{t}"
@@ -49,7 +53,7 @@ class Graph:
         return [n.op for n in self.nodes]
 
     def to_json(self) -> dict:
-        return {
+        d = {
             "opset": self.opset,
             "tensors": [t.to_json() for t in self.tensors],
             "nodes": [n.to_json() for n in self.nodes],
@@ -57,6 +61,9 @@ class Graph:
             "consts": self.consts,
             "outputs": self.outputs,
         }
+        if self.dynamic is not None:
+            d["dynamic"] = self.dynamic
+        return d
 
     @staticmethod
     def from_json(d: dict, values: dict | None = None) -> "Graph":
@@ -68,6 +75,7 @@ class Graph:
             outputs=list(d["outputs"]),
             opset=d["opset"],
             values=dict(values or {}),
+            dynamic=d.get("dynamic"),
         )
 
     def input_types(self) -> list:

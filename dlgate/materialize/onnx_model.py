@@ -9,6 +9,7 @@ from onnx import helper, numpy_helper
 
 from dlgate import __version__
 from dlgate import dtypes as dt
+from dlgate.graph.dynamic import symbolic_shapes
 from dlgate.graph.ir import Graph
 from dlgate.spec.registry import get
 
@@ -56,8 +57,10 @@ class Builder:
         return value
 
 
-def value_info(name: str, t) -> onnx.ValueInfoProto:
-    return helper.make_tensor_value_info(name, dt.ONNX[t.dtype], list(t.shape))
+def value_info(name: str, t, shape=None) -> onnx.ValueInfoProto:
+    """A tensor's declared type; ``shape`` overrides its dims (a symbol's name for a
+    ``dim_param``, None for an unknown size)."""
+    return helper.make_tensor_value_info(name, dt.ONNX[t.dtype], list(t.shape if shape is None else shape))
 
 
 def to_onnx(graph: Graph, spelling_seed: int, doc: str = "") -> onnx.ModelProto:
@@ -68,12 +71,16 @@ def to_onnx(graph: Graph, spelling_seed: int, doc: str = "") -> onnx.ModelProto:
         spec.onnx(b, node.attrs, [name(t) for t in node.inputs], [name(t) for t in node.outputs])
     inits = [numpy_helper.from_array(np.asarray(graph.values[t]), name(t)) for t in graph.consts]
     produced = {t for n in graph.nodes for t in n.outputs}
-    vis = [value_info(name(t), graph.tensors[t]) for t in sorted(produced) if t not in set(graph.outputs)]
+    # A dynamic graph declares its inputs' symbolic dims; an intermediate whose size varies
+    # otherwise than a symbol gets no declared type at all, an output an unknown size.
+    shapes = symbolic_shapes(graph) if graph.dynamic else {}
+    vis = [value_info(name(t), graph.tensors[t], shapes.get(t)) for t in sorted(produced)
+           if t not in set(graph.outputs) and None not in shapes.get(t, ())]
     g = helper.make_graph(
         b.nodes,
         "dlgate",
-        [value_info(name(t), graph.tensors[t]) for t in graph.inputs],
-        [value_info(name(t), graph.tensors[t]) for t in graph.outputs],
+        [value_info(name(t), graph.tensors[t], shapes.get(t)) for t in graph.inputs],
+        [value_info(name(t), graph.tensors[t], shapes.get(t)) for t in graph.outputs],
         initializer=inits + b.initializers,
         value_info=vis,
         doc_string=doc,
@@ -82,3 +89,53 @@ def to_onnx(graph: Graph, spelling_seed: int, doc: str = "") -> onnx.ModelProto:
     model = helper.make_model(g, opset_imports=opset, producer_name="dlgate", producer_version=__version__)
     model.ir_version = helper.find_min_ir_version_for(opset)
     return model
+
+
+# -- subgraphs: If branches, Loop and Scan bodies -------------------------------------------
+
+class SubBuilder(Builder):
+    """A ``Builder`` for a subgraph attribute (an If branch, a Loop or Scan body): every name
+    it makes (tensors, nodes) starts with ``prefix``, so none clashes with, or shadows, a
+    name of the enclosing graph (ONNX forbids both). ``rng`` is the enclosing builder's, so
+    the spelling stays one deterministic stream."""
+
+    def __init__(self, opset: int, rng: random.Random, prefix: str):
+        super().__init__(opset, rng)
+        self.prefix = prefix
+
+    def fresh(self, hint: str = "c") -> str:
+        return self.prefix + super().fresh(hint)
+
+    def node(self, op_type: str, inputs, outputs, **attrs) -> list:
+        out = super().node(op_type, inputs, outputs, **attrs)
+        self.nodes[-1].name = self.prefix + self.nodes[-1].name
+        return out
+
+
+def lower_graph(b: Builder, graph: Graph, names: dict | None = None) -> dict:
+    """Emit ``graph``'s operators into ``b`` and its constants as ``b``'s initializers.
+    Tensor ``t`` is named ``names[t]`` where given (a formal input of the subgraph, or a
+    tensor of the enclosing graph read from the outer scope), else ``b``'s prefix (if any)
+    followed by ``graph.name(t)``. Returns the tensor id -> name map."""
+    prefix = getattr(b, "prefix", "")
+    names = dict(names or {})
+    for t in range(len(graph.tensors)):
+        names.setdefault(t, prefix + graph.name(t))
+    for t in graph.consts:
+        arr = np.asarray(graph.values[t], dtype=dt.NUMPY[graph.tensors[t].dtype])
+        b.initializers.append(numpy_helper.from_array(arr, names[t]))
+    for node in graph.nodes:
+        get(node.op).onnx(b, node.attrs, [names[t] for t in node.inputs], [names[t] for t in node.outputs])
+    return names
+
+
+def make_subgraph(b: Builder, name: str, inputs: list, outputs: list, value_infos: list = ()) -> onnx.GraphProto:
+    """The ``GraphProto`` of what ``b`` holds; ``inputs``, ``outputs`` and ``value_infos``
+    are (name, TensorType) pairs."""
+    return helper.make_graph(
+        b.nodes, name,
+        [value_info(n, t) for n, t in inputs],
+        [value_info(n, t) for n, t in outputs],
+        initializer=b.initializers,
+        value_info=[value_info(n, t) for n, t in value_infos],
+    )

@@ -56,13 +56,19 @@ class Verdict:
     run_s: float = 0.0
     wall_s: float = 0.0
     versions: dict = field(default_factory=dict)
+    #: For a dynamic-shape case judged at a further binding of its symbolic dimensions:
+    #: ``{"index": k, "binding": {symbol: size}}`` (absent from the record otherwise).
+    shape: dict | None = None
 
     @property
     def failed(self) -> bool:
         return self.verdict in FAILURES
 
     def to_json(self) -> dict:
-        return asdict(self)
+        d = asdict(self)
+        if d["shape"] is None:
+            del d["shape"]
+        return d
 
 
 def _agrees(ref: list, outcome, tolerances) -> bool | None:

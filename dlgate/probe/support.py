@@ -153,3 +153,28 @@ def support_set(doc: dict) -> frozenset:
         hi = nxt[0] - 1 if nxt else max(DEFAULT_OPSET_RANGE[1], o)
         out.update((n, tuple(s), v) for v in range(o, hi + 1))
     return frozenset(out)
+
+
+def opset_ceiling(execute, newest: int | None = None, oldest: int | None = None) -> dict:
+    """The newest opset (and with it the IR version) a backend loads: a single Add at each
+    opset from ``newest`` down, run through ``execute(model, inputs) -> Outcome`` (a warm
+    worker's). An opset counts as loaded unless the backend refuses the model (declared
+    unsupported, or an import or compile error); a crash or hang is a finding, not a limit.
+    Returns ``{"opset", "ir_version", "refused": {opset: why}}``."""
+    from dlgate.graph.generator import NEWEST_OPSET, OLDEST_OPSET
+
+    newest, oldest = newest or NEWEST_OPSET, oldest or OLDEST_OPSET
+    refused = {}
+    for opset in range(newest, oldest - 1, -1):
+        g = single_op_graph("Add", ("float32", "float32"), opset, 0)
+        model = single_op_model(g, 0)
+        inputs = [random_values(np.random.default_rng(0), g.tensors[t]) for t in g.inputs]
+        out = execute(Model(model, g), inputs)
+        if out.status not in (W.UNSUPPORTED, W.COMPILE_ERROR):
+            import onnx
+
+            return {"opset": opset, "ir_version": onnx.load_from_string(model).ir_version, "refused": refused}
+        err = out.error or {}
+        first = (err.get("message") or "").strip().splitlines()
+        refused[opset] = f"{err.get('type', out.status)}: {first[0][:200] if first else ''}"
+    return {"opset": oldest, "ir_version": None, "refused": refused}

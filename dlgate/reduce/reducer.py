@@ -60,6 +60,7 @@ import torch
 
 from dlgate.backends.base import BackendSpec, Model
 from dlgate.check import CheckConfig, Prepared, judge_backend
+from dlgate.graph import dynamic
 from dlgate.graph.ir import Graph, Node
 from dlgate.materialize.onnx_model import to_onnx
 from dlgate.materialize.torch_model import GraphModule
@@ -175,26 +176,11 @@ def fed(graph: Graph, keep: list) -> list:
 
 
 def reinfer(graph: Graph, types: list, nodes: list) -> Graph | None:
-    """The graph with ``nodes`` and every operator's output types re-inferred by its spec
-    from ``types`` (whose graph inputs may have changed), or None when a spec rejects it."""
-    from dlgate.spec.base import all_true
-    from dlgate.spec.registry import get
-
-    types = list(types)
-    for n in nodes:
-        spec = get(n.op)
-        ins = [types[i] for i in n.inputs]
-        try:
-            if not all_true(spec.requires(ins, n.attrs)):
-                return None
-            outs = spec.infer(ins, n.attrs)
-        except Exception:  # attributes that encode the old shapes, or cannot go together
-            return None
-        if any(d < 1 for o in outs for d in o.shape):
-            return None
-        for o, ty in zip(n.outputs, outs):
-            types[o] = ty
-    return Graph(types, nodes, graph.inputs, graph.consts, graph.outputs, graph.opset, dict(graph.values))
+    """The graph with ``nodes`` re-typed from ``types`` (see ``dlgate.graph.dynamic.reinfer``)."""
+    g = dynamic.reinfer(graph, types, nodes)
+    if g is not None:
+        g.dynamic = None
+    return g
 
 
 def _sliced(x: np.ndarray, shape: tuple) -> np.ndarray:
