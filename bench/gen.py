@@ -1,10 +1,17 @@
 """Generation speed and validity: seed -> serialized ONNX bytes for 10-node models.
 
-    python bench/gen.py [--count 500] [--nodes 10] [--support onnxruntime]
+    python bench/gen.py [--count 500] [--nodes 10] [--support onnxruntime] [--ops A,B,...]
+    python bench/gen.py --compare [--count 500]
 
 Prints the median and 90th-percentile milliseconds per model, models per second on one
 core (this process), how often z3 was needed, and the share of models that pass ONNX's
 full checker and run on onnxruntime (checked after timing, outside the measured path).
+
+``--compare`` times the whole operator set against the 119 specs of before the operator
+families of shape computation, transformers, quantization, recurrence, control flow,
+sequences, spatial, signal, bitwise and loss operators were added (``BEFORE``), model by
+model alternately in one run (the machine's noise falls on both), and prints the ratio of
+the medians.
 """
 from __future__ import annotations
 
@@ -26,6 +33,43 @@ from dlgate.backends.base import BackendSpec, Model  # noqa: E402
 from dlgate.backends.registry import create  # noqa: E402
 
 
+#: The operator specs before the families added for real deployed models (the comparison's
+#: "today's operator set"; 119 specs).
+BEFORE = tuple("""Abs Neg Sign Exp Log Sqrt Reciprocal Sin Cos Tan Asin Acos Atan Sinh Cosh Asinh Acosh Atanh
+Floor Ceil Round Erf IsNaN IsInf Add Sub Mul Div Mod Pow Max Min Sum Mean Relu LeakyRelu PRelu Elu Selu
+Celu Sigmoid HardSigmoid HardSwish Gelu Softplus Softsign Tanh ThresholdedRelu Mish Softmax LogSoftmax
+Hardmax Equal Greater Less GreaterOrEqual LessOrEqual And Or Xor Not Where Cast CastLike Clip Identity
+ReduceSum ReduceMean ReduceMax ReduceMin ReduceProd ReduceL1 ReduceL2 ReduceLogSumExp ReduceSumSquare
+ReduceLogSum ArgMax ArgMin MatMul Gemm GemmNoC Einsum EinsumUnary Conv ConvNoBias ConvTranspose
+ConvTransposeNoBias MaxPool AveragePool LpPool GlobalAveragePool GlobalMaxPool BatchNormalization
+InstanceNormalization GroupNormalization LayerNormalization LayerNormalizationNoB Reshape Flatten
+Transpose Squeeze Unsqueeze Expand Tile Concat Concat3 Split Split3 DepthToSpace SpaceToDepth Slice Pad
+Gather GatherElements TopK CumSum Trilu OneHot Resize""".split())
+
+
+def compare(args) -> int:
+    """Median ms per model of the whole operator set and of ``BEFORE``, alternating."""
+    gens = {"all": Generator(GenConfig(min_nodes=args.nodes, max_nodes=args.nodes)),
+            "before": Generator(GenConfig(min_nodes=args.nodes, max_nodes=args.nodes, ops=BEFORE))}
+    times: dict = {k: [] for k in gens}
+    for g in gens.values():
+        make_case(g, "warmup", "bench", 0)
+    for i in range(args.count):
+        for k, g in gens.items():
+            t0 = time.perf_counter()
+            make_case(g, args.seed, "bench", i)
+            times[k].append((time.perf_counter() - t0) * 1000)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    n_all = len(gens["all"].specs)
+    for k, v in times.items():
+        v.sort()
+        print(f"{k:7} ({len(gens[k].specs)} specs): median {med[k]:.2f} ms, p90 {v[int(0.9 * len(v)) - 1]:.2f} ms "
+              f"per {args.nodes}-node model")
+    print(f"ratio of medians, all {n_all} specs / the {len(BEFORE)} before: {med['all'] / med['before']:.2f} "
+          f"(target: at most 1.5)")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--count", type=int, default=500)
@@ -33,6 +77,9 @@ def main() -> int:
     ap.add_argument("--seed", default="bench")
     ap.add_argument("--support", metavar="SYSTEM",
                     help="restrict generation to SYSTEM's probed support (e.g. onnxruntime)")
+    ap.add_argument("--ops", help="comma-separated operator specs to draw from (default: all)")
+    ap.add_argument("--compare", action="store_true",
+                    help="time the whole operator set against the 119 specs before the new families")
     args = ap.parse_args()
     try:
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})  # one core
@@ -43,7 +90,10 @@ def main() -> int:
         from dlgate.probe.support import load_or_probe, support_set
 
         support = support_set(load_or_probe(args.support))
-    gen = Generator(GenConfig(min_nodes=args.nodes, max_nodes=args.nodes, support=support))
+    if args.compare:
+        return compare(args)
+    ops = tuple(o for o in args.ops.split(",") if o) if args.ops else None
+    gen = Generator(GenConfig(min_nodes=args.nodes, max_nodes=args.nodes, support=support, ops=ops))
     make_case(gen, "warmup", "bench", 0)  # imports, caches
     times, cases = [], []
     t_all = time.perf_counter()

@@ -181,7 +181,10 @@ def build_parser() -> argparse.ArgumentParser:
     cf.add_argument("--reference", action="store_true", help="print every key as a Markdown table")
 
     sub.add_parser("backends", help="list the installed backends and whether each can run here")
-    sub.add_parser("ops", help="list the operator specs")
+    o = sub.add_parser("ops", help="list the operator specs and the ONNX operator types they cover")
+    o.add_argument("--gaps", action="store_true",
+                   help="list what is not generated, with the reason: standard ONNX operators without a spec, "
+                        "and the parts of spec'd operators their specs leave out")
     return p
 
 
@@ -270,11 +273,30 @@ def cmd_probe(args) -> int:
 
 
 def cmd_ops(args) -> int:
+    import onnx
+
+    from dlgate.spec import coverage
     from dlgate.spec.registry import all_specs
 
+    specs = list(all_specs().values())
+    cov = coverage.covered(specs)
+    std = coverage.standard_ops()
+    n_std = sum(op in cov for op in std)
+    if args.gaps:
+        print(f"standard ONNX operators without a spec ({len(std) - n_std} of {len(std)}, onnx {onnx.__version__}):")
+        for op, why in coverage.missing(specs):
+            print(f"  {op:28} {why or '(no reason recorded)'}")
+        gaps = coverage.spec_gaps(specs)
+        print(f"parts of spec'd operators not generated ({len(gaps)}):")
+        for name, what, why in gaps:
+            print(f"  {name:28} {what}: {why}")
+        return 0
     for name, spec in all_specs().items():
         dts = sorted({t for s in spec.dtypes for t in s})
-        print(f"{name:24} {spec.family:10} opset>={spec.min_opset:<3} {','.join(dts)}")
+        also = f" (+{','.join(spec.onnx_ops)})" if spec.onnx_ops else ""
+        print(f"{name:24} {spec.family:11} opset>={spec.min_opset:<3} {','.join(dts)}{also}")
+    print(f"{len(specs)} specs covering {len(cov)} ONNX operator types, {n_std} of the {len(std)} standard "
+          f"operators onnx {onnx.__version__} defines (`dlgate ops --gaps` lists the rest and why)")
     return 0
 
 

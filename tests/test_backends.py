@@ -261,3 +261,16 @@ def test_listing_and_loading_imports_nothing_heavy():
             "print(sorted(m for m in ('torch', 'tvm', 'onnxruntime', 'tensorrt') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_onnxruntime_declined_features_are_unsupported_not_findings():
+    from dlgate.backends.onnxruntime import OnnxRuntime
+
+    ort_backend = OnnxRuntime.__new__(OnnxRuntime)
+    for msg in ("[ONNXRuntimeError] : 9 : NOT_IMPLEMENTED : Could not find an implementation for Det(22)",
+                "[ONNXRuntimeError] : 1 : FAIL : LSTM operator does not support double yet",
+                "[ONNXRuntimeError] : 1 : FAIL : layout_ == 0 was false. Batchwise recurrent operations "
+                "(layout == 1) are not supported. If you need support create a github issue with justification."):
+        assert ort_backend.unsupported(RuntimeError(msg)), msg
+    assert not ort_backend.unsupported(RuntimeError("[ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned "
+                                                    "while running Conv node"))

@@ -183,6 +183,8 @@ def test_preimages_hold_every_input_that_maps_inside():
     for name, spec in sorted(SPECS.items()):
         if not spec.elementwise or spec.arity != 1 or name in ("Cast", "IsNaN", "IsInf", "Not"):
             continue
+        if not any(s[0] in ("float32", "float64", "float16") for s in spec.dtypes):
+            continue  # integer-only (BitwiseNot): no real-valued preimage to check
         attrs = [{}] if not getattr(spec, "params", ()) else [
             {p: v for p, lo, hi, _ in spec.params for v in [float(rng.uniform(lo, hi))]} for _ in range(3)]
         if name == "Clip":

@@ -219,7 +219,7 @@ CASES = [
     B("campaign-empty", lambda c: c.run_cfg(c.cfg(campaign="")), "campaign", "non-empty string"),
     B("campaign-nul", lambda c: c.run_cfg(c.cfg(campaign="a\0b")), "campaign", "NUL"),
     B("corpus-int", lambda c: c.run_cfg(c.cfg(corpus=3)), "corpus", "non-empty string"),
-    B("opset-9", lambda c: c.run_cfg(c.cfg(opset=9)), "opset", "outside the allowed range 13..21"),
+    B("opset-9", lambda c: c.run_cfg(c.cfg(opset=9)), "opset", "outside the allowed range 13..28"),
     B("min-exceeds-max", lambda c: c.run_cfg(c.cfg(min_nodes=5, max_nodes=2)), "min_nodes", "exceeds max_nodes"),
     B("fail-on-unknown", lambda c: c.run_cfg(c.cfg(fail_on="sometimes")), "fail_on", "new, any, none"),
     B("crosscheck-string", lambda c: c.run_cfg(c.cfg(crosscheck="yes please")), "crosscheck", "true or false"),

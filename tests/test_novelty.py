@@ -165,7 +165,7 @@ def test_a_format_1_baseline_still_reads(tmp_path):
 
 # -- end to end ----------------------------------------------------------------------------------
 OPS = ["Sigmoid", "Add", "Relu", "Mul", "Abs", "Neg", "Tanh"]
-INJECTED = {"name": "tvm", "options": {"extra_passes": ["dlgate.backends.testing:sigmoid_to_tanh"]}}
+INJECTED = {"name": "tvm", "options": {"extra_passes": ["dlgate.backends.testing:sigmoid_plus_half"]}}
 
 
 def _cfg(tmp_path, **kw) -> str:

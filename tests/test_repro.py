@@ -120,3 +120,19 @@ def test_reduce_command_end_to_end(injected_run, tmp_path):
     cfg = CheckConfig([BROKEN], crosscheck=False)
     with Pool(120) as pool:
         assert check(pool, load_bundle(case_dir), cfg)["verdicts"][0]["verdict"] == "mismatch"
+
+
+def test_mermaid_names_sequence_optional_and_untyped_values():
+    from onnx import TensorProto, helper
+
+    from dlgate.reduce.bundle import mermaid
+
+    seq = helper.make_tensor_sequence_value_info("s", TensorProto.FLOAT, None)
+    untyped = helper.make_tensor_value_info("u", TensorProto.UNDEFINED, None)
+    g = helper.make_graph([helper.make_node("SequenceConstruct", ["x"], ["s"]),
+                           helper.make_node("ConcatFromSequence", ["s"], ["y"], axis=0),
+                           helper.make_node("Identity", ["y"], ["u"])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                          [helper.make_tensor_value_info("u", TensorProto.FLOAT, [2])], value_info=[seq, untyped])
+    text = mermaid(helper.make_model(g).SerializeToString())
+    assert "sequence" in text and "SequenceConstruct" in text

@@ -94,7 +94,16 @@ def _check_case(case):
     onnx.checker.check_model(onnx.load_from_string(case.model_bytes), full_check=True)
     feeds = [random_values(np.random.default_rng(case.index), g.tensors[t]) for t in g.inputs]
     names = [g.name(t) for t in g.outputs] + [g.name(t) for n in g.nodes for t in n.outputs if t not in g.outputs]
-    ort_vals = dict(zip(names, ort_run(_expose_all(case.model_bytes, g), g, feeds)))
+    try:
+        ort_vals = dict(zip(names, ort_run(_expose_all(case.model_bytes, g), g, feeds)))
+    except Exception as e:
+        # an attribute regime onnxruntime declines (recurrent layout=1...), which probing
+        # by operator x dtype x opset cannot see: the backend would call it unsupported
+        from dlgate.backends.onnxruntime import OnnxRuntime
+
+        if OnnxRuntime.unsupported(None, e):
+            return "unsupported"
+        raise
     env_ort = {t: x for t, x in zip(g.inputs, feeds)}
     env_ort.update({t: np.asarray(g.values[t]) for t in g.consts})
     env_ort.update({t: ort_vals[g.name(t)] for n in g.nodes for t in n.outputs})
@@ -161,6 +170,8 @@ def test_batch_covers_the_operator_set(generator):
     seen = set()
     for i in range(N):
         seen.update(make_case(generator, "validity", "v", i).graph.op_names())
-    onnx_types = {specs[n].onnx_op for n in seen}
-    assert len(onnx_types) >= 80, sorted(onnx_types)
-    assert set(specs) - seen == set()
+    onnx_types = {op for n in seen for op in (specs[n].onnx_op, *specs[n].onnx_ops)}
+    assert len(onnx_types) >= 170, sorted(onnx_types)
+    # every spec onnxruntime runs in some form (its probed support) is drawn
+    supported = {name for name, _, _ in generator.cfg.support}
+    assert supported - seen == set()

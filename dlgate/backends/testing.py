@@ -132,3 +132,22 @@ def softmax_offset():
 def rms_norm_offset():
     """``offset_op_pass("relax.nn.rms_norm", 0.5)``, as ``"dlgate.backends.testing:rms_norm_offset"``."""
     return offset_op_pass("relax.nn.rms_norm", 0.5)
+
+
+def quantize_offset():
+    """``offset_op_pass("relax.quantize", 64)``: every quantized value (QuantizeLinear, and
+    the Q of a QDQ pair) off by 64 steps (wrapping around the integer type), far beyond
+    the float tolerance once dequantized."""
+    return offset_op_pass("relax.quantize", 64.0)
+
+
+def grid_sample_offset():
+    """``offset_op_pass("relax.image.grid_sample", 0.5)``: what TVM's importer makes of
+    ONNX GridSample, miscompiled (the spatial family's end-to-end test)."""
+    return offset_op_pass("relax.image.grid_sample", 0.5)
+
+
+def sqrt_plus_one():
+    """``offset_op_pass("relax.sqrt", 1.0)``: every square root one too large (TVM's
+    MeanVarianceNormalization divides by one; the extra-operators family's end-to-end test)."""
+    return offset_op_pass("relax.sqrt", 1.0)

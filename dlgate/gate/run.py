@@ -145,7 +145,7 @@ def opset_range(cfg: Campaign, pool, ccfg: CheckConfig, log=print) -> list:
         w = pool.get(spec)
         if w.unavailable is not None or not w.start():
             continue
-        got = opset_ceiling(lambda m, xs: pool.execute(spec, m, xs))
+        got = opset_ceiling(lambda m, xs, spec=spec: pool.execute(spec, m, xs))
         if got["opset"] < hi:
             log(f"dlgate: {spec.label()} loads models up to opset {got['opset']}; generating up to it")
         hi = min(hi, got["opset"])

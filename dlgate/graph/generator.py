@@ -29,6 +29,8 @@ NEWEST_OPSET = 28
 #: The oldest: before it, too many operators take their constant inputs as attributes.
 OLDEST_OPSET = 13
 DEFAULT_OPSET_RANGE = (OLDEST_OPSET, NEWEST_OPSET)
+#: How often the first placeholder is rank 5 where its operator takes that (else rank <= 4).
+RANK5_START = 0.15
 
 
 @dataclass(frozen=True)
@@ -119,6 +121,8 @@ class Generator:
         self.solver = Solver(cfg.limits.bins)
         self.opset = cfg.opset or cfg.opset_range[1]
         self.stats = {"forward": 0, "backward": 0, "z3_forward": 0, "z3_backward": 0, "failed": 0}
+        self._sig_cache: dict = {}
+        self._available: dict = {}  # opset -> the specs drawable there
 
     # -- entry point ----------------------------------------------------------------
     def generate(self, seed: int) -> Graph:
@@ -128,7 +132,9 @@ class Generator:
         # push/pop, so reusing one would make a case depend on the cases before it.
         self.solver.reset()
         opset = self.opset = cfg.opset if cfg.opset is not None else self._draw_opset(rng)
-        specs = [s for s in self.specs if s.available(opset) and self._sigs(s)]
+        specs = self._available.get(opset)
+        if specs is None:
+            specs = self._available[opset] = [s for s in self.specs if s.available(opset) and self._sigs(s)]
         if not specs:
             raise GenerationError(f"no operator is available at opset {opset} with the allowed dtypes")
         ctx = Ctx(rng, cfg.limits, cfg.dtypes, opset)
@@ -137,7 +143,10 @@ class Generator:
         # The first placeholder fits a random operator, so the first insertion can succeed.
         seed_spec = specs[rng.randrange(len(specs))]
         ranks = [r for r in seed_spec.ranks if r <= min(4, cfg.limits.max_rank)] or [0]
-        first = TensorType(ctx.choice(self._sigs(seed_spec))[0], ctx.shape(ctx.choice(ranks)))
+        rank = ctx.choice(ranks)
+        if rng.random() < RANK5_START and 5 in seed_spec.ranks and cfg.limits.max_rank >= 5:
+            rank = 5  # now and then a volume (3-D convolution and pooling, 5-D GridSample)
+        first = TensorType(ctx.choice(self._sigs(seed_spec))[0], ctx.shape(rank))
         st.placeholders.append(st.add_tensor(first))
         budget = 40 * target + 40
         while len(st.nodes) < target and budget > 0:
@@ -162,8 +171,16 @@ class Generator:
         lo, hi = self.cfg.opset_range
         return hi if rng.random() < 0.5 else rng.randint(lo, hi)
 
-    def _sigs(self, spec: OpSpec, first: str | None = None) -> list:
-        """Signatures allowed by the config, the probed support set and the ONNX schema."""
+    def _sigs(self, spec: OpSpec, first: str | None = None) -> tuple:
+        """Signatures allowed by the config, the probed support set and the ONNX schema
+        (a pure function of the spec, ``first`` and the opset: cached)."""
+        key = (spec.name, first, self.opset)
+        got = self._sig_cache.get(key)
+        if got is None:
+            got = self._sig_cache[key] = tuple(self._allowed_sigs(spec, first))
+        return got
+
+    def _allowed_sigs(self, spec: OpSpec, first: str | None) -> list:
         sup, allowed = self.cfg.support, set(self.cfg.dtypes)
         return [s for s in spec.sigs(first)
                 if all(t in allowed for t in s) and (sup is None or (spec.name, s, self.opset) in sup)
@@ -332,7 +349,7 @@ class Generator:
         return True
 
     def _backward_z3(self, spec: OpSpec, target: TensorType, rng: random.Random):
-        sigs = self._sigs(spec)
+        sigs = list(self._sigs(spec))  # a copy: the cached list is shared
         rng.shuffle(sigs)
         for sig in sigs[:3]:
             for rank in spec.backward_ranks(target):

@@ -6,8 +6,10 @@ Three checks on the *reference* run, made only when a candidate disagrees:
   from floating point to an integer type of NaN, Inf or values out of the target's range,
   which the ONNX Cast specification leaves undefined (C++ too), so compilers differ
   legitimately. Narrowing integer conversions (they discard the high bits) and float
-  conversions out of range (+/-inf) are defined and not excused. (Integer division and
-  modulo are never generated; ONNX has no shifts in dlgate's operator set.)
+  conversions out of range (+/-inf) are defined and not excused. Integer division and
+  modulo are generated with constant divisors that are never 0 or -1 (their specs), and
+  shifts by constant amounts below the bit width before opset 28, where ONNX defines the
+  rest; each spec's ``undefined`` names what else its operator leaves open.
 * **float16 rounding** (:mod:`dlgate.oracle.precision`). Evaluated with float16 tensors in
   float64, the outputs move beyond the tolerance, and the candidate lies between the
   reference and that evaluation: the compiler kept more precision than the reference.

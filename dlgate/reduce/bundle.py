@@ -35,6 +35,9 @@ def listing(model: bytes) -> str:
 def _vtype(v) -> str:
     import onnx
 
+    kind = v.type.WhichOneof("value")
+    if kind != "tensor_type" or not v.type.tensor_type.elem_type:
+        return {"sequence_type": "sequence", "optional_type": "optional"}.get(kind, "?")  # or an untyped tensor
     t = v.type.tensor_type
     dims = ", ".join(str(d.dim_value) if d.HasField("dim_value") else (d.dim_param or "?") for d in t.shape.dim)
     return f"{onnx.helper.tensor_dtype_to_np_dtype(t.elem_type).name}[{dims}]"

@@ -280,8 +280,13 @@ class OpSpec:
     onnx_ops: ClassVar[tuple] = ()
     #: For operators with constant inputs (made by the lowering) between tensor inputs:
     #: the positions of the schema's formal inputs that the dtypes of a signature stand
-    #: for (ScatterND's data and updates are (0, 2)); None when they are the first ones.
+    #: for (ScatterND's data and updates are (0, 2)); None when they are the first ones, ()
+    #: when none is (If reads its tensors in its branches, from the outer scope).
     schema_inputs: ClassVar[tuple | None] = None
+    #: Parts of the operator the spec deliberately does not generate: ``(what, why)``
+    #: pairs, listed by ``dlgate ops --gaps`` (a dtype the reference cannot judge, an
+    #: attribute regime a backend refuses for a documented reason...).
+    gaps: ClassVar[tuple] = ()
     family: ClassVar[str] = ""  # set by the registry from the module
     arity: ClassVar[int] = 1
     n_outputs: ClassVar[int] = 1

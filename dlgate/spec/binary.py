@@ -5,6 +5,7 @@ Variadic operators have one spec per input count (a spec's arity is fixed): Max 
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 import numpy as np
 import torch
@@ -250,31 +251,219 @@ class Div(Elementwise):
 
 
 class Mod(Div):
-    """C fmod semantics (``fmod=1``); floats only, for the reason given for Div."""
+    """Floats, divisor a graph tensor (see DivInt and ModInt for integers). ``fmod=1`` (C
+    fmod: the result takes the dividend's sign) at every opset; from opset 28 also
+    ``fmod=0`` (``x - floor(x / y) * y``: the result takes the divisor's sign), which
+    earlier opsets leave undefined for floats (onnxruntime refuses it: "fmod attribute must
+    be true for floating point types before opset 28"). Without the attribute in ``a``
+    (instances drawn before opset 28) ``fmod`` is 1."""
     keeps_integers = True
 
     onnx_op = "Mod"
     jumps = True
+    gaps: ClassVar[tuple] = (
+        ("float fmod=0 before opset 28", "Mod-13 constrains fmod=0 to integer types; onnxruntime refuses it"),
+    )
+
+    def sample(self, ctx, ins):
+        return {"fmod": int(ctx.coin())} if ctx.opset >= 28 else {}
+
+    def backward(self, ctx, out):
+        res = super().backward(ctx, out)
+        return None if res is None else (res[0], self.sample(ctx, res[0]))
 
     def self_range(self, a, r):
-        return (0.0, 0.0)  # fmod(x, x)
+        return (0.0, 0.0)  # fmod(x, x), x mod x
 
     def value_range(self, a, ranges, ins):
-        # fmod(x, y) has x's sign, |fmod(x, y)| <= |x| and < max |y|
         (xlo, xhi), (ylo, yhi) = ranges
+        if not a.get("fmod", 1):
+            # x mod y has y's sign and |x mod y| <= |y| (= |y| only by rounding)
+            return [(min(0.0, ylo), max(0.0, yhi))]
+        # fmod(x, y) has x's sign, |fmod(x, y)| <= |x| and < max |y|
         m = max(-ylo, yhi)
         return [(0.0 if xlo >= 0 else max(xlo, -m), 0.0 if xhi <= 0 else min(xhi, m))]
 
     def onnx_attrs(self, a, b):
-        return {"fmod": 1}
+        fmod = a.get("fmod", 1)
+        return {"fmod": fmod if fmod else b.opt(0, 0)}
 
     def torch(self, a, x, y):
-        return torch.fmod(x, y)
+        # torch.remainder is Python's %: the divisor's sign, computed from fmod as NumPy
+        # (onnx.reference) does, not with the rounding of the literal formula
+        return torch.fmod(x, y) if a.get("fmod", 1) else torch.remainder(x, y)
 
     def input_span(self, a, i, span, ins):
-        # fmod(x, y) is x when |x| < |y|
+        # fmod(x, y) is x when |x| < |y|; so is x mod y for 0 <= x < y
         m = max(abs(span[0]), abs(span[1]))
+        if not a.get("fmod", 1) and span[0] < 0:
+            return None
         return span if i == 0 else (m + 1.0, m + 2.0)
+
+
+# -- integer division and modulo, by constant divisors ------------------------------------------
+#: Largest constant operand (elements) a spec writes into its attributes.
+MAX_CONST = 64
+
+
+def const_shape(ctx: Ctx, shape: tuple, cap: int = MAX_CONST) -> tuple:
+    """The shape of a constant operand that broadcasts to ``shape``: a scalar, or a suffix
+    of it with some dims set to 1, at most ``cap`` elements."""
+    if ctx.coin(0.25):
+        return ()
+    out = list(reduced_partner(ctx, shape))
+    while out and math.prod(out) > cap:
+        out[max(range(len(out)), key=lambda k: out[k])] = 1
+    return tuple(out)
+
+
+def nested(shape: tuple, draw):
+    """A nested list of ``shape`` (a plain value for a scalar) filled by ``draw()``."""
+    if not shape:
+        return draw()
+    return [nested(shape[1:], draw) for _ in range(shape[0])]
+
+
+def fits_into(cshape: tuple, shape: tuple) -> list:
+    """Conditions for a constant of ``cshape`` to broadcast to ``shape`` unchanged."""
+    if len(cshape) > len(shape):
+        return [False]
+    return [c == 1 or c == d for c, d in zip(cshape[::-1], tuple(shape)[::-1])]
+
+
+class ConstOperand(OpSpec):
+    """``y = x <op> c``: a graph tensor and a constant second operand of its dtype, chosen
+    in ``sample`` (attribute ``key``, a nested list broadcasting to x) and written by the
+    lowering. For operators whose second operand must stay within bounds a graph tensor
+    cannot be kept to (integer divisors that must not be 0, shift amounts below the bit
+    width): integer graph inputs are drawn from small ranges holding 0."""
+
+    key: ClassVar[str] = "c"
+    symbolic_ok = False
+
+    def draw(self, ctx: Ctx, dtype: str):
+        """One value of the constant."""
+        raise NotImplementedError
+
+    def extra(self, ctx: Ctx, dtype: str) -> dict:
+        """Further attributes (chosen before the constant's values)."""
+        return {}
+
+    def sample(self, ctx, ins):
+        t = ins[0].dtype
+        a = {"dtype": t, **self.extra(ctx, t)}
+        a[self.key] = nested(const_shape(ctx, ins[0].shape), lambda: self.draw(ctx, t))
+        return a
+
+    def requires(self, ins, a):
+        return fits_into(np.shape(a[self.key]), ins[0].shape) + [ins[0].dtype == a["dtype"]]
+
+    def infer(self, ins, a):
+        return [ins[0]]
+
+    def backward(self, ctx, out):
+        if (out.dtype,) not in self.dtypes or out.rank not in self.ranks:
+            return None
+        return [out], self.sample(ctx, [out])
+
+    def operand(self, a):
+        return np.asarray(a[self.key], dtype=dt.NUMPY[a["dtype"]])
+
+    def const(self, a, x):
+        """The constant as a tensor like ``x`` (of x's dtype: float64 when ``undefined``
+        recomputes the result wide)."""
+        return torch.from_numpy(self.operand(a)).to(x.dtype)
+
+    def onnx(self, b, a, xs, ys):
+        b.node(self.onnx_op, [xs[0], b.const(self.operand(a))], ys, **self.onnx_attrs(a, b))
+
+
+def _int_divisor(ctx: Ctx, t: str) -> int:
+    """A nonzero divisor of dtype ``t``, never -1 (see DivInt)."""
+    hi = 255 if t == dt.UINT8 else 127 if t == dt.INT8 else 1000
+    small = ctx.rng.randint(1, 9) if ctx.coin(0.8) else ctx.rng.randint(10, hi)
+    if t == dt.UINT8 or ctx.coin(0.6):
+        return small
+    return -small if small != 1 else ctx.choice((-2, -3, -hi - (t == dt.INT8)))
+
+
+def _divisors(a) -> list:
+    return sorted({int(v) for v in np.asarray(a["divisor"]).reshape(-1)})
+
+
+class DivInt(ConstOperand):
+    """Integer ``Div``: truncating division (rounding toward zero), as the ONNX text says
+    and onnx.reference computes. The divisor is a constant operand (a scalar or a tensor
+    broadcasting to the dividend) with nonzero values of both signs.
+
+    Not generated: a divisor of 0 (undefined: C++ and LLVM division by zero traps); a
+    divisor of -1, since ``INT_MIN / -1`` overflows and traps on x86 (``idiv`` raises
+    SIGFPE) in onnxruntime and in compiled code: one such value upstream would crash the
+    backend rather than give a result the oracle can excuse. Without -1, ``|x / d| <=
+    |x|``: no result overflows. Divisors that are graph tensors are not generated either:
+    integer graph inputs are drawn from small ranges holding 0 and the input search cannot
+    steer integers away from it."""
+
+    name = "DivInt"
+    onnx_op = "Div"
+    key = "divisor"
+    dtypes = tuple((t,) for t in dt.INTS)
+    keeps_integers = True
+    gaps: ClassVar[tuple] = (
+        ("integer divisor 0", "undefined (division by zero traps)"),
+        ("integer divisor -1", "INT_MIN / -1 traps (SIGFPE) in onnxruntime and LLVM code instead of giving a "
+                               "value the oracle could excuse"),
+        ("integer divisor as a graph tensor", "integer graph inputs are drawn around 0; nothing keeps them nonzero"),
+    )
+
+    def draw(self, ctx, t):
+        return _int_divisor(ctx, t)
+
+    def value_range(self, a, ranges, ins):
+        lo, hi = ranges[0]
+        if not (math.isfinite(lo) and math.isfinite(hi)):
+            return None
+        # trunc(x / d) is monotone in x for each d
+        ys = [math.trunc(v / d) for v in (lo, hi) for d in _divisors(a)]
+        return [(float(min(ys)), float(max(ys)))]
+
+    def torch(self, a, x):
+        d = self.const(a, x)
+        if x.is_floating_point():  # the wide recomputation for ``undefined``
+            return torch.trunc(x / d)
+        return torch.div(x, d, rounding_mode="trunc")
+
+
+class ModInt(DivInt):
+    """Integer ``Mod`` by a constant divisor (see DivInt for the divisors). ``fmod=0``
+    (the default): ``x - floor(x / y) * y``, the divisor's sign (Python's ``%``);
+    ``fmod=1`` from opset 28: ``x - trunc(x / y) * y``, the dividend's sign (C's ``%``).
+    Mod-13 says ``fmod=1`` constrains T to floating-point types, so integers take it only
+    from opset 28, which defines it."""
+
+    name = "ModInt"
+    onnx_op = "Mod"
+    gaps: ClassVar[tuple] = DivInt.gaps + (
+        ("integer fmod=1 before opset 28", "Mod-13 constrains fmod=1 to floating-point types"),
+    )
+
+    def extra(self, ctx, t):
+        return {"fmod": int(ctx.coin()) if ctx.opset >= 28 else 0}
+
+    def value_range(self, a, ranges, ins):
+        ds = _divisors(a)
+        if not a["fmod"]:
+            # the divisor's sign, |x mod d| < |d|
+            return [(float(min(0, min(ds) + 1)), float(max(0, max(ds) - 1)))]
+        (xlo, xhi), m = ranges[0], max(abs(d) for d in ds) - 1
+        return [(0.0 if xlo >= 0 else max(xlo, -m), 0.0 if xhi <= 0 else min(xhi, m))]
+
+    def onnx_attrs(self, a, b):
+        return {"fmod": a["fmod"] if a["fmod"] else b.opt(0, 0)}
+
+    def torch(self, a, x):
+        d = self.const(a, x)
+        return torch.fmod(x, d) if a["fmod"] else torch.remainder(x, d)
 
 
 class Pow(Elementwise):
@@ -421,4 +610,4 @@ class Mean5(Mean):
     arity = 5
 
 
-OPS = [Add, Sub, Mul, Div, Mod, Pow, Max, Min, Sum, Mean, Max4, Min4, Sum5, Mean5]
+OPS = [Add, Sub, Mul, Div, Mod, DivInt, ModInt, Pow, Max, Min, Sum, Mean, Max4, Min4, Sum5, Mean5]

@@ -1,13 +1,17 @@
-"""Type conversions and value-preserving element-wise ops: Cast, CastLike, Clip, Identity."""
+"""Type conversions and value-preserving element-wise ops: Cast, CastLike, Clip, Identity,
+inference-mode Dropout, and Constant (a Constant node combined with a graph tensor)."""
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
+import numpy as np
 import torch
 
 from dlgate import dtypes as dt
 from dlgate.spec import losses as L
 from dlgate.spec.base import OpSpec, TensorType, same_dtype_sigs
+from dlgate.spec.binary import add_bounds, const_shape, fits_into, mul_bounds, nested
 
 #: Open interval of float values whose truncation toward zero fits each integer type.
 INT_RANGE = {dt.INT8: (-129.0, 128.0), dt.UINT8: (-1.0, 256.0),
@@ -253,4 +257,339 @@ class Identity(SameType):
         return x.clone()
 
 
-OPS = [Cast, CastLike, Clip, Identity]
+class Dropout(OpSpec):
+    """Inference-mode Dropout: ``y = x`` (a copy) and, when asked for, a ``mask`` output of
+    all True. ``training_mode`` is absent or a constant False (spelled as an omitted input,
+    "" before a later one, or a bool scalar); ``ratio`` is absent or a constant scalar in
+    [0, 1) of any float type (T1); ``seed`` is sometimes given. Neither changes the result
+    outside training.
+
+    Not generated: ``training_mode`` true, whose output is random (ONNX fixes no generator)."""
+
+    onnx_op = "Dropout"
+    dtypes = tuple((t,) for t in dt.FLOATS)
+    gaps: ClassVar[tuple] = (("training_mode true", "random output: ONNX defines no random generator"),)
+
+    def sample(self, ctx, ins):
+        a = {"ratio": ctx.choice((None, 0.0, 0.5, ctx.uniform(0.0, 0.95))), "ratio_dtype": ctx.choice(dt.FLOATS),
+             "training_mode": ctx.choice((None, None, False)), "mask": ctx.coin(0.4), "seed": None}
+        if ctx.coin(0.3):
+            a["seed"] = ctx.rng.randint(0, 2 ** 31 - 1)
+        return a
+
+    def infer(self, ins, a):
+        return [ins[0]] + ([ins[0].with_dtype(dt.BOOL)] if a["mask"] else [])
+
+    def backward(self, ctx, out):
+        if (out.dtype,) not in self.dtypes:
+            return None
+        return [out], self.sample(ctx, [out])
+
+    def value_range(self, a, ranges, ins):
+        return [tuple(ranges[0])] + ([(1.0, 1.0)] if a["mask"] else [])
+
+    def exact(self, a, exacts, ins):
+        return exacts[0]
+
+    def input_span(self, a, i, span, ins):
+        return span
+
+    def onnx(self, b, a, xs, ys):
+        ins = [xs[0]]
+        if a["ratio"] is not None:
+            ins.append(b.const(np.asarray(a["ratio"], dtype=dt.NUMPY[a["ratio_dtype"]]), hint="ratio"))
+        if a["training_mode"] is not None:
+            if len(ins) == 1:
+                ins.append("")
+            ins.append(b.const(np.asarray(False), hint="training_mode"))
+        b.node("Dropout", ins, ys, seed=a["seed"])
+
+    def torch(self, a, x):
+        y = x.clone()
+        return (y, torch.ones(x.shape, dtype=torch.bool)) if a["mask"] else y
+
+
+#: Constant's spellings for a value of each dtype: ``value`` (a tensor, any dtype and
+#: shape) always; the scalar and list attributes only for float32 and int64 (since opset 12).
+CONST_SPELLINGS = {dt.FLOAT32: ("value", "value_float", "value_floats"),
+                   dt.INT64: ("value", "value_int", "value_ints")}
+
+
+class Constant(OpSpec):
+    """A ``Constant`` node combined with a graph tensor: ``y = x <op> c`` or ``c <op> x``
+    (``op`` Add, Sub or Mul), ``c`` a Constant of x's dtype broadcasting to x, spelled as
+    the attribute ``value`` (a tensor), or for float32 ``value_float`` (a scalar) or
+    ``value_floats`` (a 1-D list), for int64 ``value_int`` or ``value_ints``. dlgate's
+    generator builds operators on at least one graph tensor, hence the second node; and it
+    checks a spec's dtypes against the schema of its ``onnx_op``, which for Constant (no
+    inputs) would refuse every signature: ``onnx_op`` is therefore the combining Add (Sub
+    and Mul have the same type constraints at every opset) and Constant is listed in
+    ``onnx_ops``. Integer Add, Sub and Mul wrap; a signed overflow is undefined.
+
+    Not generated: bool, string and the sparse spellings (``sparse_value``): Add, Sub and Mul
+    take no bool; strings and sparse tensors are outside dlgate's tensor types."""
+
+    name = "Constant"
+    onnx_op = "Add"
+    onnx_ops = ("Constant", "Sub", "Mul")
+    dtypes = tuple((t,) for t in dt.NUMERIC)
+    symbolic_ok = False
+    can_overflow = True
+    keeps_integers = True
+    gaps: ClassVar[tuple] = (
+        ("bool constants", "the combining Add/Sub/Mul take no bool"),
+        ("value_string(s), sparse_value", "string and sparse tensors are outside dlgate's tensor types"),
+    )
+
+    def sample(self, ctx, ins):
+        x = ins[0]
+        t = x.dtype
+        spelling = ctx.choice(CONST_SPELLINGS.get(t, ("value",)))
+        if spelling in ("value_float", "value_int"):
+            shape = ()
+        elif spelling in ("value_floats", "value_ints"):
+            if x.rank == 0:
+                return {"spelling": spelling, "value": None}  # a list would widen x: rejected
+            shape = (ctx.choice((1, x.shape[-1])),)
+        else:
+            shape = const_shape(ctx, x.shape)
+        if dt.is_float(t):
+            draw = lambda: ctx.choice((0.0, 1.0, -1.0, 0.5, ctx.uniform(-2.0, 2.0)))  # noqa: E731
+        else:
+            draw = lambda: ctx.rng.randint(0, 8) if t == dt.UINT8 else ctx.rng.randint(-4, 4)  # noqa: E731
+        return {"spelling": spelling, "dtype": t, "value": nested(shape, draw),
+                "op": ctx.choice(("Add", "Sub", "Mul")), "first": ctx.coin(0.3)}
+
+    def requires(self, ins, a):
+        if a["value"] is None or a["dtype"] != ins[0].dtype:
+            return [False]
+        return fits_into(np.shape(a["value"]), ins[0].shape)
+
+    def infer(self, ins, a):
+        return [ins[0]]
+
+    def backward(self, ctx, out):
+        if (out.dtype,) not in self.dtypes:
+            return None
+        return [out], self.sample(ctx, [out])
+
+    def value_range(self, a, ranges, ins):
+        v = np.asarray(a["value"], dtype=np.float64)
+        c, r = (float(v.min()), float(v.max())), tuple(ranges[0])
+        if a["op"] == "Sub":  # c - x or x - c
+            return [add_bounds([c, (-r[1], -r[0])]) if a["first"] else add_bounds([r, (-c[1], -c[0])])]
+        return [add_bounds([c, r])] if a["op"] == "Add" else [mul_bounds(c, r)]
+
+    def onnx(self, b, a, xs, ys):
+        from onnx import numpy_helper
+
+        arr = np.asarray(a["value"], dtype=dt.NUMPY[a["dtype"]])
+        sp = a["spelling"]
+        if sp == "value":
+            val = numpy_helper.from_array(arr, b.fresh("value"))
+        elif sp in ("value_float", "value_int"):
+            val = arr.item()
+        else:
+            val = arr.reshape(-1).tolist()
+        c = b.node("Constant", [], 1, **{sp: val})[0]
+        b.node(a["op"], [c, xs[0]] if a["first"] else [xs[0], c], ys)
+
+    def torch(self, a, x):
+        c = torch.from_numpy(np.asarray(a["value"], dtype=dt.NUMPY[a["dtype"]])).to(x.dtype)
+        p, q = (c, x) if a["first"] else (x, c)
+        return {"Add": torch.add, "Sub": torch.sub, "Mul": torch.mul}[a["op"]](p, q)
+
+
+#: Bytes per element of each dtype (ONNX stores bool in one byte).
+WIDTH = {dt.INT8: 1, dt.UINT8: 1, dt.BOOL: 1, dt.FLOAT16: 2, dt.INT32: 4, dt.FLOAT32: 4, dt.INT64: 8,
+         dt.FLOAT64: 8}
+
+
+def bitcast_targets(src: str, allowed=dt.ALL) -> list:
+    """The types the plain BitCast spec reinterprets ``src`` as (``src`` itself included):
+    the same width, never bool from another type, never integer to float, nothing for
+    float16 (see BitCast)."""
+    if src == dt.FLOAT16:
+        return []
+    return [t for t in allowed if WIDTH[t] == WIDTH[src] and
+            (t == src or (t != dt.BOOL and not (dt.is_int(src) and dt.is_float(t))))]
+
+
+def bitcast(x, to: str):
+    """ONNX BitCast of ``x`` (a PyTorch tensor) to ``to``: the same bytes (little endian
+    on every machine dlgate runs on) read as the other type; a copy when the types agree."""
+    t = dt.torch_dtype(to)
+    return x.clone() if x.dtype == t else x.view(t)
+
+
+class BitCast(OpSpec):
+    """``y`` = the bits of ``x`` read as type ``to`` (opset 26), between dlgate's types of one
+    width: float32 -> int32 and float64 -> int64, int8 <-> uint8, bool -> int8/uint8, and
+    every type but float16 to itself.
+
+    float -> integer: every float's bits are a defined integer, compared exactly, so a
+    one-ulp difference upstream is an integer difference of one (the output ``jumps``: the
+    instability check perturbs the float input and excuses it). Undefined (``undefined``):
+    a NaN input (IEEE 754 fixes neither the sign nor the payload of a computed NaN) and a
+    zero input (its sign bit: -0.0 and +0.0 are equal in every float comparison dlgate
+    makes, so backends need not keep it, and they are 2^31 apart as int32).
+
+    Not generated: int32 -> float32 and int64 -> float64 of arbitrary integers (see
+    ``gaps``; ``BitCastExp2Idiom`` covers those conversions), integer -> bool, float16."""
+
+    onnx_op = "BitCast"
+    min_opset = 26
+    dtypes = tuple((t,) for t in dt.ALL if t != dt.FLOAT16)
+    jumps = True
+    gaps: ClassVar[tuple] = (
+        ("int32 -> float32 and int64 -> float64 of arbitrary integers",
+         "dlgate's integers are small (|x| <= 16), whose bits are subnormal floats (a backend that flushes "
+         "subnormals, FTZ/DAZ, reads them as 0) or NaN (negative ones); BitCastExp2Idiom reinterprets "
+         "exponent-field integers instead"),
+        ("int8/uint8 -> bool", "a byte other than 0 or 1 is not a valid bool (undefined); dlgate's integers "
+                               "are not kept to 0/1"),
+        ("float16 (to or from anything)",
+         "int16, uint16 and bfloat16 are outside dlgate's dtypes, which leaves float16 -> float16, and "
+         "onnxruntime 1.32 fails to load that between two float16 nodes it runs in float32 ('BitCast requires "
+         "input and output types to have the same bit-width, but input type has 32 bits and output type has "
+         "16 bits'): a known runtime bug that a degenerate identity would report in every such model"),
+    )
+
+    def sample(self, ctx, ins):
+        src = ins[0].dtype
+        others = [t for t in bitcast_targets(src, ctx.dtypes) if t != src]
+        to = ctx.choice(others) if others and ctx.coin(0.85) else src
+        return {"to": to}
+
+    def requires(self, ins, a):
+        return [a["to"] in bitcast_targets(ins[0].dtype)]
+
+    def infer(self, ins, a):
+        return [TensorType(a["to"], ins[0].shape)]
+
+    def backward(self, ctx, out):
+        srcs = [s[0] for s in self.dtypes if s[0] in ctx.dtypes and out.dtype in bitcast_targets(s[0])]
+        if not srcs:
+            return None
+        others = [t for t in srcs if t != out.dtype]
+        src = ctx.choice(others) if others and ctx.coin(0.85) else ctx.choice(srcs)
+        return [TensorType(src, out.shape)], {"to": out.dtype}
+
+    def discontinuous(self, a):
+        return a["to"] in dt.INTS  # from a float: the bits of a rounded value, compared exactly
+
+    def onnx_attrs(self, a, b):
+        return {"to": int(dt.ONNX[a["to"]])}
+
+    def torch(self, a, x):
+        return bitcast(x, a["to"])
+
+    def value_range(self, a, ranges, ins):
+        src, to = ins[0].dtype, a["to"]
+        lo, hi = ranges[0]
+        if src == to:
+            return [(lo, hi)]
+        if src == dt.BOOL:
+            return [(0.0, 1.0)]
+        if (src, to) == (dt.INT8, dt.UINT8) and lo >= 0 or (src, to) == (dt.UINT8, dt.INT8) and hi <= 127:
+            return [(lo, hi)]  # the common non-negative values keep their bits' meaning
+        return None
+
+    def input_span(self, a, i, span, ins):
+        return span if a["to"] == ins[0].dtype else None
+
+    def undefined(self, a, ins, out_types):
+        x = ins[0]
+        if not x.is_floating_point() or dt.is_float(a["to"]):
+            return None
+        if bool(torch.isnan(x).any()):
+            return f"reinterprets a NaN as {a['to']}: IEEE 754 fixes neither the sign nor the payload of a computed NaN"
+        if bool((x == 0).any()):
+            return (f"reinterprets a zero as {a['to']}: its sign bit (-0.0 vs +0.0) is invisible to float "
+                    "comparisons, so backends need not keep it")
+        return None
+
+
+#: For the integer types BitCastExp2Idiom reads: (float type, exponent bias, mantissa bits).
+EXP2 = {dt.INT32: (dt.FLOAT32, 127, 23), dt.INT64: (dt.FLOAT64, 1023, 52)}
+
+
+class BitCastExp2Idiom(OpSpec):
+    """The bit trick that builds ``2^x`` (times ``1 + m / 2^M``) from an integer ``x``:
+    ``BitCast(Add(Mul(Add(x, bias), 2^M), m), to=float)`` with bias 127 and M = 23 for
+    int32 -> float32, 1023 and 52 for int64 -> float64, and ``m`` a constant mantissa in
+    [0, 2^M) (the last Add omitted when it is 0): integer -> float BitCast on integers
+    whose bits are normal floats, so the exponent and mantissa fields both show in the
+    float comparison. Integer Add and Mul wrap; a signed overflow (``x + bias`` outside
+    [-2^(31 - M), 2^(31 - M)) for int32) is undefined, and so, in practice, is a biased
+    exponent of 0 with a nonzero mantissa, a subnormal float that backends flushing
+    subnormals (FTZ/DAZ) read as 0: both reported by ``undefined`` (dlgate's own integers,
+    |x| <= 16, reach neither)."""
+
+    name = "BitCastExp2Idiom"
+    onnx_op = "BitCast"
+    onnx_ops: ClassVar[tuple] = ("Add", "Mul")
+    min_opset = 26
+    dtypes = ((dt.INT32,), (dt.INT64,))
+
+    def sample(self, ctx, ins):
+        src = ins[0].dtype if ins[0].dtype in EXP2 else dt.INT32
+        top = (1 << EXP2[src][2]) - 1
+        return {"src": src, "mantissa": ctx.choice((0, 0, (top + 1) // 2, top, ctx.rng.randint(1, top)))}
+
+    def requires(self, ins, a):
+        src = ins[0].dtype
+        return [src in EXP2, a["src"] == src, 0 <= a["mantissa"] < (1 << EXP2.get(src, EXP2[dt.INT32])[2])]
+
+    def infer(self, ins, a):
+        return [TensorType(EXP2[ins[0].dtype][0], ins[0].shape)]
+
+    def backward(self, ctx, out):
+        src = {dt.FLOAT32: dt.INT32, dt.FLOAT64: dt.INT64}.get(out.dtype)
+        if src is None or src not in ctx.dtypes:
+            return None
+        x = TensorType(src, out.shape)
+        return [x], self.sample(ctx, [x])
+
+    def onnx(self, b, a, xs, ys):
+        src = a["src"]
+        ft, bias, mbits = EXP2[src]
+        y = b.node("Add", [xs[0], b.const(bias, src, hint="bias")], 1)
+        y = b.node("Mul", [y[0], b.const(1 << mbits, src, hint="scale")], 1)
+        if a["mantissa"]:
+            y = b.node("Add", [y[0], b.const(a["mantissa"], src, hint="mantissa")], 1)
+        b.node("BitCast", y, ys, to=int(dt.ONNX[ft]))
+
+    def _bits(self, a, x):
+        """The integer the BitCast reads (wrapping as the integer nodes do)."""
+        _, bias, mbits = EXP2[a["src"]]
+        return (x + bias) * (1 << mbits) + a["mantissa"]
+
+    def torch(self, a, x):
+        return self._bits(a, x).view(dt.torch_dtype(EXP2[a["src"]][0]))
+
+    def value_range(self, a, ranges, ins):
+        # normal powers of two while the biased exponent stays in [1, 2 * bias]
+        _, bias, mbits = EXP2[a["src"]]
+        lo, hi = ranges[0]
+        if not (1 - bias <= lo and hi <= bias):
+            return None
+        f = 1 + a["mantissa"] / (1 << mbits)
+        return [(2.0 ** lo * f, 2.0 ** hi * f)]
+
+    def undefined(self, a, ins, out_types):
+        _, bias, mbits = EXP2[a["src"]]
+        x = ins[0].to(torch.float64)  # exact for |x| < 2^53; beyond that the Add overflows anyway
+        width = 8 * WIDTH[a["src"]]
+        top = 2.0 ** (width - 1)  # the type holds [-top, top)
+        prod = (x + bias) * float(1 << mbits)
+        if bool(((x + bias >= top) | (prod >= top) | (prod < -top) | (prod + a["mantissa"] >= top)).any()):
+            return f"signed integer overflow: (x + {bias}) * 2^{mbits} + {a['mantissa']} beyond {a['src']}"
+        bits = self._bits(a, ins[0])
+        field = (bits >> mbits) & ((1 << (width - 1 - mbits)) - 1)
+        if bool(((field == 0) & ((bits & ((1 << mbits) - 1)) != 0)).any()):
+            return "a subnormal float (biased exponent 0): backends flushing subnormals (FTZ/DAZ) read it as 0"
+        return None
+
+
+OPS = [Cast, CastLike, Clip, Identity, Dropout, Constant, BitCast, BitCastExp2Idiom]

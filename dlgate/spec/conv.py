@@ -1,6 +1,9 @@
-"""Convolutions: Conv and ConvTranspose, 1-D and 2-D, with groups, dilations, strides and
-explicit (possibly asymmetric) pads or, for Conv, ``auto_pad`` (SAME_UPPER, SAME_LOWER,
-VALID: the pads then follow from the input's shape, see ``auto_pads``).
+"""Convolutions: Conv and ConvTranspose, 1-D, 2-D and 3-D, with groups, dilations, strides
+and explicit (possibly asymmetric) pads or, for Conv, ``auto_pad`` (SAME_UPPER, SAME_LOWER,
+VALID: the pads then follow from the input's shape, see ``auto_pads``); ConvTranspose also
+with ``output_shape`` (the pads then follow from it: an even total padding per axis, split
+evenly, since onnxruntime gives an odd one's extra pixel to the end where ONNX gives it to
+the beginning).
 
 Weights and bias are ordinary inputs whose shapes follow from the sampled attributes.
 The output size is an arithmetic function of input size, kernel, stride, padding and
@@ -18,7 +21,7 @@ from dlgate.spec import sym
 from dlgate.spec.base import OpSpec, TensorType
 from dlgate.spec.linalg import plus_bounds, product_bounds, product_span, sum_bounds
 
-_CONV = {1: (F.conv1d, F.conv_transpose1d), 2: (F.conv2d, F.conv_transpose2d)}
+_CONV = {1: (F.conv1d, F.conv_transpose1d), 2: (F.conv2d, F.conv_transpose2d), 3: (F.conv3d, F.conv_transpose3d)}
 AUTO_PADS = ("SAME_UPPER", "SAME_LOWER", "VALID")
 
 
@@ -73,7 +76,7 @@ def _taps(o: int, n: int, k: int, s: int, d: int, pb: int, transpose: bool) -> i
 
 class _ConvBase(OpSpec):
     keeps_integers = True
-    ranks = (3, 4)
+    ranks = (3, 4, 5)
     has_bias = True
     transpose = False
     types = dt.FLOATS
@@ -103,6 +106,11 @@ class _ConvBase(OpSpec):
             # for stride"), so stay below the stride, which every reading allows.
             a["output_padding"] = [0] * r if ctx.coin(0.5) else [
                 ctx.int(0, s - 1) for s in a["strides"]]
+            if ctx.coin(0.25):
+                # output_shape instead of pads: an even total padding per axis, split evenly
+                half = [ctx.int(0, 2) for _ in range(r)]
+                a["pads"] = half + half
+                a["output_shape"] = self._spatial_out(ins[0], a)
         a["spell_kernel"] = ctx.coin(0.5)
         a["auto_pad"] = ctx.choice(AUTO_PADS) if not self.transpose and ctx.coin(0.3) else "NOTSET"
         if a["auto_pad"] != "NOTSET":
@@ -156,6 +164,11 @@ class _ConvBase(OpSpec):
             if self.transpose:
                 op = a["output_padding"][i]
                 cons += [op >= 0, op < s]
+                if a.get("output_shape") is not None:
+                    # ONNX's shape inference gives up (a rank-2 shape, which the full checker
+                    # refuses) when an output_shape entry is below the input's size
+                    cons += [pb == pe, a["output_shape"][i] == self._spatial_out(x, a)[i],
+                             a["output_shape"][i] >= x.shape[2 + i]]
             else:
                 cons.append(x.shape[2 + i] + pb + pe - d * (k - 1) - 1 >= 0)
         cons += [o >= 1 for o in self._spatial_out(x, a)]
@@ -208,6 +221,8 @@ class _ConvBase(OpSpec):
     def reference_defect(self, a, ins, opset):
         if not self.transpose:
             return None
+        if a.get("output_shape") is not None and any(a["pads"]):
+            return "onnx.reference's ConvTranspose ignores the pads output_shape implies (it keeps 0)"
         g = a["group"]
         # Its group > 1 path slices W by output channels, writes one output channel per
         # group and adds B[0] to every group: right only for a bias-free depthwise
@@ -231,6 +246,8 @@ class _ConvBase(OpSpec):
         }
         if self.transpose:
             attrs["output_padding"] = b.opt(a["output_padding"], [0] * r)
+            if a.get("output_shape") is not None:
+                attrs["output_shape"], attrs["pads"] = list(a["output_shape"]), None
         return attrs
 
     def torch(self, a, x, w, bias=None):
@@ -283,7 +300,14 @@ class ConvNoBias(Conv):
 
 class ConvTranspose(_ConvBase):
     """No float16: onnxruntime's CPU kernel accumulates overlapping windows in float16
-    (errors of ~3e-2 on 100-term sums, beyond the float16 tolerance)."""
+    (errors of ~3e-2 on 100-term sums, beyond the float16 tolerance). ``output_shape`` only
+    with an even total padding (split evenly) and no entry below the input's size."""
+
+    gaps = (("float16", "onnxruntime accumulates overlapping windows in float16"),
+            ("output_shape with an odd total padding",
+             "ONNX gives the extra pixel to the beginning, onnxruntime to the end"),
+            ("output_shape entries below the input's size",
+             "ONNX's shape inference then gives up (a rank-2 output), which the full checker refuses"))
 
     onnx_op = "ConvTranspose"
     transpose = True

@@ -33,17 +33,16 @@ def _out_size(n, k, s, d, pb, pe, ceil):
 
 
 def _windows(x, k, s, d):
-    """(N, C, prod(k), *out) windows of an already padded (N, C, *S) tensor."""
+    """(N, C, prod(k), *out) windows of an already padded (N, C, *S) tensor (any number of
+    spatial dims): each spatial dim is unfolded into (out, dilated kernel extent), the
+    extent then thinned by the dilation."""
     r = x.dim() - 2
-    if r == 1:
-        x = x.unsqueeze(2)
-        k, s, d = [1] + list(k), [1] + list(s), [1] + list(d)
-    n, c, h, w = x.shape
-    cols = F.unfold(x.reshape(n * c, 1, h, w), kernel_size=k, dilation=d, stride=s)
-    oh = (h - d[0] * (k[0] - 1) - 1) // s[0] + 1
-    ow = (w - d[1] * (k[1] - 1) - 1) // s[1] + 1
-    cols = cols.reshape(n, c, k[0] * k[1], oh, ow)
-    return cols[:, :, :, 0, :] if r == 1 else cols
+    w = x
+    for i in range(r):
+        w = w.unfold(2 + i, d[i] * (k[i] - 1) + 1, s[i])[..., ::d[i]]
+    # (N, C, *out, *k) -> (N, C, prod(k), *out)
+    w = w.reshape(tuple(w.shape[:2 + r]) + (-1,))
+    return w.movedim(-1, 2)
 
 
 def _window_counts(n, k, s, d, pb, pe, ceil) -> list:
@@ -57,7 +56,7 @@ def _window_counts(n, k, s, d, pb, pe, ceil) -> list:
 
 
 class _Pool(OpSpec):
-    ranks = (3, 4)
+    ranks = (3, 4, 5)
     dtypes = tuple((t,) for t in dt.FLOATS)
     kind = "max"  # max | avg | lp
     #: first opset with ceil_mode / dilations for this operator (None = never).
@@ -77,7 +76,7 @@ class _Pool(OpSpec):
         if self.kind == "avg":
             a["count_include_pad"] = int(ctx.coin(0.5))
         if self.kind == "lp":
-            a["p"] = ctx.choice((1, 2))
+            a["p"] = ctx.choice((1, 2, 3))
         a["auto_pad"] = ctx.choice(AUTO_PADS) if ctx.coin(0.3) else "NOTSET"
         if a["auto_pad"] != "NOTSET":
             # the pads follow from the input's shape; ceil_mode stays 0 (implementations
@@ -96,6 +95,8 @@ class _Pool(OpSpec):
     def _same_defect(self, a, ins) -> str | None:
         if a.get("auto_pad", "NOTSET").startswith("SAME") and ins[0].rank != 4:
             return "onnx.reference's SAME_* pooling path reads two spatial pads (1-D fails)"
+        if self.kind != "max" and a.get("auto_pad") == "VALID" and any(d > 1 for d in a["dilations"]):
+            return "onnx.reference's common pooling code sizes VALID windows without their dilation"
         return None
 
     def _spatial(self, x, a):
@@ -155,7 +156,9 @@ class _Pool(OpSpec):
             attrs["p"] = b.opt(a["p"], 2)
         return attrs
 
-    def torch(self, a, x):
+    def _pad_plan(self, a, x) -> tuple:
+        """(explicit begin/end pads, ceil_mode end overflow), both in F.pad order (last
+        dim first, (begin, end) each)."""
         r = x.dim() - 2
         k, s, d = a["kernel"], a["strides"], a["dilations"]
         pads = [int(p) for p in auto_pads(a.get("auto_pad", "NOTSET"), tuple(x.shape[2:]), k, s, d, a["pads"])]
@@ -164,10 +167,15 @@ class _Pool(OpSpec):
         # end padding: explicit pads plus the ceil_mode overflow
         extra = [max(0, (sizes[i] - 1) * s[i] + d[i] * (k[i] - 1) + 1 - (x.shape[2 + i] + pads[i] + pads[i + r]))
                  for i in range(r)]
-        ep, fo = [], []  # F.pad order: last dim first, (begin, end) each
+        ep, fo = [], []
         for i in reversed(range(r)):
             ep += [pads[i], pads[i + r]]
             fo += [0, extra[i]]
+        return ep, fo
+
+    def torch(self, a, x):
+        k, s, d = a["kernel"], a["strides"], a["dilations"]
+        ep, fo = self._pad_plan(a, x)
         fp = [p + e for p, e in zip(ep, fo)]
         xd = x.to(torch.float64)
         if self.kind == "max":
@@ -218,6 +226,73 @@ class MaxPool(_Pool):
                 return ("onnx.reference's unit-stride 2-D MaxPool reads pads as (top, bottom, left, "
                         "right) and counts them twice in ceil_mode")
         return None
+
+
+class MaxPoolWithIndices(MaxPool):
+    """MaxPool with its second output: the flat index of each maximum in the (N, C, *S)
+    input, padding never counted; with ``storage_order`` 1 the spatial dims are flattened
+    column-major (the first spatial dim fastest), the batch and channel offset staying
+    ``(n * C + c) * prod(S)``. ONNX does not say which index a window whose maximum occurs
+    twice gives: the reference takes the first in row-major window order (onnxruntime's and
+    PyTorch's choice) and ``undefined`` reports such ties."""
+
+    name = "MaxPoolWithIndices"
+    n_outputs = 2
+    jumps = True  # the indices
+
+    def sample(self, ctx, ins):
+        a = super().sample(ctx, ins)
+        a["storage_order"] = int(ctx.coin(0.3))
+        return a
+
+    def infer(self, ins, a):
+        y = super().infer(ins, a)[0]
+        return [y, TensorType(dt.INT64, y.shape)]
+
+    def value_range(self, a, ranges, ins):
+        return [tuple(ranges[0]), (0.0, float(math.prod(ins[0].shape) - 1))]
+
+    def onnx_attrs(self, a, b):
+        attrs = super().onnx_attrs(a, b)
+        attrs["storage_order"] = b.opt(a["storage_order"], 0)
+        return attrs
+
+    def _windows_and_indices(self, a, x):
+        k, s, d = a["kernel"], a["strides"], a["dilations"]
+        ep, fo = self._pad_plan(a, x)
+        fp = [p + e for p, e in zip(ep, fo)]
+        vals = _windows(F.pad(x.to(torch.float64), fp, value=float("-inf")), k, s, d)
+        return vals, _windows(F.pad(flat_indices(x.shape, a.get("storage_order", 0)), fp, value=-1.0), k, s, d)
+
+    def torch(self, a, x):
+        vals, idx = self._windows_and_indices(a, x)
+        am = vals.argmax(dim=2, keepdim=True)  # the first maximum in row-major window order
+        return vals.gather(2, am).squeeze(2).to(x.dtype), idx.gather(2, am).squeeze(2).to(torch.int64)
+
+    def reference_defect(self, a, ins, opset):
+        if all(v == 1 for v in a["strides"] + a["dilations"]):
+            return "onnx.reference's unit-stride MaxPool path (its common pooling code) computes no indices"
+        return super().reference_defect(a, ins, opset)
+
+    def undefined(self, a, ins, out_types):
+        vals, _ = self._windows_and_indices(a, ins[0])
+        ties = (vals == vals.amax(dim=2, keepdim=True)).sum(dim=2)
+        if bool((ties > 1).any()):
+            return "a MaxPool window holds its maximum more than once: ONNX leaves the index unspecified"
+        return None
+
+
+def flat_indices(shape, storage_order: int = 0):
+    """float64 (N, C, *S) tensor of each element's flat index, as MaxPool's indices
+    output counts them (column-major over the spatial dims for ``storage_order`` 1)."""
+    n, c, sp = shape[0], shape[1], tuple(shape[2:])
+    size = math.prod(sp)
+    if storage_order:
+        pos = torch.arange(size, dtype=torch.float64).reshape(sp[::-1]).permute(*reversed(range(len(sp))))
+    else:
+        pos = torch.arange(size, dtype=torch.float64).reshape(sp)
+    base = torch.arange(n * c, dtype=torch.float64).reshape((n, c) + (1,) * len(sp)) * size
+    return base + pos
 
 
 class AveragePool(_Pool):
@@ -314,4 +389,41 @@ class GlobalMaxPool(_GlobalPool):
         return None
 
 
-OPS = [MaxPool, AveragePool, LpPool, GlobalAveragePool, GlobalMaxPool]
+class GlobalLpPool(_GlobalPool):
+    """``(sum |x|^p)^(1/p)`` over the spatial dims, p an integer: 1, 2 (the default) or 3.
+    onnx.reference has no GlobalLpPool; onnxruntime implements float and float16 only (and
+    sums float16 in float32)."""
+
+    onnx_op = "GlobalLpPool"
+
+    def sample(self, ctx, ins):
+        return {"p": ctx.choice((1, 2, 2, 3))}
+
+    def backward(self, ctx, out):
+        res = super().backward(ctx, out)
+        if res is None:
+            return None
+        return res[0], self.sample(ctx, res[0])
+
+    def onnx_attrs(self, a, b):
+        return {"p": b.opt(a["p"], 2)}
+
+    def torch(self, a, x):
+        dims = tuple(range(2, x.dim()))
+        y = (x.to(torch.float64).abs() ** a["p"]).sum(dim=dims, keepdim=True) ** (1.0 / a["p"])
+        return y.to(x.dtype)
+
+    def value_range(self, a, ranges, ins):
+        # the p-norm of n elements lies within [n^(1/p) min|x|, n^(1/p) max|x|]
+        m, big = abs_bounds(ranges[0])
+        n = math.prod(ins[0].shape[2:]) ** (1.0 / a["p"])
+        return [(mul0(n, m), mul0(n, big))]
+
+    def exact(self, a, exacts, ins):
+        return None
+
+    def reference_defect(self, a, ins, opset):
+        return "onnx.reference has no GlobalLpPool"
+
+
+OPS = [MaxPool, MaxPoolWithIndices, AveragePool, LpPool, GlobalAveragePool, GlobalMaxPool, GlobalLpPool]

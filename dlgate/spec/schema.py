@@ -47,6 +47,8 @@ def allowed(op: str, sig: tuple, opset: int) -> bool:
     bound: dict = {}
     formal = list(schema.inputs)
     positions = _formal_positions().get(op)
+    if positions == ():  # none of the spec's tensors is a formal input (If's branches read them from the outer scope)
+        return True
     if positions is not None:
         formal = [formal[k] for k in positions]
     for i, t in enumerate(sig):

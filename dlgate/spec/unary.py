@@ -45,7 +45,8 @@ def periodic_bounds(f, r: tuple, peak: float) -> tuple:
     monotone between) over ``r``: its ends' values, widened to +-1 where a peak or trough
     may lie inside (counted in when rounding leaves it in doubt)."""
     lo, hi = r
-    if not hi - lo < 2 * math.pi:  # also catches infinite ends
+    if not hi - lo < 2 * math.pi or max(abs(lo), abs(hi)) > 1e15:
+        # infinite ends, or magnitudes where float spacing exceeds the period: anything goes
         return (-1.0, 1.0)
     tol = 1e-9 * max(1.0, abs(lo), abs(hi))
     ends = (f(lo), f(hi))

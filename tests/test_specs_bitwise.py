@@ -1,0 +1,215 @@
+"""The bitwise family (BitShift, BitShiftByTensor, BitwiseAnd/Or/Xor/Not): each spec's
+lowering on one-node models against onnx.reference and onnxruntime, on both directions,
+every integer dtype, shift amounts at and beyond the bit width where BitShift-28 defines
+them; and an injected TVM miscompilation of ``bitwise_and`` caught end to end."""
+from __future__ import annotations
+
+import os
+import random
+
+import numpy as np
+import onnx
+import pytest
+import torch
+from onnx import helper
+from onnx.reference import ReferenceEvaluator
+
+from dlgate import dtypes as dt
+from dlgate.materialize.onnx_model import Builder
+from dlgate.spec import schema
+from dlgate.spec.base import Ctx, TensorType, all_true
+from dlgate.spec.registry import get
+from tests.helpers import mismatch, ort_run
+
+INTS = ("uint8", "int8", "int32", "int64")
+WIDTH = {"uint8": 8, "int8": 8, "int32": 32, "int64": 64}
+
+
+class _G:  # the little of a Graph that ort_run needs
+    def __init__(self, n):
+        self.inputs = list(range(n))
+
+    @staticmethod
+    def name(t):
+        return f"x{t}"
+
+
+def _check(name, a, ins, opset, feeds=None, seed=0):
+    """One node from the spec's lowering: onnx.reference, onnxruntime and the spec's torch agree."""
+    spec = get(name)
+    ins = [TensorType(d, tuple(s)) for d, s in ins]
+    assert all_true(spec.requires(ins, a)), (name, a)
+    outs = spec.infer(ins, a)
+    b = Builder(opset, random.Random(seed))
+    xs, ys = [f"x{i}" for i in range(len(ins))], [f"y{i}" for i in range(len(outs))]
+    spec.onnx(b, a, xs, ys)
+    graph = helper.make_graph(
+        b.nodes, "t", [helper.make_tensor_value_info(x, dt.ONNX[t.dtype], list(t.shape)) for x, t in zip(xs, ins)],
+        [helper.make_tensor_value_info(y, dt.ONNX[t.dtype], list(t.shape)) for y, t in zip(ys, outs)],
+        initializer=b.initializers)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    onnx.checker.check_model(model, full_check=True)
+    if feeds is None:
+        rng = np.random.default_rng(seed)
+        feeds = [rng.integers(0 if t.dtype == "uint8" else -100, 101, size=t.shape).astype(dt.NUMPY[t.dtype])
+                 for t in ins]
+    feeds = [np.asarray(f, dtype=dt.NUMPY[t.dtype]).reshape(t.shape) for f, t in zip(feeds, ins)]
+    ref = ReferenceEvaluator(model).run(None, dict(zip(xs, feeds)))
+    got = ort_run(model.SerializeToString(), _G(len(ins)), feeds)
+    with torch.no_grad():
+        ours = spec.torch(a, *[torch.from_numpy(f.copy()) for f in feeds])
+    ours = ours if isinstance(ours, (tuple, list)) else [ours]
+    for r, g, o, t in zip(ref, got, ours, outs):
+        o = o.numpy()
+        assert (str(o.dtype), tuple(o.shape)) == (t.dtype, tuple(t.shape))
+        assert mismatch(np.asarray(r), o) is None, f"{name} {a}: onnx.reference vs torch: {mismatch(np.asarray(r), o)}"
+        assert mismatch(np.asarray(g), o) is None, f"{name} {a}: onnxruntime vs torch: {mismatch(np.asarray(g), o)}"
+    return [o.numpy() for o in ours]
+
+
+# -- BitShift with constant amounts ------------------------------------------------------------
+@pytest.mark.parametrize("direction", ["LEFT", "RIGHT"])
+@pytest.mark.parametrize("opset", [13, 18, 21])
+def test_bitshift_uint8_below_the_width(direction, opset):
+    a = {"dtype": "uint8", "direction": direction, "shift": [0, 1, 3, 7]}
+    x = [[200, 1, 255, 129], [0, 64, 3, 128]]
+    y = _check("BitShift", a, [("uint8", (2, 4))], opset, feeds=[x])
+    if direction == "LEFT":  # bits shifted out of uint8 are lost
+        assert y[0].tolist() == [[200, 2, 248, 128], [0, 128, 24, 0]]
+    else:
+        assert y[0].tolist() == [[200, 0, 31, 1], [0, 32, 0, 1]]
+
+
+@pytest.mark.parametrize("direction", ["LEFT", "RIGHT"])
+@pytest.mark.parametrize("dtype", INTS)
+def test_bitshift_28_defines_every_amount(direction, dtype):
+    w = WIDTH[dtype]
+    shifts = [0, 1, w - 1, w, w + 3, 2 * w] + ([-1, -w] if dtype != "uint8" else [])
+    x = ([5, 255, 128, 77] if dtype == "uint8" else [5, -5, -1, np.iinfo(dtype).min])
+    a = {"dtype": dtype, "direction": direction, "shift": [[s] for s in shifts]}  # one amount per row
+    y = _check("BitShift", a, [(dtype, (len(shifts), 4))], 28, feeds=[[x] * len(shifts)])[0]
+    for row, s in zip(y, shifts):
+        if not 0 <= s < w:  # the sign fill alone: -1 for a right shift of a negative value
+            want = [(-1 if (direction == "RIGHT" and v < 0) else 0) for v in x]
+            assert row.tolist() == want, (s, row)
+
+
+def test_bitshift_signed_types_only_from_opset_28():
+    for t in ("int8", "int32", "int64"):
+        assert not schema.allowed("BitShift", (t,), 21)
+        assert schema.allowed("BitShift", (t,), 28)
+    assert schema.allowed("BitShift", ("uint8",), 13)
+
+
+def test_bitshift_amounts_stay_below_the_width_before_opset_28():
+    spec = get("BitShift")
+    beyond = 0
+    for i in range(200):
+        for opset in (21, 28):
+            ctx = Ctx(random.Random(i), opset=opset)
+            t = "uint8" if opset == 21 else ctx.choice(INTS)
+            a = spec.sample(ctx, [TensorType(t, (3, 4))])
+            s = np.asarray(a["shift"]).reshape(-1)
+            out = (s < 0) | (s >= WIDTH[t])
+            if opset == 21:
+                assert not out.any(), a
+            beyond += int(out.any())
+    assert beyond > 10  # opset 28 draws them
+
+
+@pytest.mark.parametrize("opset", [18, 28])
+def test_bitshift_sampled_instances(opset):
+    spec = get("BitShift")
+    done = 0
+    for i in range(30):
+        ctx = Ctx(random.Random(i), opset=opset)
+        t = ctx.choice(INTS if opset >= 28 else ("uint8",))
+        x = TensorType(t, ctx.shape(ctx.rng.randint(0, 4), 64))
+        a = spec.sample(ctx, [x])
+        _check("BitShift", a, [(t, x.shape)], opset, seed=i)
+        done += 1
+    assert done == 30
+
+
+# -- BitShift with a tensor of amounts (opset 28) ----------------------------------------------
+@pytest.mark.parametrize("direction", ["LEFT", "RIGHT"])
+@pytest.mark.parametrize("dtype", INTS)
+def test_bitshift_by_tensor(direction, dtype):
+    w = WIDTH[dtype]
+    rng = np.random.default_rng(w)
+    lo = 0 if dtype == "uint8" else -w - 2
+    x = rng.integers(0 if dtype == "uint8" else -1000, 1000, size=(3, 5))
+    s = rng.integers(lo, 2 * w + 2, size=(5,))  # broadcast along rows
+    _check("BitShiftByTensor", {"direction": direction}, [(dtype, (3, 5)), (dtype, (5,))], 28, feeds=[x, s])
+
+
+def test_bitshift_by_tensor_needs_opset_28():
+    spec = get("BitShiftByTensor")
+    assert not spec.available(21) and spec.available(28)
+
+
+# -- BitwiseAnd / Or / Xor / Not ---------------------------------------------------------------
+@pytest.mark.parametrize("name", ["BitwiseAnd", "BitwiseOr", "BitwiseXor"])
+@pytest.mark.parametrize("dtype", INTS)
+def test_bitwise_binary(name, dtype):
+    _check(name, {}, [(dtype, (2, 3, 4)), (dtype, (3, 1))], 18)
+    _check(name, {}, [(dtype, ()), (dtype, (2,))], 18, seed=1)  # broadcasting a scalar up
+
+
+@pytest.mark.parametrize("dtype", INTS)
+def test_bitwise_not(dtype):
+    x = [0, 1, 127] + ([255, 128] if dtype == "uint8" else [-1, -128])
+    y = _check("BitwiseNot", {}, [(dtype, (5,))], 18, feeds=[x])[0]
+    want = [255 - v for v in x] if dtype == "uint8" else [-v - 1 for v in x]
+    assert y.tolist() == want
+    spec = get("BitwiseNot")
+    lo, hi = spec.value_range({}, [(2.0, 9.0)], [TensorType(dtype, (5,))])[0]
+    assert (lo, hi) == ((246.0, 253.0) if dtype == "uint8" else (-10.0, -3.0))
+
+
+def test_bitwise_needs_opset_18():
+    for name in ("BitwiseAnd", "BitwiseOr", "BitwiseXor", "BitwiseNot"):
+        assert get(name).min_opset == 18 and schema.allowed(name, ("int8",) * get(name).arity, 18)
+
+
+# -- an injected TVM miscompilation ----------------------------------------------------------
+def test_injected_bitwise_and_miscompilation_is_caught(tmp_path):
+    """``relax.bitwise_and`` compiled as ``bitwise_or``: every case with an output computed
+    by a BitwiseAnd of two inputs that differ mismatches; cases without one pass."""
+    pytest.importorskip("tvm")
+    from dlgate.backends.base import BackendSpec
+    from dlgate.case import make_case
+    from dlgate.check import CheckConfig, check, load_case, prepare
+    from dlgate.exec.worker import Pool
+    from dlgate.graph.generator import GenConfig, Generator
+    from dlgate.materialize.torch_model import GraphModule
+    from dlgate.oracle import verdict as V
+
+    broken = BackendSpec("tvm", options=(("extra_passes", ("dlgate.backends.testing:bitwise_and_to_or",)),))
+    gen = Generator(GenConfig(ops=("BitwiseAnd", "BitwiseXor", "BitwiseNot"), dtypes=("int32",), max_nodes=3,
+                              opset=18))
+    for i in range(8):
+        make_case(gen, "e2e", "bitwise", i).write(str(tmp_path))
+    cases = [prepare(*load_case(os.path.join(tmp_path, d))) for d in sorted(os.listdir(tmp_path))]
+    cfg = CheckConfig([broken, BackendSpec("tvm")])
+    strict = caught = 0
+    with Pool(timeout_s=120) as pool:
+        for case in cases:
+            bad, healthy = check(pool, case, cfg)["verdicts"]
+            assert healthy["verdict"] == V.PASS, (case.id, healthy)
+            g = case.graph
+            ands = [n for n in g.nodes if n.op == "BitwiseAnd"]
+            with torch.no_grad():
+                env = GraphModule(g).run([torch.from_numpy(x.copy()) for x in case.inputs])
+            if not ands:
+                assert bad["verdict"] == V.PASS, (case.id, bad)
+            elif any(n.outputs[0] in g.outputs and bool((env[n.inputs[0]] != env[n.inputs[1]]).any()) for n in ands):
+                # a & b differs from a | b wherever a != b
+                strict += 1
+                assert bad["verdict"] == V.MISMATCH, (case.id, bad)
+                assert bad["blame"] == "conversion"
+            else:  # a later And may mask the difference
+                assert bad["verdict"] in (V.MISMATCH, V.PASS), (case.id, bad)
+            caught += bad["verdict"] == V.MISMATCH
+    assert strict >= 2 and caught >= 3
