@@ -328,7 +328,8 @@ def test_base_compiler_reruns_every_failure_on_the_base_build(tmp_path, base_bug
     installed offline), dlgate run gets its interpreter as --base-python, and a failure the
     base build shares is pre-existing: the check passes; one the base build does not have
     fails it."""
-    r = Runner(tmp_path, "pull_request", pr_event(fork=True), dict(FAST, campaign="hvb",
+    r = Runner(tmp_path, "pull_request", pr_event(fork=True), dict(FAST, campaign="hvb", dtypes=["float32"],
+                                                                    operators=["Add", "Mul", "Relu", "Tanh"],
                                                                     backends=[{"name": "fakecc_backend:Build"}]))
     (r.ws / "fakecc_backend.py").write_text(FAKECC_BACKEND)
     fake_wheel(r.ws / "dist" / "base", "fakecc", "1.0", f"__version__ = '1.0'\nBUGGY = {base_buggy}\n")

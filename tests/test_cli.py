@@ -61,4 +61,4 @@ def test_ops_lists_every_spec(capsys):
     from dlgate.spec.registry import all_specs
 
     assert main(["ops"]) == 0
-    assert len(capsys.readouterr().out.strip().splitlines()) == len(all_specs())
+    assert len(capsys.readouterr().out.strip().splitlines()) == len(all_specs()) + 1  # and the count

@@ -24,7 +24,7 @@ INJECTED_TVM = {"name": "tvm", "options": {"extra_passes": ["dlgate.backends.tes
 
 
 def write_config(path, **kw) -> str:
-    doc = {"campaign": "t", "models": 6, "max_nodes": 5, "opset": 18, "operators": OPS,
+    doc = {"campaign": "t", "models": 6, "max_nodes": 5, "opset": 18, "operators": OPS, "dtypes": ["float32"],
            "backends": ["onnxruntime"], "timeout_s": 120, "confirm_runs": 1}
     doc.update(kw)
     p = os.path.join(path, f"cfg-{abs(hash(json.dumps(doc, sort_keys=True))) % 10**8}.yaml")

@@ -17,7 +17,7 @@ OPS = ["Add", "Mul", "Relu", "Neg"]
 
 
 def _config(tmp_path, **kw) -> str:
-    doc = {"campaign": "opsets", "models": 8, "max_nodes": 3, "operators": OPS, "dynamic_share": 0,
+    doc = {"campaign": "opsets", "models": 8, "max_nodes": 3, "operators": OPS, "dynamic_share": 0, "dtypes": ["float32"],
            "backends": ["onnxruntime"], "timeout_s": 60, "reduce": False, "crosscheck": False}
     doc.update(kw)
     p = tmp_path / "c.yaml"

@@ -337,3 +337,15 @@ def test_a_reduction_stays_within_its_time_bound_even_when_probes_are_slow():
             os.environ.pop("FAKE_BUG", None)
     assert took < 2 + 2, took
     assert slow.deadline is None  # the bound is the reduction's only
+
+
+def test_an_attribute_value_the_lowering_cannot_write_is_not_a_candidate():
+    """Regime probes try values a spec never draws; one its lowering cannot write (a
+    negative scale under a square root) is skipped, not a crash of the reducer."""
+    from dlgate.probe.single import single_op_graph
+    from dlgate.reduce.reducer import reattributed
+
+    g = single_op_graph("AttentionIdiom", ("float32",) * 3, 18, 0)
+    a = dict(g.nodes[0].attrs)
+    assert reattributed(g, 0, dict(a, scale=0.5)) is not None
+    assert reattributed(g, 0, dict(a, scale=-1.0)) is None

@@ -77,7 +77,7 @@ def identify(pool, case, ccfg, spec, ref_out: list, v: dict, out: str, campaign:
     """Reduce the failure and record its identity (``v["identity"]``); write its repro."""
     from dlgate.backends.base import Model
     from dlgate.reduce.bundle import write_repro
-    from dlgate.reduce.reducer import Reducer, Target
+    from dlgate.reduce.reducer import NotReproduced, Reducer, Target
 
     backend_name = spec.name
     reduced, matter, res = case, None, None
@@ -89,8 +89,11 @@ def identify(pool, case, ccfg, spec, ref_out: list, v: dict, out: str, campaign:
             res = Reducer(pool, ccfg, Target(spec, v["verdict"], (v.get("signature") or {}).get("id"), cluster=cl),
                           max_seconds=max_seconds).reduce(case)
             reduced, matter = res.case, getattr(res, "matter", None)
-        except ValueError as e:  # did not fail the same way again: identify the whole case
+        except NotReproduced as e:  # did not fail the same way again: identify the whole case
             log(f"dlgate: cannot reduce {case.id} on {spec.label()}: {e}")
+        except Exception as e:  # a defect of dlgate's own: the case is identified whole, the run goes on
+            log(f"dlgate: cannot reduce {case.id} on {spec.label()}: a defect in dlgate's reducer "
+                f"({type(e).__name__}: {e}); the case is identified whole")
     error = v.get("error") if res is None else (res.verdict.error or v.get("error"))
     ident = I.identity(v["verdict"], backend_name, error, reduced.graph, matter)
     ident.update(reduced=res is not None, nodes=len(reduced.graph.nodes), original_nodes=len(case.graph.nodes))

@@ -271,10 +271,26 @@ def alternatives(v) -> list:
     return []
 
 
+class NotReproduced(ValueError):
+    """The case to reduce does not fail the way it is said to (any more)."""
+
+
 def reattributed(graph: Graph, k: int, attrs: dict):
     """The graph with operator ``k``'s attributes replaced and every type re-inferred, or
-    None when the specs reject it."""
-    nodes = [Node(n.op, attrs if i == k else n.attrs, n.inputs, n.outputs) for i, n in enumerate(graph.nodes)]
+    None when the specs reject it: its ``requires``, or its lowering (an attribute value
+    the spec never draws, such as a negative scale under a square root)."""
+    import random
+
+    from dlgate.materialize.onnx_model import Builder
+    from dlgate.spec.registry import get
+
+    n = graph.nodes[k]
+    try:
+        get(n.op).onnx(Builder(graph.opset, random.Random(0)), attrs, [f"x{i}" for i in range(len(n.inputs))],
+                       [f"y{i}" for i in range(len(n.outputs))])
+    except Exception:  # the lowering cannot write this instance: not a candidate
+        return None
+    nodes = [Node(m.op, attrs if i == k else m.attrs, m.inputs, m.outputs) for i, m in enumerate(graph.nodes)]
     return reinfer(graph, graph.tensors, nodes)
 
 
@@ -643,7 +659,7 @@ class _Run:
         first = self.red.probe(case)
         if first is None:
             t = self.red.target
-            raise ValueError(f"{case.id} does not fail as {t.verdict} on {t.backend.label()}")
+            raise NotReproduced(f"{case.id} does not fail as {t.verdict} on {t.backend.label()}")
         self.best = (case, first)
         self.out = out = Reduced(case, first, len(case.graph.nodes))
         try:

@@ -77,6 +77,11 @@ def _reflect(x, lo: float, hi: float):
     return torch.where(x < lo, below, torch.where(x > hi, above, x))
 
 
+#: Beyond this magnitude a grid coordinate names no pixel in any precision (float32 spacing
+#: there exceeds the image): results are reported undefined, and the reference holds it.
+FAR = 1e6
+
+
 def grid_sample(x, grid, mode: str, padding: str, align: bool):
     """ONNX GridSample on float64 tensors, any number of spatial dims: X (N, C, *S), grid
     (N, *O, r) with grid[..., 0] the position along the last spatial dim. Denormalize; for
@@ -94,6 +99,9 @@ def grid_sample(x, grid, mode: str, padding: str, align: bool):
     taps_per_dim = []
     for i, size in enumerate(sizes):
         v = g[..., r - 1 - i]
+        # coordinates far outside the image (|grid| > FAR, see GridSample.undefined) are
+        # held at FAR: past it, float spacing exceeds a pixel and no index is meaningful
+        v = v.clamp(-FAR, FAR)
         pos = (v + 1) / 2 * (size - 1) if align else ((v + 1) * size - 1) / 2
         lo, hi = (0.0, size - 1.0) if align else (-0.5, size - 0.5)
         if mode == "nearest":
@@ -242,6 +250,11 @@ class GridSample(OpSpec):
         return {"mode": b.opt(mode, "bilinear" if b.opset < 20 else "linear"),
                 "padding_mode": b.opt(a["padding_mode"], "zeros"),
                 "align_corners": b.opt(a["align_corners"], 0)}
+
+    def undefined(self, a, ins, out_types):
+        if ins[1].numel() and float(ins[1].detach().abs().double().max()) > FAR:
+            return f"grid coordinates beyond {FAR:g} name no pixel: past it, float spacing exceeds the image"
+        return None
 
     def torch(self, a, x, grid):
         y = grid_sample(x.to(torch.float64), grid.to(torch.float64), a["mode"], a["padding_mode"],
