@@ -40,3 +40,14 @@ def mismatch(a: np.ndarray, b: np.ndarray, scale: float = 1.0) -> str | None:
     if not np.array_equal(a, b):
         return f"values differ at {int((a != b).sum())} places"
     return None
+
+
+def generated_cases(out_dir, gen, root: str, campaign: str, limit: int):
+    """The prepared cases ``root``/``campaign``/0, 1, ... of generator ``gen`` (at most
+    ``limit``), written under ``out_dir`` one at a time: an end-to-end test reads on until
+    it has compared enough cases of each kind, and stops there."""
+    from dlgate.case import make_case
+    from dlgate.check import load_case, prepare
+
+    for i in range(limit):
+        yield prepare(*load_case(make_case(gen, root, campaign, i).write(str(out_dir))))

@@ -6,7 +6,6 @@ family's Relax operator, caught end to end."""
 from __future__ import annotations
 
 import json
-import os
 import random
 
 import numpy as np
@@ -476,26 +475,29 @@ def _converted_to_tril_or_triu(model: bytes) -> bool:
 
 
 def test_injected_tvm_trilu_miscompilation_is_caught_only_where_it_applies(tmp_path):
+    """relax.tril / relax.triu off by one: a case whose Trilus TVM writes as tril/triu and
+    whose values reach an output mismatches; a case where it does not apply passes. A case
+    the healthy TVM 0.27 does not pass (it has its own shape-computation bugs) cannot tell
+    the injected fault apart and is left out; cases are generated until enough were
+    compared."""
     pytest.importorskip("tvm")
     from dlgate.backends.base import BackendSpec
-    from dlgate.case import make_case
-    from dlgate.check import CheckConfig, check, load_case, prepare
+    from dlgate.check import CheckConfig, check
     from dlgate.exec.worker import Pool
     from dlgate.oracle import verdict as V
+    from tests.helpers import generated_cases
 
     # TriluComputedK (k from Shape -> Gather -> Sub ...) is converted to relax.tril / relax.triu
     ops = ("TriluComputedK", "Add", "Neg", "RangeFromShape", "TriluComputedK")
     gen = Generator(GenConfig(ops=ops, dtypes=("float32",), max_nodes=5, opset=17))
-    for i in range(8):
-        make_case(gen, "e2e", "shapecalc", i).write(str(tmp_path))
-    cases = [prepare(*load_case(os.path.join(tmp_path, d))) for d in sorted(os.listdir(tmp_path))]
     broken = BackendSpec("tvm", options=(("extra_passes", ("dlgate.backends.testing:trilu_plus_one",)),))
     cfg = CheckConfig([broken, BackendSpec("tvm")])
-    caught = 0
+    caught = unaffected = 0
     with Pool(timeout_s=120) as pool:
-        for case in cases:
+        for case in generated_cases(tmp_path, gen, "e2e", "shapecalc", 40):
             bad, healthy = check(pool, case, cfg)["verdicts"]
-            assert healthy["verdict"] == V.PASS, (case.id, healthy)
+            if healthy["verdict"] != V.PASS:
+                continue
             seen = [_value_reaches_output(case.graph, n) for n in case.graph.nodes if n.op == "TriluComputedK"]
             applies = any(seen) and _converted_to_tril_or_triu(case.model)
             if applies and all(seen):
@@ -503,5 +505,8 @@ def test_injected_tvm_trilu_miscompilation_is_caught_only_where_it_applies(tmp_p
                 assert bad["verdict"] == V.MISMATCH, (case.id, bad)
                 assert bad["blame"] == "conversion"
             elif not applies:
+                unaffected += 1
                 assert bad["verdict"] == V.PASS, (case.id, bad)
-    assert caught >= 3
+            if caught >= 3 and unaffected >= 2:
+                break
+    assert caught >= 3 and unaffected >= 2, (caught, unaffected)

@@ -596,3 +596,24 @@ def test_injected_tvm_grid_sample_miscompilation_is_caught(grid_cases):
             else:
                 assert bad["verdict"] == V.PASS, (case.id, bad)
     assert with_op >= 3
+
+
+def test_nan_and_far_coordinates_sample_nan_and_stay_in_bounds():
+    """A NaN grid coordinate or deformation offset gives NaN there (not an out-of-range
+    index); a coordinate far outside the image is held, and GridSample calls it undefined."""
+    from dlgate.spec.registry import get
+    from dlgate.spec.spatial import _bilinear_zero, grid_sample
+
+    x = torch.rand(1, 2, 4, 5, dtype=torch.float64)
+    g = torch.rand(1, 3, 3, 2, dtype=torch.float64) * 2 - 1
+    g[0, 1, 1, 0], g[0, 2, 2, 1] = float("nan"), 1e30
+    for mode in ("nearest", "linear", "cubic"):
+        for pad in ("zeros", "border", "reflection"):
+            y = grid_sample(x, g, mode, pad, False)
+            assert torch.isnan(y[0, :, 1, 1]).all() and torch.isfinite(y[0, :, 0, 0]).all(), (mode, pad)
+    assert get("GridSample").undefined({}, [x, g], []) is not None
+    assert get("GridSample").undefined({}, [x, g.clamp(-1, 1)], []) is None
+    r = _bilinear_zero(torch.rand(1, 1, 4, 4, dtype=torch.float64),
+                       torch.tensor([[0.5, float("nan")]], dtype=torch.float64),
+                       torch.tensor([[1.5, 2.0]], dtype=torch.float64))
+    assert torch.isfinite(r[0, 0, 0]) and torch.isnan(r[0, 0, 1])

@@ -143,8 +143,10 @@ def grid_sample(x, grid, mode: str, padding: str, align: bool):
     for cmb in combos:
         idx = sum(t[0] * s for t, s in zip(cmb, strides))
         w = math.prod(t[1] for t in cmb) if len(cmb) > 1 else cmb[0][1]
-        vals = flat.gather(2, idx.unsqueeze(1).expand(n, c, idx.shape[1]))
+        vals = flat.gather(2, idx.clamp(0, flat.shape[2] - 1).unsqueeze(1).expand(n, c, idx.shape[1]))
         y = y + vals * w.unsqueeze(1)
+    # a NaN coordinate samples nothing: its outputs are NaN (its index above is arbitrary)
+    y = torch.where(torch.isnan(g).any(-1).unsqueeze(1), torch.full_like(y, float("nan")), y)
     return y.reshape((n, c) + out)
 
 
@@ -252,7 +254,7 @@ class GridSample(OpSpec):
                 "align_corners": b.opt(a["align_corners"], 0)}
 
     def undefined(self, a, ins, out_types):
-        if ins[1].numel() and float(ins[1].detach().abs().double().max()) > FAR:
+        if ins[1].numel() and float(torch.nan_to_num(ins[1].detach().double().abs(), nan=0.0).max()) > FAR:
             return f"grid coordinates beyond {FAR:g} name no pixel: past it, float spacing exceeds the image"
         return None
 
@@ -682,10 +684,13 @@ def _bilinear_zero(img, py, px):
         for dx, wx in ((0, 1 - (px - x0)), (1, px - x0)):
             yi, xi = y0 + dy, x0 + dx
             ok = (yi >= 0) & (yi <= h - 1) & (xi >= 0) & (xi <= w - 1)
-            idx = (yi.clamp(0, h - 1) * w + xi.clamp(0, w - 1)).to(torch.int64).reshape(bsz, 1, -1)
+            idx = (yi.clamp(0, h - 1) * w + xi.clamp(0, w - 1)).to(torch.int64).clamp(0, h * w - 1)
+            idx = idx.reshape(bsz, 1, -1)
             v = flat.gather(2, idx.expand(bsz, k, idx.shape[2])).reshape(res.shape)
             res = res + v * torch.where(ok, wy * wx, torch.zeros_like(wy)).unsqueeze(1)
-    return res
+    # a NaN position samples nothing: NaN (its index above is arbitrary)
+    nan = (torch.isnan(py) | torch.isnan(px)).unsqueeze(1)
+    return torch.where(nan, torch.full_like(res, float("nan")), res)
 
 
 class DeformConv(OpSpec):

@@ -1105,6 +1105,12 @@ class AttentionIdiom(OpSpec):
         a["align"] = ctx.choice(("top", "bottom")) if not self.past else "bottom"
         fills = FILLS if t != dt.FLOAT16 else ("-1e4", "lowest")
         rows_ok = a["align"] == "top" or total >= sq0  # no fully masked row
+        if t == dt.FLOAT16 and a["mask"] == "causal_add" and not rows_ok:
+            # a fully masked float16 row adds the fill to every score: rounded to float16
+            # they are all equal (a uniform row), kept wider (onnxruntime runs float16 Add
+            # and Softmax in float32) the scores survive. Where(mask, scores, fill) is uniform
+            # either way.
+            a["mask"] = "causal_where"
         a["fill"] = ctx.choice(fills + (("-inf",) if a["mask"] == "causal_add" and rows_ok else ()))
         if self.mask_input is not None:
             a["mask_shape"] = list(_bcast_form(ctx, tuple(bdims), sq0, total))
@@ -1139,7 +1145,8 @@ class AttentionIdiom(OpSpec):
         for key, t in zip(self.keys, ins):
             out += _dims_ok(t.shape, want[key])
         if q.dtype == dt.FLOAT16:
-            out += [q.shape[-1] <= MAX_HEAD, a["past_len"] + a["kv_len"] <= MAX_SEQ]
+            out += [q.shape[-1] <= MAX_HEAD, a["past_len"] + a["kv_len"] <= MAX_SEQ,
+                    a["mask"] != "causal_add" or a["align"] == "top" or a["past_len"] + a["kv_len"] >= a["sq"]]
         if self.mask_input is not None:
             m = tuple(a["mask_shape"])
             full = tuple(q.shape[:-1]) + (a["past_len"] + a["kv_len"],)
