@@ -274,3 +274,16 @@ def test_onnxruntime_declined_features_are_unsupported_not_findings():
         assert ort_backend.unsupported(RuntimeError(msg)), msg
     assert not ort_backend.unsupported(RuntimeError("[ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned "
                                                     "while running Conv node"))
+
+
+def test_tvm_returns_shape_outputs_as_int64_arrays():
+    """An output computed by ONNX Shape comes back from Relax as a Shape object: the backend
+    hands on its values as int64, like every other runtime."""
+    from dlgate.probe.single import single_op_graph, single_op_model
+
+    g = single_op_graph("Shape", ("float32",), 18, 0)
+    xs = [np.zeros(g.tensors[t].shape, np.float32) for t in g.inputs]
+    tvm = registry.load("tvm")()
+    got = tvm.run(tvm.compile(Model(single_op_model(g, 0), g)), xs)
+    want = g.tensors[g.inputs[0]].shape[g.nodes[0].attrs["lo"]:g.nodes[0].attrs["hi"]]
+    assert got[0].dtype == np.int64 and got[0].tolist() == list(want)

@@ -136,8 +136,7 @@ class TVM(Backend):
 
         vm, dev, order = compiled
         out = vm["main"](*[tvm.runtime.tensor(np.array(inputs[k], order="C"), dev) for k in order])
-        outs = [out] if hasattr(out, "numpy") else list(out)
-        return [o.numpy() for o in outs]
+        return _arrays(out)
 
     @classmethod
     def repro_source(cls, spec) -> str | None:
@@ -189,11 +188,24 @@ class TVM(Backend):
             f"    dev = tvm.{'cuda' if gpu else 'cpu'}(0)",
             "    vm = relax.VirtualMachine(ex, dev)",
             "    out = vm['main'](*[tvm.runtime.tensor(x, dev) for x in inputs])",
-            "    outs = [out] if hasattr(out, 'numpy') else list(out)",
-            "    return [o.numpy() for o in outs]",
+            "    import numpy as np",
+            "    # a tensor, a Shape (an output computed by ONNX Shape: its values, int64), or a tuple",
+            "    outs = [out] if hasattr(out, 'numpy') or type(out).__name__ in ('Shape', 'ShapeTuple') else list(out)",
+            "    return [o.numpy() if hasattr(o, 'numpy') else np.array([int(d) for d in o], dtype=np.int64) for o in outs]",
         ]
         return "\n".join(lines) + "\n"
 
     def unsupported(self, exc: BaseException) -> bool:
         text = f"{type(exc).__name__}: {exc}"
         return isinstance(exc, NotImplementedError) or any(k in text for k in UNSUPPORTED_MARKS)
+
+
+def _arrays(out) -> list:
+    """The VM's result as NumPy arrays: one result or a tuple of them, each a tensor or a
+    ``Shape`` (what Relax returns for an output computed by ONNX Shape: its values, int64)."""
+    items = [out] if hasattr(out, "numpy") or _is_shape(out) else list(out)
+    return [o.numpy() if hasattr(o, "numpy") else np.array([int(d) for d in o], dtype=np.int64) for o in items]
+
+
+def _is_shape(o) -> bool:
+    return type(o).__name__ in ("Shape", "ShapeTuple")

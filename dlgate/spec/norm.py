@@ -208,7 +208,9 @@ class GroupNormalization(Norm):
                 "stash_type": 11 if ins[0].dtype == dt.FLOAT64 else 1}
 
     def requires(self, ins, a):
-        return super().requires(ins, a) + [a["num_groups"] >= 1, sym.mod(ins[0].shape[1], a["num_groups"]) == 0]
+        # stash_type is a dtype code: 1 (float32) or 11 (float64) are the precisions dlgate has
+        return super().requires(ins, a) + [a["num_groups"] >= 1, sym.mod(ins[0].shape[1], a["num_groups"]) == 0,
+                                           a["stash_type"] in (1, 11)]
 
     def onnx_attrs(self, a, b):
         return {"epsilon": b.opt(a["epsilon"], EPS_DEFAULT), "num_groups": a["num_groups"],
