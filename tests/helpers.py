@@ -1,5 +1,10 @@
-"""Shared test helpers: running a graph on the references and comparing results."""
+"""Shared test helpers: running a graph on the references and comparing results, and
+checking one spec's lowering as a one-node ONNX model against onnx.reference,
+onnxruntime and the spec's PyTorch implementation."""
 from __future__ import annotations
+
+import random
+from typing import Callable, NamedTuple
 
 import numpy as np
 import onnxruntime as ort
@@ -7,14 +12,37 @@ import onnxruntime as ort
 from dlgate.graph.ir import Graph
 
 TOL = {"float16": (1e-2, 1e-2), "float32": (1e-3, 1e-4), "float64": (1e-6, 1e-9)}
+DISABLE_ALL = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+
+
+def ort_session(model, level=DISABLE_ALL, severity: int | None = 3) -> ort.InferenceSession:
+    """A CPU onnxruntime session on ``model`` (bytes or a ModelProto); ``level`` None or
+    ``severity`` None leave onnxruntime's default."""
+    if not isinstance(model, (bytes, bytearray)):
+        model = model.SerializeToString()
+    so = ort.SessionOptions()
+    if level is not None:
+        so.graph_optimization_level = level
+    if severity is not None:
+        so.log_severity_level = severity
+    return ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+
+
+def ort_outputs(model, names: list, feeds: list, level=DISABLE_ALL, severity: int | None = 3,
+                declines: tuple = ()) -> list | None:
+    """onnxruntime's outputs for ``feeds`` given to the inputs ``names``; None where it
+    raises an error whose text holds one of ``declines`` (an operator it does not run)."""
+    try:
+        return ort_session(model, level, severity).run(None, dict(zip(names, feeds)))
+    except Exception as e:  # noqa: BLE001
+        if not declines:
+            raise
+        assert any(k in str(e) for k in declines), e
+        return None
 
 
 def ort_run(model: bytes, g: Graph, feeds: list, all_nodes: bool = False) -> list:
-    so = ort.SessionOptions()
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    so.log_severity_level = 3
-    sess = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
-    return sess.run(None, {g.name(t): x for t, x in zip(g.inputs, feeds)})
+    return ort_outputs(model, [g.name(t) for t in g.inputs], feeds)
 
 
 def finite(*arrays) -> bool:
@@ -51,3 +79,144 @@ def generated_cases(out_dir, gen, root: str, campaign: str, limit: int):
 
     for i in range(limit):
         yield prepare(*load_case(make_case(gen, root, campaign, i).write(str(out_dir))))
+
+
+# -- one spec's lowering as a one-node model -------------------------------------------------------
+class OneNode(NamedTuple):
+    spec: object
+    ins: list      # the input TensorTypes
+    outs: list     # the output TensorTypes the spec infers
+    xs: list       # the model's input names
+    model: object  # the onnx.ModelProto
+
+
+def tensor_types(input_types) -> list:
+    """TensorTypes from TensorTypes or (dtype, shape) pairs."""
+    from dlgate.spec.base import TensorType
+
+    return [t if isinstance(t, TensorType) else TensorType(t[0], tuple(t[1])) for t in input_types]
+
+
+def one_node_model(spec_name, attrs, input_types, opset, ir_version: int | str = 8, seed=0, check=True,
+                   requires=True) -> OneNode:
+    """The model of one instance of ``spec_name`` from the spec's own lowering, inputs x0...,
+    outputs y0...; ``ir_version`` "min" is the least one the opset allows; ``check``: through
+    ONNX's full checker; ``requires``: the instance must meet the spec's requirements."""
+    import onnx
+    from onnx import helper
+
+    from dlgate import dtypes as dt
+    from dlgate.materialize.onnx_model import Builder
+    from dlgate.spec.base import all_true
+    from dlgate.spec.registry import get
+
+    spec = get(spec_name)
+    ins = tensor_types(input_types)
+    if requires:
+        assert all_true(spec.requires(ins, attrs)), (spec_name, attrs, ins)
+    outs = spec.infer(ins, attrs)
+    b = Builder(opset, random.Random(seed))
+    xs, ys = [f"x{i}" for i in range(len(ins))], [f"y{i}" for i in range(len(outs))]
+    spec.onnx(b, attrs, xs, ys)
+    graph = helper.make_graph(
+        b.nodes, "t", [helper.make_tensor_value_info(x, dt.ONNX[t.dtype], list(t.shape)) for x, t in zip(xs, ins)],
+        [helper.make_tensor_value_info(y, dt.ONNX[t.dtype], list(t.shape)) for y, t in zip(ys, outs)],
+        initializer=b.initializers)
+    opsets = [helper.make_opsetid("", opset)]
+    model = helper.make_model(graph, opset_imports=opsets)
+    model.ir_version = helper.find_min_ir_version_for(opsets) if ir_version == "min" else ir_version
+    if check:
+        onnx.checker.check_model(model, full_check=True)
+    return OneNode(spec, ins, outs, xs, model)
+
+
+def draw_feed(rng, t, ints=(-5, 6), uint8=None, bools=True, floats=(-3.0, 3.0)) -> np.ndarray:
+    """A random value of type ``t``: booleans (where ``bools``) evenly, integers in ``ints``
+    (``uint8`` for uint8 where given), anything else uniform in ``floats``."""
+    from dlgate import dtypes as dt
+
+    if bools and t.dtype == dt.BOOL:
+        return rng.integers(0, 2, size=t.shape).astype(bool)
+    if dt.is_int(t.dtype):
+        lo, hi = uint8 if uint8 is not None and t.dtype == dt.UINT8 else ints
+        return rng.integers(lo, hi, size=t.shape).astype(dt.NUMPY[t.dtype])
+    return rng.uniform(*floats, size=t.shape).astype(dt.NUMPY[t.dtype])
+
+
+def torch_outputs(spec, attrs, feeds) -> list:
+    """The spec's PyTorch implementation on ``feeds``, as NumPy arrays."""
+    import torch
+
+    with torch.no_grad():
+        out = spec.torch(attrs, *[torch.from_numpy(np.array(f, copy=True)) for f in feeds])
+    return [o.numpy() for o in (out if isinstance(out, (tuple, list)) else [out])]
+
+
+def assert_typed(ours, outs, *where):
+    """Our outputs have the dtypes and shapes the spec infers."""
+    for o, t in zip(ours, outs):
+        assert (str(o.dtype), tuple(o.shape)) == (t.dtype, tuple(t.shape)), (*where, o.dtype, o.shape, t)
+
+
+def assert_agree(results: dict, ours, where) -> None:
+    """Each of ``results`` (who: outputs) agrees with ours."""
+    for who, got in results.items():
+        for g, o in zip(got, ours):
+            err = mismatch(np.asarray(g), o)
+            assert err is None, f"{where}: {who} vs torch: {err}"
+
+
+class Checked(NamedTuple):
+    ours: list
+    model: object
+    ref: list | None
+    got: list | None
+
+
+def check_against_reference(spec_name, attrs, input_types, opset, *, seed=0, feeds=None,
+                            ir_version: int | str = 8, draw: Callable = draw_feed, coerce_feeds=False,
+                            shape_inference: str | None = None, reference: str | bool = "unless-defect",
+                            runtime=True, declines: tuple = (), level=DISABLE_ALL,
+                            skip_nonfinite=False, requires=True) -> Checked:
+    """One node from the spec's own lowering through ONNX's full checker, then the spec's
+    torch against onnx.reference and onnxruntime.
+
+    ``draw(rng, t)`` draws each feed not given (one ``np.random.default_rng(seed)``);
+    ``coerce_feeds``: given feeds are cast to the input dtypes and shapes; ``shape_inference``
+    "strict" runs ONNX's strict shape inference, "compare" also compares its output shapes
+    with the spec's; ``reference`` "unless-defect" skips onnx.reference where the spec names
+    a defect of it, True runs it always, False never; ``runtime``: onnxruntime (at ``level``)
+    too, ``declines`` the errors it may raise instead (then ``got`` is None);
+    ``skip_nonfinite``: no comparison where our outputs are not all finite; ``requires``:
+    the instance must meet the spec's requirements."""
+    import onnx
+    from onnx.reference import ReferenceEvaluator
+
+    from dlgate import dtypes as dt
+
+    spec, ins, outs, xs, model = one_node_model(spec_name, attrs, input_types, opset, ir_version, seed,
+                                                  requires=requires)
+    where = f"{spec_name} {attrs} opset {opset}"
+    if shape_inference:
+        inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True)
+        if shape_inference == "compare":
+            for vi, t in zip(inferred.graph.output, outs):
+                dims = tuple(d.dim_value for d in vi.type.tensor_type.shape.dim)
+                assert dims == tuple(t.shape), f"{where}: ONNX infers {dims}, the spec {t.shape}"
+    if feeds is None:
+        rng = np.random.default_rng(seed)
+        feeds = [draw(rng, t) for t in ins]
+    elif coerce_feeds:
+        feeds = [np.asarray(f, dtype=dt.NUMPY[t.dtype]).reshape(t.shape) for f, t in zip(feeds, ins)]
+    ours = torch_outputs(spec, attrs, feeds)
+    assert_typed(ours, outs, spec_name, attrs)
+    ref = got = None
+    if skip_nonfinite and not finite(*ours):
+        return Checked(ours, model, ref, got)
+    if reference is True or (reference == "unless-defect" and spec.reference_defect(attrs, ins, opset) is None):
+        ref = ReferenceEvaluator(model).run(None, dict(zip(xs, feeds)))
+        assert_agree({"onnx.reference": ref}, ours, where)
+    if runtime:
+        got = ort_outputs(model, xs, feeds, level, declines=declines)
+        assert_agree({"onnxruntime": got or []}, ours, where)
+    return Checked(ours, model, ref, got)

@@ -4,67 +4,27 @@ every integer dtype, shift amounts at and beyond the bit width where BitShift-28
 them; and an injected TVM miscompilation of ``bitwise_and`` caught end to end."""
 from __future__ import annotations
 
+import functools
 import random
 
 import numpy as np
-import onnx
 import pytest
 import torch
-from onnx import helper
-from onnx.reference import ReferenceEvaluator
 
-from dlgate import dtypes as dt
-from dlgate.materialize.onnx_model import Builder
 from dlgate.spec import schema
-from dlgate.spec.base import Ctx, TensorType, all_true
+from dlgate.spec.base import Ctx, TensorType
 from dlgate.spec.registry import get
-from tests.helpers import mismatch, ort_run
+from tests.helpers import check_against_reference, draw_feed
 
 INTS = ("uint8", "int8", "int32", "int64")
 WIDTH = {"uint8": 8, "int8": 8, "int32": 32, "int64": 64}
 
 
-class _G:  # the little of a Graph that ort_run needs
-    def __init__(self, n):
-        self.inputs = list(range(n))
-
-    @staticmethod
-    def name(t):
-        return f"x{t}"
-
-
 def _check(name, a, ins, opset, feeds=None, seed=0):
     """One node from the spec's lowering: onnx.reference, onnxruntime and the spec's torch agree."""
-    spec = get(name)
-    ins = [TensorType(d, tuple(s)) for d, s in ins]
-    assert all_true(spec.requires(ins, a)), (name, a)
-    outs = spec.infer(ins, a)
-    b = Builder(opset, random.Random(seed))
-    xs, ys = [f"x{i}" for i in range(len(ins))], [f"y{i}" for i in range(len(outs))]
-    spec.onnx(b, a, xs, ys)
-    graph = helper.make_graph(
-        b.nodes, "t", [helper.make_tensor_value_info(x, dt.ONNX[t.dtype], list(t.shape)) for x, t in zip(xs, ins)],
-        [helper.make_tensor_value_info(y, dt.ONNX[t.dtype], list(t.shape)) for y, t in zip(ys, outs)],
-        initializer=b.initializers)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    model.ir_version = 8
-    onnx.checker.check_model(model, full_check=True)
-    if feeds is None:
-        rng = np.random.default_rng(seed)
-        feeds = [rng.integers(0 if t.dtype == "uint8" else -100, 101, size=t.shape).astype(dt.NUMPY[t.dtype])
-                 for t in ins]
-    feeds = [np.asarray(f, dtype=dt.NUMPY[t.dtype]).reshape(t.shape) for f, t in zip(feeds, ins)]
-    ref = ReferenceEvaluator(model).run(None, dict(zip(xs, feeds)))
-    got = ort_run(model.SerializeToString(), _G(len(ins)), feeds)
-    with torch.no_grad():
-        ours = spec.torch(a, *[torch.from_numpy(f.copy()) for f in feeds])
-    ours = ours if isinstance(ours, (tuple, list)) else [ours]
-    for r, g, o, t in zip(ref, got, ours, outs):
-        o = o.numpy()
-        assert (str(o.dtype), tuple(o.shape)) == (t.dtype, tuple(t.shape))
-        assert mismatch(np.asarray(r), o) is None, f"{name} {a}: onnx.reference vs torch: {mismatch(np.asarray(r), o)}"
-        assert mismatch(np.asarray(g), o) is None, f"{name} {a}: onnxruntime vs torch: {mismatch(np.asarray(g), o)}"
-    return [o.numpy() for o in ours]
+    draw = functools.partial(draw_feed, ints=(-100, 101), uint8=(0, 101))
+    return check_against_reference(name, a, ins, opset, seed=seed, feeds=feeds, draw=draw, coerce_feeds=True,
+                                   reference=True).ours
 
 
 # -- BitShift with constant amounts ------------------------------------------------------------

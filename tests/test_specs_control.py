@@ -20,12 +20,12 @@ from onnx.reference import ReferenceEvaluator
 
 from dlgate import dtypes as dt
 from dlgate.graph.ir import Graph, Node, random_values
-from dlgate.materialize.onnx_model import Builder, to_onnx
+from dlgate.materialize.onnx_model import to_onnx
 from dlgate.materialize.torch_model import GraphModule
 from dlgate.spec import control, schema
 from dlgate.spec.base import Ctx, Limits, TensorType, all_true
 from dlgate.spec.registry import get
-from tests.helpers import finite, mismatch, ort_run
+from tests.helpers import check_against_reference, finite, mismatch, one_node_model, ort_run
 
 SMALL = Limits(max_rank=4, max_dim=8, max_elems=512)
 
@@ -64,19 +64,8 @@ def _sample(name, dtype, opset, want=lambda a: True, rank=None, seed=0, tries=40
 
 
 def _model(name, a, ins, opset, seed=0):
-    spec = get(name)
-    outs = spec.infer(ins, a)
-    b = Builder(opset, random.Random(seed))
-    xs, ys = [f"x{i}" for i in range(len(ins))], [f"y{i}" for i in range(len(outs))]
-    spec.onnx(b, a, xs, ys)
-    graph = helper.make_graph(
-        b.nodes, "t", [helper.make_tensor_value_info(x, dt.ONNX[t.dtype], list(t.shape)) for x, t in zip(xs, ins)],
-        [helper.make_tensor_value_info(y, dt.ONNX[t.dtype], list(t.shape)) for y, t in zip(ys, outs)],
-        initializer=b.initializers)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    model.ir_version = 8
-    onnx.checker.check_model(model, full_check=True)
-    return model, xs, outs
+    m = one_node_model(name, a, ins, opset, seed=seed, requires=False)
+    return m.model, m.xs, m.outs
 
 
 def _feeds(ins, seed):
@@ -87,30 +76,8 @@ def _feeds(ins, seed):
 def _check(name, a, ins, opset, feeds=None, seed=0):
     """The spec's lowering through ONNX's checker, onnxruntime and onnx.reference (unless
     the spec names a defect of it), each against the spec's torch. Returns torch's outputs."""
-    spec = get(name)
-    model, xs, outs = _model(name, a, ins, opset, seed)
-    feeds = _feeds(ins, seed) if feeds is None else feeds
-    with torch.no_grad():
-        ours = spec.torch(a, *[torch.from_numpy(np.array(f, copy=True)) for f in feeds])
-    ours = [o.numpy() for o in (ours if isinstance(ours, tuple) else (ours,))]
-    for o, t in zip(ours, outs):
-        assert (str(o.dtype), tuple(o.shape)) == (t.dtype, tuple(t.shape)), (name, a, o.shape, t)
-    if not finite(*ours):
-        return ours
-    so = __import__("onnxruntime").SessionOptions()
-    so.log_severity_level = 3
-    sess = __import__("onnxruntime").InferenceSession(model.SerializeToString(), so,
-                                                      providers=["CPUExecutionProvider"])
-    got = sess.run(None, dict(zip(xs, feeds)))
-    for g, o in zip(got, ours):
-        err = mismatch(g, o)
-        assert err is None, f"{name} onnxruntime vs torch: {err}"
-    if spec.reference_defect(a, ins, opset) is None:
-        ref = ReferenceEvaluator(model).run(None, dict(zip(xs, feeds)))
-        for r, o in zip(ref, ours):
-            err = mismatch(np.asarray(r), o)
-            assert err is None, f"{name} onnx.reference vs torch: {err}"
-    return ours
+    return check_against_reference(name, a, ins, opset, seed=seed, feeds=feeds, draw=random_values, level=None,
+                                   skip_nonfinite=True, requires=False).ours
 
 
 def _body_ops(a):

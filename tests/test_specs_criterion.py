@@ -8,64 +8,23 @@ from __future__ import annotations
 import random
 
 import numpy as np
-import onnx
 import pytest
-import torch
-from onnx import helper
-from onnx.reference import ReferenceEvaluator
 
-from dlgate import dtypes as dt
-from dlgate.materialize.onnx_model import Builder
 from dlgate.spec.base import Ctx, TensorType, all_true
 from dlgate.spec.registry import get
-from tests.helpers import mismatch, ort_run
+from tests.helpers import check_against_reference, tensor_types
 
 LOSSES = ("NegativeLogLikelihoodLoss", "NegativeLogLikelihoodLossWeighted", "SoftmaxCrossEntropyLoss",
           "SoftmaxCrossEntropyLossWeighted")
 
 
-class _G:  # the little of a Graph that ort_run needs
-    def __init__(self, n):
-        self.inputs = list(range(n))
-
-    @staticmethod
-    def name(t):
-        return f"x{t}"
-
-
 def _check(name, a, ins, opset, feeds=None, seed=0):
     """One node from the spec's lowering: onnx.reference (unless the spec reports its
     defect), onnxruntime and the spec's torch agree."""
-    spec = get(name)
-    ins = [TensorType(d, tuple(s)) for d, s in ins]
-    assert all_true(spec.requires(ins, a)), (name, a)
-    outs = spec.infer(ins, a)
-    b = Builder(opset, random.Random(seed))
-    xs, ys = [f"x{i}" for i in range(len(ins))], [f"y{i}" for i in range(len(outs))]
-    spec.onnx(b, a, xs, ys)
-    graph = helper.make_graph(
-        b.nodes, "t", [helper.make_tensor_value_info(x, dt.ONNX[t.dtype], list(t.shape)) for x, t in zip(xs, ins)],
-        [helper.make_tensor_value_info(y, dt.ONNX[t.dtype], list(t.shape)) for y, t in zip(ys, outs)],
-        initializer=b.initializers)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    model.ir_version = 8
-    onnx.checker.check_model(model, full_check=True)
     if feeds is None:
-        rng = np.random.default_rng(seed)
-        feeds = [rng.uniform(-3, 3, size=ins[0].shape)] + [rng.uniform(0.25, 2.0, size=t.shape) for t in ins[1:]]
-    feeds = [np.asarray(f, dtype=dt.NUMPY[t.dtype]).reshape(t.shape) for f, t in zip(feeds, ins)]
-    with torch.no_grad():
-        ours = spec.torch(a, *[torch.from_numpy(f.copy()) for f in feeds])
-    ours = [o.numpy() for o in (ours if isinstance(ours, (tuple, list)) else [ours])]
-    assert [(str(o.dtype), o.shape) for o in ours] == [(t.dtype, tuple(t.shape)) for t in outs]
-    runs = {"onnxruntime": ort_run(model.SerializeToString(), _G(len(ins)), feeds)}
-    if spec.reference_defect(a, ins, opset) is None:
-        runs["onnx.reference"] = ReferenceEvaluator(model).run(None, dict(zip(xs, feeds)))
-    for who, got in runs.items():
-        for g, o in zip(got, ours):
-            err = mismatch(np.asarray(g), o)
-            assert err is None, f"{name} {a}: {who} vs torch: {err}"
-    return ours
+        rng, ts = np.random.default_rng(seed), tensor_types(ins)
+        feeds = [rng.uniform(-3, 3, size=ts[0].shape)] + [rng.uniform(0.25, 2.0, size=t.shape) for t in ts[1:]]
+    return check_against_reference(name, a, ins, opset, seed=seed, feeds=feeds, coerce_feeds=True).ours
 
 
 def _targets(shape, c, ignore=None, seed=0, p=0.3):

@@ -3,50 +3,20 @@ ReverseSequence specs on edge attributes (negative axes and starts, batch_dims, 
 reduction, repeated indices) against onnx.reference, through each spec's own lowering."""
 from __future__ import annotations
 
+import functools
 import random
 
 import numpy as np
-import onnx
 import pytest
-import torch
-from onnx import helper
-from onnx.reference import ReferenceEvaluator
 
-from dlgate import dtypes as dt
-from dlgate.materialize.onnx_model import Builder
 from dlgate.spec.base import Ctx, TensorType, all_true
 from dlgate.spec.registry import get
-from tests.helpers import mismatch
+from tests.helpers import check_against_reference, draw_feed
 
 
 def _check(name, a, ins, opset, seed=0):
-    spec = get(name)
-    ins = [TensorType(d, tuple(s)) for d, s in ins]
-    assert all_true(spec.requires(ins, a)), (name, a)
-    outs = spec.infer(ins, a)
-    b = Builder(opset, random.Random(seed))
-    xs, ys = [f"x{i}" for i in range(len(ins))], [f"y{i}" for i in range(len(outs))]
-    spec.onnx(b, a, xs, ys)
-    graph = helper.make_graph(
-        b.nodes, "t", [helper.make_tensor_value_info(x, dt.ONNX[t.dtype], list(t.shape)) for x, t in zip(xs, ins)],
-        [helper.make_tensor_value_info(y, dt.ONNX[t.dtype], list(t.shape)) for y, t in zip(ys, outs)],
-        initializer=b.initializers)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    model.ir_version = 8
-    onnx.checker.check_model(model, full_check=True)
-    rng = np.random.default_rng(seed)
-    feeds = [(rng.integers(-5, 6, size=t.shape) if dt.is_int(t.dtype) else rng.uniform(-3, 3, size=t.shape))
-             .astype(dt.NUMPY[t.dtype]) for t in ins]
-    ref = ReferenceEvaluator(model).run(None, dict(zip(xs, feeds)))
-    with torch.no_grad():
-        ours = spec.torch(a, *[torch.from_numpy(f.copy()) for f in feeds])
-    ours = ours if isinstance(ours, (tuple, list)) else [ours]
-    for r, o, t in zip(ref, ours, outs):
-        o = o.numpy()
-        assert (str(o.dtype), tuple(o.shape)) == (t.dtype, tuple(t.shape))
-        err = mismatch(np.asarray(r), o)
-        assert err is None, f"{name} {a}: {err}"
-    return ref
+    draw = functools.partial(draw_feed, bools=False)
+    return check_against_reference(name, a, ins, opset, seed=seed, draw=draw, reference=True, runtime=False).ref
 
 
 @pytest.mark.parametrize("start,end,lo,hi", [(None, None, 0, 4), (-3, None, 1, 4), (1, -1, 1, 3),

@@ -13,35 +13,20 @@ import onnx
 import onnxruntime as ort
 import pytest
 import torch
-from onnx import helper
 from onnx.reference import ReferenceEvaluator
 
 from dlgate import dtypes as dt
-from dlgate.materialize.onnx_model import Builder
 from dlgate.spec.base import Ctx, TensorType, all_true
 from dlgate.spec.quant import OPS, SIGMOID_MARGIN, QDQSigmoid
 from dlgate.spec.registry import get
-from tests.helpers import mismatch
+from tests.helpers import mismatch, one_node_model, ort_outputs, torch_outputs
 
 DISABLE, ALL = ort.GraphOptimizationLevel.ORT_DISABLE_ALL, ort.GraphOptimizationLevel.ORT_ENABLE_ALL
 
 
 def _model(name, a, ins, opset, seed=0):
-    spec = get(name)
-    ins = [TensorType(d, tuple(s)) for d, s in ins]
-    assert all_true(spec.requires(ins, a)), (name, a)
-    outs = spec.infer(ins, a)
-    b = Builder(opset, random.Random(seed))
-    xs, ys = [f"x{i}" for i in range(len(ins))], [f"y{i}" for i in range(len(outs))]
-    spec.onnx(b, a, xs, ys)
-    graph = helper.make_graph(
-        b.nodes, "t", [helper.make_tensor_value_info(x, dt.ONNX[t.dtype], list(t.shape)) for x, t in zip(xs, ins)],
-        [helper.make_tensor_value_info(y, dt.ONNX[t.dtype], list(t.shape)) for y, t in zip(ys, outs)],
-        initializer=b.initializers)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    model.ir_version = 9
-    onnx.checker.check_model(model, full_check=True)
-    return model, xs, ins, outs
+    m = one_node_model(name, a, ins, opset, 9, seed)
+    return m.model, m.xs, m.ins, m.outs
 
 
 def _feeds(ins, seed):
@@ -52,17 +37,11 @@ def _feeds(ins, seed):
 
 
 def _ort(model, xs, feeds, level=DISABLE):
-    so = ort.SessionOptions()
-    so.graph_optimization_level = level
-    so.log_severity_level = 4
-    sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
-    return sess.run(None, dict(zip(xs, feeds)))
+    return ort_outputs(model, xs, feeds, level, severity=4)
 
 
 def _ours(name, a, feeds):
-    with torch.no_grad():
-        out = get(name).torch(a, *[torch.from_numpy(f.copy()) for f in feeds])
-    return [o.numpy() for o in (out if isinstance(out, (tuple, list)) else [out])]
+    return torch_outputs(get(name), a, feeds)
 
 
 def _check(name, a, ins, opset, feeds=None, seed=0, reference=True, runtime=True, level=DISABLE):

@@ -7,19 +7,15 @@ from __future__ import annotations
 import random
 
 import numpy as np
-import onnx
 import onnxruntime as ort
 import pytest
 import torch
-from onnx import helper
 from onnx.reference import ReferenceEvaluator
 
-from dlgate import dtypes as dt
-from dlgate.materialize.onnx_model import Builder
 from dlgate.spec.base import Ctx, TensorType, all_true
 from dlgate.spec.recurrent import ACTIVATIONS
 from dlgate.spec.registry import get
-from tests.helpers import mismatch
+from tests.helpers import mismatch, one_node_model, ort_session
 
 ort.set_default_logger_severity(3)
 #: What onnxruntime says for instances it does not run (layout 1, float64 RNN).
@@ -40,20 +36,8 @@ def _attrs(name, x_shape, **kw):
 
 
 def _model(name, a, ins, opset, seed=0):
-    spec = get(name)
-    assert all_true(spec.requires(ins, a)), (name, a)
-    outs = spec.infer(ins, a)
-    b = Builder(opset, random.Random(seed))
-    xs, ys = [f"x{i}" for i in range(len(ins))], [f"y{i}" for i in range(len(outs))]
-    spec.onnx(b, a, xs, ys)
-    graph = helper.make_graph(
-        b.nodes, "t", [helper.make_tensor_value_info(x, dt.ONNX[t.dtype], list(t.shape)) for x, t in zip(xs, ins)],
-        [helper.make_tensor_value_info(y, dt.ONNX[t.dtype], list(t.shape)) for y, t in zip(ys, outs)],
-        initializer=b.initializers)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    model.ir_version = 8
-    onnx.checker.check_model(model, full_check=True)
-    return model, xs, outs
+    m = one_node_model(name, a, ins, opset, seed=seed)
+    return m.model, m.xs, m.outs
 
 
 def _check(name, a, opset=14, seed=0, ref=True, runtime=True, w_range=0.5):
@@ -79,11 +63,8 @@ def _check(name, a, opset=14, seed=0, ref=True, runtime=True, w_range=0.5):
             assert err is None, f"{name} {a}: onnx.reference: {err}"
         compared += 1
     if runtime:
-        so = ort.SessionOptions()
-        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
         try:
-            got = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"]).run(
-                None, dict(zip(xs, feeds)))
+            got = ort_session(model, severity=None).run(None, dict(zip(xs, feeds)))
         except Exception as e:  # noqa: BLE001
             assert any(k in str(e) for k in ORT_DECLINES), f"{name} {a}: {e}"
         else:

@@ -7,10 +7,10 @@ is right) and onnxruntime (where it has kernels), against the spec's PyTorch imp
 Last, a TVM miscompilation injected into ``relax.concat`` is caught end to end."""
 from __future__ import annotations
 
+import functools
 import random
 
 import numpy as np
-import onnx
 import pytest
 import torch
 from onnx import helper
@@ -21,79 +21,31 @@ from dlgate.materialize.onnx_model import Builder
 from dlgate.spec import schema
 from dlgate.spec.base import Ctx, TensorType, all_true
 from dlgate.spec.registry import all_specs, get
-from tests.helpers import mismatch, ort_run
+from tests.helpers import check_against_reference, draw_feed
 
 NAMES = ["SplitToSequenceConcat", "SplitToSequenceAt", "SequenceEditConcat", "SequenceConstructAt",
          "SequenceAppendConcat", "SequenceMapUnary", "SequenceMapBinary", "OptionalCoalesce",
          "OptionalGetElementTensor"]
 
 
+_draw = functools.partial(draw_feed, uint8=(0, 6))
+
+
 def _feeds(ins, seed):
     rng = np.random.default_rng(seed)
-    out = []
-    for t in ins:
-        if t.dtype == dt.BOOL:
-            v = rng.integers(0, 2, size=t.shape).astype(bool)
-        elif dt.is_int(t.dtype):
-            v = rng.integers(0 if t.dtype == dt.UINT8 else -5, 6, size=t.shape)
-        else:
-            v = rng.uniform(-3, 3, size=t.shape)
-        out.append(np.asarray(v).astype(dt.NUMPY[t.dtype]))
-    return out
-
-
-class _Graph:
-    """Enough of a graph for ``ort_run``: input names by position."""
-
-    def __init__(self, n):
-        self.inputs = list(range(n))
-
-    @staticmethod
-    def name(t):
-        return f"x{t}"
+    return [_draw(rng, t) for t in ins]
 
 
 def _check(name, a, ins, opset, seed=0, ort=True):
     """Lower one instance, check the model, compare onnx.reference (unless the spec names
     its defect) and onnxruntime (unless it lacks a kernel) with the spec's torch. Returns
     the torch outputs as NumPy arrays."""
+    r = check_against_reference(name, a, ins, opset, seed=seed, draw=_draw, shape_inference="strict", runtime=ort,
+                                declines=("NOT_IMPLEMENTED",))
     spec = get(name)
-    ins = [TensorType(d, tuple(s)) for d, s in ins]
-    assert all_true(spec.requires(ins, a)), (name, a)
-    outs = spec.infer(ins, a)
-    b = Builder(opset, random.Random(seed))
-    xs, ys = [f"x{i}" for i in range(len(ins))], [f"y{i}" for i in range(len(outs))]
-    spec.onnx(b, a, xs, ys)
-    graph = helper.make_graph(
-        b.nodes, "t", [helper.make_tensor_value_info(x, dt.ONNX[t.dtype], list(t.shape)) for x, t in zip(xs, ins)],
-        [helper.make_tensor_value_info(y, dt.ONNX[t.dtype], list(t.shape)) for y, t in zip(ys, outs)],
-        initializer=b.initializers)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    model.ir_version = 8
-    onnx.checker.check_model(model, full_check=True)
-    onnx.shape_inference.infer_shapes(model, strict_mode=True)
-    ops = {n.op_type for n in model.graph.node}
+    ops = {n.op_type for n in r.model.graph.node}
     assert ops <= {spec.onnx_op, *spec.onnx_ops}, (name, ops)
-    feeds = _feeds(ins, seed)
-    with torch.no_grad():
-        ours = spec.torch(a, *[torch.from_numpy(f.copy()) for f in feeds])
-    ours = [o.numpy() for o in (ours if isinstance(ours, (tuple, list)) else [ours])]
-    for o, t in zip(ours, outs):
-        assert (str(o.dtype), tuple(o.shape)) == (t.dtype, tuple(t.shape)), (name, a, o.shape, t)
-    where = f"{name} {a} {[str(t) for t in ins]} opset {opset}"
-    if spec.reference_defect(a, ins, opset) is None:
-        ref = ReferenceEvaluator(model).run(None, dict(zip(xs, feeds)))
-        for r, o in zip(ref, ours):
-            assert mismatch(np.asarray(r), o) is None, f"{where}: reference vs torch: {mismatch(np.asarray(r), o)}"
-    if ort:
-        try:
-            got = ort_run(model.SerializeToString(), _Graph(len(ins)), feeds)
-        except Exception as e:  # a dtype onnxruntime has no kernel for
-            assert "NOT_IMPLEMENTED" in str(e), f"{where}: {e}"
-        else:
-            for r, o in zip(got, ours):
-                assert mismatch(r, o) is None, f"{where}: onnxruntime vs torch: {mismatch(r, o)}"
-    return ours
+    return r.ours
 
 
 def _split(mode, axis, split=None, chunk=None, keepdims=1, idx="int64"):

@@ -13,7 +13,6 @@ import onnx
 import onnxruntime as ort
 import pytest
 import torch
-from onnx import helper
 from onnx.reference import ReferenceEvaluator
 
 from dlgate import dtypes as dt
@@ -26,29 +25,14 @@ from dlgate.spec import schema
 from dlgate.spec.base import Ctx, TensorType, all_true
 from dlgate.spec.registry import get
 from dlgate.spec.shapecalc import INT64_MAX, _range_attrs, _range_count, unique
-from tests.helpers import finite, mismatch
+from tests.helpers import finite, mismatch, one_node_model, ort_session
 
 NAMES = ("ConstantOfShape", "Range", "CumProd", "ReshapeFromShape", "ExpandFromShape", "ConstantOfShapeFromShape",
          "RangeFromShape", "TriluComputedK", "Compress", "NonZero", "Unique")
 
 
 def _model(name, a, ins, opset, seed=0):
-    spec = get(name)
-    ins = [TensorType(d, tuple(s)) for d, s in ins]
-    assert all_true(spec.requires(ins, a)), (name, a)
-    outs = spec.infer(ins, a)
-    b = Builder(opset, random.Random(seed))
-    xs, ys = [f"x{i}" for i in range(len(ins))], [f"y{i}" for i in range(len(outs))]
-    spec.onnx(b, a, xs, ys)
-    graph = helper.make_graph(
-        b.nodes, "t", [helper.make_tensor_value_info(x, dt.ONNX[t.dtype], list(t.shape)) for x, t in zip(xs, ins)],
-        [helper.make_tensor_value_info(y, dt.ONNX[t.dtype], list(t.shape)) for y, t in zip(ys, outs)],
-        initializer=b.initializers)
-    opsets = [helper.make_opsetid("", opset)]
-    model = helper.make_model(graph, opset_imports=opsets)
-    model.ir_version = helper.find_min_ir_version_for(opsets)
-    onnx.checker.check_model(model, full_check=True)
-    return spec, ins, outs, xs, model
+    return one_node_model(name, a, ins, opset, "min", seed)  # (spec, ins, outs, xs, model)
 
 
 def _check(name, a, ins, opset, seed=0, feeds=None, same=False, reference=True):
@@ -69,11 +53,8 @@ def _check(name, a, ins, opset, seed=0, feeds=None, same=False, reference=True):
     got = {}
     if reference and spec.reference_defect(a, ins, opset) is None:
         got["onnx.reference"] = ReferenceEvaluator(model).run(None, dict(zip(xs, feeds)))
-    so = ort.SessionOptions()
-    so.log_severity_level = 3
     try:
-        sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
-        got["onnxruntime"] = sess.run(None, dict(zip(xs, feeds)))
+        got["onnxruntime"] = ort_session(model, level=None).run(None, dict(zip(xs, feeds)))
     except Exception as e:  # an operator/dtype onnxruntime does not implement (Trilu of int8...)
         assert "NOT_IMPLEMENTED" in str(e) and got, f"{name} {a}: {e}"
     for who, res in got.items():

@@ -8,37 +8,22 @@ from __future__ import annotations
 import random
 
 import numpy as np
-import onnx
 import onnxruntime as ort
 import pytest
 import torch
-from onnx import helper
 from onnx.reference import ReferenceEvaluator
 
 from dlgate import dtypes as dt
-from dlgate.materialize.onnx_model import Builder
 from dlgate.spec.base import Ctx, TensorType, all_true
 from dlgate.spec.registry import get
-from tests.helpers import mismatch
+from tests.helpers import mismatch, one_node_model, ort_session
 
 ort.set_default_logger_severity(3)
 
 
 def _model(name, a, ins, opset, seed=0):
-    spec = get(name)
-    assert all_true(spec.requires(ins, a)), (name, a)
-    outs = spec.infer(ins, a)
-    b = Builder(opset, random.Random(seed))
-    xs, ys = [f"x{i}" for i in range(len(ins))], [f"y{i}" for i in range(len(outs))]
-    spec.onnx(b, a, xs, ys)
-    graph = helper.make_graph(
-        b.nodes, "t", [helper.make_tensor_value_info(x, dt.ONNX[t.dtype], list(t.shape)) for x, t in zip(xs, ins)],
-        [helper.make_tensor_value_info(y, dt.ONNX[t.dtype], list(t.shape)) for y, t in zip(ys, outs)],
-        initializer=b.initializers)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    model.ir_version = 8
-    onnx.checker.check_model(model, full_check=True)
-    return model, xs, outs
+    m = one_node_model(name, a, ins, opset, seed=seed)
+    return m.model, m.xs, m.outs
 
 
 def _check(name, a, ins, opset=17, seed=0, runtime=True):
@@ -60,8 +45,7 @@ def _check(name, a, ins, opset=17, seed=0, runtime=True):
         assert err is None, f"{name} {a}: onnx.reference: {err}"
     if runtime:
         try:
-            got = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(
-                None, dict(zip(xs, feeds)))[0]
+            got = ort_session(model, level=None, severity=None).run(None, dict(zip(xs, feeds)))[0]
         except Exception as e:  # noqa: BLE001
             assert "NOT_IMPLEMENTED" in str(e), f"{name} {a}: {e}"
         else:

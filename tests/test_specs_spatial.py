@@ -11,7 +11,6 @@ import random
 
 import numpy as np
 import onnx
-import onnxruntime as ort
 import pytest
 import torch
 import torch.nn.functional as F
@@ -22,24 +21,12 @@ from dlgate import dtypes as dt
 from dlgate.materialize.onnx_model import Builder
 from dlgate.spec.base import Ctx, Limits, TensorType, all_true
 from dlgate.spec.registry import get
-from tests.helpers import mismatch
+from tests.helpers import mismatch, one_node_model, ort_session
 
 
 def _model(name, a, ins, opset, seed=0):
-    spec = get(name)
-    assert all_true(spec.requires(ins, a)), (name, a, ins)
-    outs = spec.infer(ins, a)
-    b = Builder(opset, random.Random(seed))
-    xs, ys = [f"x{i}" for i in range(len(ins))], [f"y{i}" for i in range(len(outs))]
-    spec.onnx(b, a, xs, ys)
-    graph = helper.make_graph(
-        b.nodes, "t", [helper.make_tensor_value_info(x, dt.ONNX[t.dtype], list(t.shape)) for x, t in zip(xs, ins)],
-        [helper.make_tensor_value_info(y, dt.ONNX[t.dtype], list(t.shape)) for y, t in zip(ys, outs)],
-        initializer=b.initializers)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    model.ir_version = 8
-    onnx.checker.check_model(model, full_check=True)
-    return spec, outs, xs, model
+    m = one_node_model(name, a, ins, opset, seed=seed)
+    return m.spec, m.outs, m.xs, m.model
 
 
 def _feeds(spec, a, ins, seed):
@@ -56,11 +43,8 @@ def _feeds(spec, a, ins, seed):
 
 
 def _ort(model, xs, feeds):
-    so = ort.SessionOptions()
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    so.log_severity_level = 3
     try:
-        sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+        sess = ort_session(model)
     except Exception as e:  # an operator/dtype onnxruntime does not implement
         assert "NOT_IMPLEMENTED" in str(e), e
         return None

@@ -4,6 +4,7 @@ known to be wrong) and onnxruntime; the exporter idioms against the fused operat
 spell; and an injected TVM miscompilation caught end to end."""
 from __future__ import annotations
 
+import functools
 import math
 import os
 import random
@@ -12,7 +13,6 @@ import numpy as np
 import onnx
 import pytest
 import torch
-from onnx import helper
 from onnx.reference import ReferenceEvaluator
 
 from dlgate import dtypes as dt
@@ -23,7 +23,7 @@ from dlgate.probe.single import single_op_graph, single_op_model
 from dlgate.spec import transformer as T
 from dlgate.spec.base import Ctx, TensorType, all_true
 from dlgate.spec.registry import get
-from tests.helpers import finite, mismatch, ort_run
+from tests.helpers import check_against_reference, draw_feed, finite, mismatch, ort_run
 
 FAMILY = [n for n in ("Attention", "AttentionMask", "AttentionBoolMask", "AttentionPast", "AttentionPastMask",
                       "AttentionQK", "RMSNormalization", "RotaryEmbedding", "RotaryEmbeddingConstCache", "Swish",
@@ -33,70 +33,16 @@ FAMILY = [n for n in ("Attention", "AttentionMask", "AttentionBoolMask", "Attent
                       "LinearAttentionGated", "LinearAttentionDelta", "LinearAttentionGatedDelta")]
 
 
-def _ort(model: bytes, names: list, feeds: list):
-    import onnxruntime as ort
-
-    so = ort.SessionOptions()
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    so.log_severity_level = 3
-    sess = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
-    return sess.run(None, dict(zip(names, feeds)))
-
-
-def _feed(rng, t: TensorType):
-    if t.dtype == dt.BOOL:
-        return rng.integers(0, 2, size=t.shape).astype(bool)
-    if dt.is_int(t.dtype):
-        lo = 0 if t.dtype == dt.UINT8 else -6
-        return rng.integers(lo, 7, size=t.shape).astype(dt.NUMPY[t.dtype])
-    return rng.uniform(-3, 3, size=t.shape).astype(dt.NUMPY[t.dtype])
+_feed = functools.partial(draw_feed, ints=(-6, 7), uint8=(0, 7))
 
 
 def _check(name, a, ins, opset, seed=0, feeds=None, use_ort=True):
     """One node from the spec's own lowering: checker, strict shape inference, and the
     spec's torch against onnx.reference (unless it is known wrong) and onnxruntime.
     Returns (ours, reference or None, onnxruntime or None)."""
-    spec = get(name)
-    ins = [TensorType(d, tuple(s)) for d, s in ins]
-    assert all_true(spec.requires(ins, a)), (name, a)
-    outs = spec.infer(ins, a)
-    b = Builder(opset, random.Random(seed))
-    xs, ys = [f"x{i}" for i in range(len(ins))], [f"y{i}" for i in range(len(outs))]
-    spec.onnx(b, a, xs, ys)
-    graph = helper.make_graph(
-        b.nodes, "t", [helper.make_tensor_value_info(x, dt.ONNX[t.dtype], list(t.shape)) for x, t in zip(xs, ins)],
-        [helper.make_tensor_value_info(y, dt.ONNX[t.dtype], list(t.shape)) for y, t in zip(ys, outs)],
-        initializer=b.initializers)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
-    model.ir_version = helper.find_min_ir_version_for(model.opset_import)
-    onnx.checker.check_model(model, full_check=True)
-    inferred = onnx.shape_inference.infer_shapes(model, strict_mode=True)
-    for vi, t in zip(inferred.graph.output, outs):
-        dims = tuple(d.dim_value for d in vi.type.tensor_type.shape.dim)
-        assert dims == tuple(t.shape), f"{name} {a}: ONNX infers {dims}, the spec {t.shape}"
-    rng = np.random.default_rng(seed)
-    feeds = [_feed(rng, t) for t in ins] if feeds is None else feeds
-    with torch.no_grad():
-        ours = spec.torch(a, *[torch.from_numpy(np.array(f, copy=True)) for f in feeds])
-    ours = [o.numpy() for o in (ours if isinstance(ours, (tuple, list)) else [ours])]
-    for o, t in zip(ours, outs):
-        assert (str(o.dtype), tuple(o.shape)) == (t.dtype, tuple(t.shape)), (name, a)
-    ref = got = None
-    if spec.reference_defect(a, ins, opset) is None:
-        ref = ReferenceEvaluator(model).run(None, dict(zip(xs, feeds)))
-        for r, o in zip(ref, ours):
-            err = mismatch(np.asarray(r), o)
-            assert err is None, f"{name} {a} opset {opset}: ONNX reference vs torch: {err}"
-    if use_ort:
-        try:
-            got = _ort(model.SerializeToString(), xs, feeds)
-        except Exception as e:
-            assert "NOT_IMPLEMENTED" in str(e), f"{name} {a}: {e}"
-        else:
-            for r, o in zip(got, ours):
-                err = mismatch(np.asarray(r), o)
-                assert err is None, f"{name} {a} opset {opset}: onnxruntime vs torch: {err}"
-    return ours, ref, got
+    r = check_against_reference(name, a, ins, opset, seed=seed, feeds=feeds, ir_version="min", draw=_feed,
+                                shape_inference="compare", runtime=use_ort, declines=("NOT_IMPLEMENTED",))
+    return r.ours, r.ref, r.got
 
 
 def _att(rank=4, heads=4, kv_heads=2, kv_len=5, v_head=6, causal=0, scale=None, softcap=0.0, sp=None, past=0,

@@ -218,7 +218,26 @@ def _same_dtype(types) -> tuple:
 
 # -- ConstantOfShape / Range / CumProd ---------------------------------------------------
 
-class ConstantOfShape(OpSpec):
+class _Filled(OpSpec):
+    """ConstantOfShape of ``a["value"]`` (of ``a["dtype"]``): its value range and exact value,
+    and its value attribute (omitted half the time where it is the default 0.0)."""
+
+    def value_range(self, a, ranges, ins):
+        v = _num(a["value"], a["dtype"])
+        return [(v, v)]
+
+    def exact(self, a, exacts, ins):
+        return _num(a["value"], a["dtype"])
+
+    @staticmethod
+    def _value(b, a):
+        """The node's value attribute (drawn before its shape input is built)."""
+        t, v = a["dtype"], a["value"]
+        omit = t == dt.FLOAT32 and v == 0 and b.rng.random() < 0.5
+        return None if omit else numpy_helper.from_array(np.array([v], dtype=dt.NUMPY[t]))
+
+
+class ConstantOfShape(_Filled):
     """A tensor of the constant ``shape`` (rank 0..4; sometimes the anchor's own shape, as a
     constant-folded ``Shape(x)``) filled with ``value`` of ``dtype`` (any of dlgate's
     dtypes; the attribute is left out, meaning float32 0, half the time it is float32 0):
@@ -260,17 +279,8 @@ class ConstantOfShape(OpSpec):
         x = TensorType(dt.INT64, out.shape if ctx.coin(0.3) else ctx.shape(ctx.rng.randint(0, 3)))
         return [x], self._attrs(ctx, out.shape, out.dtype)
 
-    def value_range(self, a, ranges, ins):
-        v = _num(a["value"], a["dtype"])
-        return [(v, v)]
-
-    def exact(self, a, exacts, ins):
-        return _num(a["value"], a["dtype"])
-
     def onnx(self, b, a, xs, ys):
-        t, v = a["dtype"], a["value"]
-        omit = t == dt.FLOAT32 and v == 0 and b.rng.random() < 0.5
-        value = None if omit else numpy_helper.from_array(np.array([v], dtype=dt.NUMPY[t]))
+        value = self._value(b, a)
         b.node("ConstantOfShape", [b.ints(a["shape"])], ys, value=value)
 
     def torch(self, a, x):
@@ -670,7 +680,7 @@ class ExpandFromShape(FromShape):
         return x.expand(torch.broadcast_shapes(tuple(x.shape), tuple(t))).contiguous()
 
 
-class ConstantOfShapeFromShape(OpSpec):
+class ConstantOfShapeFromShape(_Filled):
     """``ConstantOfShape(shape)`` with ``shape`` y's whole shape (``zeros_like``/``full_like``;
     a rank-0 y gives a scalar) or some of its dims with constants; the fill ``value`` of
     any of dlgate's dtypes (the output's), left out half the time it is float32 0. y is
@@ -722,17 +732,8 @@ class ConstantOfShapeFromShape(OpSpec):
         return [TensorType(dt.INT64, tuple(y_shape))], {"pieces": pieces, "dtype": out.dtype,
                                                          "value": _value(ctx, out.dtype)}
 
-    def value_range(self, a, ranges, ins):
-        v = _num(a["value"], a["dtype"])
-        return [(v, v)]
-
-    def exact(self, a, exacts, ins):
-        return _num(a["value"], a["dtype"])
-
     def onnx(self, b, a, xs, ys):
-        t, v = a["dtype"], a["value"]
-        omit = t == dt.FLOAT32 and v == 0 and b.rng.random() < 0.5
-        value = None if omit else numpy_helper.from_array(np.array([v], dtype=dt.NUMPY[t]))
+        value = self._value(b, a)
         b.node("ConstantOfShape", [_shape_tensor(b, xs[0], a["pieces"])], ys, value=value)
 
     def torch(self, a, y):
