@@ -116,6 +116,13 @@ class Backend:
         if reason:
             raise Unavailable(f"{self.name} on {device}: {reason}")
 
+    def rewrites(self, compiled: Any) -> list | None:
+        """The rewrite kinds the compiler applied to the model just compiled (names such as
+        ``fused:FusedConv`` or ``removed:Identity``), or None when it cannot tell. Called by
+        the worker after ``compile``; it may depend on the machine (CPU features), so the
+        gate keeps it outside the deterministic record."""
+        return None
+
     # -- to implement -------------------------------------------------------------------
     @classmethod
     def unavailable_reason(cls, device: str) -> str | None:

@@ -5,6 +5,10 @@ from typing import Any
 
 import numpy as np
 
+import os
+import tempfile
+from collections import Counter
+
 from dlgate.backends._cuda import NO_CUDA, cuda_device_count, missing
 from dlgate.backends.base import Backend, Model, Unavailable
 
@@ -22,7 +26,9 @@ class OnnxRuntime(Backend):
 
     Options: ``intra_op_threads`` (default 1, for determinism), ``cpu_fallback`` (default
     True: on cuda/tensorrt, nodes the provider lacks run on the CPU provider; False makes
-    ORT refuse the model instead).
+    ORT refuse the model instead), ``record_rewrites`` (default True: on the CPU provider
+    with optimizations on, the optimized model onnxruntime saves is compared with the input
+    to name the rewrites applied, see ``rewrites``).
     """
 
     name = "onnxruntime"
@@ -31,7 +37,7 @@ class OnnxRuntime(Backend):
     #: Sessions are cheap, so more instances: support can hinge on an attribute (Gelu's
     #: exact form needs Erf, which onnxruntime lacks for float64).
     probe_tries = 8
-    option_kinds = {"intra_op_threads": "positive int", "cpu_fallback": "bool"}
+    option_kinds = {"intra_op_threads": "positive int", "cpu_fallback": "bool", "record_rewrites": "bool"}
 
     @classmethod
     def unavailable_reason(cls, device: str) -> str | None:
@@ -68,11 +74,22 @@ class OnnxRuntime(Backend):
         if self.device != "cpu" and not self.options.get("cpu_fallback", True):
             so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
         providers = PROVIDERS[self.device]
-        sess = ort.InferenceSession(model.onnx, so, providers=providers)
-        if providers[0] not in sess.get_providers():  # ORT drops a provider it cannot load, with a warning
-            raise Unavailable(f"{self.name} on {self.device}: {providers[0]} failed to load "
-                              f"(session providers: {', '.join(sess.get_providers())})")
+        record = self._records_rewrites()
+        with tempfile.TemporaryDirectory(prefix="dlgate-ort-") as tmp:
+            if record:
+                so.optimized_model_filepath = os.path.join(tmp, "optimized.onnx")
+            sess = ort.InferenceSession(model.onnx, so, providers=providers)
+            if providers[0] not in sess.get_providers():  # ORT drops a provider it cannot load, with a warning
+                raise Unavailable(f"{self.name} on {self.device}: {providers[0]} failed to load "
+                                  f"(session providers: {', '.join(sess.get_providers())})")
+            self._rewrites = rewrite_kinds(model.onnx, so.optimized_model_filepath) if record else None
         return sess, model.input_names, model.output_names
+
+    def _records_rewrites(self) -> bool:
+        return self.device == "cpu" and self.opt_level != "disable" and self.options.get("record_rewrites", True)
+
+    def rewrites(self, compiled: Any) -> list | None:
+        return getattr(self, "_rewrites", None)
 
     def run(self, compiled: Any, inputs: list) -> list:
         sess, in_names, out_names = compiled
@@ -105,3 +122,36 @@ class OnnxRuntime(Backend):
         text = str(exc)
         return "NOT_IMPLEMENTED" in text or type(exc).__name__ == "NotImplemented" or \
             any(d in text for d in self.DECLINES)
+
+
+def _op_counts(graph) -> Counter:
+    """(domain, op type) -> how many nodes, subgraphs (If/Loop/Scan bodies) included."""
+    out: Counter = Counter()
+    for n in graph.node:
+        out[(n.domain if n.domain not in ("", "ai.onnx") else "", n.op_type)] += 1
+        for a in n.attribute:
+            for g in ([a.g] if a.HasField("g") else []) + list(a.graphs):
+                out += _op_counts(g)
+    return out
+
+
+def rewrite_kinds(model_bytes: bytes, optimized_path: str) -> list | None:
+    """The rewrites onnxruntime applied, named from the operator types of its optimized
+    model against the input's: ``fused:T`` for a type it introduced or multiplied (a
+    contrib-domain type is named ``domain:T``: ``fused:com.microsoft:FusedConv``,
+    ``fused:com.microsoft.nchwc:Conv`` for the NCHWc layout), ``removed:T`` for a type it
+    eliminated or reduced (constant folding, Identity/Transpose/Cast elimination, the
+    operators a fusion absorbed). None when no optimized model was written."""
+    import onnx
+
+    if not optimized_path or not os.path.exists(optimized_path):
+        return None
+    before = _op_counts(onnx.load_from_string(model_bytes).graph)
+    after = _op_counts(onnx.load(optimized_path, load_external_data=False).graph)
+
+    def name(key):
+        return f"{key[0]}:{key[1]}" if key[0] else key[1]
+
+    kinds = {f"fused:{name(k)}" for k in after if after[k] > before.get(k, 0)}
+    kinds |= {f"removed:{name(k)}" for k in before if before[k] > after.get(k, 0)}
+    return sorted(kinds)

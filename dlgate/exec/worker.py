@@ -50,6 +50,8 @@ class Outcome:
     #: The same compiled model run at further input sets (a dynamic-shape case's other
     #: bindings), one Outcome each; empty when there were none or the first run failed.
     more: list = field(default_factory=list)
+    #: The rewrite kinds the compiler says it applied (``Backend.rewrites``), or None.
+    rewrites: list | None = None
 
     @property
     def ok(self) -> bool:
@@ -166,6 +168,10 @@ def _serve(spec: BackendSpec, conn, log_path: str, pdeathsig: bool = False) -> N
         else:
             t1 = time.perf_counter()
             res["compile_s"] = t1 - t0
+            try:
+                res["rewrites"] = backend.rewrites(compiled)
+            except Exception:  # naming what a compiler did never fails the case
+                res["rewrites"] = None
             res.update(_run(backend, compiled, inputs))
             res["run_s"] = time.perf_counter() - t1
             if res["status"] == OK and more_inputs:
@@ -371,7 +377,7 @@ class Worker:
                         e = redact_obj(e)
                     extra.append(Outcome(m["status"], m.get("outputs"), e, 0.0, m["run_s"], 0.0, self.describe))
                 return Outcome(res["status"], res.get("outputs"), err, res["compile_s"], res["run_s"],
-                               time.perf_counter() - t0, self.describe, extra)
+                               time.perf_counter() - t0, self.describe, extra, res.get("rewrites"))
             if not self._proc.is_alive():
                 if self._conn.poll(0):
                     continue

@@ -31,7 +31,9 @@ from dlgate.gate.journal import (MANIFEST, RESULTS, Journal, OutLock, RunError, 
                                   read_records, read_timings, write_json)
 from dlgate.oracle import verdict as V
 
-_TIMING_KEYS = ("compile_s", "run_s", "wall_s")
+#: What varies from run to run or machine to machine: timings, and the rewrites a compiler
+#: applied (onnxruntime's layout and fusion choices follow the CPU's features).
+_TIMING_KEYS = ("compile_s", "run_s", "wall_s", "rewrites")
 #: In a corpus case: the failure it was added for.
 ORIGIN = "origin.json"
 

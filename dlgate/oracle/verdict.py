@@ -59,6 +59,9 @@ class Verdict:
     #: For a dynamic-shape case judged at a further binding of its symbolic dimensions:
     #: ``{"index": k, "binding": {symbol: size}}`` (absent from the record otherwise).
     shape: dict | None = None
+    #: The rewrite kinds the compiler applied to the model (``Backend.rewrites``); they
+    #: may depend on the machine, so the gate moves them out of the journaled record.
+    rewrites: list | None = None
 
     @property
     def failed(self) -> bool:
@@ -66,8 +69,9 @@ class Verdict:
 
     def to_json(self) -> dict:
         d = asdict(self)
-        if d["shape"] is None:
-            del d["shape"]
+        for key in ("shape", "rewrites"):
+            if d[key] is None:
+                del d[key]
         return d
 
 
@@ -88,7 +92,7 @@ def judge(backend_name: str, label: str, outcome, reference: list, tolerances: d
     ``onnx_reference`` run the cross-checks on demand, only for disagreements.
     """
     times = {"compile_s": outcome.compile_s, "run_s": outcome.run_s, "wall_s": outcome.wall_s,
-             "versions": dict(outcome.backend)}
+             "versions": dict(outcome.backend), "rewrites": getattr(outcome, "rewrites", None)}
     if outcome.status != W.OK:
         kind = _STATUS[outcome.status]
         err = outcome.error or {}
