@@ -79,3 +79,19 @@ def test_a_run_keeps_rewrites_out_of_the_journal_and_in_the_timings(tmp_path):
     named = [t["backends"]["onnxruntime[cpu]@all"].get("rewrites") for t in times]
     assert len(named) == 6 and all(isinstance(k, list) for k in named)
     assert any(named), named  # some model met some rewrite
+
+
+def test_tvm_names_the_relax_passes_that_changed_the_module_and_the_fusions():
+    x = np.random.default_rng(0).standard_normal((1, 3, 8, 8)).astype(np.float32)
+    got = {}
+    for level, opts in (("default", {}), ("zero", {}), ("default", {"record_rewrites": False})):
+        be = registry.load("tvm")(opt_level=level, **opts)
+        compiled = be.compile(_conv_relu_identity())
+        got[(level, bool(opts))] = (be.rewrites(compiled), be.run(compiled, [x])[0])
+    full, y = got[("default", False)]
+    assert "fused:conv2d_relu" in full and "pass:FuseOps" in full and "pass:LegalizeOps" in full, full
+    assert not any(k.startswith(("pass:tirx.", "pass:s_tir.", "pass:sequential")) for k in full)
+    zero, y0 = got[("zero", False)]
+    assert not any(k.startswith("fused:") for k in zero) and "pass:FuseOps" not in zero, zero
+    assert got[("default", True)][0] is None
+    np.testing.assert_allclose(y, y0, rtol=1e-5)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import importlib
+import re
 from typing import Any
 
 import numpy as np
@@ -54,7 +55,7 @@ class TVM(Backend):
     #: Compiling costs ~60 ms a model: probe three opsets, the others take the nearest lower.
     probe_opsets = (13, 17, 21, 24, 28)
     probe_tries = 2
-    option_kinds = {"extra_passes": ""}  # checked below
+    option_kinds = {"extra_passes": "", "record_rewrites": "bool"}  # extra_passes: checked below
 
     @classmethod
     def check_options(cls, options: dict) -> None:
@@ -123,13 +124,25 @@ class TVM(Backend):
         for item in self.options.get("extra_passes", ()) or ():
             mod = _resolve_pass(item)(mod)
         target = tvm.target.Target(TARGETS[self.device])
-        ex = tvm.compile(mod, target=target, relax_pipeline=self._pipeline(target))
+        rec = _Rewrites.make() if self.options.get("record_rewrites", True) else None
+        ctx = tvm.transform.PassContext.current()
+        if rec is not None:
+            ctx.override_instruments(list(ctx.instruments) + [rec])
+        try:
+            ex = tvm.compile(mod, target=target, relax_pipeline=self._pipeline(target))
+        finally:
+            if rec is not None:
+                ctx.override_instruments([i for i in ctx.instruments if not i.same_as(rec)])
+        self._rewrites = rec.kinds() if rec is not None else None
         dev = tvm.cuda(0) if self.device == "cuda" else tvm.cpu(0)
         vm = relax.VirtualMachine(ex, dev)
         initializers = {t.name for t in proto.graph.initializer}
         order = [i.name for i in proto.graph.input if i.name not in initializers]
         pos = {n: k for k, n in enumerate(model.input_names)}
         return vm, dev, [pos[n] for n in order]
+
+    def rewrites(self, compiled: Any) -> list | None:
+        return getattr(self, "_rewrites", None)
 
     def run(self, compiled: Any, inputs: list) -> list:
         import tvm
@@ -209,3 +222,45 @@ def _arrays(out) -> list:
 
 def _is_shape(o) -> bool:
     return type(o).__name__ in ("Shape", "ShapeTuple")
+
+
+#: Pass names that only wrap others, or lower TIR (they change every module they see).
+_NOT_REWRITES = ("sequential", "_pipeline")
+_LOWERING_PREFIXES = ("tirx.", "s_tir.", "tir.")
+
+
+class _Rewrites:
+    """A pass instrument recording which Relax passes changed the module (structural hash
+    before and after) and which fused functions appeared: ``pass:FoldConstant``,
+    ``fused:matmul_where_add`` (numbering suffixes dropped)."""
+
+    @staticmethod
+    def make():
+        import tvm
+
+        @tvm.instrument.pass_instrument
+        class Instrument:
+            def __init__(self):
+                self.changed, self.fused, self._before = set(), set(), []
+
+            def run_before_pass(self, mod, info):
+                self._before.append(_hash(mod))
+
+            def run_after_pass(self, mod, info):
+                if self._before.pop() != _hash(mod) and info.name not in _NOT_REWRITES \
+                        and not info.name.startswith(_LOWERING_PREFIXES):
+                    self.changed.add(info.name)
+                for gv in mod.get_global_vars():
+                    if gv.name_hint.startswith("fused_"):
+                        self.fused.add(re.sub(r"\d+(?=_|$)", "", gv.name_hint[len("fused_"):]).replace("tir_", ""))
+
+            def kinds(self) -> list:
+                return sorted([f"pass:{n}" for n in self.changed] + [f"fused:{n}" for n in self.fused])
+
+        return Instrument()
+
+
+def _hash(mod) -> int:
+    import tvm_ffi
+
+    return tvm_ffi.structural_hash(mod)
