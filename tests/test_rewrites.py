@@ -79,6 +79,11 @@ def test_a_run_keeps_rewrites_out_of_the_journal_and_in_the_timings(tmp_path):
     named = [t["backends"]["onnxruntime[cpu]@all"].get("rewrites") for t in times]
     assert len(named) == 6 and all(isinstance(k, list) for k in named)
     assert any(named), named  # some model met some rewrite
+    with open(os.path.join(out, "stats.json")) as f:
+        coverage = json.load(f)["rewrites"]["onnxruntime[cpu]@all"]
+    assert coverage and all(0 < n <= 6 for n in coverage.values())
+    assert set(coverage) == {k for kinds in named for k in kinds}
+    assert list(coverage.values()) == sorted(coverage.values(), reverse=True)
 
 
 def test_tvm_names_the_relax_passes_that_changed_the_module_and_the_fusions():

@@ -131,6 +131,18 @@ def check_config(cfg: Campaign) -> CheckConfig:
                        search_steps=cfg.search_steps, crosscheck=cfg.crosscheck)
 
 
+def rewrite_coverage(out: str) -> dict:
+    """Backend -> rewrite kind -> how many of the folder's cases it fired on (from the
+    timings: the kinds the backends named, ``Backend.rewrites``), most frequent first."""
+    from collections import Counter
+
+    seen: dict = {}
+    for t in read_timings(out):
+        for backend, b in (t.get("backends") or {}).items():
+            seen.setdefault(backend, Counter()).update(set(b.get("rewrites") or ()))
+    return {b: dict(sorted(c.items(), key=lambda kv: (-kv[1], kv[0]))) for b, c in sorted(seen.items())}
+
+
 def opset_range(cfg: Campaign, pool, ccfg: CheckConfig, log=print) -> list:
     """The opsets this run draws from: a fixed ``opset``; else 13 up to ``max_opset``, or
     when that is null, up to the newest opset every backend under test that started loads
@@ -424,7 +436,8 @@ def _run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | No
     pools = [p for p in (pool, base_pool) if p is not None]
     write_json(os.path.join(out, "stats.json"), {
         "cases_run": len(todo), "wall_s": round(time.perf_counter() - t_run, 3),
-        "backend_s": round(sum(p.busy_s for p in pools), 3), "worker_start_s": round(sum(p.start_s for p in pools), 3)})
+        "backend_s": round(sum(p.busy_s for p in pools), 3), "worker_start_s": round(sum(p.start_s for p in pools), 3),
+        "rewrites": rewrite_coverage(out)})
     return finish(out, cfg, manifest, complete=shard is None, log=log, cannot_run=cannot)
 
 
