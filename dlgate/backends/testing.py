@@ -8,27 +8,25 @@ Imports TVM only when a pass is built.
 from __future__ import annotations
 
 
-def rewrite_op_pass(src: str = "relax.sigmoid", dst: str = "relax.tanh"):
-    """A Relax module pass replacing every call of operator ``src`` by ``dst`` (same arguments
-    and attributes: pick operators of the same signature, e.g. two unary or two binary ones)."""
+def _call_pass(name: str, src: str, replace):
+    """A Relax module pass that visits every function of the module and replaces each call
+    of operator ``src`` by ``replace(mutator, call)`` (after visiting its arguments)."""
     import tvm
     from tvm import relax
     from tvm.relax.expr_functor import PyExprMutator, mutator
 
-    src_op, dst_op = tvm.ir.Op.get(src), tvm.ir.Op.get(dst)
+    src_op = tvm.ir.Op.get(src)
 
     @mutator
-    class _Rewrite(PyExprMutator):
+    class _Mutator(PyExprMutator):
         def __init__(self, mod):
             super().__init__(mod)
             self.mod_ = mod
-            self.count = 0
 
         def visit_call_(self, call):
             call = self.visit_expr_post_order(call)
             if isinstance(call.op, tvm.ir.Op) and call.op.same_as(src_op):
-                self.count += 1
-                return relax.Call(dst_op, call.args, call.attrs, call.ty_args, call.span)  # ty_args: sinfo_args before 0.27
+                return replace(self, call)
             return call
 
         def transform(self):
@@ -37,11 +35,22 @@ def rewrite_op_pass(src: str = "relax.sigmoid", dst: str = "relax.tanh"):
                     self.builder_.update_func(gv, self.visit_expr(func))
             return self.builder_.get()
 
-    @tvm.transform.module_pass(opt_level=0, name=f"Rewrite_{src}_to_{dst}".replace(".", "_"))
+    @tvm.transform.module_pass(opt_level=0, name=name.replace(".", "_"))
     def _pass(mod, _ctx):
-        return _Rewrite(mod).transform()
+        return _Mutator(mod).transform()
 
     return _pass
+
+
+def rewrite_op_pass(src: str = "relax.sigmoid", dst: str = "relax.tanh"):
+    """A Relax module pass replacing every call of operator ``src`` by ``dst`` (same arguments
+    and attributes: pick operators of the same signature, e.g. two unary or two binary ones)."""
+    import tvm
+    from tvm import relax
+
+    dst_op = tvm.ir.Op.get(dst)
+    return _call_pass(f"Rewrite_{src}_to_{dst}", src, lambda _m, call: relax.Call(
+        dst_op, call.args, call.attrs, call.ty_args, call.span))  # ty_args: sinfo_args before 0.27
 
 
 def sigmoid_to_tanh():
@@ -59,42 +68,18 @@ def offset_op_pass(src: str, delta: float = 1.0):
     """A Relax module pass adding ``delta`` to every result of operator ``src`` (a
     tensor-valued call): a miscompilation for any operator family, whatever the operator's
     signature (``offset_op_pass("relax.nn.layer_norm")``)."""
-    import tvm
     from tvm import relax
-    from tvm.relax.expr_functor import PyExprMutator, mutator
 
-    src_op = tvm.ir.Op.get(src)
+    def offset(m, call):
+        call = m.builder_.normalize(call)
+        sinfo = getattr(call, "ty", None) or getattr(call, "struct_info_", None)  # 0.27 / older
+        tensor = getattr(relax, "TensorType", None) or relax.TensorStructInfo
+        if isinstance(sinfo, tensor) and str(sinfo.dtype):
+            dtype = str(sinfo.dtype)
+            return relax.op.add(call, relax.const(delta if "float" in dtype else int(delta), dtype))
+        return call
 
-    @mutator
-    class _Offset(PyExprMutator):
-        def __init__(self, mod):
-            super().__init__(mod)
-            self.mod_ = mod
-
-        def visit_call_(self, call):
-            call = self.visit_expr_post_order(call)
-            if not (isinstance(call.op, tvm.ir.Op) and call.op.same_as(src_op)):
-                return call
-            call = self.builder_.normalize(call)
-            sinfo = getattr(call, "ty", None) or getattr(call, "struct_info_", None)  # 0.27 / older
-            tensor = getattr(relax, "TensorType", None) or relax.TensorStructInfo
-            if isinstance(sinfo, tensor) and str(sinfo.dtype):
-                dtype = str(sinfo.dtype)
-                const = relax.const(delta if "float" in dtype else int(delta), dtype)
-                return relax.op.add(call, const)
-            return call
-
-        def transform(self):
-            for gv, func in self.mod_.functions_items():
-                if isinstance(func, relax.Function):
-                    self.builder_.update_func(gv, self.visit_expr(func))
-            return self.builder_.get()
-
-    @tvm.transform.module_pass(opt_level=0, name=f"Offset_{src}".replace(".", "_"))
-    def _pass(mod, _ctx):
-        return _Offset(mod).transform()
-
-    return _pass
+    return _call_pass(f"Offset_{src}", src, offset)
 
 
 def sigmoid_plus_half():
@@ -127,11 +112,6 @@ def softmax_offset():
     """``offset_op_pass("relax.nn.softmax", 0.5)``: every softmax result off by 0.5, as
     ``"dlgate.backends.testing:softmax_offset"`` (attention, written out or fused)."""
     return offset_op_pass("relax.nn.softmax", 0.5)
-
-
-def rms_norm_offset():
-    """``offset_op_pass("relax.nn.rms_norm", 0.5)``, as ``"dlgate.backends.testing:rms_norm_offset"``."""
-    return offset_op_pass("relax.nn.rms_norm", 0.5)
 
 
 def quantize_offset():
