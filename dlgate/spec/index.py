@@ -222,6 +222,31 @@ class Same(OpSpec):
         return [out], self.sample(ctx, [out])
 
 
+def cumulative_onnx(b, op: str, a: dict, xs: list, ys: list) -> None:
+    """CumSum or CumProd: the axis as a constant input of either index type."""
+    axis = b.const(np.array(a["axis"], dtype=b.rng.choice((np.int64, np.int32))))
+    b.node(op, [xs[0], axis], ys, exclusive=b.opt(a["exclusive"], 0), reverse=b.opt(a["reverse"], 0))
+
+
+def cumulative(a: dict, x, identity, combine):
+    """A running ``combine`` along ``a["axis"]`` from ``identity`` (exclusive: each output
+    left out of its own term; reverse: from the end), term by term in order, as ONNX's
+    CumSum and CumProd define it."""
+    ax = a["axis"] % x.dim()
+    parts = list(torch.unbind(x, ax))
+    order = list(range(len(parts)))[::-1] if a["reverse"] else list(range(len(parts)))
+    out = [None] * len(parts)
+    acc = identity(parts[0])
+    for j in order:
+        if a["exclusive"]:
+            out[j] = acc
+            acc = combine(acc, parts[j])
+        else:
+            acc = combine(acc, parts[j])
+            out[j] = acc
+    return torch.stack(out, ax)
+
+
 class CumSum(Same):
     """Accumulated sequentially in the input's dtype, as the ONNX definition reads (and as
     onnxruntime and onnx.reference do), not with PyTorch's wider accumulator."""
@@ -258,23 +283,10 @@ class CumSum(Same):
         return 0.0 if a["exclusive"] else None  # the first (reverse: last) sum is empty
 
     def onnx(self, b, a, xs, ys):
-        axis = b.const(np.array(a["axis"], dtype=b.rng.choice((np.int64, np.int32))))
-        b.node("CumSum", [xs[0], axis], ys, exclusive=b.opt(a["exclusive"], 0), reverse=b.opt(a["reverse"], 0))
+        cumulative_onnx(b, "CumSum", a, xs, ys)
 
     def torch(self, a, x):
-        ax = a["axis"] % x.dim()
-        parts = list(torch.unbind(x, ax))
-        order = list(range(len(parts)))[::-1] if a["reverse"] else list(range(len(parts)))
-        out = [None] * len(parts)
-        acc = torch.zeros_like(parts[0])
-        for j in order:
-            if a["exclusive"]:
-                out[j] = acc
-                acc = acc + parts[j]
-            else:
-                acc = acc + parts[j]
-                out[j] = acc
-        return torch.stack(out, ax)
+        return cumulative(a, x, torch.zeros_like, torch.add)
 
     def input_span(self, a, i, span, ins):
         # every prefix sums at most n terms within span / n; that stays inside a span

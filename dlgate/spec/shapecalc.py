@@ -42,6 +42,7 @@ from onnx import numpy_helper
 from dlgate import dtypes as dt
 from dlgate.spec import sym
 from dlgate.spec.base import INF, OpSpec, TensorType
+from dlgate.spec.index import cumulative, cumulative_onnx
 from dlgate.spec.layout import factor
 
 #: Lists kept in the attributes (masks, conditions) stay this small.
@@ -431,23 +432,10 @@ class CumProd(OpSpec):
         return 1.0 if a["exclusive"] else None
 
     def onnx(self, b, a, xs, ys):
-        axis = b.const(np.array(a["axis"], dtype=b.rng.choice((np.int64, np.int32))))
-        b.node("CumProd", [xs[0], axis], ys, exclusive=b.opt(a["exclusive"], 0), reverse=b.opt(a["reverse"], 0))
+        cumulative_onnx(b, "CumProd", a, xs, ys)
 
     def torch(self, a, x):
-        ax = a["axis"] % x.dim()
-        parts = list(torch.unbind(x, ax))
-        order = list(range(len(parts)))[::-1] if a["reverse"] else list(range(len(parts)))
-        out = [None] * len(parts)
-        acc = torch.ones_like(parts[0])
-        for j in order:
-            if a["exclusive"]:
-                out[j] = acc
-                acc = acc * parts[j]
-            else:
-                acc = acc * parts[j]
-                out[j] = acc
-        return torch.stack(out, ax)
+        return cumulative(a, x, torch.ones_like, torch.mul)
 
 
 # -- shapes computed from another tensor ------------------------------------------------
