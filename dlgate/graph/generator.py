@@ -92,6 +92,8 @@ class _State:
     anchor: list = field(default_factory=list)
     #: A value some element of each tensor equals in every run, or None (see ``OpSpec.exact``).
     exact: list = field(default_factory=list)
+    #: Placeholders whose constant-ness a consumer prescribes: never given a producer.
+    pinned: set = field(default_factory=set)
 
     def add_tensor(self, t: TensorType, bounds: tuple = UNBOUNDED, steer: bool | None = None,
                    integral: bool | None = None, anchor: float | None = None,
@@ -222,6 +224,8 @@ class Generator:
             ids, ins = [x0], [first]
             for i in range(1, spec.arity):
                 pick = self._reuse(st, spec, ctx, rng, i, ins, a, sig) if rng.random() < self.cfg.picking_rate else None
+                if pick is not None and spec.constant_input(a, i) is not None:
+                    pick = None  # an input whose constant-ness is prescribed gets its own placeholder
                 if pick is None:
                     ids.append(None)
                     ins.append(spec.input_type(ctx, i, ins, a, sig[i]))
@@ -297,6 +301,8 @@ class Generator:
         if not st.placeholders:
             return False
         p = st.placeholders[rng.randrange(len(st.placeholders))]
+        if p in st.pinned:
+            return False  # a motif's constant weights stay constants
         target = st.tensors[p]
         res = spec.backward(ctx, target)
         via_z3 = False
@@ -551,6 +557,8 @@ class Generator:
                 st.placeholders.append(j)
             st.uses[j] += 1
             in_ids.append(j)
+            if len(in_ids) > 1 and spec.constant_input(a, len(in_ids) - 1) is not None:
+                st.pinned.add(j)
         for i, j in enumerate(in_ids):
             # valid runs keep an input inside its domain: narrow its bounds to it, so a
             # second consumer with a disjoint domain (Atanh and Acosh of one constant)
@@ -595,10 +603,22 @@ class Generator:
         nodes = [st.nodes[i] for i in order]
         # Renumber tensors in first-use order so names read naturally.
         ph = [p for p in st.placeholders if st.uses[p] > 0]
-        consts = [p for p in ph if rng.random() < self.cfg.const_prob]
+        # a consumer may prescribe an input's constant-ness (a motif's fusion weights);
+        # the draw is made for every placeholder all the same, so the stream stays aligned
+        prescribed: dict = {}
+        for n in st.nodes:
+            spec = get(n.op)
+            for i, t in enumerate(n.inputs):
+                if i and t not in prescribed:
+                    want = spec.constant_input(n.attrs, i)
+                    if want is not None:
+                        prescribed[t] = want
+        drawn = [rng.random() < self.cfg.const_prob for _ in ph]
+        consts = [p for p, c in zip(ph, drawn) if prescribed.get(p, c)]
         inputs = [p for p in ph if p not in consts]
         if not inputs:
-            inputs, consts = consts[:1], consts[1:]
+            free = [p for p in consts if p not in prescribed] or consts
+            inputs, consts = free[:1], [p for p in consts if p != free[0]]
         used = {t for n in nodes for t in n.inputs}
         outputs = [t for n in nodes for t in n.outputs
                    if t not in used or rng.random() < self.cfg.extra_output_prob]

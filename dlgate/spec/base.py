@@ -627,6 +627,12 @@ class OpSpec:
                 return f"signed integer overflow: {t.dtype} results beyond [{info.min}, {info.max}]"
         return None
 
+    def constant_input(self, a: dict, i: int) -> bool | None:
+        """Whether input ``i`` (i >= 1) must be a constant initializer (True: a fresh
+        placeholder made a constant, as a fusion's weights must be), must be a graph input
+        (False), or either (None: the generator draws it)."""
+        return None
+
     def discontinuous(self, a: dict) -> bool:
         """Whether this instance's output can jump under a rounding-level input change."""
         return self.jumps

@@ -9,7 +9,9 @@ from dlgate.spec.base import OpSpec
 #: One module per operator family, in a fixed order (the order specs are listed and drawn in).
 FAMILIES = ("unary", "binary", "activation", "logic", "cast", "reduce", "linalg", "conv",
             "pool", "norm", "layout", "slicing", "index", "bitwise", "criterion", "shapecalc", "transformer", "quant",
-            "recurrent", "control", "sequence", "spatial", "signal")
+            "recurrent", "control", "sequence", "spatial", "signal",
+            # motifs: subgraphs aimed at one optimizer rewrite each (dlgate.spec.motif)
+            "motifs.ort_conv")
 
 
 @lru_cache(maxsize=None)
