@@ -84,6 +84,9 @@ class Motif(OpSpec):
     optimizer: ClassVar[str] = ""
     #: The rewrite's name in that optimizer's source (a transformer, a pass, a pattern).
     rewrite: ClassVar[str] = ""
+    #: Rewrite kinds, as the optimizer's backend names them (``Backend.rewrites``), any of
+    #: which shows the rewrite fired on an isolated instance drawn inside its preconditions.
+    expects: ClassVar[tuple] = ()
     #: Preconditions of the rewrite a draw may break, by name.
     conditions: ClassVar[tuple] = ()
     #: Share of draws that break one condition.

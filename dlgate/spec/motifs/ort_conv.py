@@ -18,6 +18,7 @@ class ConvBnFusion(Motif):
     onnx_ops = ("BatchNormalization", "Add")
     optimizer = "onnxruntime"
     rewrite = "ConvBNFusion"
+    expects = ("removed:BatchNormalization",)
     conditions = ("weights_constant", "bn_constant", "single_consumer")
     arity = 7
     ranks = (3, 4, 5)
