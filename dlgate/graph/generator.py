@@ -94,6 +94,8 @@ class _State:
     exact: list = field(default_factory=list)
     #: Placeholders whose constant-ness a consumer prescribes: never given a producer.
     pinned: set = field(default_factory=set)
+    #: Tensor id -> index of the node that produces it.
+    producer: dict = field(default_factory=dict)
 
     def add_tensor(self, t: TensorType, bounds: tuple = UNBOUNDED, steer: bool | None = None,
                    integral: bool | None = None, anchor: float | None = None,
@@ -120,8 +122,10 @@ def _integers_in(r: tuple, dom: tuple, open_domain: bool) -> tuple | None:
 
 
 class Generator:
-    def __init__(self, cfg: GenConfig = GenConfig()):
+    def __init__(self, cfg: GenConfig = GenConfig(), guide=None):
         self.cfg = cfg
+        #: Coverage guidance (``dlgate.coverage.guide.Guide``), or None for plain draws.
+        self.guide = guide
         self.specs = select(cfg.ops)
         self.solver = Solver(cfg.limits.bins)
         self.opset = cfg.opset or cfg.opset_range[1]
@@ -145,6 +149,10 @@ class Generator:
         ctx = Ctx(rng, cfg.limits, cfg.dtypes, opset)
         target = rng.randint(cfg.min_nodes, cfg.max_nodes)
         st = _State()
+        weights = None
+        if self.guide is not None:
+            self.guide.begin()
+            weights = [self.guide.spec_weight(s, self._sigs(s)) for s in specs]
         # The first placeholder fits a random operator, so the first insertion can succeed.
         seed_spec = specs[rng.randrange(len(specs))]
         ranks = [r for r in seed_spec.ranks if r <= min(4, cfg.limits.max_rank)] or [0]
@@ -156,13 +164,19 @@ class Generator:
         budget = 40 * target + 40
         while len(st.nodes) < target and budget > 0:
             budget -= 1
-            spec = specs[rng.randrange(len(specs))]
+            if weights is None:
+                k = rng.randrange(len(specs))
+            else:
+                k = rng.choices(range(len(specs)), weights)[0]
+            spec = specs[k]
             if rng.random() < cfg.forward_prob:
                 ok = self._forward(st, spec, ctx, rng)
             else:
                 ok = self._backward(st, spec, ctx, rng)
             if not ok:
                 self.stats["failed"] += 1
+            elif weights is not None:
+                weights[k] = self.guide.spec_weight(spec, self._sigs(spec))
         if not st.nodes:
             raise GenerationError(f"could not insert any operator (seed {seed})")
         g = self._finalize(st, seed, opset, rng)
@@ -216,9 +230,13 @@ class Generator:
         if not cands:
             return False
         weights = [math.exp(-1.5 * st.uses[i]) for i in cands]
+        guide = self.guide
+        if guide is not None:
+            weights = [w * self._link_weight(st, spec, i) for w, i in zip(weights, cands)]
         x0 = rng.choices(cands, weights)[0]
         first = st.tensors[x0]
-        sig = ctx.choice(self._sigs(spec, first.dtype))
+        sigs = self._sigs(spec, first.dtype)
+        sig = ctx.choice(sigs) if guide is None else rng.choices(sigs, guide.sig_weights(spec.name, sigs))[0]
         for _ in range(3):
             a = spec.sample(ctx, [first])
             ids, ins = [x0], [first]
@@ -240,6 +258,14 @@ class Generator:
         if self._solvable(spec):
             return self._forward_z3(st, spec, rng, x0, first, sig)
         return False
+
+    def _link_weight(self, st: _State, spec: OpSpec, t: int) -> float:
+        k = st.producer.get(t)
+        if k is None:
+            return 1.0
+        node = st.nodes[k]
+        grand = [st.nodes[st.producer[u]].op for u in node.inputs if u in st.producer]
+        return self.guide.link_weight(spec.name, node.op, grand)
 
     @staticmethod
     def _solvable(spec: OpSpec) -> bool:
@@ -586,7 +612,27 @@ class Generator:
             st.integral[replace] = self._integral(spec, in_int, outs[0])
             st.anchor[replace] = anchor
             st.exact[replace] = exact
+        for t in out_ids:
+            st.producer[t] = len(st.nodes)
         st.nodes.append(Node(spec.name, a, in_ids, out_ids))
+        if self.guide is not None:
+            self._note(st, st.nodes[-1])
+
+    def _note(self, st: _State, node: Node) -> None:
+        """Tell the guide what the new node covers (its signature, edges and paths),
+        including the edges to consumers a backward insertion gave it."""
+        from dlgate.coverage import features as F
+
+        feats = [F.op_dtype(node.op, [st.tensors[t].dtype for t in node.inputs])]
+        preds = [st.nodes[st.producer[t]] for t in node.inputs if t in st.producer]
+        for p in preds:
+            feats.append(F.edge(p.op, node.op))
+            feats += [F.path3(st.nodes[st.producer[u]].op, p.op, node.op) for u in p.inputs if u in st.producer]
+        outs = set(node.outputs)
+        for c in st.nodes[:-1]:
+            if outs.intersection(c.inputs):
+                feats.append(F.edge(node.op, c.op))
+        self.guide.note(feats)
 
     def _finalize(self, st: _State, seed: int, opset: int, rng: random.Random) -> Graph:
         # Topological order (Kahn), ties broken by insertion order: backward insertion

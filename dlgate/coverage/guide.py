@@ -1,0 +1,132 @@
+"""Coverage-guided generation (HirFuzz's criteria, used as weights).
+
+HirFuzz inserts an operator only when it adds coverage. dlgate keeps every insertion
+but biases its choices toward what the campaign has not covered yet, so no draw is
+wasted and no operator is ever ruled out:
+
+* **which spec**: ``1 + SIG_UNSEEN * (share of its allowed dtype signatures not yet seen)``,
+  plus ``SPEC_UNSEEN`` for an operator never generated; for a motif, plus
+  ``INTENT_UNSEEN * (share of its decision sides, fires or one broken condition each, not
+  yet drawn)`` and ``MOTIF_UNFIRED`` while no backend of its optimizer has applied its
+  rewrite (known from the rewrite kinds in the state);
+* **which signature**: ``1 + SIG_UNSEEN`` for one not yet seen with that operator;
+* **which tensor to build on** (the connection): the generator's use-count weight times
+  ``1 + EDGE_UNSEEN`` when the edge from the tensor's producer to the operator is new,
+  ``+ PATH_UNSEEN`` when a three-operator path through it is.
+
+Spec weights are computed once per case from the state (the campaign's starting state and
+every case generated before this one) and updated for the chosen spec after each
+insertion. Each model is thus a pure function of its seed and the state, and
+:class:`GuidedBatch` makes the state a pure function of the starting state and the cases
+before: the batch is generated in index order, the graph features of each case are added
+before the next, and a case out of order replays the ones before it (generation is a few
+milliseconds a model).
+"""
+from __future__ import annotations
+
+from dlgate.coverage import features as F
+from dlgate.coverage.state import CoverageState
+
+SPEC_UNSEEN = 6.0
+SIG_UNSEEN = 4.0
+INTENT_UNSEEN = 4.0
+MOTIF_UNFIRED = 6.0
+EDGE_UNSEEN = 4.0
+PATH_UNSEEN = 2.0
+
+
+class Guide:
+    """The generator's view of a coverage state: weights for its choices."""
+
+    def __init__(self, state: CoverageState):
+        self.state = state
+        self.local: set = set()  # features of the graph being built
+
+    # -- per case --------------------------------------------------------------------------
+    def begin(self) -> None:
+        self.local = set()
+
+    def seen(self, feature: str) -> bool:
+        return feature in self.state.features or feature in self.local
+
+    def note(self, feats) -> None:
+        self.local.update(feats)
+
+    # -- weights ---------------------------------------------------------------------------
+    def _fired_by(self, optimizer: str) -> set | None:
+        """Rewrite kinds the optimizer's backends applied, or None when the state has no
+        rewrite record of that optimizer (then nothing is known either way)."""
+        got = [k for b, k in self.state.rewrites.items() if b.split("[")[0].split("@")[0] == optimizer]
+        return set().union(*got) if got else None
+
+    def spec_weight(self, spec, sigs) -> float:
+        from dlgate.spec.motif import Motif
+
+        w = 1.0
+        if sigs:
+            unseen = sum(1 for s in sigs if not self.seen(F.op_dtype(spec.name, s)))
+            w += SIG_UNSEEN * unseen / len(sigs)
+            if unseen == len(sigs):
+                w += SPEC_UNSEEN
+        if isinstance(spec, Motif):
+            sides = ["fires"] + [f"declines:{c}" for c in spec.conditions]
+            missing = sum(1 for s in sides if not self.seen(F.motif(spec.name, s)))
+            w += INTENT_UNSEEN * missing / len(sides)
+            fired = self._fired_by(spec.optimizer)
+            if fired is not None and spec.expects and not fired.intersection(spec.expects):
+                w += MOTIF_UNFIRED
+        return w
+
+    def sig_weights(self, op: str, sigs) -> list:
+        return [1.0 + (0.0 if self.seen(F.op_dtype(op, s)) else SIG_UNSEEN) for s in sigs]
+
+    def link_weight(self, op: str, producer: str | None, grand: list) -> float:
+        """The connection factor for building ``op`` on a tensor made by ``producer``
+        (None for a graph input or constant), whose own inputs come from ``grand``."""
+        if producer is None:
+            return 1.0
+        w = 1.0 + (0.0 if self.seen(F.edge(producer, op)) else EDGE_UNSEEN)
+        if any(not self.seen(F.path3(g, producer, op)) for g in grand):
+            w += PATH_UNSEEN
+        return w
+
+
+class GuidedBatch:
+    """The cases of one batch under guidance, generated in index order (see the module
+    docstring). ``start`` is the campaign's starting state; it is not changed."""
+
+    def __init__(self, gen, root: str, campaign: str, start: CoverageState):
+        self.gen, self.root, self.campaign, self.start = gen, root, campaign, start
+        self._reset()
+
+    def _reset(self) -> None:
+        self.state = self.start.copy()
+        self.gen.guide = Guide(self.state)
+        self.next = 0
+
+    def _observe(self, graph) -> list:
+        feats = F.graph_features(graph)
+        self.state.add_features(feats)
+        return feats
+
+    def _skip_to(self, index: int) -> None:
+        from dlgate.graph.generator import GenerationError
+        from dlgate.seeds import case_seed
+
+        if index < self.next:
+            self._reset()
+        while self.next < index:
+            try:
+                self._observe(self.gen.generate(case_seed(self.root, self.campaign, self.next)))
+            except GenerationError:
+                pass  # a case that cannot be generated adds nothing
+            self.next += 1
+
+    def case(self, index: int):
+        """The case at ``index`` (a ``dlgate.case.Case``) and its graph features."""
+        from dlgate.case import make_case
+
+        self._skip_to(index)
+        self.next = index + 1
+        c = make_case(self.gen, self.root, self.campaign, index)
+        return c, self._observe(c.graph)
