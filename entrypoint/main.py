@@ -348,7 +348,7 @@ def plan(env: dict, ctx: Context) -> Plan:
     if merge:
         p.shard = ""
         ignored = [n for n in ("seed", "shard", "models", "campaign", "reference", "corpus", "fail-on",
-                               "base-compiler") if get_input(env, n)]
+                               "base-compiler", "coverage-state") if get_input(env, n)]
         if ignored:
             log(f"merge: ignoring {', '.join(ignored)}: a merge takes the shards' own settings")
         p.base_requirements = []  # the shards re-ran their failures on the base build already
@@ -362,7 +362,7 @@ def plan(env: dict, ctx: Context) -> Plan:
         args.append(f"--seed={seed}")
     elif commit:
         args.append(f"--commit={commit}")
-    for name in ("campaign", "models", "shard", "reference", "baseline", "corpus", "fail-on"):
+    for name in ("campaign", "models", "shard", "reference", "baseline", "corpus", "fail-on", "coverage-state"):
         value = get_input(env, name)
         if value:
             args.append(f"--{name}={value}")
