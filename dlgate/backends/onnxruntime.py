@@ -5,12 +5,14 @@ from typing import Any
 
 import numpy as np
 
+import contextlib
 import os
 import tempfile
 from collections import Counter
 
 from dlgate.backends._cuda import NO_CUDA, cuda_device_count, missing
 from dlgate.backends.base import Backend, Model, Unavailable
+from dlgate.backends.ort_log import Fd2Capture, modified
 
 PROVIDERS = {
     "cpu": ["CPUExecutionProvider"],
@@ -28,7 +30,8 @@ class OnnxRuntime(Backend):
     True: on cuda/tensorrt, nodes the provider lacks run on the CPU provider; False makes
     ORT refuse the model instead), ``record_rewrites`` (default True: on the CPU provider
     with optimizations on, the optimized model onnxruntime saves is compared with the input
-    to name the rewrites applied, see ``rewrites``).
+    and the transformers its session log names to name the rewrites applied, see
+    ``rewrites``).
     """
 
     name = "onnxruntime"
@@ -70,19 +73,22 @@ class OnnxRuntime(Backend):
         so.intra_op_num_threads = int(self.options.get("intra_op_threads", 1))
         so.inter_op_num_threads = 1
         so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-        so.log_severity_level = 3
+        record = self._records_rewrites()
+        # INFO names the transformers that changed the graph (see ort_log); ERROR otherwise
+        so.log_severity_level = 1 if record else 3
         if self.device != "cpu" and not self.options.get("cpu_fallback", True):
             so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
         providers = PROVIDERS[self.device]
-        record = self._records_rewrites()
         with tempfile.TemporaryDirectory(prefix="dlgate-ort-") as tmp:
             if record:
                 so.optimized_model_filepath = os.path.join(tmp, "optimized.onnx")
-            sess = ort.InferenceSession(model.onnx, so, providers=providers)
+            log = Fd2Capture()
+            with log if record else contextlib.nullcontext():
+                sess = ort.InferenceSession(model.onnx, so, providers=providers)
             if providers[0] not in sess.get_providers():  # ORT drops a provider it cannot load, with a warning
                 raise Unavailable(f"{self.name} on {self.device}: {providers[0]} failed to load "
                                   f"(session providers: {', '.join(sess.get_providers())})")
-            self._rewrites = rewrite_kinds(model.onnx, so.optimized_model_filepath) if record else None
+            self._rewrites = rewrite_kinds(model.onnx, so.optimized_model_filepath, log.text) if record else None
         return sess, model.input_names, model.output_names
 
     def _records_rewrites(self) -> bool:
@@ -135,13 +141,16 @@ def _op_counts(graph) -> Counter:
     return out
 
 
-def rewrite_kinds(model_bytes: bytes, optimized_path: str) -> list | None:
+def rewrite_kinds(model_bytes: bytes, optimized_path: str, log: str = "") -> list | None:
     """The rewrites onnxruntime applied, named from the operator types of its optimized
     model against the input's: ``fused:T`` for a type it introduced or multiplied (a
     contrib-domain type is named ``domain:T``: ``fused:com.microsoft:FusedConv``,
     ``fused:com.microsoft.nchwc:Conv`` for the NCHWc layout), ``removed:T`` for a type it
     eliminated or reduced (constant folding, Identity/Transpose/Cast elimination, the
-    operators a fusion absorbed). None when no optimized model was written."""
+    operators a fusion absorbed); and from its session log (INFO severity), ``transformer:X``
+    for each graph transformer that reported changing the graph (``ConvActivationFusion``,
+    ``NchwcTransformer``; the rule-based ``Level1_RuleBasedTransformer`` holds many rewrite
+    rules, which the operator kinds tell apart). None when no optimized model was written."""
     import onnx
 
     if not optimized_path or not os.path.exists(optimized_path):
@@ -154,4 +163,5 @@ def rewrite_kinds(model_bytes: bytes, optimized_path: str) -> list | None:
 
     kinds = {f"fused:{name(k)}" for k in after if after[k] > before.get(k, 0)}
     kinds |= {f"removed:{name(k)}" for k in before if before[k] > after.get(k, 0)}
+    kinds |= {f"transformer:{t}" for t in modified(log)}
     return sorted(kinds)
