@@ -1,0 +1,90 @@
+"""Target-specific Relax passes of TVM's default llvm pipeline
+(``python/tvm/relax/backend/cpu_generic/pipeline.py``): ``DispatchSortScan`` rewrites
+sort, argsort, top-k, cumsum and cumprod into the target's TOPI kernels before
+legalization (``backend/dispatch_sort_scan.py``), and ``RewriteDataflowReshape``
+(``src/relax/transform/rewrite_dataflow_reshape.cc``) turns a reshape kernel left
+standalone inside a dataflow block into a view (``R.reshape``, no copy) when its result
+is not a function output."""
+from __future__ import annotations
+
+from dlgate import dtypes as dt
+from dlgate.spec import sym
+from dlgate.spec.motif import In, Motif, Out, Step
+from dlgate.spec.registry import get
+
+
+class TvmSortScanDispatch(Motif):
+    """CumSum or TopK (values): ``pass:DispatchSortScan``. Broken (``sort_or_scan``): a
+    plain reduction (ReduceSum, ReduceMax) over the same axis, legalized as usual."""
+
+    name = "TvmSortScanDispatch"
+    onnx_op = "CumSum"
+    onnx_ops = ("TopK", "ReduceSum", "ReduceMax")
+    optimizer = "tvm"
+    rewrite = "DispatchSortScan"
+    expects = ("pass:DispatchSortScan",)
+    conditions = ("sort_or_scan",)
+    arity = 1
+    ranks = (1, 2, 3, 4)
+    dtypes = tuple((t,) for t in dt.FLOATS + dt.COMMON_INTS)
+
+    def draw(self, ctx, ins, violate):
+        x = ins[0]
+        if violate:
+            op = ctx.choice(("ReduceSum", "ReduceMax"))
+            return {"op": op, "op_attrs": {"keepdims": int(ctx.coin()), "axes": [ctx.rng.randrange(x.rank)]}}
+        op = ctx.choice(("CumSum", "TopK"))
+        return {"op": op, "op_attrs": get(op).sample(ctx, ins)}
+
+    def steps(self, a):
+        return [Step(a["op"], a["op_attrs"], (In(0),))]
+
+
+class TvmDataflowReshape(Motif):
+    """MatMul, Reshape (or Flatten) to two dims, MatMul, with constant weights: neither
+    product takes the reshape (an injective op fuses only into injective or element-wise
+    consumers, and a matmul's epilogue must be element-wise), so it stays a reshape kernel
+    inside the dataflow block, which ``RewriteDataflowReshape`` turns into a view. Broken
+    (``lone_reshape``): a Relu after the reshape, which fuses with it (``reshape_relu``),
+    so no pure reshape kernel is left."""
+
+    name = "TvmDataflowReshape"
+    onnx_op = "MatMul"
+    onnx_ops = ("Reshape", "Flatten", "Relu")
+    optimizer = "tvm"
+    rewrite = "RewriteDataflowReshape"
+    expects = ("pass:RewriteDataflowReshape",)
+    conditions = ("lone_reshape",)
+    arity = 3
+    ranks = (3, 4)
+    dtypes = tuple((t,) * 3 for t in dt.FLOATS)
+
+    def draw(self, ctx, ins, violate):
+        x = ins[0]
+        n1, n2 = ctx.dim(8), ctx.dim(8)
+        mid = tuple(x.shape[:-1]) + (n1,)
+        if ctx.coin():
+            k = ctx.rng.randint(1, x.rank - 1)  # keeps the last dim in the second factor
+            op, attrs = "Flatten", {"axis": k}
+            cols = sym.prod(mid[k:])
+        else:
+            cols = n1
+            shape = [sym.prod(mid) // n1, n1]
+            op, attrs = "Reshape", {"shape": shape, "spec": [-1, n1] if ctx.coin() else shape}
+        return {"n1": n1, "n2": n2, "cols": cols, "op": op, "op_attrs": attrs}
+
+    def steps(self, a):
+        s = [Step("MatMul", {}, (In(0), In(1))), Step(a["op"], a["op_attrs"], (Out(0),))]
+        if a["violate"] == "lone_reshape":
+            s.append(Step("Relu", {}, (Out(1),)))
+        return s + [Step("MatMul", {}, (Out(len(s) - 1), In(2)))]
+
+    def input_type(self, ctx, i, ins, a, dtype):
+        shape = (ins[0].shape[-1], a["n1"]) if i == 1 else (a["cols"], a["n2"])
+        return ins[0].with_dtype(dtype).with_shape(shape)
+
+    def constant_input(self, a, i):
+        return True
+
+
+OPS = [TvmSortScanDispatch, TvmDataflowReshape]
