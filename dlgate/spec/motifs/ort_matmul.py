@@ -1,0 +1,302 @@
+"""onnxruntime's MatMul and Gemm fusions (``onnxruntime/core/optimizer``): MatMul + Add
+into Gemm (``matmul_add_fusion.cc``, levels 1 and 2), MatMul + BatchNormalization into
+Gemm (``matmul_bn_fusion.cc``, a level-1 rule), a Transpose folded into Gemm's transA /
+transB (``gemm_transpose_fusion.cc``, a rule at levels 1 and 2), and at level 2 Gemm +
+activation into ``FusedGemm`` (``gemm_activation_fusion.cc``), a scalar scale or a
+last-two-axes Transpose folded into ``FusedMatMul`` (``matmul_scale_fusion.cc``,
+``matmul_transpose_fusion.cc``) and MatMulInteger -> Cast -> Mul into
+``MatMulIntegerToFloat`` (``matmul_integer_to_float.cc``)."""
+from __future__ import annotations
+
+from dlgate import dtypes as dt
+from dlgate.spec.base import TensorType
+from dlgate.spec.motif import In, Out, Step
+from dlgate.spec.motifs.ort_common import F16, F32, F64, OrtMotif, activation, second_read
+from dlgate.spec.registry import get
+
+FLOATS = (F32, F16, F64)
+
+
+def _n(ctx) -> int:
+    return ctx.dim(16)
+
+
+class MatMulAddFusion(OrtMotif):
+    """``matmul_add_fusion.cc``: float32 or float16 MatMul(A, B) with B of rank 2, read
+    only by an Add of a bias of N > 1 elements that Gemm's C takes ([N], [1, N], [M, N];
+    [N] only for A of rank 3, which is reshaped to 2-D around the Gemm), becomes Gemm."""
+
+    name = "MatMulAddFusion"
+    onnx_op = "MatMul"
+    onnx_ops = ("Add",)
+    rewrite = "MatMulAddFusion"
+    expects = ("transformer:MatMulAddFusion", "fused:Gemm")
+    conditions = ("single_consumer", "b_rank", "bias_shape", "dtype")
+    fuse_dtypes = (F32, F16)
+    arity = 3
+    ranks = (2, 3)
+    dtypes = tuple((t,) * 3 for t in FLOATS)
+
+    def draw(self, ctx, ins, violate):
+        x = ins[0]
+        n = max(2, _n(ctx))
+        m = x.shape[-2]
+        if violate == "bias_shape":
+            c = ()  # a scalar bias
+        else:  # A of rank 3 is reshaped to 2-D around the Gemm, its bias must be [N]
+            c = ctx.choice(((n,), (1, n), (m, n))) if x.rank == 2 else (n,)
+        b = (2, x.shape[-1], n) if violate == "b_rank" else (x.shape[-1], n)
+        return {"b": b, "c": c, "rank": x.rank}
+
+    def steps(self, a):
+        s = [Step("MatMul", {}, (In(0), In(1))), Step("Add", {}, (Out(0), In(2)))]
+        if a["violate"] == "single_consumer":
+            s.append(Step("Mul", {}, (Out(1), Out(0))))
+        return s
+
+    def input_type(self, ctx, i, ins, a, dtype):
+        return TensorType(dtype, a["b"] if i == 1 else a["c"])
+
+    def constant_input(self, a, i):
+        return True
+
+
+class MatMulBnFusion(OrtMotif):
+    """``matmul_bn_fusion.cc`` (a level-1 rule): MatMul(A, B) of rank-2 A and constant B,
+    read only by a BatchNormalization with constant scale, bias, mean and variance,
+    becomes Gemm with the statistics folded into B and C."""
+
+    name = "MatMulBnFusion"
+    onnx_op = "MatMul"
+    onnx_ops = ("BatchNormalization",)
+    rewrite = "MatmulBNFusion"
+    expects = ("removed:BatchNormalization",)
+    conditions = ("weights_constant", "bn_constant", "single_consumer")
+    arity = 6
+    ranks = (2,)
+    dtypes = tuple((t,) * 6 for t in (F32, F64))
+
+    def draw(self, ctx, ins, violate):
+        n = max(2, _n(ctx))
+        bn = get("BatchNormalization").sample(ctx, [ins[0].with_shape((ins[0].shape[0], n))])
+        return {"n": n, "bn": bn}
+
+    def steps(self, a):
+        s = [Step("MatMul", {}, (In(0), In(1))), Step("BatchNormalization", a["bn"], (Out(0), In(2), In(3), In(4), In(5)))]
+        if a["violate"] == "single_consumer":
+            s += second_read(s, 0, 1)
+        return s
+
+    def input_type(self, ctx, i, ins, a, dtype):
+        return TensorType(dtype, (ins[0].shape[-1], a["n"]) if i == 1 else (a["n"],))
+
+    def constant_input(self, a, i):
+        v = a["violate"]
+        if i == 1:
+            return v != "weights_constant"
+        return not (v == "bn_constant" and i == 4)  # a live mean
+
+
+class GemmTransposeFusion(OrtMotif):
+    """``gemm_transpose_fusion.cc`` (a rule): a Transpose with perm [1, 0], read only by
+    Gemm as A or B, is folded into the Gemm's transA / transB."""
+
+    name = "GemmTransposeFusion"
+    onnx_op = "Transpose"
+    onnx_ops = ("Gemm",)
+    rewrite = "GemmTransposeFusion"
+    expects = ("removed:Transpose",)
+    conditions = ("single_consumer",)
+    arity = 3
+    ranks = (2,)
+    dtypes = tuple((t,) * 3 for t in FLOATS)
+
+    def draw(self, ctx, ins, violate):
+        x = ins[0]
+        at = TensorType(x.dtype, (x.shape[1], x.shape[0]))  # Transpose's output, Gemm's A
+        gemm = get("Gemm").sample(ctx, [at])
+        n = ctx.dim(16)
+        m, k = (at.shape[1], at.shape[0]) if gemm["transA"] else at.shape
+        return {"gemm": gemm, "b": (n, k) if gemm["transB"] else (k, n), "c": ctx.choice(((n,), (1, n), (m, n)))}
+
+    def steps(self, a):
+        s = [Step("Transpose", {"perm": [1, 0], "omit": False}, (In(0),)), Step("Gemm", a["gemm"], (Out(0), In(1), In(2)))]
+        if a["violate"] == "single_consumer":
+            s += [Step("ReduceSum", {"keepdims": 1, "axes": [0, 1]}, (Out(0),)), Step("Add", {}, (Out(1), Out(2)))]
+        return s
+
+    def input_type(self, ctx, i, ins, a, dtype):
+        return TensorType(dtype, a["b"] if i == 1 else a["c"])
+
+    def constant_input(self, a, i):
+        return True
+
+
+class GemmActivationFusion(OrtMotif):
+    """``gemm_activation_fusion.cc`` (level 2): float32 Gemm read only by an element-wise
+    activation MLAS applies in the Gemm's epilogue becomes ``com.microsoft:FusedGemm``."""
+
+    name = "GemmActivationFusion"
+    onnx_op = "Gemm"
+    onnx_ops = ("Relu", "Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid", "Elu", "Softsign", "Softplus")
+    rewrite = "GemmActivationFusion"
+    expects = ("transformer:GemmActivationFusion", "fused:com.microsoft:FusedGemm")
+    conditions = ("activation", "single_consumer", "dtype")
+    level = "extended"
+    fuse_dtypes = (F32,)
+    arity = 3
+    ranks = (2,)
+    dtypes = tuple((t,) * 3 for t in (F32, F16))
+    fused = ("Relu", "Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid", "Elu", "Softsign", "Softplus")
+    unfused = ("Abs", "Clip")
+
+    def draw(self, ctx, ins, violate):
+        gemm = get("Gemm").sample(ctx, ins[:1])
+        act, act_attrs = activation(ctx, ins[0], self.unfused if violate == "activation" else self.fused)
+        return {"gemm": gemm, "act": act, "act_attrs": act_attrs}
+
+    def steps(self, a):
+        s = [Step("Gemm", a["gemm"], (In(0), In(1), In(2))), Step(a["act"], a["act_attrs"], (Out(0),))]
+        if a["violate"] == "single_consumer":
+            s += second_read(s, 0, 1)
+        return s
+
+    def input_type(self, ctx, i, ins, a, dtype):
+        return get("Gemm").input_type(ctx, i, ins, a["gemm"], dtype)
+
+    def constant_input(self, a, i):
+        return True
+
+
+class MatMulScaleFusion(OrtMotif):
+    """``matmul_scale_fusion.cc`` (level 2): a float32 Mul or Div by a constant scalar on
+    an input of MatMul, or on its output when nothing else reads it, becomes
+    ``com.microsoft:FusedMatMul``'s alpha."""
+
+    name = "MatMulScaleFusion"
+    onnx_op = "MatMul"
+    onnx_ops = ("Mul", "Div")
+    rewrite = "MatMulScaleFusion"
+    expects = ("transformer:MatMulScaleFusion", "fused:com.microsoft:FusedMatMul")
+    conditions = ("scale_constant", "scale_scalar", "single_consumer", "dtype")
+    level = "extended"
+    fuse_dtypes = (F32,)
+    arity = 3
+    ranks = (2, 3, 4)
+    dtypes = tuple((t,) * 3 for t in FLOATS)
+
+    def draw(self, ctx, ins, violate):
+        x = ins[0]
+        where = "out" if violate == "single_consumer" else ctx.choice(("a", "b", "out"))
+        n = max(2, _n(ctx))
+        if violate == "scale_scalar":
+            shape = (n,) if where != "a" else (x.shape[-1],)  # a vector along the last axis
+        else:
+            shape = ctx.choice(((), (1,)))
+        return {"where": where, "op": ctx.choice(("Mul", "Div")) if where == "out" else "Mul", "b": (x.shape[-1], n),
+                "shape": shape}
+
+    def steps(self, a):
+        v, where = a["violate"], a["where"]
+        scale = In(2)
+        if where == "a":
+            s = [Step(a["op"], {}, (In(0), scale)), Step("MatMul", {}, (Out(0), In(1)))]
+        elif where == "b":
+            s = [Step(a["op"], {}, (In(1), scale)), Step("MatMul", {}, (In(0), Out(0)))]
+        else:
+            s = [Step("MatMul", {}, (In(0), In(1))), Step(a["op"], {}, (Out(0), scale))]
+        if v == "single_consumer":
+            s += [Step("ReduceSum", {"keepdims": 0, "axes": list(range(len(a["b"])))}, (Out(0),)),
+                  Step("Add", {}, (Out(1), Out(2)))]
+        return s
+
+    def input_type(self, ctx, i, ins, a, dtype):
+        return TensorType(dtype, a["b"] if i == 1 else a["shape"])
+
+    def constant_input(self, a, i):
+        return i == 2 and a["violate"] != "scale_constant"  # B stays live: a constant B would be folded
+
+
+class MatMulTransposeFusion(OrtMotif):
+    """``matmul_transpose_fusion.cc`` (level 2): a float32 or float64 Transpose that swaps
+    the last two axes of MatMul's A or B becomes ``com.microsoft:FusedMatMul``'s transA /
+    transB (the Transpose stays when something else reads it)."""
+
+    name = "MatMulTransposeFusion"
+    onnx_op = "Transpose"
+    onnx_ops = ("MatMul",)
+    rewrite = "MatmulTransposeFusion"
+    expects = ("transformer:MatmulTransposeFusion", "fused:com.microsoft:FusedMatMul")
+    conditions = ("perm", "dtype")
+    level = "extended"
+    fuse_dtypes = (F32, F64)
+    arity = 2
+    ranks = (3, 4)
+    dtypes = tuple((t,) * 2 for t in FLOATS)
+
+    def draw(self, ctx, ins, violate):
+        x = ins[0]
+        r = x.rank
+        if violate == "perm":  # a rotation of all axes: the last two are not just swapped
+            perm = [r - 1] + list(range(r - 1))
+        else:
+            perm = list(range(r - 2)) + [r - 1, r - 2]
+        t = [x.shape[p] for p in perm]
+        side = ctx.choice(("a", "b"))
+        n = _n(ctx)
+        other = tuple(t[:-2]) + ((t[-1], n) if side == "a" else (n, t[-2]))
+        return {"perm": perm, "side": side, "other": other, "rank": r}
+
+    def steps(self, a):
+        tr = Step("Transpose", {"perm": a["perm"], "omit": False}, (In(0),))
+        mm = Step("MatMul", {}, (Out(0), In(1)) if a["side"] == "a" else (In(1), Out(0)))
+        return [tr, mm]
+
+    def input_type(self, ctx, i, ins, a, dtype):
+        return TensorType(dtype, a["other"])
+
+
+class MatMulIntegerToFloat(OrtMotif):
+    """``matmul_integer_to_float.cc`` (level 2): MatMulInteger -> Cast to float -> Mul by
+    the product of A's and B's scales (a Mul node of live tensors), each read only by
+    the next, becomes ``com.microsoft:MatMulIntegerToFloat``. The scales come in as
+    integers of A's and B's types, cast to float (so the motif's inputs fit
+    MatMulInteger's schema); constants would be folded into one before the fusion."""
+
+    name = "MatMulIntegerToFloat"
+    onnx_op = "MatMulInteger"
+    onnx_ops = ("Cast", "Mul")
+    rewrite = "MatMulIntegerToFloatFusion"
+    expects = ("transformer:MatMulIntegerToFloatFusion", "fused:com.microsoft:MatMulIntegerToFloat")
+    conditions = ("scale_product", "single_consumer")
+    level = "extended"
+    arity = 4
+    ranks = (2, 3)
+    dtypes = tuple((ta, tb, ta, tb) for ta in (dt.UINT8, dt.INT8) for tb in (dt.UINT8, dt.INT8))
+
+    def draw(self, ctx, ins, violate):
+        return {"mmi": get("MatMulInteger").sample(ctx, ins[:1])}
+
+    def steps(self, a):
+        v = a["violate"]
+        s = [Step("MatMulInteger", a["mmi"], (In(0), In(1))), Step("Cast", {"to": F32}, (Out(0),)),
+             Step("Cast", {"to": F32}, (In(2),)), Step("Cast", {"to": F32}, (In(3),))]
+        if v == "scale_product":  # one scale at a time: no Mul of the two scales
+            s += [Step("Mul", {}, (Out(1), Out(2))), Step("Mul", {}, (Out(4), Out(3)))]
+        else:
+            s += [Step("Mul", {}, (Out(2), Out(3))), Step("Mul", {}, (Out(1), Out(4)))]
+        if v == "single_consumer":
+            s.append(Step("Add", {}, (Out(5), Out(1))))
+        return s
+
+    def input_type(self, ctx, i, ins, a, dtype):
+        if i == 1:
+            return get("MatMulInteger").input_type(ctx, 1, ins, a["mmi"], dtype)
+        return TensorType(dtype, ())
+
+    def constant_input(self, a, i):
+        return i == 1
+
+
+OPS = [MatMulAddFusion, MatMulBnFusion, GemmTransposeFusion, GemmActivationFusion, MatMulScaleFusion,
+       MatMulTransposeFusion, MatMulIntegerToFloat]
