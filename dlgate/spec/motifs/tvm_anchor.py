@@ -7,8 +7,13 @@ a second time through a reduction that rejoins the epilogue: the post-dominator 
 reached through a comm-reduce path and the epilogue fusion does not happen."""
 from __future__ import annotations
 
+import math
+
+import numpy as np
+
 from dlgate import dtypes as dt
-from dlgate.spec.motif import In, Motif, Out, Step
+from dlgate.spec.binary import broadcast_partner
+from dlgate.spec.motif import Const, In, Motif, Out, Step, const_values
 from dlgate.spec.motifs.tvm_common import ACTIVATIONS, activation, named, second_consumer
 from dlgate.spec.registry import get
 
@@ -241,5 +246,87 @@ class TvmBatchNormActivation(_AnchorEpilogue):
         return True
 
 
+class TvmMatMulActivation(_AnchorEpilogue):
+    """MatMul of two live operands of two or more dims, batch dims broadcast (numpy
+    style), then an activation: ``matmul_<act>``. Broken (``two_dim_operands``): the
+    second operand is 1-D, which the importer promotes and squeezes back around the
+    product, so the activation meets an injective op, not the matmul."""
+
+    name = "TvmMatMulActivation"
+    onnx_op = "MatMul"
+    onnx_ops = tuple(ACTIVATIONS)
+    rewrite = "FuseOps (broadcast matmul + element-wise)"
+    conditions = ("two_dim_operands",)
+    expects = named(("matmul",))
+    arity = 2
+    ranks = (2, 3, 4)
+    dtypes = tuple((t, t) for t in dt.FLOATS + dt.COMMON_INTS)
+    min_opset = 14  # integer Relu
+
+    def draw(self, ctx, ins, violate):
+        x = ins[0]
+        names = tuple(ACTIVATIONS) if dt.is_float(x.dtype) else ("Relu",)
+        a = {"n": ctx.dim(16), "batch": list(broadcast_partner(ctx, tuple(x.shape[:-2])))}
+        return self.epilogue(ctx, a, x, names)
+
+    def steps(self, a):
+        return [Step("MatMul", {}, (In(0), In(1))), Step(a["act"], a["act_attrs"], (Out(0),))]
+
+    def input_type(self, ctx, i, ins, a, dtype):
+        k = ins[0].shape[-1]
+        shape = (k,) if a["violate"] else tuple(a["batch"]) + (k, a["n"])
+        return ins[0].with_dtype(dtype).with_shape(shape)
+
+    def requires(self, ins, a):
+        # a reused second operand must keep the draw's side of the decision
+        if len(ins) > 1 and (ins[1].rank == 1) != (a["violate"] == "two_dim_operands"):
+            return [False]
+        return super().requires(ins, a)
+
+
+class TvmAttentionScores(Motif):
+    """Scaled dot-product attention as exporters write it: ``Softmax(Q @ K' / s [+ mask])
+    @ V`` with the scale (a Div or a Mul by a constant) and an optional constant additive
+    mask on the scores: the score product takes both as its epilogue,
+    ``matmul_divide``, ``matmul_multiply`` (``_add`` with the mask). Broken
+    (``scale_after_product``): Q is scaled before the product (the other common spelling),
+    which leaves the product no element-wise epilogue but the mask."""
+
+    name = "TvmAttentionScores"
+    onnx_op = "MatMul"
+    onnx_ops = ("Div", "Mul", "Add", "Softmax")
+    optimizer = "tvm"
+    rewrite = "FuseOps (attention scores + scale + mask)"
+    expects = ("fused:matmul_divide", "fused:matmul_multiply", "fused:matmul_divide_add", "fused:matmul_multiply_add")
+    conditions = ("scale_after_product",)
+    arity = 3
+    ranks = (3, 4)
+    dtypes = tuple((t,) * 3 for t in dt.FLOATS)
+
+    def draw(self, ctx, ins, violate):
+        q = ins[0]
+        return {"t": ctx.dim(8), "dv": ctx.dim(8), "div": ctx.coin(), "mask": ctx.coin(),
+                "s": int(q.shape[-2]), "d": int(q.shape[-1]), "dtype": q.dtype}
+
+    def steps(self, a):
+        t = dt.NUMPY[a["dtype"]]
+        d = a["d"]
+        scale = Const(np.asarray(math.sqrt(d) if a["div"] and not a["violate"] else 1 / math.sqrt(d), dtype=t), "scale")
+        if a["violate"] == "scale_after_product":
+            s = [Step("Mul", {}, (In(0), scale)), Step("MatMul", {}, (Out(0), In(1)))]
+        else:
+            s = [Step("MatMul", {}, (In(0), In(1))), Step("Div" if a["div"] else "Mul", {}, (Out(0), scale))]
+        if a["mask"]:
+            s.append(Step("Add", {}, (Out(len(s) - 1), const_values(a, "mask", a["dtype"], (a["s"], a["t"])))))
+        s.append(Step("Softmax", {"axis": -1}, (Out(len(s) - 1),)))
+        return s + [Step("MatMul", {}, (Out(len(s) - 1), In(2)))]
+
+    def input_type(self, ctx, i, ins, a, dtype):
+        batch = tuple(ins[0].shape[:-2])
+        shape = (a["d"], a["t"]) if i == 1 else (a["t"], a["dv"])
+        return ins[0].with_dtype(dtype).with_shape(batch + shape)
+
+
 OPS = [TvmConvBiasActivation, TvmConvTransposeBiasActivation, TvmMatMulBiasActivation, TvmDiamondFusion,
-       TvmSoftmaxEpilogue, TvmLayerNormEpilogue, TvmPoolEpilogue, TvmBatchNormActivation]
+       TvmSoftmaxEpilogue, TvmLayerNormEpilogue, TvmPoolEpilogue, TvmBatchNormActivation, TvmMatMulActivation,
+       TvmAttentionScores]
