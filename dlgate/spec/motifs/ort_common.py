@@ -36,6 +36,9 @@ class OrtMotif(Motif):
     fuse_dtypes: ClassVar[tuple] = (F32, F16, F64)
     #: Conditions only ``outside`` breaks (never drawn at random).
     forced: ClassVar[tuple] = ("dtype",)
+    #: Conditions whose breaking does not always make the rewrite decline (the draw
+    #: cannot always break them for every input; each motif says why).
+    loose: ClassVar[tuple] = ()
 
     def outside(self, ins) -> str | None:
         """The condition an input outside the rewrite's reach breaks whatever is drawn
