@@ -106,6 +106,9 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--ops", help="comma-separated operator names to draw from (default: all)")
     g.add_argument("--dynamic-share", type=_share, default=0.25,
                    help="share of models with symbolic batch/sequence input dimensions (default 0.25)")
+    g.add_argument("--extreme-share", type=_share, default=0.2,
+                   help="share of models whose inputs and constants carry extreme values: NaN, +/-Inf, "
+                        "huge magnitudes, subnormals, signed zeros, ties, integer limits (default 0.2)")
     g.add_argument("--support", metavar="SYSTEM", help="restrict to what backend SYSTEM was probed to support (e.g. onnxruntime, tvm)")
 
     s = sub.add_parser("stats", help="diversity metrics of a generated batch")
@@ -210,7 +213,7 @@ def cmd_gen(args) -> int:
 
         support = support_set(_probe_doc(args.support, "dlgate gen: --support"))
     cfg = GenConfig(min_nodes=args.min_nodes, max_nodes=args.max_nodes, ops=ops, opset=args.opset, support=support,
-                    dynamic_share=args.dynamic_share)
+                    dynamic_share=args.dynamic_share, extreme_share=args.extreme_share)
     gen = Generator(cfg)
     os.makedirs(args.out, exist_ok=True)
     t0 = time.perf_counter()

@@ -53,6 +53,11 @@ FIELDS = (
           "dimensions (`dim_param`), where other sizes keep the model valid; each such case runs at two or "
           "more shapes from one compile, judged at each. A backend that cannot compile the symbolic model "
           "reports it unsupported (a crash is still a crash). 0 turns it off.", min=0, max=1),
+    Field("extreme_share", "float", 0.2, "Share of models whose inputs and constants carry extreme values in "
+          "some elements: NaN and +/-Inf where every operator they reach defines them, magnitudes at float16's "
+          "65504 and beyond float32's range, subnormals, signed zeros, rounding ties, integer limits and values "
+          "a narrowing Cast wraps. NaN and Inf positions are compared exactly; a special value where the ONNX "
+          "specification leaves the result open makes the verdict `undefined`. 0 turns it off.", min=0, max=1),
     Field("operators", "list[str]", None, "Operator specs to draw from (`dlgate ops`); null for all.", optional=True),
     Field("dtypes", "list[str]", None, "Tensor dtypes models may use (e.g. `[float32, int64]`); null for all.",
           optional=True),
@@ -107,6 +112,7 @@ class Campaign:
     opset: int | None = None
     max_opset: int | None = None
     dynamic_share: float = 0.25
+    extreme_share: float = 0.2
     operators: list | None = None
     dtypes: list | None = None
     support: list = field(default_factory=list)

@@ -190,7 +190,8 @@ def _generator(cfg: Campaign, opsets: list | None = None, support=None):
     if opsets is not None:
         kw["opset_range"] = tuple(opsets)
     return Generator(GenConfig(min_nodes=cfg.min_nodes, max_nodes=cfg.max_nodes, ops=ops, opset=cfg.opset,
-                               support=support, dynamic_share=cfg.dynamic_share, **kw))
+                               support=support, dynamic_share=cfg.dynamic_share,
+                               extreme_share=cfg.extreme_share, **kw))
 
 
 def _split_timing(rec: dict) -> dict:

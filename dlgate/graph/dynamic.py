@@ -49,7 +49,7 @@ def reinfer(graph: Graph, types: list, nodes: list | None = None) -> Graph | Non
         for o, ty in zip(n.outputs, outs):
             types[o] = ty
     return Graph(types, nodes, graph.inputs, graph.consts, graph.outputs, graph.opset, dict(graph.values),
-                 graph.dynamic)
+                 graph.dynamic, graph.extreme)
 
 
 def _bound_types(graph: Graph, binding: dict) -> list:
@@ -81,7 +81,7 @@ def at(graph: Graph, k: int) -> Graph:
     """The static graph at binding ``k`` (0: the graph's own shapes)."""
     if k == 0:
         return Graph(graph.tensors, graph.nodes, graph.inputs, graph.consts, graph.outputs, graph.opset,
-                     dict(graph.values))
+                     dict(graph.values), extreme=graph.extreme)
     g = reinfer(graph, _bound_types(graph, graph.dynamic["bindings"][k - 1]))
     if g is None:
         raise ValueError(f"binding {k} of the dynamic graph no longer type-checks")
@@ -113,7 +113,7 @@ def make_dynamic(graph: Graph, rng: random.Random, limits: Limits = Limits()) ->
     # Try all the candidate dims, then fewer (a Reshape may fix the batch but not the sequence).
     for keep in (dims, *([d] for d in dims[:3])):
         trial = Graph(graph.tensors, graph.nodes, graph.inputs, graph.consts, graph.outputs, graph.opset,
-                      graph.values, {"dims": sorted(keep), "bindings": []})
+                      graph.values, {"dims": sorted(keep), "bindings": []}, graph.extreme)
         own = first_binding(trial)
         found = []
         for _ in range(TRIES):

@@ -15,6 +15,7 @@ import numpy as np
 import z3
 
 from dlgate import dtypes as dt
+from dlgate.graph import extreme
 from dlgate.graph.dynamic import make_dynamic
 from dlgate.graph.ir import Graph, Node, domain_spans, random_values
 from dlgate.graph.solver import Solver, concretize
@@ -55,6 +56,9 @@ class GenConfig:
     #: where further sizes keep them valid; drawn after the graph is final, so the graph
     #: itself does not depend on it.
     dynamic_share: float = 0.0
+    #: Share of graphs whose inputs and constants carry extreme values (``graph.extreme``,
+    #: see ``dlgate.graph.extreme``); drawn last, from its own stream.
+    extreme_share: float = 0.0
 
     def __post_init__(self):
         if not 1 <= self.min_nodes <= self.max_nodes:
@@ -68,6 +72,8 @@ class GenConfig:
             dt.check(t)
         if not 0.0 <= self.dynamic_share <= 1.0:
             raise ValueError(f"dynamic_share {self.dynamic_share} is not within 0-1")
+        if not 0.0 <= self.extreme_share <= 1.0:
+            raise ValueError(f"extreme_share {self.extreme_share} is not within 0-1")
 
 
 class GenerationError(RuntimeError):
@@ -184,6 +190,7 @@ class Generator:
             drng = random.Random(sub_seed(seed, "dynamic"))
             if drng.random() < cfg.dynamic_share:
                 g = make_dynamic(g, drng, cfg.limits)
+        g = extreme.apply(g, seed, cfg.extreme_share)
         return g
 
     def _draw_opset(self, rng: random.Random) -> int:

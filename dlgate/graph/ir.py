@@ -35,6 +35,9 @@ class Graph:
     #: ``{"dims": [[input position, axis, symbol], ...], "bindings": [{symbol: size}, ...]}``;
     #: the tensors hold the first binding's shapes, ``bindings`` the further ones.
     dynamic: dict | None = None
+    #: For a case drawn with extreme values (``dlgate.graph.extreme``): ``{"kinds": [...]}``,
+    #: the kinds of special value its leaves may hold; None for an ordinary case.
+    extreme: dict | None = None
 
     def name(self, t: int) -> str:
         return f"t{t}"
@@ -63,6 +66,8 @@ class Graph:
         }
         if self.dynamic is not None:
             d["dynamic"] = self.dynamic
+        if self.extreme is not None:
+            d["extreme"] = self.extreme
         return d
 
     @staticmethod
@@ -76,6 +81,7 @@ class Graph:
             opset=d["opset"],
             values=dict(values or {}),
             dynamic=d.get("dynamic"),
+            extreme=d.get("extreme"),
         )
 
     def input_types(self) -> list:

@@ -30,6 +30,16 @@ Algorithm, over the graph inputs and the float constants together:
    fresh random values.
 5. Stop at the first fully valid run (method ``"gradient"``).
 
+Extreme cases (``graph.extreme``, see :mod:`dlgate.graph.extreme`): the first draw and the
+odd re-draws plant extreme values (NaN, infinities, huge magnitudes, subnormals, signed
+zeros, ties, integer limits) in the leaves, and a run is valid when every special value
+an operator sees or makes is one its spec defines (``dlgate.spec.nonfinite``: NaN through
+Add, +/-inf through Relu, overflow to inf in Mul or in a Cast between float types), no
+operator's result is undefined on its inputs (``OpSpec.undefined``: signed overflow, a
+conversion out of range), and restricted operators with non-float outputs stay in their
+domain. When no such run is found, the ordinary search runs instead (a finite run, from
+the same seed). ``SearchResult.extreme`` lists the kinds the final values hold.
+
 Graphs with no float input or constant cannot be differentiated: plain re-sampling
 (method ``"sampling"``), up to ``SAMPLING_ATTEMPTS`` draws.
 
@@ -42,15 +52,18 @@ when it is hit (``SearchResult.hit_time_cap``) the result depends on the machine
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import torch
 
 from dlgate import dtypes as dt
+from dlgate.graph import extreme
 from dlgate.graph.ir import Graph, domain_spans, random_values
 from dlgate.materialize.torch_model import GraphModule
 from dlgate.seeds import sub_seed
+from dlgate.spec import nonfinite
+from dlgate.spec.base import IEEE
 from dlgate.spec.registry import all_specs
 
 #: Adam's initial learning rate (NNSmith §5.1).
@@ -87,6 +100,8 @@ class SearchResult:
     #: True when ``max_seconds`` stopped the search: the result is then machine-dependent.
     hit_time_cap: bool = False
     failing: list = field(default_factory=list)  # (node index, op) where the search stopped
+    #: For an extreme case: the kinds of extreme value the final inputs and constants hold.
+    extreme: list = field(default_factory=list)
 
 
 class _Module(GraphModule):
@@ -117,25 +132,44 @@ def _draw(rng: np.random.Generator, t, lo_hi=None) -> np.ndarray:
 
 class _Probe:
     """The hook: stops at the first node whose float output is non-finite, or whose
-    restricted spec with non-float outputs reports a violated predicate."""
+    restricted spec with non-float outputs reports a violated predicate. For an extreme
+    case (``extreme``), special values are fine where the spec defines them, and a node
+    whose result is undefined on its inputs stops the run too."""
 
-    def __init__(self, mod: _Module, want_loss: bool):
+    def __init__(self, mod: _Module, want_loss: bool, extreme: bool = False):
         self.mod = mod
         self.want_loss = want_loss
+        self.extreme = extreme
         self.bad = None  # (index, node, ins, outs, kind)
 
     def __call__(self, i, node, ins, outs):
-        for y in outs:
-            if y.is_floating_point() and not bool(torch.isfinite(y).all()):
-                self.bad = (i, node, ins, "NaN/Inf")
-                return True
         spec = self.mod.specs[i]
-        if spec.restricted and not any(y.is_floating_point() for y in outs) and any(
-                x.is_floating_point() for x in ins):
+        types = self.mod.graph.tensors
+        if self.extreme:
+            why = nonfinite.violation(spec, node.attrs, [types[t] for t in node.inputs], ins, outs)
+            if why:
+                self.bad = (i, node, ins, f"an undefined result ({why})")
+                return True
+        else:
+            for y in outs:
+                if y.is_floating_point() and not bool(torch.isfinite(y).all()):
+                    self.bad = (i, node, ins, "NaN/Inf")
+                    return True
+        # an extreme case checks every restricted operator not fully IEEE-defined: its
+        # domain may be left with a finite, but disputed, result (log(sum(exp(x))))
+        if spec.restricted and any(x.is_floating_point() for x in ins) and (
+                not any(y.is_floating_point() for y in outs) or
+                self.extreme and spec.defines_nonfinite(node.attrs, [types[t] for t in node.inputs]) != IEEE):
             with torch.no_grad():
                 ls = spec.losses(node.attrs, *ins)
             if any(float(v.detach()) > 0 for v in ls):
                 self.bad = (i, node, ins, "out-of-domain input")
+                return True
+        if self.extreme:
+            with torch.no_grad():
+                why = spec.undefined(node.attrs, [x.detach() for x in ins], [types[t] for t in node.outputs])
+            if why:
+                self.bad = (i, node, ins, f"an undefined result ({why})")
                 return True
         return False
 
@@ -168,7 +202,12 @@ def search(graph: Graph, seed: int, max_steps: int = DEFAULT_MAX_STEPS,
     if threads != 1:
         torch.set_num_threads(1)
     try:
-        return _search(graph, seed, max_steps, max_seconds, gradients)
+        res = _search(graph, seed, max_steps, max_seconds, gradients)
+        if graph.extreme is not None:
+            if not res.valid:  # no valid draw with extreme values: the ordinary search, as for any case
+                res = _search(replace(graph, extreme=None), seed, max_steps, max_seconds, gradients)
+            res.extreme = extreme.kinds_in(graph, res.inputs, res.consts)
+        return res
     finally:
         if threads != 1:
             torch.set_num_threads(threads)
@@ -180,8 +219,11 @@ def _search(graph, seed, max_steps, max_seconds, gradients):
     types = graph.tensors
     spans = domain_spans(graph, all_specs())
     inputs = [random_values(rng, types[t], spans.get(t)) for t in graph.inputs]
+    planter = extreme.Planter(graph, spans) if graph.extreme is not None else None
+    if planter is not None:
+        inputs = planter.plant_inputs(rng, inputs)
     mod = _Module(graph)
-    probe = _Probe(mod, False)
+    probe = _Probe(mod, False, planter is not None)
     with torch.no_grad():
         mod.run([torch.from_numpy(x) for x in inputs], probe)
     consts = {t: graph.values[t] for t in graph.consts}
@@ -192,15 +234,16 @@ def _search(graph, seed, max_steps, max_seconds, gradients):
     fl_c = [t for t in graph.consts if dt.is_float(types[t].dtype)]
     if not gradients or not (fl_in or fl_c):
         return _sampling(graph, mod, rng, inputs, consts, probe, max_steps if not gradients else SAMPLING_ATTEMPTS,
-                         max_seconds, t0)
+                         max_seconds, t0, planter=planter)
     # a few cheap re-draws first (a forward pass each, no autograd): most models that
     # are not valid at once are unlucky draws, not hard ones
     first = min(SAMPLING_FIRST, max_steps)
-    r = _sampling(graph, mod, rng, inputs, consts, probe, first, max_seconds, t0, spans)
+    r = _sampling(graph, mod, rng, inputs, consts, probe, first, max_seconds, t0, spans, planter)
     if r.valid or r.hit_time_cap or first == max_steps:
         return r
     mod.override = None
-    res = _gradient(graph, mod, rng, inputs, consts, fl_in, fl_c, max_steps - first, max_seconds, t0)
+    res = _gradient(graph, mod, rng, inputs, consts, fl_in, fl_c, max_steps - first, max_seconds, t0,
+                    planter is not None)
     res.steps += first
     res.restarts += first
     return res
@@ -211,7 +254,7 @@ def _reason(bad, steps):
     return f"operator {node.op} (node {i}) still produces {kind} after {steps} steps"
 
 
-def _sampling(graph, mod, rng, inputs, consts, probe, attempts, max_seconds, t0, spans=None):
+def _sampling(graph, mod, rng, inputs, consts, probe, attempts, max_seconds, t0, spans=None, planter=None):
     types = graph.tensors
     steps = 0
     capped = False
@@ -224,6 +267,9 @@ def _sampling(graph, mod, rng, inputs, consts, probe, attempts, max_seconds, t0,
         sp = spans and steps % 2 == 1  # odd draws: the carried starting ranges again
         inputs = [_draw(rng, types[t], (spans.get(t, rr) if sp else rr)) for t in graph.inputs]
         consts = {t: _draw(rng, types[t], (spans.get(t, rr) if sp else rr)) for t in graph.consts}
+        if planter is not None and steps % 2 == 1:  # odd draws of an extreme case: planted too
+            inputs = planter.plant_inputs(rng, inputs)
+            consts = planter.plant(rng, consts)
         mod.override = {t: torch.from_numpy(v) for t, v in consts.items()}
         probe.bad = None
         with torch.no_grad():
@@ -235,7 +281,7 @@ def _sampling(graph, mod, rng, inputs, consts, probe, attempts, max_seconds, t0,
                         _reason(probe.bad, steps), capped, [(probe.bad[0], probe.bad[1].op)])
 
 
-def _gradient(graph, mod, rng, inputs, consts, fl_in, fl_c, max_steps, max_seconds, t0):
+def _gradient(graph, mod, rng, inputs, consts, fl_in, fl_c, max_steps, max_seconds, t0, extreme_case=False):
     types = graph.tensors
     in_dt = [dt.torch_dtype(types[t].dtype) for t in graph.inputs]
     c_dt = {t: dt.torch_dtype(types[t].dtype) for t in graph.consts}
@@ -245,7 +291,7 @@ def _gradient(graph, mod, rng, inputs, consts, fl_in, fl_c, max_steps, max_secon
     keys = list(masters)
     fixed_in = {k: torch.from_numpy(inputs[k]) for k in range(len(inputs)) if k not in fl_in}
     fixed_c = {t: torch.from_numpy(consts[t]) for t in graph.consts if t not in fl_c}
-    probe = _Probe(mod, True)
+    probe = _Probe(mod, True, extreme_case)
     opt = None
     target = None
     steps = restarts = 0

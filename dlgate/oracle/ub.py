@@ -2,6 +2,10 @@
 
 Three checks on the *reference* run, made only when a candidate disagrees:
 
+* **Undefined special values.** A NaN or an infinity that reaches (or is made by) an
+  operator whose specification does not define its result for it (``OpSpec.nonfinite``:
+  Relu or Max of NaN, a comparison with NaN, inf through a reduction whose order decides
+  between inf and NaN, overflow to inf inside MatMul), see :mod:`dlgate.spec.nonfinite`.
 * **Undefined values.** Signed integer overflow in integer arithmetic, and conversions
   from floating point to an integer type of NaN, Inf or values out of the target's range,
   which the ONNX Cast specification leaves undefined (C++ too), so compilers differ
@@ -20,7 +24,12 @@ Three checks on the *reference* run, made only when a candidate disagrees:
   differences: a value a rounding step from an integer before Floor, Ceil, Round or a cast,
   a near-tie before ArgMax or TopK, operands of a comparison that almost agree, float16
   through an ill-conditioned function, Tan near a pole... The node where the perturbed run
-  first departs is named.
+  first departs is named. For an extreme case (``graph.extreme``) two more runs perturb
+  every intermediate by exactly +4 and -4 units (a value a rounding away from its type's
+  largest finite value overflows to inf in one of them), and the outputs of operators
+  that compute exactly (``EXACT``: they select, move or negate values, or round to
+  integers) are not perturbed: float16's 65504 out of Floor or Max is 65504 in every
+  compiler, and pushing it past the overflow would excuse any error in that output.
 """
 from __future__ import annotations
 
@@ -32,29 +41,49 @@ import torch
 from dlgate.graph.ir import Graph
 from dlgate.oracle import precision
 from dlgate.oracle.compare import compare
+from dlgate.spec import nonfinite
 from dlgate.spec.registry import get
 
 #: Relative perturbation per dtype: a few units in the last place.
 NOISE = {"float16": 4 * 2.0**-11, "float32": 4 * 2.0**-24, "float64": 4 * 2.0**-53}
 
 
+#: Operators whose float results are exact (no rounding to differ between compilers): they
+#: select, move or negate input values (``OpSpec.preserves_values`` too), round to
+#: integers (``OpSpec.integral_out``), or convert, correctly rounded.
+EXACT = ("Max", "Min", "ReduceMax", "ReduceMin", "Relu", "Neg", "Abs", "Where", "Clip", "Slice", "Pad", "Gather",
+         "GatherElements", "GatherND", "Split", "Squeeze", "Unsqueeze", "Expand", "Flatten", "DepthToSpace",
+         "SpaceToDepth", "Trilu", "ReverseSequence", "MaxPool", "GlobalMaxPool", "Identity", "Dropout", "Cast",
+         "CastLike")  # a conversion rounds correctly, to nearest even, in every compiler
+
+
+def _exact(spec) -> bool:
+    return spec.preserves_values or spec.integral_out or spec.onnx_op in EXACT
+
+
 def _run(graph: Graph, inputs: list, noise_rng: np.random.Generator | None = None) -> tuple:
     """Run node by node; returns (env, per-node (ins, outs)). With ``noise_rng``, every
-    floating-point node output is perturbed before the next node sees it."""
-    return precision.trace(graph, inputs, perturb=None if noise_rng is None else partial(_perturb, noise_rng))
+    floating-point node output is perturbed before the next node sees it (for an extreme
+    case, those of inexact operators only)."""
+    if noise_rng is None:
+        return precision.trace(graph, inputs)
+    skip = {i for i, n in enumerate(graph.nodes) if _exact(get(n.op))} if graph.extreme is not None else set()
+    return precision.trace(graph, inputs, perturb=partial(_perturb, noise_rng), skip=skip)
 
 
-def _perturb(rng: np.random.Generator, ins: list, outs: list) -> list:
+def _perturb(rng, ins: list, outs: list) -> list:
     """Each floating-point output times (1 + a few units of rounding in its dtype). A
     reduction's rounding error grows like the square root of the number of terms
-    (summation order and accumulator width differ between compilers)."""
+    (summation order and accumulator width differ between compilers). ``rng`` a NumPy
+    generator (uniform noise), or +1 or -1 (every element pushed the same way)."""
     n_in = max((x.numel() for x in ins), default=1)
     noisy = []
     for y in outs:
         name = str(y.dtype).replace("torch.", "")
         if name in NOISE and y.numel():
             scale = NOISE[name] * max(1.0, (n_in / y.numel()) ** 0.5)
-            u = torch.from_numpy(rng.uniform(-1, 1, size=tuple(y.shape))).to(torch.float64)
+            u = torch.full(tuple(y.shape), float(rng), dtype=torch.float64) if isinstance(rng, (int, float)) else \
+                torch.from_numpy(rng.uniform(-1, 1, size=tuple(y.shape))).to(torch.float64)
             y = (y.double() * (1 + scale * u)).to(y.dtype)
         noisy.append(y)
     return noisy
@@ -68,14 +97,31 @@ def undefined_at(graph: Graph, i: int, node, ins: list) -> str | None:
     return f"{node.op} (node {i}): {why}" if why else None
 
 
+def nonfinite_at(graph: Graph, i: int, node, ins: list, outs: list) -> str | None:
+    """Why node ``i`` sees or makes a NaN or an infinity its spec does not define, or None."""
+    why = nonfinite.violation(get(node.op), node.attrs, [graph.tensors[t] for t in node.inputs], ins, outs)
+    return f"{node.op} (node {i}): {why}" if why else None
+
+
 def undefined_values(graph: Graph, inputs: list) -> str | None:
-    """Signed integer overflow or an undefined float -> integer conversion in the reference run."""
+    """A NaN or an infinity where the specification leaves the result open, signed integer
+    overflow or an undefined float -> integer conversion in the reference run."""
     _, trace = _run(graph, inputs)
-    for i, (node, (ins, _)) in enumerate(zip(graph.nodes, trace)):
-        why = undefined_at(graph, i, node, ins)
+    for i, (node, (ins, outs)) in enumerate(zip(graph.nodes, trace)):
+        why = nonfinite_at(graph, i, node, ins, outs) or undefined_at(graph, i, node, ins)
         if why:
             return why
     return None
+
+
+def _deviation(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """|a - b| element by element, 0 where both hold the same value (the same infinity,
+    or NaN), inf where only one is NaN or they are infinities of different signs."""
+    x, y = np.asarray(a).astype(np.float64), np.asarray(b).astype(np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        d = np.abs(x - y)
+    same = (x == y) | (np.isnan(x) & np.isnan(y))
+    return np.where(same, 0.0, np.nan_to_num(d, nan=np.inf, posinf=np.inf))
 
 
 def instability(graph: Graph, inputs: list, tolerances: dict | None = None, trials: int = 3,
@@ -93,12 +139,12 @@ def instability(graph: Graph, inputs: list, tolerances: dict | None = None, tria
     rng = np.random.default_rng(seed)
     dev = [np.zeros(b.shape) for b in base]
     reason = None
-    for _ in range(trials):
-        env, trace = _run(graph, inputs, rng)
+    pushes = (1.0, -1.0) if graph.extreme is not None else ()  # values at an overflow's edge
+    for noise in (*pushes, *([rng] * trials)):
+        env, trace = _run(graph, inputs, noise)
         got = [env[t].numpy() for t in graph.outputs]
         for k, (b, g) in enumerate(zip(base, got)):
-            dev[k] = np.maximum(dev[k], np.nan_to_num(np.abs(b.astype(np.float64) - g.astype(np.float64)),
-                                                      nan=np.inf, posinf=np.inf))
+            dev[k] = np.maximum(dev[k], _deviation(b, g))
         if reason is not None or compare(base, got, tolerances).ok:
             continue
         reason = "unstable: rounding-level differences in intermediates change the outputs"
@@ -115,12 +161,12 @@ def instability(graph: Graph, inputs: list, tolerances: dict | None = None, tria
     for b, c, d in zip(base, candidate, dev):
         if np.asarray(c).shape != b.shape:
             return None
-        err = np.abs(np.asarray(c).astype(np.float64) - b.astype(np.float64))
+        err = _deviation(c, b)
         worst = float(d.max()) if d.size else 0.0  # which elements flip is itself random
-        # a NaN in the candidate is explained only where rounding can make the output non-finite
-        nan_ok = np.isnan(err) & (worst == np.inf)
+        # a candidate's NaN or infinity where the reference has another value is explained
+        # only where rounding can make the output non-finite (worst is then inf)
         bound = 2 * worst + _tolerance_bound(b, tolerances)
-        if not np.all(nan_ok | (err <= bound)):
+        if not np.all(err <= bound):
             return None  # the candidate is further off than instability can explain
     return reason
 
@@ -134,7 +180,7 @@ def _tolerance_bound(ref: np.ndarray, tolerances: dict | None) -> np.ndarray:
     x = ref.astype(np.float64)
     finite = np.isfinite(x)
     scale = max(1.0, float(np.max(np.abs(x[finite])))) if finite.any() else 1.0
-    return atol * scale + rtol * np.abs(x)
+    return np.where(finite, atol * scale + rtol * np.abs(np.where(finite, x, 0.0)), 0.0)  # none at NaN or inf
 
 
 def explain(graph: Graph, inputs: list, tolerances: dict | None = None, candidate: list | None = None) -> str | None:

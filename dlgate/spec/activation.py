@@ -2,6 +2,8 @@
 unidirectionally broadcast slope, and Softmax/LogSoftmax/Hardmax along one axis."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -9,7 +11,7 @@ import torch.nn.functional as F
 from dlgate import dtypes as dt
 from dlgate.spec import losses as L
 from dlgate.spec import sym
-from dlgate.spec.base import INF, OpSpec, TensorType, f32
+from dlgate.spec.base import IEEE, INF, INF_ONLY, OpSpec, TensorType, f32
 from dlgate.spec.binary import mul_bounds, reduced_partner
 
 #: Probability a float attribute takes its ONNX default (so the omitted spelling is exercised).
@@ -61,6 +63,7 @@ class Activation(OpSpec):
 class Relu(Activation):
     keeps_integers = True
     monotone = 1
+    nonfinite = INF_ONLY
     onnx_op = "Relu"
 
     def value_range(self, a, ranges, ins):
@@ -87,6 +90,9 @@ class LeakyRelu(Activation):
 
     def torch(self, a, x):
         return torch.where(x >= 0, x, x * a["alpha"])
+
+    def defines_nonfinite(self, a, ins):
+        return INF_ONLY if a["alpha"] > 0 else frozenset()  # alpha * -inf with alpha 0: NaN, or 0?
 
 
 class PRelu(OpSpec):
@@ -130,6 +136,7 @@ class PRelu(OpSpec):
 
 class Elu(Activation):
     monotone = 1
+    nonfinite = INF_ONLY
     onnx_op = "Elu"
     params = (("alpha", 0.1, 3.0, 1.0),)
 
@@ -139,6 +146,7 @@ class Elu(Activation):
 
 class Selu(Activation):
     monotone = 1
+    nonfinite = INF_ONLY
     onnx_op = "Selu"
     params = (("alpha", 0.5, 3.0, 1.67326319217681884765625),
               ("gamma", 0.5, 2.0, 1.05070102214813232421875))
@@ -149,6 +157,7 @@ class Selu(Activation):
 
 class Celu(Activation):
     monotone = 1
+    nonfinite = INF_ONLY
     onnx_op = "Celu"
     types = (dt.FLOAT32,)
     params = (("alpha", 0.1, 3.0, 1.0),)
@@ -160,6 +169,7 @@ class Celu(Activation):
 class Sigmoid(Activation):
     monotone = 1
     out_range = (0.0, 1.0)
+    nonfinite = IEEE
     onnx_op = "Sigmoid"
     fn = torch.sigmoid
 
@@ -167,6 +177,7 @@ class Sigmoid(Activation):
 class HardSigmoid(Activation):
     monotone = 1
     out_range = (0.0, 1.0)
+    nonfinite = INF_ONLY
     onnx_op = "HardSigmoid"
     params = (("alpha", 0.05, 1.0, 0.2), ("beta", 0.0, 1.0, 0.5))
 
@@ -211,6 +222,13 @@ class Softplus(Activation):
     onnx_op = "Softplus"
     fn = F.softplus  # log(1 + exp(x)), linear past 20 like a stable log-add-exp
 
+    def undefined(self, a, ins, out_types):
+        x = ins[0]
+        if x.numel() and float(x.detach().double().max()) > math.log(float(torch.finfo(x.dtype).max)):
+            return (f"exp(x) overflows {out_types[0].dtype}: the function body log(exp(x) + 1) gives inf where "
+                    "the exact value is finite (about x)")
+        return None
+
 
 class Softsign(Activation):
     monotone = 1
@@ -222,11 +240,13 @@ class Softsign(Activation):
 class Tanh(Activation):
     monotone = 1
     out_range = (-1.0, 1.0)
+    nonfinite = IEEE
     onnx_op = "Tanh"
     fn = torch.tanh
 
 
 class ThresholdedRelu(Activation):
+    nonfinite = INF_ONLY
     onnx_op = "ThresholdedRelu"
     jumps = True
     params = (("alpha", -1.0, 3.0, 1.0),)
@@ -352,6 +372,7 @@ class Shrink(Activation):
     reported as undefined. float16 inputs get float16-representable attributes; float64
     ones bias 0 (onnxruntime rounds float64 Shrink to float32, see ``gaps``)."""
 
+    nonfinite = INF_ONLY
     onnx_op = "Shrink"
     jumps = True
     can_overflow = True

@@ -36,6 +36,9 @@ from dlgate.spec import sym
 
 INF = float("inf")
 UNBOUNDED = (-INF, INF)
+#: ``OpSpec.nonfinite`` values: IEEE 754 results for NaN and +/-Inf, or for +/-Inf only.
+IEEE = frozenset({"nan", "inf"})
+INF_ONLY = frozenset({"inf"})
 #: Where starting values are drawn when nothing says otherwise (``graph.ir.random_values``);
 #: carried ranges are narrowed towards it (``sampling_window``).
 SPAN_WINDOW = (-4.0, 4.0)
@@ -339,6 +342,14 @@ class OpSpec:
     #: ``(a, b, fmin)``, the minimum lies in [a, b] and no value is below ``fmin``; the
     #: function is non-increasing before ``a`` and non-decreasing after ``b``.
     valley: ClassVar[tuple | None] = None
+    #: The special values for which the ONNX specification defines this operator's result,
+    #: element by element: ``"nan"`` and ``"inf"`` (+/-Inf) in its floating-point inputs,
+    #: and the same values its own IEEE 754 arithmetic makes (overflow to inf, a pole,
+    #: an argument outside the domain: Sqrt(-1) = NaN, Log(0) = -inf, 1 / 0 = inf). Empty
+    #: (the default) where the specification does not say: Max or Relu of NaN, a
+    #: reduction whose order decides between inf and NaN, ArgMax, TopK, comparisons.
+    #: See ``defines_nonfinite`` and ``dlgate.spec.nonfinite``.
+    nonfinite: ClassVar[frozenset] = frozenset()
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
@@ -632,6 +643,11 @@ class OpSpec:
         placeholder made a constant, as a fusion's weights must be), must be a graph input
         (False), or either (None: the generator draws it)."""
         return None
+
+    def defines_nonfinite(self, a: dict, ins: list) -> frozenset:
+        """The special values (``"nan"``, ``"inf"``) this instance, on inputs of the
+        TensorTypes ``ins``, has a defined result for (see ``nonfinite``)."""
+        return self.nonfinite
 
     def discontinuous(self, a: dict) -> bool:
         """Whether this instance's output can jump under a rounding-level input change."""

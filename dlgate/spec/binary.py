@@ -13,7 +13,7 @@ import torch
 from dlgate import dtypes as dt
 from dlgate.spec import losses as L
 from dlgate.spec import sym
-from dlgate.spec.base import INF, UNBOUNDED, Ctx, OpSpec, TensorType
+from dlgate.spec.base import IEEE, INF, INF_ONLY, UNBOUNDED, Ctx, OpSpec, TensorType
 
 
 def broadcast_partner(ctx: Ctx, shape: tuple) -> tuple:
@@ -168,6 +168,7 @@ class Add(Elementwise):
         return [add_bounds(ranges)]
 
     can_overflow = True
+    nonfinite = IEEE
     onnx_op = "Add"
     types = dt.NUMERIC
     fn = torch.add
@@ -187,6 +188,7 @@ class Sub(Elementwise):
         return [_finite_or_unbounded(lo - qhi, hi - qlo)]
 
     can_overflow = True
+    nonfinite = IEEE
     onnx_op = "Sub"
     types = dt.NUMERIC
     fn = torch.sub
@@ -206,6 +208,7 @@ class Mul(Elementwise):
         return 0.0 if 0 in exacts else None  # 0 times (a finite) anything
 
     can_overflow = True
+    nonfinite = IEEE
     onnx_op = "Mul"
     types = dt.NUMERIC
     fn = torch.mul
@@ -217,6 +220,7 @@ class Mul(Elementwise):
 class Div(Elementwise):
     """Floating-point only: integer division by zero is undefined behaviour."""
 
+    nonfinite = IEEE
     onnx_op = "Div"
     types = dt.FLOATS
     restricted = True
@@ -259,6 +263,7 @@ class Mod(Div):
     (instances drawn before opset 28) ``fmod`` is 1."""
     keeps_integers = True
 
+    nonfinite = frozenset()  # ONNX names C's fmod, not its special values
     onnx_op = "Mod"
     jumps = True
     gaps: ClassVar[tuple] = (
@@ -512,6 +517,7 @@ class Pow(Elementwise):
 
 class Max(Elementwise):
     keeps_integers = True
+    nonfinite = INF_ONLY
     onnx_op = "Max"
     types = dt.NUMERIC
     fn = torch.maximum
@@ -528,6 +534,7 @@ class Max(Elementwise):
 
 class Min(Elementwise):
     keeps_integers = True
+    nonfinite = INF_ONLY
     onnx_op = "Min"
     types = dt.NUMERIC
     fn = torch.minimum

@@ -10,7 +10,7 @@ import torch
 
 from dlgate import dtypes as dt
 from dlgate.spec import losses as L
-from dlgate.spec.base import OpSpec, TensorType, same_dtype_sigs
+from dlgate.spec.base import IEEE, INF_ONLY, OpSpec, TensorType, same_dtype_sigs
 from dlgate.spec.binary import add_bounds, const_shape, fits_into, mul_bounds, nested
 
 #: Open interval of float values whose truncation toward zero fits each integer type.
@@ -47,6 +47,14 @@ def cast_undefined(x, to: str) -> str | None:
     if v.numel() and (v.max().item() > info.max or v.min().item() < info.min):
         return f"converts values outside [{info.min}, {info.max}] to {to}"
     return None
+
+
+def cast_nonfinite(src: str, to: str) -> frozenset:
+    """The special values whose conversion from ``src`` to ``to`` the ONNX Cast
+    specification defines: between float types NaN stays NaN and +/-Inf (or a value out
+    of the target's range) is +/-Inf; to bool, everything but +/-0.0 is True. To an
+    integer type none is defined."""
+    return IEEE if dt.is_float(src) and (dt.is_float(to) or to == dt.BOOL) else frozenset()
 
 
 def to_dtype(x, to):
@@ -139,6 +147,9 @@ class Cast(OpSpec):
     def undefined(self, a, ins, out_types):
         return cast_undefined(ins[0], a["to"])
 
+    def defines_nonfinite(self, a, ins):
+        return cast_nonfinite(ins[0].dtype, a["to"])
+
     def input_span(self, a, i, span, ins):
         return span if dt.is_float(a["to"]) and dt.is_float(ins[0].dtype) else None  # float to float
 
@@ -179,6 +190,9 @@ class CastLike(OpSpec):
     def undefined(self, a, ins, out_types):
         return cast_undefined(ins[0], out_types[0].dtype)
 
+    def defines_nonfinite(self, a, ins):
+        return cast_nonfinite(ins[0].dtype, ins[1].dtype)
+
 
 class SameType(OpSpec):
     """One input, output of the same type; the sampled attributes do not depend on dims."""
@@ -203,6 +217,7 @@ class Clip(SameType):
     monotone = 1
     elementwise = True
 
+    nonfinite = INF_ONLY
     onnx_op = "Clip"
     dtypes = same_dtype_sigs(dt.NUMERIC, 1)
 
@@ -250,6 +265,7 @@ class Clip(SameType):
 class Identity(SameType):
     preserves_values = True
     keeps_range = True
+    nonfinite = IEEE
     onnx_op = "Identity"
     dtypes = tuple((t,) for t in dt.ALL)
 
@@ -266,6 +282,7 @@ class Dropout(OpSpec):
 
     Not generated: ``training_mode`` true, whose output is random (ONNX fixes no generator)."""
 
+    nonfinite = IEEE
     onnx_op = "Dropout"
     dtypes = tuple((t,) for t in dt.FLOATS)
     gaps: ClassVar[tuple] = (("training_mode true", "random output: ONNX defines no random generator"),)
@@ -330,6 +347,7 @@ class Constant(OpSpec):
     take no bool; strings and sparse tensors are outside dlgate's tensor types."""
 
     name = "Constant"
+    nonfinite = IEEE
     onnx_op = "Add"
     onnx_ops = ("Constant", "Sub", "Mul")
     dtypes = tuple((t,) for t in dt.NUMERIC)

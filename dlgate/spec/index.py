@@ -14,7 +14,7 @@ import torch
 
 from dlgate import dtypes as dt
 from dlgate.spec import sym
-from dlgate.spec.base import INF, UNBOUNDED, OpSpec, TensorType
+from dlgate.spec.base import IEEE, INF, UNBOUNDED, OpSpec, TensorType
 from dlgate.spec.binary import mul0
 
 #: Indices lists are kept this small, so attributes stay readable.
@@ -49,6 +49,7 @@ class Gather(OpSpec):
     """``indices`` of rank 0..2 with values in [-n, n-1] (n = data.shape[axis])."""
 
     keeps_range = True
+    nonfinite = IEEE
     onnx_op = "Gather"
     dtypes = tuple((t,) for t in dt.ALL)
     ranks = (1, 2, 3, 4, 5)
@@ -109,6 +110,7 @@ class GatherElements(Gather):
     """``indices`` of the data's shape except along ``axis`` (onnx.reference insists on
     equal sizes elsewhere), values in [-n, n-1]."""
 
+    nonfinite = IEEE
     onnx_op = "GatherElements"
     #: np.choose (onnx.reference's implementation) takes at most 63 choices.
     ref_max_n = 63
@@ -303,6 +305,7 @@ class Trilu(Same):
     0 elsewhere: the same positions in every matrix."""
     keeps_integers = True
 
+    nonfinite = IEEE
     onnx_op = "Trilu"
     min_opset = 14
     dtypes = tuple((t,) for t in dt.ALL)
@@ -707,6 +710,7 @@ class GatherND(OpSpec):
     data) pick slices data[b][i_1, ..., i_m]; each index lies in [-s, s-1] of its dim."""
 
     keeps_range = True
+    nonfinite = IEEE
     onnx_op = "GatherND"
     dtypes = tuple((t,) for t in dt.ALL)
     ranks = (1, 2, 3, 4, 5)
@@ -863,18 +867,13 @@ def _reduce_into(out, lin, upd, reduction):
     """``out`` (flattened along dim 0) with ``upd`` rows applied at rows ``lin``."""
     if reduction == "none":
         out[lin] = upd
-    elif reduction == "add":
-        for r in range(len(lin)):  # in turn, as ONNX reads: a repeated index adds twice
-            out[lin[r]] = out[lin[r]] + upd[r]
-    elif reduction == "mul":
-        for r in range(len(lin)):
-            out[lin[r]] = out[lin[r]] * upd[r]
-    elif reduction == "max":
-        for r in range(len(lin)):
-            out[lin[r]] = torch.maximum(out[lin[r]], upd[r])
-    else:
-        for r in range(len(lin)):
-            out[lin[r]] = torch.minimum(out[lin[r]], upd[r])
+        return out
+    combine = {"add": torch.add, "mul": torch.mul, "max": torch.maximum}.get(reduction, torch.minimum)
+    for r in range(len(lin)):  # in turn, as ONNX reads: a repeated index adds twice
+        row = combine(out[lin[r]], upd[r])
+        if out.requires_grad:  # the input search differentiates: mul, max and min keep their operands
+            out = out.clone()
+        out[lin[r]] = row
     return out
 
 
@@ -1012,6 +1011,7 @@ class ReverseSequence(Same):
 
     keeps_range = True
     preserves_values = True
+    nonfinite = IEEE
     onnx_op = "ReverseSequence"
     dtypes = tuple((t,) for t in dt.ALL)
     ranks = (2, 3, 4, 5)

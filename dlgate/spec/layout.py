@@ -9,7 +9,7 @@ import torch
 
 from dlgate import dtypes as dt
 from dlgate.spec import sym
-from dlgate.spec.base import INF, Ctx, OpSpec, TensorType
+from dlgate.spec.base import IEEE, INF, Ctx, OpSpec, TensorType
 
 
 def _concrete(shape) -> bool:
@@ -66,6 +66,7 @@ class Layout(OpSpec):
     """One input of any dtype; subclasses give ``out_shape`` (or override ``infer``)."""
 
     keeps_range = True  # values are only moved, copied or selected
+    nonfinite = IEEE
     dtypes = tuple((t,) for t in dt.ALL)
     ranks = (1, 2, 3, 4, 5)
 
@@ -619,6 +620,7 @@ class Shape(OpSpec):
     The slice is never empty: zero-sized tensors are not generated. The input's values do
     not reach the output."""
 
+    nonfinite = IEEE
     onnx_op = "Shape"
     dtypes = tuple((t,) for t in dt.ALL)
     ranks = (1, 2, 3, 4, 5)
@@ -697,6 +699,7 @@ class Shape(OpSpec):
 class Size(OpSpec):
     """The input's element count as an int64 scalar; its values do not reach the output."""
 
+    nonfinite = IEEE
     onnx_op = "Size"
     dtypes = tuple((t,) for t in dt.ALL)
     ranks = (0, 1, 2, 3, 4, 5)

@@ -6,7 +6,7 @@ import torch
 
 from dlgate import dtypes as dt
 from dlgate.spec import sym
-from dlgate.spec.base import TensorType
+from dlgate.spec.base import IEEE, INF_ONLY, TensorType
 from dlgate.spec.binary import Elementwise, broadcast_partner, reduced_partner
 from dlgate.spec.unary import Unary
 
@@ -14,6 +14,7 @@ from dlgate.spec.unary import Unary
 class Compare(Elementwise):
     """``y = x1 <op> x2`` over broadcast inputs of one dtype; the output is bool."""
     jumps = True
+    nonfinite = INF_ONLY  # ONNX does not say what a comparison with NaN gives
 
     types = dt.NUMERIC
     out_dtype = dt.BOOL
@@ -84,6 +85,7 @@ class Not(Unary):
 class Where(Elementwise):
     """``y = cond ? x : y``; signature (bool, T, T); all three inputs broadcast together."""
 
+    nonfinite = IEEE
     onnx_op = "Where"
     arity = 3
     keeps_range = True  # each element is one of the branches'

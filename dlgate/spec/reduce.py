@@ -20,7 +20,7 @@ import torch
 from dlgate import dtypes as dt
 from dlgate.spec import losses as L
 from dlgate.spec import sym
-from dlgate.spec.base import UNBOUNDED, OpSpec, TensorType, abs_bounds
+from dlgate.spec.base import IEEE, INF_ONLY, UNBOUNDED, OpSpec, TensorType, abs_bounds
 from dlgate.spec.binary import mul0
 
 MAX_RANK = 5
@@ -216,6 +216,7 @@ class ReduceMean(Reduce):
 
 class ReduceMax(Reduce):
     keeps_range = True
+    nonfinite = INF_ONLY
     onnx_op = "ReduceMax"
     types = dt.NUMERIC + (dt.BOOL,)  # bool from opset 20 (the schema filter applies it)
 
@@ -225,6 +226,7 @@ class ReduceMax(Reduce):
 
 class ReduceMin(Reduce):
     keeps_range = True
+    nonfinite = INF_ONLY
     onnx_op = "ReduceMin"
     types = dt.NUMERIC + (dt.BOOL,)
 
@@ -260,6 +262,7 @@ class ReduceProd(Reduce):
     keeps_integers = True
 
     can_overflow = True
+    nonfinite = IEEE  # the sequential IEEE product; ``undefined`` names the orders that differ
     onnx_op = "ReduceProd"
 
     def value_range(self, a, ranges, ins):
@@ -297,6 +300,11 @@ class ReduceProd(Reduce):
         over = (big > top) & (zero | (big + small <= top))
         under = (small < bottom) & ~zero & (big + small >= bottom)
         bad = finite & (over | under)
+        # an infinity times factors whose partial product may underflow to 0: inf or NaN
+        nan = torch.isnan(x).any(dim=dims) if dims else torch.isnan(x)
+        if bool((~finite & ~nan & ~zero & (small < bottom)).any()):
+            return (f"ReduceProd in {out_types[0].dtype}: an infinity among factors whose partial products may "
+                    "underflow to 0 (inf, or inf * 0 = NaN): the order of multiplication, which ONNX leaves open, decides")
         if bool(bad.any()):
             return (f"ReduceProd in {out_types[0].dtype}: the order of multiplication, which ONNX leaves open, "
                     f"decides whether partial products {'overflow' if bool((finite & over).any()) else 'underflow'}")

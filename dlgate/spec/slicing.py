@@ -15,7 +15,7 @@ import torch.nn.functional as F
 
 from dlgate import dtypes as dt
 from dlgate.spec import sym
-from dlgate.spec.base import OpSpec
+from dlgate.spec.base import IEEE, OpSpec
 
 INT64_MAX, INT64_MIN = 2**63 - 1, -(2**63)
 STEPS = (1, 1, 1, 2, 3, -1, -1, -2)
@@ -70,6 +70,7 @@ class Slice(OpSpec):
     ``0..len(starts)-1``, ``steps`` None means all ones. Empty outputs are not generated."""
 
     keeps_range = True
+    nonfinite = IEEE
     onnx_op = "Slice"
     dtypes = tuple((t,) for t in dt.ALL)
     ranks = (1, 2, 3, 4, 5)
@@ -202,6 +203,7 @@ class Pad(OpSpec):
     the optional constant_value input; ``axes`` the optional axes input of opset 18+
     (without it, or below opset 18, the pads of every axis are written)."""
 
+    nonfinite = IEEE
     onnx_op = "Pad"
     dtypes = tuple((t,) for t in dt.ALL)
     ranks = (1, 2, 3, 4, 5)

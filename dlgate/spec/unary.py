@@ -7,13 +7,15 @@ import torch
 
 from dlgate import dtypes as dt
 from dlgate.spec import losses as L
-from dlgate.spec.base import INF, OpSpec, TensorType, abs_bounds
+from dlgate.spec.base import IEEE, INF, INF_ONLY, OpSpec, TensorType, abs_bounds
 
 
 class Unary(OpSpec):
     """Element-wise ``y = f(x)``; ``out_dtype`` None keeps the input dtype."""
 
     elementwise = True
+    #: IEEE 754 functions: NaN, +/-Inf, overflow and poles have defined results
+    nonfinite = IEEE
     types: tuple = dt.FLOATS
     out_dtype: str | None = None
     fn = None
@@ -85,6 +87,7 @@ class Neg(Unary):
 class Sign(Unary):
     integral_out = True
     out_range = (-1.0, 1.0)
+    nonfinite = INF_ONLY
     onnx_op = "Sign"
     jumps = True
     steerable = False
