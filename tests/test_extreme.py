@@ -301,6 +301,23 @@ def test_relu_and_max_of_nan_are_undefined_and_excused():
     assert _judge(g, [x], [np.array([False, False, False])]).verdict == V.MISMATCH
 
 
+def test_clip_of_an_infinity_needs_both_bounds():
+    """ONNX's text gives Clip's absent bounds as numeric_limits::lowest() and max()
+    (onnxruntime clamps inf to FLT_MAX) while onnx.reference and TVM keep the infinity:
+    undefined without a bound, compared with both."""
+    x = np.array([np.inf, -np.inf, 1.0], np.float32)
+    v = T("float32", (3,))
+    one = _graph([Node("Clip", {"dtype": "float32", "max": 2.0}, [0], [1])], [v, v], [0], [1])
+    assert E.allowed(one)[0] == frozenset()
+    lowest = np.array([F32_MAX, -F32_MAX, 1.0], np.float32)
+    w = _judge(one, [x], [lowest])
+    assert w.verdict == V.UNDEFINED and "Inf in its inputs" in w.detail and "Clip" in w.detail
+    both = _graph([Node("Clip", {"dtype": "float32", "min": -1.0, "max": 2.0}, [0], [1])], [v, v], [0], [1])
+    assert E.allowed(both)[0] == {"inf", "huge"}
+    assert list(run_numpy(both, [x])[0]) == [2.0, -1.0, 1.0]
+    assert _judge(both, [x], [np.array([np.inf, -1.0, 1.0], np.float32)]).verdict == V.MISMATCH
+
+
 def test_an_out_of_range_float_to_int_cast_is_undefined_and_excused():
     x = np.array([1e20, 3.0], np.float32)
     g = _graph([Node("Cast", {"to": "int32"}, [0], [1])], [T("float32", (2,)), T("int32", (2,))], [0], [1])

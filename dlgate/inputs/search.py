@@ -205,7 +205,10 @@ def search(graph: Graph, seed: int, max_steps: int = DEFAULT_MAX_STEPS,
         res = _search(graph, seed, max_steps, max_seconds, gradients)
         if graph.extreme is not None:
             if not res.valid:  # no valid draw with extreme values: the ordinary search, as for any case
+                tried = res
                 res = _search(replace(graph, extreme=None), seed, max_steps, max_seconds, gradients)
+                res.steps, res.seconds = res.steps + tried.steps, res.seconds + tried.seconds
+                res.hit_time_cap = res.hit_time_cap or tried.hit_time_cap
             res.extreme = extreme.kinds_in(graph, res.inputs, res.consts)
         return res
     finally:

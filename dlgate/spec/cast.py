@@ -251,6 +251,12 @@ class Clip(SameType):
                 ins.pop()
         b.node("Clip", ins, ys)
 
+    def defines_nonfinite(self, a, ins):
+        # +/-inf with an absent bound: ONNX's text says the bounds default to
+        # numeric_limits::lowest() and max() (onnxruntime gives +/-FLT_MAX), while onnx.reference
+        # and TVM leave the infinity; with both bounds given, every reading agrees
+        return self.nonfinite if "min" in a and "max" in a else frozenset()
+
     def torch(self, a, x):
         if x.requires_grad:
             return L.proxy_clip(x, a.get("min"), a.get("max"))
