@@ -230,7 +230,10 @@ class TvmBatchNormActivation(_AnchorEpilogue):
     expects = named(("batch_norm",))
     arity = 5
     ranks = (2, 3, 4)
-    dtypes = tuple((t,) * 5 for t in dt.FLOATS)
+    # float16: TVM's compiled batch_norm returns float32 where its IR says float16 (a
+    # defect the BatchNormalization spec meets alone; here it would fail every model the
+    # motif joins, hiding what else they hold)
+    dtypes = tuple((t,) * 5 for t in (dt.FLOAT32, dt.FLOAT64))
     min_opset = 14
 
     def draw(self, ctx, ins, violate):
