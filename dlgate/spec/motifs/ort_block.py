@@ -179,10 +179,11 @@ class LayerNormFusion(_Block):
     rewrite = "LayerNormFusion"
     expects = ("transformer:LayerNormFusionL1", "transformer:LayerNormFusionL2")
     conditions = ("last_axis", "dtype")
-    loose = ("dtype",)  # float16 is fused when its epsilon and the shapes let the pattern through
     arity = 3
     ranks = (2, 3, 4)
-    dtypes = tuple((t,) * 3 for t in FLOATS)
+    # no float16: its step-by-step rounding of x - mean is ill-conditioned on short rows,
+    # and onnxruntime runs the decomposition in float32 (see README, known limitations)
+    dtypes = tuple((t,) * 3 for t in (F32, F64))
 
     def draw(self, ctx, ins, violate):
         x = ins[0]
@@ -249,7 +250,7 @@ class SkipLayerNormFusion(_Block):
     min_opset = 17
     arity = 4
     ranks = (3,)
-    dtypes = tuple((t,) * 4 for t in FLOATS)
+    dtypes = tuple((t,) * 4 for t in (F32, F64))  # float16 LayerNormalization: see LayerNormFusion
 
     def draw(self, ctx, ins, violate):
         x = ins[0]

@@ -365,7 +365,9 @@ class NchwcConv(OrtMotif):
     level = "all"
     arity = 4
     ranks = (3, 4)
-    dtypes = tuple((t,) * 4 for t in (F32, F16))
+    # float32 only: NCHWc is float32's; a float16 pair of Convs runs in float32 on the CPU
+    # without the intermediate rounding, beyond float16's tolerance on long sums
+    dtypes = ((F32,) * 4,)
     forced = ("dtype", "rank")
     max_opset = 21
 

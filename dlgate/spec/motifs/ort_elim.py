@@ -5,8 +5,10 @@ the level-1 rules of ``Level1_RuleBasedTransformer`` that drop a node computing 
 ``noop_elimination.cc``, ``pre_shape_node_elimination.cc``) or merge two
 (``div_mul_fusion.cc``, ``relu_clip_fusion.cc``, ``not_where_fusion.cc``); the level-1
 graph transformers ``ConstantFolding``, ``CommonSubexpressionElimination``,
-``ConstantSharing`` and ``TransposeOptimizer``; ``RemoveDuplicateCastTransformer``
-(run after the levels); and ``GatherSliceToSplitFusion`` (level 2).
+``ConstantSharing`` and ``TransposeOptimizer``; ``GatherSliceToSplitFusion`` (level 2);
+and the float16 fallback the session always applies (``insert_cast_transformer.cc``: Casts
+around float16 nodes without a CPU kernel, duplicate Casts removed) with level 4's storing
+of such a node's float16 initializers as float32.
 
 An eliminated node sits between two Negs (Unsqueezes for the Cast rules: onnxruntime's
 CPU Neg has no float16 kernel, and the Casts it would put around it would blur a count
@@ -462,6 +464,57 @@ class GatherSliceToSplit(OrtMotif):
         return s
 
 
+class Float16Fallback(OrtMotif):
+    """``insert_cast_transformer.cc`` (``CastFloat16Transformer``, run on every session):
+    a float16 node the CPU EP has no float16 kernel for (Sigmoid, Neg) runs in float32
+    between Casts; float32 needs none."""
+
+    name = "Float16Fallback"
+    onnx_op = "Sigmoid"
+    onnx_ops = ("Neg",)
+    rewrite = "CastFloat16Transformer"
+    expects = ("transformer:CastFloat16Transformer",)
+    conditions = ("dtype",)
+    fuse_dtypes = (F16,)
+    arity = 1
+    dtypes = ((F16,), (F32,))
+
+    def draw(self, ctx, ins, violate):
+        return {"op": ctx.choice(("Sigmoid", "Neg"))}
+
+    def steps(self, a):
+        return [Step(a["op"], {}, (In(0),))]
+
+
+class Float16Initializer(OrtMotif):
+    """``fuse_initializers_transformer.cc`` (``FuseFp16InitializerToFp32NodeTransformer``,
+    level 4, in ``all``): a float16 initializer cast to float32 for a node that runs in
+    float32 (inserted by ``CastFloat16Transformer``) is stored as float32 instead; a live
+    float16 input stays cast."""
+
+    name = "Float16Initializer"
+    onnx_op = "Add"
+    rewrite = "FuseFp16InitializerToFp32NodeTransformer"
+    expects = ("transformer:FuseFp16InitializerToFp32NodeTransformer",)
+    conditions = ("constant",)
+    level = "all"
+    arity = 2
+    dtypes = ((F16, F16),)
+
+    def draw(self, ctx, ins, violate):
+        x = ins[0]
+        return {"shape": tuple(x.shape[x.rank - ctx.int(0, x.rank):])}
+
+    def steps(self, a):
+        return [Step("Add", {}, (In(0), In(1)))]
+
+    def input_type(self, ctx, i, ins, a, dtype):
+        return TensorType(dtype, a["shape"])
+
+    def constant_input(self, a, i):
+        return a["violate"] != "constant"
+
+
 OPS = [EliminateIdentity, EliminateSlice, UnsqueezeElimination, EliminateDropout, ExpandElimination, CastElimination,
        RemoveDuplicateCast, NoopElimination, DivMulFusion, FuseReluClip, NotWhereFusion, ConstantFolding,
-       CommonSubexpression, ConstantSharing, TransposeCancel, GatherSliceToSplit]
+       CommonSubexpression, ConstantSharing, TransposeCancel, GatherSliceToSplit, Float16Fallback, Float16Initializer]
