@@ -8,14 +8,13 @@ rewrites 2-D Convs with static weights (``nchwc_transformer.cc``) and the Convs 
 take a residual Add and an activation (``conv_add_act_fusion.cc``)."""
 from __future__ import annotations
 
-from dlgate import dtypes as dt
-from dlgate.spec.motif import In, Motif, Out, Step
+from dlgate.spec.motif import In, Out, Step
 from dlgate.spec.motifs.ort_common import (F16, F32, OTHER_ACTIVATIONS, OrtMotif, activation, second_read,
                                            spatial_ones)
 from dlgate.spec.registry import get
 
 
-class ConvBnFusion(Motif):
+class ConvBnFusion(OrtMotif):
     """``conv_bn_fusion.cc``: Conv -> BatchNormalization with constant W, B, scale, bias,
     mean and var, the Conv's output read only by the BatchNormalization, becomes one Conv
     with folded weights."""
@@ -29,7 +28,7 @@ class ConvBnFusion(Motif):
     conditions = ("weights_constant", "bn_constant", "single_consumer")
     arity = 7
     ranks = (3, 4, 5)
-    dtypes = tuple((t,) * 7 for t in dt.FLOATS)
+    dtypes = tuple((t,) * 7 for t in (F32, F16))  # no float64 Conv kernel on the CPU
     min_opset = 14
 
     def draw(self, ctx, ins, violate):
@@ -91,7 +90,6 @@ class _ConvThen(OrtMotif):
     dtypes = tuple((t,) * 4 for t in (F32, F16))
     fuse_dtypes = (F32, F16)
     min_opset = 13
-    max_opset = 21
 
     def draw(self, ctx, ins, violate):
         conv = _conv(ctx, ins[0])
@@ -161,7 +159,6 @@ class ConvActivationFusion(OrtMotif):
     ranks = (3, 4, 5)
     dtypes = tuple((t,) * 3 for t in (F32, F16))
     fuse_dtypes = (F32,)
-    max_opset = 21
 
     def draw(self, ctx, ins, violate):
         conv = _conv(ctx, ins[0])
@@ -202,7 +199,6 @@ class _PadThen(OrtMotif):
     rewrite = "PadFusion"
     expects = ("removed:Pad",)
     ranks = (3, 4, 5)
-    max_opset = 23
     pad_conditions = ("pad_mode", "pad_value", "pad_axes", "single_consumer")
 
     def pad(self, ctx, x, violate) -> dict:
@@ -298,12 +294,11 @@ class PadAveragePoolFusion(_PadThen):
 
 
 class ConvAddActivationFusion(OrtMotif):
-    """``conv_add_act_fusion.cc`` (level 3): a 2-D Conv with a bias, read only by an Add
-    of a tensor of the same shape (a residual), then an activation, becomes
+    """``conv_add_act_fusion.cc`` (level 3): a 2-D float32 Conv with a bias, read only by
+    an Add of a tensor of the same shape (a residual), then an activation, becomes
     ``com.microsoft:FusedConv`` with the residual as its fourth input. The NCHWc
-    transformer runs first and takes the Convs it can (static float32 weights, channel
-    counts its block size divides), so the Conv here has live weights or grouped output
-    channels no block size divides."""
+    transformer runs first and takes the Convs with static weights it can, so the weights
+    here are live (graph inputs), which it never takes on any block size."""
 
     name = "ConvAddActivationFusion"
     onnx_op = "Conv"
@@ -314,21 +309,14 @@ class ConvAddActivationFusion(OrtMotif):
     level = "all"
     arity = 4
     ranks = (4,)
-    dtypes = tuple((t,) * 4 for t in (F32, F16))
-    fuse_dtypes = (F32, F16)
-    max_opset = 21
+    dtypes = ((F32,) * 4,)
 
     def draw(self, ctx, ins, violate):
-        c = ins[0].shape[1]
-        groups = [g for g in range(2, c + 1) if c % g == 0 and g % 8]
-        live = not groups or ctx.coin(0.3)
         conv = _conv(ctx, ins[0])
-        if not live:  # grouped, output channels no block size divides: NCHWc declines
-            conv.update(group=ctx.choice(groups), m_per_group=ctx.choice((1, 3, 5)))
         act, act_attrs = activation(ctx, ins[0])
         out = get("Conv").infer(ins[:1], conv)[0]
         shape = (1, _channels(conv), 1, 1) if violate == "same_shape" else out.shape
-        return {"conv": conv, "live": live, "act": act, "act_attrs": act_attrs, "shape": shape}
+        return {"conv": conv, "act": act, "act_attrs": act_attrs, "shape": shape}
 
     def steps(self, a):
         s = [Step("Conv", a["conv"], (In(0), In(1), In(2))), Step("Add", {}, (Out(0), In(3))),
@@ -343,8 +331,6 @@ class ConvAddActivationFusion(OrtMotif):
         return ins[0].with_dtype(dtype).with_shape(a["shape"])
 
     def constant_input(self, a, i):
-        if i <= 2:
-            return not a["live"]
         return False
 
 
@@ -369,7 +355,6 @@ class NchwcConv(OrtMotif):
     # without the intermediate rounding, beyond float16's tolerance on long sums
     dtypes = ((F32,) * 4,)
     forced = ("dtype", "rank")
-    max_opset = 21
 
     def outside(self, ins):
         return "rank" if ins[0].rank != 4 else super().outside(ins)

@@ -432,33 +432,42 @@ class TransposeCancel(OrtMotif):
 
 class GatherSliceToSplit(OrtMotif):
     """``gather_slice_fusion.cc``'s ``GatherSliceToSplitFusion`` (level 2): scalar Gathers
-    of every index 0..d-1 of one axis of the same tensor become a Split (and Squeezes)."""
+    of every index 0..d-1 of one axis of the same tensor become a Split (and Squeezes);
+    one index short, they stay. An input without an axis of 2 to 6 elements is outside
+    (``axis_length``)."""
 
     name = "GatherSliceToSplit"
     onnx_op = "Gather"
     onnx_ops = ("Add",)
     rewrite = "GatherSliceToSplitFusion"
     expects = ("transformer:GatherSliceToSplitFusion",)
-    conditions = ("cover_axis",)
+    conditions = ("cover_axis", "axis_length")
+    forced = ("dtype", "axis_length")
     level = "extended"
     arity = 1
-    ranks = (2, 3, 4)
+    ranks = (1, 2, 3, 4)
     dtypes = tuple((t,) for t in FLOATS)
+
+    @staticmethod
+    def _axes(x) -> list:
+        return [ax for ax in range(x.rank) if 2 <= x.shape[ax] <= 6]
+
+    def outside(self, ins):
+        return None if self._axes(ins[0]) else "axis_length"
 
     def draw(self, ctx, ins, violate):
         x = ins[0]
-        axes = [ax for ax in range(x.rank) if 2 <= x.shape[ax] <= 4] or [0]
-        axis = ctx.choice(axes)
-        return {"axis": axis, "d": x.shape[axis], "drop": violate == "cover_axis"}
+        axis = ctx.choice(self._axes(x) or [0])
+        return {"axis": axis, "d": x.shape[axis]}
 
     def steps(self, a):
-        d = a["d"]
-        idx = list(range(d - 1 if a["drop"] else d))
-        s = [Step("Gather", {"axis": a["axis"], "indices": i}, (In(0),)) for i in idx]
-        if len(s) == 1:
+        v = a["violate"]
+        n = 1 if v == "axis_length" else a["d"] - 1 if v == "cover_axis" else a["d"]
+        s = [Step("Gather", {"axis": a["axis"], "indices": i}, (In(0),)) for i in range(n)]
+        if n == 1:
             return s + [Step("Neg", {}, (Out(0),))]
         acc = 0
-        for j in range(1, len(idx)):
+        for j in range(1, n):
             s.append(Step("Add", {}, (Out(acc), Out(j))))
             acc = len(s) - 1
         return s

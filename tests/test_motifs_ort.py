@@ -1,0 +1,176 @@
+"""onnxruntime motifs (``dlgate/spec/motifs/ort_*.py``) against the installed onnxruntime:
+each, drawn inside its rewrite's preconditions, fires the rewrite at its level on
+isolated single-motif graphs, and drawn with one condition broken, does not; the
+transformer table (``dlgate.backends.ort_transformers``) covers every transformer the
+installed onnxruntime registers; the session-log reading (``dlgate.backends.ort_log``)
+names transformers and lets real errors through."""
+from __future__ import annotations
+
+import os
+import warnings
+from collections import Counter
+
+import pytest
+
+from dlgate.backends import registry as backends
+from dlgate.backends import ort_log
+from dlgate.backends import ort_transformers as T
+from dlgate.backends.base import Model
+from dlgate.graph.generator import GenConfig, GenerationError, Generator
+from dlgate.materialize.onnx_model import to_onnx
+from dlgate.spec.motif import In, Motif
+from dlgate.spec.registry import all_specs
+
+MOTIFS = {n: s for n, s in all_specs().items() if isinstance(s, Motif) and s.optimizer == "onnxruntime"}
+#: Transformers only some machines register (MLAS's NCHWc block size; int8 QDQ preference).
+MACHINE = ("NchwcTransformer", "QDQS8ToU8Transformer")
+FIRES, PER_CONDITION, SEEDS = 8, 2, 48
+#: Least share of instances on the expected side of the decision.
+SHARE = 0.8
+#: (motif, condition) -> why breaking it does not always make onnxruntime decline.
+#: Motifs every draw of which breaks a condition (the rewrite's declining side only).
+DECLINING = ("GeluFusionBroken",)
+LOOSE = {("NoopElimination", "one_element"): "an input of one element takes the constant's shape",
+         ("PadAveragePoolFusion", "ceil_mode"): "ceil_mode changes nothing where the windows tile the input",
+         ("TransposeResizeNhwc", "transpose_back"): "a Resize that keeps H and W lets the Transpose through"}
+
+
+def _opsets(spec) -> tuple:
+    return max(13, spec.min_opset), min(spec.max_opset or 24, 24)
+
+
+def _fired(spec, kinds_or_error) -> bool:
+    if isinstance(kinds_or_error, str):
+        # the rewrite threw (onnxruntime names it), or made a node the CPU EP has no kernel for
+        return f"::{spec.rewrite}::" in kinds_or_error or any(
+            k.rsplit(":", 1)[1] in kinds_or_error for k in spec.expects if k.startswith("fused:"))
+    return any(k in kinds_or_error for k in spec.expects)
+
+
+def _draws(name: str):
+    """(intent, fired) for single-motif graphs of ``name``, until enough of each side."""
+    spec = MOTIFS[name]
+    be = backends.load("onnxruntime")(opt_level=spec.level)
+    gen = Generator(GenConfig(ops=(name,), min_nodes=1, max_nodes=1, dynamic_share=0.0, const_prob=0.0,
+                              extra_output_prob=0.0, opset_range=_opsets(spec)))
+    seen: Counter = Counter()
+    for seed in range(SEEDS):
+        try:
+            g = gen.generate(seed)
+        except GenerationError:
+            continue
+        intent = spec.intent(g.nodes[0].attrs)
+        want = FIRES if intent == "fires" else PER_CONDITION
+        if seen[intent] >= want:
+            continue
+        seen[intent] += 1
+        try:
+            be.compile(Model(to_onnx(g, 1).SerializeToString(), g))
+            result = be.rewrites(None) or []
+        except Exception as e:  # noqa: BLE001 - the error text is judged
+            result = str(e)
+        yield intent, _fired(spec, result)
+        if seen["fires"] >= FIRES and all(seen[f"declines:{c}"] >= PER_CONDITION for c in spec.conditions
+                                          if c not in spec.forced):
+            return
+
+
+def test_there_are_many_onnxruntime_motifs():
+    assert len(MOTIFS) >= 30, sorted(MOTIFS)
+    families = {s.family for s in MOTIFS.values()}
+    assert {"motifs.ort_conv", "motifs.ort_matmul", "motifs.ort_elim", "motifs.ort_block", "motifs.ort_qdq"} <= families
+
+
+@pytest.mark.parametrize("name", sorted(MOTIFS))
+def test_motif_fires_inside_its_preconditions_and_declines_outside(name):
+    spec = MOTIFS[name]
+    registered = T.registered()
+    absent = [k.split(":", 1)[1] for k in spec.expects if k.startswith("transformer:")
+              and k.split(":", 1)[1] in MACHINE and k.split(":", 1)[1] not in registered]
+    sides: dict = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for intent, fired in _draws(name):
+            sides.setdefault(intent, []).append(fired)
+    fires = sides.get("fires", [])
+    if name in DECLINING:
+        assert not fires and sides
+    elif absent:  # this machine does not register the transformer: it never fires
+        assert fires and not any(fires), (name, absent)
+    else:
+        assert len(fires) >= 4 and sum(fires) >= SHARE * len(fires), (name, fires)
+    for intent, got in sides.items():
+        cond = intent.split(":", 1)[1] if intent != "fires" else None
+        if cond is None or (name, cond) in LOOSE:
+            continue
+        assert sum(not f for f in got) >= SHARE * len(got), (name, intent, got)
+
+
+@pytest.mark.parametrize("name", sorted(MOTIFS))
+def test_motif_reads_every_input_and_names_its_level(name):
+    import random
+
+    from dlgate.spec.base import Ctx, TensorType
+
+    spec = MOTIFS[name]
+    assert spec.level in ("basic", "extended", "all") and spec.expects
+    lo, hi = _opsets(spec)
+    made = 0
+    for k in range(12):
+        ctx = Ctx(random.Random(k), opset=hi)
+        sig = spec.dtypes[k % len(spec.dtypes)]
+        rank = spec.ranks[k % len(spec.ranks)]
+        x = TensorType(sig[0], tuple(2 + (k + j) % 3 for j in range(rank)))
+        a = spec.sample(ctx, [x])
+        read = {r.k for s in spec.steps(a) for r in s.inputs if isinstance(r, In)}
+        assert read == set(range(spec.arity)), (name, a, read)
+        made += 1
+    assert made
+
+
+def test_the_table_covers_every_transformer_the_installed_onnxruntime_registers():
+    registered = T.registered()
+    assert "Level1_RuleBasedTransformer" in registered and "ConstantFolding" in registered
+    assert registered["Level1_RuleBasedTransformer"] == (1,) and registered["ConvActivationFusion"] == (2,)
+    missing = sorted(set(registered) - set(T.TRANSFORMERS))
+    assert not missing, f"transformers onnxruntime registers that the table does not describe: {missing}"
+    specs = all_specs()
+    expected = {k.split(":", 1)[1] for s in MOTIFS.values() for k in s.expects if k.startswith("transformer:")}
+    for name, (kind, what) in list(T.TRANSFORMERS.items()) + [(k, v[1:]) for k, v in T.RULES.items()]:
+        assert kind in (T.COVERED, T.UNREACHABLE, T.GAP) and what, name
+        if kind != T.COVERED:
+            assert name not in expected, f"{name} is {kind} but a motif expects it"
+            continue
+        if name.endswith("_RuleBasedTransformer"):
+            continue
+        names = T.covering_specs((kind, what))
+        assert names and all(n in specs for n in names), (name, names)
+        if name in T.TRANSFORMERS and all(n in MOTIFS for n in names):
+            assert name in expected, f"{name}: its motifs {names} do not expect transformer:{name}"
+    # every transformer a motif expects is one onnxruntime has
+    assert expected <= set(T.TRANSFORMERS), sorted(expected - set(T.TRANSFORMERS))
+    covered = [n for n, (k, _) in T.TRANSFORMERS.items() if k == T.COVERED]
+    assert len(covered) >= 35
+
+
+def test_session_log_lines_are_read_and_other_lines_pass_through(capfd):
+    text = ("2026-01-02 03:04:05.123456789 [I:onnxruntime:, graph_transformer.cc:15 Apply] "
+            "GraphTransformer ConvActivationFusion modified: 1 with status: OK\n"
+            "2026-01-02 03:04:05.2 [I:onnxruntime:, graph_transformer.cc:15 Apply] "
+            "GraphTransformer ConstantFolding modified: 0 with status: OK\n"
+            "2026-01-02 03:04:05.3 [V:onnxruntime:, x.cc:1 f] Node placements\n"
+            " All nodes placed on [CPUExecutionProvider]. Number of nodes: 2\n"
+            "2026-01-02 03:04:05.4 [W:onnxruntime:, x.cc:1 f] a warning\n"
+            "2026-01-02 03:04:05.5 [E:onnxruntime:, x.cc:1 f] a real error\n"
+            "plain text a library wrote\n")
+    assert ort_log.modified(text) == ["ConvActivationFusion"]
+    assert ort_log.passthrough(text) == ("2026-01-02 03:04:05.5 [E:onnxruntime:, x.cc:1 f] a real error\n"
+                                         "plain text a library wrote\n")
+    capfd.readouterr()
+    with ort_log.Fd2Capture() as cap:
+        os.write(2, text.encode())
+    assert cap.text == text
+    err = capfd.readouterr().err
+    assert "a real error" in err and "plain text" in err and "GraphTransformer" not in err and "a warning" not in err
+    os.write(2, b"after\n")  # fd 2 is back
+    assert capfd.readouterr().err == "after\n"
