@@ -360,3 +360,68 @@ def test_exact_operators_are_not_perturbed_in_extreme_cases():
     wrong = ref.copy()
     wrong[1] = -65504.0  # a maximum that starts from the dtype's lowest finite value
     assert _judge(g, [x], [wrong]).verdict == V.MISMATCH
+
+
+# -- real compilers on a small batch -------------------------------------------------------------
+
+IEEE_OPS = ("Add", "Sub", "Mul", "Div", "Exp", "Log", "Sqrt", "Reciprocal", "Cast", "Where", "Reshape", "Concat",
+            "Transpose", "IsNaN", "IsInf", "Round", "Floor", "Neg", "Abs", "Tanh", "Sigmoid", "Relu", "Max", "Min",
+            "ReduceMax", "ThresholdedRelu", "Elu")
+
+
+def test_real_compilers_on_extreme_cases_raise_no_false_alarm(tmp_path):
+    """onnxruntime and TVM on a small batch of extreme cases of operators that define
+    special values: onnxruntime passes them all; every TVM mismatch is one ONNX's own
+    evaluator (onnx.reference) also disagrees with, while it agrees with dlgate's
+    reference (TVM 0.27 starts Min and Max from the dtype's largest finite value and turns
+    ThresholdedRelu(-inf) into NaN): a compiler bug, never dlgate's mistake."""
+    gen = Generator(GenConfig(ops=IEEE_OPS, max_nodes=4, opset=18, extreme_share=1.0))
+    cases = [prepare(*load_case(make_case(gen, "extreme", "real", i).write(str(tmp_path)))) for i in range(18)]
+    assert sum("nan" in c.search.get("extreme", []) for c in cases) >= 2
+    assert sum("inf" in c.search.get("extreme", []) for c in cases) >= 2
+    pool = W.Pool(timeout_s=120)
+    verdicts = collections.Counter()
+    try:
+        for case in cases:
+            rec = check(pool, case, CheckConfig(backends=[BackendSpec("onnxruntime"), BackendSpec("tvm")]))
+            for v in rec["verdicts"]:
+                verdicts[(v["backend"].split("[")[0], v["verdict"])] += 1
+                if v["backend"].startswith("onnxruntime"):
+                    assert v["verdict"] in (V.PASS, V.UNDEFINED, V.UNSUPPORTED), (case.id, v["detail"])
+                elif v["verdict"] in V.FAILURES:
+                    assert v["verdict"] == V.MISMATCH, (case.id, v["detail"])
+                    onnx_ref = v["crosscheck"]["onnx_reference"]
+                    assert onnx_ref["agrees_with_reference"] and not onnx_ref["agrees_with_candidate"], (case.id, v)
+    finally:
+        for w in pool.workers.values():
+            w.close()
+    assert verdicts[("onnxruntime", V.PASS)] >= 12 and verdicts[("tvm", V.PASS)] >= 8, verdicts
+
+
+def test_tvm_loses_infinities_in_min_and_thresholded_relu():
+    """Two TVM 0.27 bugs extreme values expose, each confirmed by onnx.reference: Min of
+    +inf and +inf is FLT_MAX (its minimum starts from the largest finite value), and
+    ThresholdedRelu(-inf) is NaN (the select is computed as a product, -inf * 0)."""
+    import tvm
+
+    x = np.array([np.inf, 1.0, -np.inf, 0.5], np.float32)
+    v = T("float32", (4,))
+    graphs = [_graph([Node("Min", {}, [0, 0], [1])], [v, v], [0], [1]),
+              _graph([Node("ThresholdedRelu", {"alpha": 1.0}, [0], [1])], [v, v], [0], [1])]
+    xs = [np.array([np.inf, 1.0, -np.inf, 2.0], np.float32), x]
+    pool = W.Pool(timeout_s=120)
+    try:
+        for g, feed in zip(graphs, xs):
+            case = Prepared(g.nodes[0].op, {"id": g.nodes[0].op, "seed": 0, "graph": g.to_json()}, g,
+                            to_onnx(g, 0).SerializeToString(), [feed], {"valid": True, "method": "saved", "reason": ""})
+            rec = check(pool, case, CheckConfig(backends=[BackendSpec("onnxruntime"), BackendSpec("tvm")]))
+            ort, tv = rec["verdicts"]
+            assert ort["verdict"] == V.PASS, ort["detail"]
+            if tvm.__version__.startswith("0.27"):
+                assert tv["verdict"] == V.MISMATCH and tv["comparison"]["kind"] == "nonfinite", tv["detail"]
+            if tv["verdict"] == V.MISMATCH:
+                assert tv["crosscheck"]["onnx_reference"]["agrees_with_reference"]
+                assert not tv["crosscheck"]["onnx_reference"]["agrees_with_candidate"]
+    finally:
+        for w in pool.workers.values():
+            w.close()
