@@ -172,6 +172,11 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("dirs", nargs="+", help="output folders of `dlgate run --shard`")
     m.add_argument("--out", required=True)
 
+    rp = sub.add_parser("report", help="write a static HTML page, with PNG plots, describing a run's output folder")
+    rp.add_argument("dir", help="output folder of `dlgate run` or `dlgate merge`")
+    rp.add_argument("--out", metavar="FILE", help="the page to write (default DIR/report.html); its plots go to the "
+                    "folder named like it without .html (DIR/report/)")
+
     b = sub.add_parser("baseline", help="manage the known-failure baseline")
     bsub = b.add_subparsers(dest="baseline_command", parser_class=_Parser, required=True)
     bu = bsub.add_parser("update", help="accept a run's failures as known (run it on the default branch)")
@@ -490,6 +495,17 @@ def cmd_merge(args) -> int:
         raise UsageError(f"dlgate merge: {e}") from None
 
 
+def cmd_report(args) -> int:
+    from dlgate.report import ReportError, write_report
+
+    try:
+        paths = write_report(args.dir, args.out)
+    except ReportError as e:
+        raise UsageError(f"dlgate report: {e}") from None
+    _log(f"dlgate report: wrote {paths['html']} and {len(paths['plots'])} plot(s) in {paths['plots_dir']}")
+    return 0
+
+
 def cmd_baseline(args) -> int:
     from dlgate.gate.run import RunError, update_baseline
 
@@ -520,7 +536,7 @@ def _log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-COMMANDS = {"run": cmd_run, "reduce": cmd_reduce, "issues": cmd_issues, "merge": cmd_merge, "baseline": cmd_baseline, "config": cmd_config,"gen": cmd_gen, "stats": cmd_stats, "probe": cmd_probe, "ops": cmd_ops, "check": cmd_check,
+COMMANDS = {"run": cmd_run, "reduce": cmd_reduce, "issues": cmd_issues, "merge": cmd_merge, "report": cmd_report, "baseline": cmd_baseline, "config": cmd_config,"gen": cmd_gen, "stats": cmd_stats, "probe": cmd_probe, "ops": cmd_ops, "check": cmd_check,
             "backends": cmd_backends}
 
 
