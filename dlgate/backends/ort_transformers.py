@@ -92,9 +92,9 @@ TRANSFORMERS: dict = {
                                                                        "weights: dlgate has no int4/uint4 dtypes"),
     "GroupQueryAttentionPreNormFusion": (UNREACHABLE, _CONTRIB_ONLY.format(op="GroupQueryAttention") +
                                          " (GroupQueryAttentionFusion, CUDA only, does)"),
-    "QDQFinalCleanupTransformer": (UNREACHABLE, "with the default session.enable_quant_qdq_cleanup=0 it only "
-                                                "removes DQ -> Q pairs left after level 2, and level 1's "
-                                                "DoubleQDQPairsRemover and TransposeOptimizer remove them first"),
+    "QDQFinalCleanupTransformer": (COVERED, "QDQFinalCleanup (where QDQS8ToU8Transformer is registered: with the "
+                                            "default session.enable_quant_qdq_cleanup=0 it removes only DQ -> Q "
+                                            "pairs that level 1 left and level 2 made identities)"),
     # level 3 (layout)
     "NchwcTransformer": (COVERED, "NchwcConv (registered where MLAS has an NCHWc block size: AVX2, AVX-512)"),
     "NhwcTransformer": (COVERED, "NhwcQLinearConv"),

@@ -1,6 +1,7 @@
 """onnxruntime's QDQ rewrites (``onnxruntime/core/optimizer/qdq_transformer``): a
 QuantizeLinear -> DequantizeLinear pair (``FakeQuant``) is the unit they read. Level 1
-removes a DQ -> Q pair between two Q -> DQ pairs (``double_qdq_pairs_remover.cc``),
+removes a DQ -> Q pair between two Q -> DQ pairs (``double_qdq_pairs_remover.cc``; level 2
+removes one left an identity by then, ``qdq_final_cleanup.cc``),
 propagates a Q -> DQ pair past a Transpose or Reshape (``qdq_propagation.cc``), gives each
 consumer of a DQ its own copy (``ensure_unique_dq_for_node_unit.cc``) and a Where of a
 dequantized tensor and a constant a dummy DQ for the constant (``where_dummy_dq.cc``);
@@ -91,6 +92,31 @@ class QDQPropagation(_QDQ):
 
     def steps(self, a):
         return [Step("FakeQuant", a["q"], (In(0),)), Step(a["op"], a["attrs"], (Out(0),)), Step("Neg", {}, (Out(1),))]
+
+
+class QDQFinalCleanup(_QDQ):
+    """``qdq_final_cleanup.cc`` (level 2, after the QDQ fusions): a DQ -> Q pair that maps
+    every value to itself is removed. Q(uint8, z) -> DQ -> Q(int8, z - 128) -> DQ becomes
+    such a pair once ``QDQS8ToU8Transformer`` (where registered) has turned the int8 pair
+    into uint8 with zero point z; a zero point off by one is no identity."""
+
+    name = "QDQFinalCleanup"
+    onnx_op = "QuantizeLinear"
+    onnx_ops = ("DequantizeLinear",)
+    rewrite = "QDQFinalCleanupTransformer"
+    expects = ("transformer:QDQFinalCleanupTransformer",)
+    conditions = ("identity_pair",)
+    level = "extended"
+    #: The transformer that makes the pair an identity, registered on some machines only.
+    needs = "QDQS8ToU8Transformer"
+
+    def draw(self, ctx, ins, violate):
+        q1 = fq(ctx, U8, z=ctx.rng.randint(100, 150))
+        z2 = q1["zp"] - 128 + (ctx.choice((-1, 1)) if violate == "identity_pair" else 0)
+        return {"q1": q1, "q2": fq(ctx, I8, q1["e"], z2)}
+
+    def steps(self, a):
+        return [Step("FakeQuant", a["q1"], (In(0),)), Step("FakeQuant", a["q2"], (Out(0),)), Step("Neg", {}, (Out(1),))]
 
 
 class EnsureUniqueDQ(_QDQ):
@@ -287,11 +313,12 @@ class QDQS8ToU8(OrtMotif):
 
 class WeightBiasQuantization(OrtMotif):
     """``weight_bias_quantization.cc`` (level 1): DQ -> Conv with float constant weights
-    (and bias) -> Q gets the weights quantized (int8, per output channel) and the bias
-    (int32, scale input scale x weight scale), so the unit can be fused. The weights here
-    are multiples of 2^-k with a +-127 multiple in every output channel and the bias a
-    multiple of the product of scales, so the quantization is exact; without a Q after
-    the Conv nothing is quantized."""
+    (and bias) -> Q gets the weights quantized (int8 per tensor, scale (max - min) / 255)
+    and the bias (int32, scale input scale x weight scale), so the unit can be fused. The
+    weights here are multiples of 2^we from -128 to 127 times it, both ends present, and
+    the bias a multiple of the product of scales, so the quantization is exact (anything
+    else would change the results by design); without a Q after the Conv nothing is
+    quantized."""
 
     name = "WeightBiasQuantization"
     onnx_op = "Conv"
@@ -310,6 +337,7 @@ class WeightBiasQuantization(OrtMotif):
         c, r = x.shape[1], x.rank - 2
         if (c // conv["group"]) * math.prod(conv["kernel"]) > MAX_TERMS:
             conv["kernel"] = [1] * r
+        conv["m_per_group"] = max(2, conv["m_per_group"])  # two weights at least: -128 and 127
         q = fq(ctx)
         return {"conv": conv, "q": q, "we": ctx.rng.randint(-8, -5), "c": c,
                 "y": fq(ctx, e=q["e"] + ctx.rng.randint(-8, -5) + ctx.rng.randint(2, 5))}
@@ -322,7 +350,9 @@ class WeightBiasQuantization(OrtMotif):
         shape = (m, a["c"] // conv["group"]) + tuple(conv["kernel"])
         rng = np.random.Generator(np.random.PCG64(a["seed"]))
         w = rng.integers(-32, 33, size=shape)
-        w.reshape(m, -1)[:, 0] = rng.choice((-127, 127), size=m)  # each channel's scale is 2^we
+        # onnxruntime quantizes per tensor to int8 with scale (max - min) / 255 and zero
+        # point -128 - min / scale: with -128 and 127 (times 2^we) present, exactly 2^we and 0
+        w.reshape(-1)[:2] = (-128, 127)
         bias = rng.integers(-300, 301, size=(m,)) * 2.0 ** (a["q"]["e"] + a["we"])
         return (Const((w * 2.0 ** a["we"]).astype(np.float32), "w"), Const(bias.astype(np.float32), "b"))
 
@@ -364,5 +394,5 @@ class TransposeResizeNhwc(OrtMotif):
         return s + [Step("Transpose", {"perm": [0, 2, 3, 1], "omit": False}, (Out(1),))]
 
 
-OPS = [DoubleQDQPairsRemover, QDQPropagation, EnsureUniqueDQ, ReluQuantFusion, ClipQuantFusion, QDQDropPair,
+OPS = [DoubleQDQPairsRemover, QDQFinalCleanup, QDQPropagation, EnsureUniqueDQ, ReluQuantFusion, ClipQuantFusion, QDQDropPair,
        WhereDummyDq, NhwcQLinearConv, QDQS8ToU8, WeightBiasQuantization, TransposeResizeNhwc]
