@@ -123,7 +123,7 @@ def _verdicts(f: RunFolder) -> str:
 
 def _findings(f: RunFolder, found: list, links: _Links) -> str:
     if not found:
-        return "<p>No finding: no backend failed on any case.</p>"
+        return "<p>No finding: no backend failed on any case.</p>" if f.records else "<p>No finding yet.</p>"
     rows = []
     for x in found:
         first = links.a(x.bundle, x.first_case, folder=True) if x.bundle else _e(x.first_case)
