@@ -55,6 +55,9 @@ def test_fusions_and_eliminations_are_named_and_results_unchanged():
     assert plain is None  # nothing optimized, nothing to name
     assert "removed:Identity" in basic and not any(k.startswith("fused:com.microsoft") for k in basic)
     assert "fused:com.microsoft:FusedConv" in extended and "removed:Relu" in extended, extended
+    # and the transformers onnxruntime's session log says changed the graph, level by level
+    assert "transformer:Level1_RuleBasedTransformer" in basic and "transformer:ConvActivationFusion" not in basic
+    assert "transformer:ConvActivationFusion" in extended, extended
     # level all adds the layout transformation where the CPU has the vector width for it
     assert "removed:Relu" in full and ("fused:com.microsoft:FusedConv" in full or
                                        "fused:com.microsoft.nchwc:Conv" in full), full
