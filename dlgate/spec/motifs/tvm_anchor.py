@@ -4,7 +4,8 @@ follow it into one fused function, ``fused:<anchor>_<epilogue>``, when every pat
 anchor to its post-dominator is element-wise (see :mod:`dlgate.spec.motifs.tvm_common`).
 The condition each motif may break, ``elementwise_consumers``, reads the anchor's output
 a second time through a reduction that rejoins the epilogue: the post-dominator is then
-reached through a comm-reduce path and the epilogue fusion does not happen."""
+reached through a path that is not element-wise, and the activation is not fused (the
+importer's own bias add still is)."""
 from __future__ import annotations
 
 import math
@@ -34,7 +35,7 @@ class _AnchorEpilogue(Motif):
         k = len(s) - 1
         s.append(Step(a["act"], a["act_attrs"], (Out(k),)))
         if a["violate"] == "elementwise_consumers":
-            s += second_consumer(s, a["consumer_of"] if "consumer_of" in a else k, len(s) - 1, a["out_rank"])
+            s += second_consumer(s, k, len(s) - 1, a["out_rank"])
         return s
 
     def epilogue(self, ctx, a, out, names=tuple(ACTIVATIONS)) -> dict:
@@ -78,7 +79,7 @@ class TvmConvTransposeBiasActivation(TvmConvBiasActivation):
     name = "TvmConvTransposeBiasActivation"
     onnx_op = "ConvTranspose"
     rewrite = "FuseOps (conv_transpose + bias + activation)"
-    expects = named(("conv1d_transpose_add", "conv2d_transpose_add", "conv3d_transpose_add"))
+    expects = named(("conv1d_transpose_add", "conv2d_transpose_add"))
     ranks = (3, 4)  # Relax has no 3-D transposed convolution
 
     def draw(self, ctx, ins, violate):

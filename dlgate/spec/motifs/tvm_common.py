@@ -46,8 +46,8 @@ def named(prefixes, suffixes=tuple(ACTIVATIONS.values())) -> tuple:
 def second_consumer(steps: list, src: int, last: int, rank: int) -> list:
     """Steps that read step ``src``'s output a second time through a reduction
     (ReduceMean over the last axis, kept) and add it to step ``last``'s output: ``src``'s
-    post-dominator is then reached through a comm-reduce path, so an anchor at ``src``
-    fuses only its own element-wise consumers, never through to the Add."""
+    post-dominator is then the Add, reached through a path that is not element-wise, so
+    an anchor at ``src`` does not fuse its epilogue."""
     k = len(steps)
     return [Step("ReduceMean", {"keepdims": 1, "axes": [rank - 1]}, (Out(src),)),
             Step("Add", {}, (Out(last), Out(k)))]

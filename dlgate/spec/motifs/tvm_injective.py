@@ -53,14 +53,10 @@ class TvmReshapeTranspose(_Injective):
         first = ctx.choice(("Reshape", "Transpose"))
         if first == "Reshape":
             r = get("Reshape").sample(ctx, [x])
-            mid = x.with_shape(r["shape"])
+            t = _moving_perm(ctx, len(r["shape"]))
         else:
             r = _moving_perm(ctx, x.rank)
-            mid = x.with_shape(get("Transpose").out_shape(x.shape, r))
-        if first == "Reshape":
-            t = _moving_perm(ctx, mid.rank)
-        else:
-            t = get("Reshape").sample(ctx, [mid])
+            t = get("Reshape").sample(ctx, [x.with_shape(get("Transpose").out_shape(x.shape, r))])
         return {"first": first, "a1": r, "a2": t}
 
     def requires(self, ins, a):
