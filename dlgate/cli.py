@@ -146,7 +146,8 @@ def build_parser() -> argparse.ArgumentParser:
                            ("timeout", _seconds, "seconds per compile+run"), ("memory-mb", _positive, "worker memory cap"),
                            ("baseline", str, "baseline file"), ("corpus", str, "regression corpus folder"),
                            ("reference", str, "reference backend"), ("campaign", str, "campaign name"),
-                           ("fail-on", str, "new | any | none"), ("confirm-runs", int, "re-runs of a failing case")):
+                           ("fail-on", str, "new | any | none"), ("confirm-runs", int, "re-runs of a failing case"),
+                           ("findings-per-case", int, "most findings one case yields per backend (1: the first)")):
         r.add_argument(f"--{key}", type=kind, help=f"override the config: {hlp}")
     r.add_argument("--backend", action="append", metavar="NAME[:DEVICE][@LEVEL]", help="override the config's backends (repeatable)")
     r.add_argument("--base-python", help="head-versus-base: interpreter of the environment with the base build")
@@ -387,7 +388,8 @@ def cmd_backends(args) -> int:
 
 _OVERRIDES = {"models": "models", "max_nodes": "max_nodes", "min_nodes": "min_nodes", "timeout": "timeout_s",
               "memory_mb": "memory_mb", "baseline": "baseline", "corpus": "corpus", "reference": "reference",
-              "campaign": "campaign", "fail_on": "fail_on", "confirm_runs": "confirm_runs", "backend": "backends"}
+              "campaign": "campaign", "fail_on": "fail_on", "confirm_runs": "confirm_runs", "backend": "backends",
+              "findings_per_case": "findings_per_case"}
 
 
 def cmd_run(args) -> int:

@@ -324,10 +324,10 @@ def test_junit_is_valid_and_maps_verdicts(tmp_path, monkeypatch):
     step = tmp_path / "step-summary.md"
     monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(step))
     monkeypatch.setenv("FAKE_BUG", "1")
-    cfg = write_config(str(tmp_path), models=3, crosscheck=False, dtypes=["float32"],
+    cfg = write_config(str(tmp_path), models=3, crosscheck=False, dtypes=["float32"], findings_per_case=1,
                        backends=["onnxruntime", {"name": "tests.fake_backends:EnvBug"},
                                  {"name": "tests.fake_backends:Declines"}, {"name": "tests.fake_backends:Segfault"}])
-    out = str(tmp_path / "o")
+    out = str(tmp_path / "o")  # one testcase per model (findings behind others: tests/test_multibug.py)
     assert main(["run", "--config", cfg, "--seed", "junit", "--out", out, "--timeout", "20"]) == 1
     path = os.path.join(out, "junit.xml")
     xmlschema.XMLSchema(XSD).validate(path)

@@ -61,8 +61,14 @@ FIELDS = (
     Field("operators", "list[str]", None, "Operator specs to draw from (`dlgate ops`); null for all.", optional=True),
     Field("dtypes", "list[str]", None, "Tensor dtypes models may use (e.g. `[float32, int64]`); null for all.",
           optional=True),
-    Field("support", "list[str]", [], "Generate only what these backends were probed to support "
-          "(`dlgate probe`); empty: everything, and unsupported operators are reported as such."),
+    Field("support", "list[str]", [], "Generate only what every one of these backends was probed to support "
+          "(`dlgate probe`), whatever `restrict_to_support` says; empty: see `restrict_to_support`."),
+    Field("restrict_to_support", "bool/auto", False, "Generate only the operator x dtype x opset combinations "
+          "that every backend under test that is not optional was probed to support (`dlgate probe`, cached per "
+          "version). `auto`: only when no base build is configured (head versus base, a model the base build "
+          "runs and head refuses is a regression the batch must be able to meet). The support used is recorded "
+          "in `run.json`, and a resumed run generates from it. false: everything; what a backend refuses is "
+          "`unsupported`, and cut out to run the rest (`findings_per_case`)."),
     Field("backends", "backends", ["tvm", "onnxruntime"], "Backends under test: `NAME[:DEVICE][@LEVEL]` "
           "(`dlgate backends`), or a mapping `{name, device, opt_level, options, optional}` to pass backend "
           "options (e.g. `options: {intra_op_threads: 2}`); `name` may also be `module:Class` for a backend not "
@@ -93,6 +99,12 @@ FIELDS = (
           "`repro.py`) is written once per fingerprint. false: failures are identified by their whole model, "
           "which splits one cause into many."),
     Field("reduce_seconds", "float", 60.0, "Time bound of one reduction.", min=1, max=86_400),
+    Field("findings_per_case", "int", 4, "Most findings one case yields per backend. After a failure is "
+          "reduced, its operators are cut out of the model (the rest fed the reference's values of what they "
+          "made) and the rest runs again, judged like any case, until it passes, nothing is left, this many "
+          "findings are made, 2 x this many cuts are made, or (this - 1) x `reduce_seconds` are spent; "
+          "operators a backend refuses (`unsupported`) are cut the same way. 1: a case stops at its first "
+          "failure.", min=1, max=64),
     Field("issues", "issues", None, "Open GitHub issues from the gate: `{repo: OWNER/NAME, label: dlgate, "
           "max_per_run: 5, api_url: https://api.github.com}`; the token comes from `GITHUB_TOKEN`. Only complete "
           "runs (unsharded, or `dlgate merge`) publish. Null: off (`dlgate issues` does it on demand).",
@@ -101,6 +113,9 @@ FIELDS = (
           "(report only).", choices=FAIL_ON),
 )
 _BY_NAME = {f.name: f for f in FIELDS}
+#: Keys that change the journal and were added later, with the value that behaves as runs
+#: made before them did: part of a run's fingerprint only when set otherwise.
+_LATER_KEYS = (("findings_per_case", 1), ("restrict_to_support", False))
 
 
 @dataclass
@@ -116,6 +131,7 @@ class Campaign:
     operators: list | None = None
     dtypes: list | None = None
     support: list = field(default_factory=list)
+    restrict_to_support: bool | str = False
     backends: list = field(default_factory=lambda: ["tvm", "onnxruntime"])
     reference: str = "torch"
     tolerances: dict = field(default_factory=dict)
@@ -129,6 +145,7 @@ class Campaign:
     base: dict | None = None
     reduce: bool = True
     reduce_seconds: float = 60.0
+    findings_per_case: int = 4
     issues: dict | None = None
     fail_on: str = "new"
     source: str = "<defaults>"  # the file it came from
@@ -142,7 +159,10 @@ class Campaign:
         """What decides the batch's content: a resumed run must match it."""
         keys = ("campaign", "models", "min_nodes", "max_nodes", "opset", "max_opset", "dynamic_share", "operators", "dtypes", "support", "backends",
                 "reference", "tolerances", "search_steps", "crosscheck")
-        blob = json.dumps({k: getattr(self, k) for k in keys}, sort_keys=True)
+        doc = {k: getattr(self, k) for k in keys}
+        # keys a run before them behaved as at these values: its fingerprint stays the same
+        doc.update({k: getattr(self, k) for k, old in _LATER_KEYS if getattr(self, k) != old})
+        blob = json.dumps(doc, sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
@@ -171,6 +191,10 @@ def _check(f: Field, value, where: str):
     if f.kind == "bool":
         if not isinstance(value, bool):
             raise bad("true or false")
+        return value
+    if f.kind == "bool/auto":
+        if not isinstance(value, bool) and value != "auto":
+            raise bad("true, false or auto")
         return value
     if f.kind in ("int", "float"):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or (f.kind == "int" and not isinstance(value, int)):

@@ -50,6 +50,16 @@ def ident(v: dict) -> dict:
     return {"fingerprint": sig, "cluster": sig, "pattern": "", "typed": "", "text": (v.get("signature") or {}).get("text", "")}
 
 
+def findings(rec: dict):
+    """Each verdict of a record followed by the findings made behind it (``v["more"]``,
+    :mod:`dlgate.gate.multibug`): ``(verdict, k)``, ``k`` 0 for the verdict itself and
+    1, 2, ... for those found behind it."""
+    for v in rec["verdicts"]:
+        yield v, 0
+        for k, x in enumerate(v.get("more", ()), start=1):
+            yield x, k
+
+
 def classify(record: dict, v: dict, baseline) -> str | None:
     """The class of one verdict, or None when it is not a failure."""
     base = v.get("base")
@@ -95,6 +105,7 @@ class Decision:
     mode: str = "baseline"  # how novelty is decided: "base" (head versus base) or "baseline"
     baseline_path: str | None = None
     baseline_size: int = 0
+    behind: int = 0  # findings made behind another failure of their case (its operators cut out)
 
     def of(self, cls: str) -> list:
         return self.groups.get(cls, [])
@@ -127,6 +138,7 @@ class Decision:
             "new": self.of(NEW), "regressions": self.of(REGRESSION), "pre_existing": self.of(PRE_EXISTING),
             "known": self.of(KNOWN), "flaky": self.of(FLAKY), "fixed": self.fixed, "internal_errors": self.internal,
             "unavailable": self.unavailable, "cannot_run": self.cannot_run, "unloadable": self.unloadable, "novelty": self.mode, "baseline": self.baseline_path, "clusters": len(self.clusters), "cluster_list": self.clusters,
+            "findings_behind": self.behind,
         }
 
 
@@ -152,7 +164,6 @@ def decide(records: list, baseline, root: str, campaign: str, backends: list, co
                 d.internal.append({"case": rec["case"], "detail": v.get("detail", "")[:500]})
                 continue
             cls = classify(rec, v, baseline)
-            sig = v.get("signature") or {}
             if rec.get("kind") == "corpus":
                 d.corpus_states.setdefault(rec["corpus_name"], {})[v["backend"]] = \
                     "pass" if v["verdict"] == V.PASS else (ident(v)["fingerprint"] if cls not in (None, FLAKY) else None)
@@ -163,28 +174,13 @@ def decide(records: list, baseline, root: str, campaign: str, backends: list, co
                 d.fixed.append({"fingerprint": rec["baseline_entry"], "backend": v["backend"],
                                 "cluster": entry.get("cluster"), "text": entry.get("typed") or entry.get("text", ""),
                                 "why": "its reduced repro passes now"})
-            if cls is None:
-                continue
-            i = ident(v)
-            key = (cls, i["fingerprint"])
-            g = groups.get(key)
-            if g is None:
-                g = groups[key] = {
-                    "class": cls, "fingerprint": i["fingerprint"], "cluster": i["cluster"], "signature": sig.get("id"),
-                    "text": i.get("text") or sig.get("text", ""), "pattern": i.get("pattern", ""),
-                    "typed": i.get("typed", ""), "cluster_text": i.get("cluster_text", ""),
-                    "backend": v["backend"], "backend_name": backend_name(v["backend"]), "verdict": v["verdict"],
-                    "detail": (v.get("detail") or "")[:1000], "blame": v.get("blame"), "cases": [], "bundles": [],
-                    "varies": False, "base": None,
-                }
-                if i.get("repro"):
-                    g["repro"] = i["repro"]
-            g["cases"].append(rec["case"])
-            g["varies"] |= bool((v.get("confirm") or {}).get("varies"))
-            if v.get("base") and g["base"] is None:
-                g["base"] = {k: v["base"].get(k) for k in ("verdict", "reproduces", "detail") if k in v["base"]}
-            if rec.get("bundle"):
-                g["bundles"].append(rec["bundle"])
+            if cls is not None:
+                _group(groups, cls, rec, v, rec.get("bundle"))
+            for x in v.get("more", ()):  # found behind it, with its operators cut out
+                d.behind += 1
+                cls = classify(rec, x, baseline)
+                if cls is not None:
+                    _group(groups, cls, rec, x, x.get("bundle") or rec.get("bundle"), behind=True)
     d.counts = {b: dict(sorted(c.items())) for b, c in sorted(counts.items())}
     for (cls, _), g in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[1]["cases"][0], kv[0][1])):
         d.groups.setdefault(cls, []).append(g)
@@ -201,6 +197,32 @@ def decide(records: list, baseline, root: str, campaign: str, backends: list, co
                                 "why": "the corpus case passes now"})
     d.clusters = clusters(d.failure_groups())
     return d
+
+
+def _group(groups: dict, cls: str, rec: dict, v: dict, bundle: str | None, behind: bool = False) -> None:
+    """Add failing verdict ``v`` of ``rec`` (``behind``: found behind another failure of
+    the case, with its operators cut out) to its (class, fingerprint) group."""
+    i, sig = ident(v), v.get("signature") or {}
+    key = (cls, i["fingerprint"])
+    g = groups.get(key)
+    if g is None:
+        g = groups[key] = {
+            "class": cls, "fingerprint": i["fingerprint"], "cluster": i["cluster"], "signature": sig.get("id"),
+            "text": i.get("text") or sig.get("text", ""), "pattern": i.get("pattern", ""),
+            "typed": i.get("typed", ""), "cluster_text": i.get("cluster_text", ""),
+            "backend": v["backend"], "backend_name": backend_name(v["backend"]), "verdict": v["verdict"],
+            "detail": (v.get("detail") or "")[:1000], "blame": v.get("blame"), "cases": [], "bundles": [],
+            "varies": False, "base": None, "behind": 0,
+        }
+        if i.get("repro"):
+            g["repro"] = i["repro"]
+    g["cases"].append(rec["case"])
+    g["behind"] += behind
+    g["varies"] |= bool((v.get("confirm") or {}).get("varies"))
+    if v.get("base") and g["base"] is None:
+        g["base"] = {k: v["base"].get(k) for k in ("verdict", "reproduces", "detail") if k in v["base"]}
+    if bundle:
+        g["bundles"].append(bundle)
 
 
 def clusters(groups: list) -> list:

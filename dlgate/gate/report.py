@@ -46,23 +46,27 @@ def failure_message(cls: str, v: dict) -> str:
 
 def junit(records: list, decision: D.Decision, baseline, timings: dict, props: dict, fail_on: str,
           logs: dict | None = None) -> str:
-    """One testsuite per backend, one testcase per model."""
+    """One testsuite per backend, one testcase per model, and one per finding made behind
+    another failure of the model (``<case>/finding-2``, ...)."""
     failing = {(g["fingerprint"], g["class"]) for g in decision.failing(fail_on)}
     suites: dict = {}
     for rec in sorted(records, key=D._order):
-        for v in rec["verdicts"]:
+        for v, k in D.findings(rec):
             label = v["backend"]
-            t = timings.get((rec["case"], label), 0.0)
+            t = timings.get((rec["case"], label), 0.0) if not k else 0.0
             out = [f"case {rec['case']} (seed {rec.get('seed')}, opset {rec.get('opset')})",
                    f"operators: {', '.join(rec.get('operators') or [])}"]
+            if k:
+                out.append(f"found behind another failure, with operators {v.get('cut')} cut out of the case")
             i = v.get("identity") or {}
             if i.get("repro"):
                 out.append(f"reduced repro: {i['repro']}/repro.py ({i.get('typed', '')})")
-            cmd = repro_command(rec.get("bundle"), label)
+            cmd = repro_command(v.get("bundle") or rec.get("bundle"), label)
             if cmd:
-                out.append(f"reproduce the whole case: {cmd}")
-            err_log = (logs or {}).get((rec["case"], label))
-            tc = TestCase(case_name(rec), classname=f"dlgate.{decision.campaign}.{label}", elapsed_sec=round(t, 3),
+                out.append(f"reproduce the whole {'cut ' if k else ''}case: {cmd}")
+            err_log = (logs or {}).get((rec["case"], label)) if not k else None
+            name = case_name(rec) + (f"/finding-{k + 1}" if k else "")
+            tc = TestCase(name, classname=f"dlgate.{decision.campaign}.{label}", elapsed_sec=round(t, 3),
                           stdout="\n".join(out), stderr=err_log or None)
             detail = (v.get("detail") or "").strip()
             cls = D.classify(rec, v, baseline)
@@ -181,6 +185,9 @@ def summary(decision: D.Decision, fail_on: str, shard: str | None = None) -> str
             notes = []
             if any(x.get("varies") for x in gs):
                 notes.append("wrong values change between re-runs (uninitialised memory or a race?)")
+            behind = sum(x.get("behind", 0) for x in gs)
+            if behind:
+                notes.append(f"{behind} found behind another failure of their case (its operators cut out)")
             base = next((x["base"] for x in gs if x.get("base")), None)
             if base and not base.get("reproduces"):
                 notes.append(f"base build: {base.get('verdict')}")

@@ -24,7 +24,9 @@ from dlgate.backends.base import BackendSpec
 from dlgate.check import CheckConfig, check, load_bundle, prepare, save_bundle
 from dlgate.gate import baseline as B
 from dlgate.gate import decide as D
+from dlgate.gate import multibug as M
 from dlgate.gate import report
+from dlgate.gate import restrict
 from dlgate.gate import triage as T
 from dlgate.gate.config import Campaign, ConfigError, backend_spec, build, is_optional
 from dlgate.gate.journal import (MANIFEST, RESULTS, Journal, OutLock, RunError, read_json, read_manifest,
@@ -166,22 +168,6 @@ def opset_range(cfg: Campaign, pool, ccfg: CheckConfig, log=print) -> list:
     return [OLDEST_OPSET, hi]
 
 
-def _support(cfg: Campaign):
-    """The generator's support set from the campaign's ``support`` backends (probed, or read
-    from the cache), or None."""
-    support = None
-    if cfg.support:
-        from dlgate.probe.support import ProbeError, load_or_probe, support_set
-
-        for name in cfg.support:
-            try:
-                s = support_set(load_or_probe(BackendSpec.parse(name).name))
-            except ProbeError as e:
-                raise RunError(f"support: cannot probe {name}: {e}") from None
-            support = s if support is None else support & s
-    return support
-
-
 def _generator(cfg: Campaign, opsets: list | None = None, support=None):
     from dlgate.graph.generator import GenConfig, Generator
 
@@ -210,6 +196,9 @@ def _split_timing(rec: dict) -> dict:
         for extra in ("confirm", "base"):
             for k in _TIMING_KEYS:
                 (v.get(extra) or {}).pop(k, None)
+        more = M.split_timings(v, _TIMING_KEYS)  # the findings behind this one
+        if more:
+            t.setdefault("more", {})[v["backend"]] = more
     if logs:
         t["logs"] = logs
     return t
@@ -284,8 +273,9 @@ def _open_out(out: str, manifest: dict, fresh: bool) -> dict:
             if old.get(key) != manifest.get(key):
                 raise RunError(f"{out} holds a different run ({key}: {old.get(key)!r}, now {manifest.get(key)!r}); "
                                "use another --out, or --fresh to discard it")
-        if old.get("opset_range"):
-            manifest["opset_range"] = old["opset_range"]
+        for key in ("opset_range", "support"):  # what guided generation stays as recorded
+            if old.get(key):
+                manifest[key] = old[key]
     write_json(path, manifest)
     return old
 
@@ -368,7 +358,9 @@ def _run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | No
             log(f"dlgate: skipped {case}: it cannot be loaded: {why}")
     recorded = _open_out(out, manifest, fresh)
     ccfg = check_config(cfg)
-    support = _support(cfg)  # the support probe's errors come before any work
+    support = restrict.resolve(cfg, recorded, manifest, log)  # probe errors come before any work
+    if support is not None:
+        write_json(os.path.join(out, MANIFEST), manifest)
     journal = Journal(out)
     todo = [it for it in items if _case_id(it, cfg, root) not in journal.done]
     if journal.done:
@@ -391,6 +383,7 @@ def _run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | No
         manifest["opset_range"] = opsets
         write_json(os.path.join(out, MANIFEST), manifest)
     gen = _generator(cfg, opsets, support)
+    finder = M.Search.of(cfg, pool, base_pool, ccfg, out, root, log)
     try:
         with pool, journal:
             for kind, key in todo:
@@ -409,19 +402,20 @@ def _run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | No
                         rec["corpus_origin"] = read_json(origin)
                 failing = False
                 for v, spec in zip(rec["verdicts"], kcfg.backends):
-                    head_failed = v["verdict"] in V.FAILURES
+                    head_failed, reduced = v["verdict"] in V.FAILURES, None
                     if head_failed:
                         failing = True
                         if cfg.confirm_runs:
                             T.confirm(pool, case, ccfg, spec, ref_out, v, cfg.confirm_runs)
                         if (v.get("confirm") or {}).get("reproduced", True):
-                            T.identify(pool, case, ccfg, spec, ref_out, v, out, cfg.campaign, root, cfg.reduce,
-                                       cfg.reduce_seconds, log)
+                            reduced = T.identify(pool, case, ccfg, spec, ref_out, v, out, cfg.campaign, root,
+                                                 cfg.reduce, cfg.reduce_seconds, log)
                     if base_pool is not None and v["verdict"] in T.BASE_CHECKED:
                         T.on_base(base_pool, case, ccfg, spec, ref_out, v)
                         if not head_failed and not v["base"]["reproduces"] and v["base"]["verdict"] == V.PASS:
                             failing = True  # head refuses a model the base build runs: a regression
                             T.identify(pool, case, ccfg, spec, ref_out, v, out, cfg.campaign, root, False, 0, log)
+                    failing = M.search(finder, case, spec, v, reduced, kind) or failing  # what it hides
                 if failing or any(v["verdict"] == V.REFERENCE_ERROR for v in rec["verdicts"]):
                     d = save_bundle(out, case)
                     rec["bundle"] = os.path.relpath(d, out)
@@ -586,9 +580,9 @@ def merge(dirs: list, out: str, log=print) -> int:
         mans.append(read_manifest(p))
     first = mans[0]
     for d, m in zip(dirs, mans):
-        for key in ("root", "campaign", "fingerprint", "generator", "opset_range"):
+        for key in ("root", "campaign", "fingerprint", "generator", "opset_range", "support"):
             if m.get(key) != first.get(key):
-                raise RunError(f"{d}: {key} {m.get(key)!r} differs from {dirs[0]}'s {first.get(key)!r}")
+                raise RunError(f"{d}: {key} {m.get(key)!r:.80} differs from {dirs[0]}'s {first.get(key)!r:.80}")
     shards = [tuple(m["shard"]) if m.get("shard") else None for m in mans]
     if any(s is not None for s in shards):
         n = {s[1] for s in shards if s}

@@ -73,8 +73,10 @@ def on_base(base_pool, case, ccfg, spec, ref_out: list, v: dict) -> None:
 
 
 def identify(pool, case, ccfg, spec, ref_out: list, v: dict, out: str, campaign: str, root: str,
-             reduce: bool, max_seconds: float, log=print) -> None:
-    """Reduce the failure and record its identity (``v["identity"]``); write its repro."""
+             reduce: bool, max_seconds: float, log=print):
+    """Reduce the failure and record its identity (``v["identity"]``); write its repro.
+    Returns the reduction (:class:`dlgate.reduce.reducer.Reduced`), or None when the case
+    was identified whole."""
     from dlgate.backends.base import Model
     from dlgate.reduce.bundle import write_repro
     from dlgate.reduce.reducer import NotReproduced, Reducer, Target
@@ -112,3 +114,4 @@ def identify(pool, case, ccfg, spec, ref_out: list, v: dict, out: str, campaign:
     if os.path.exists(os.path.join(d, "repro.json")):
         ident["repro"] = os.path.join("repros", ident["fingerprint"])
     v["identity"] = ident
+    return res

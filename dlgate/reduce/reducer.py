@@ -115,6 +115,9 @@ class Reduced:
     #: regime decides it); the others failed the same way at a value of another regime.
     matter: list = field(default_factory=list)
     rounds: int = 0
+    #: Indices of the reduced case's operators in the case given to the reducer (each
+    #: traced through the cuts by the tensors it makes): the operators the failure needs.
+    kept: list = field(default_factory=list)
 
 
 def intermediates(graph: Graph, inputs: list) -> dict:
@@ -328,6 +331,17 @@ def without_inputs(graph: Graph, inputs: list, ks: list):
     return g, [x for k, x in enumerate(inputs) if k not in ks]
 
 
+def as_case(base: Prepared, graph: Graph, inputs: list, what: str = "reduced") -> Prepared:
+    """A case of ``graph`` and ``inputs`` cut from ``base`` (its id suffixed ``-<what>``):
+    valid inputs by construction, the model serialized from ``base``'s seed. A cut of an
+    extreme case (``graph.extreme``) is one too: its values may hold NaN and Inf."""
+    if getattr(base.graph, "extreme", None) is not None and graph.extreme is None:
+        graph.extreme = base.graph.extreme
+    model = to_onnx(graph, sub_seed(base.meta.get("seed", 0), "onnx"), doc=f"dlgate {what} {base.id}")
+    return Prepared(f"{base.id}-{what}", dict(base.meta), graph, model.SerializeToString(), inputs,
+                    {"valid": True, "method": what, "reason": ""})
+
+
 def _checks(model: bytes) -> bool:
     """ONNX's full checker (strict shape inference) accepts the model."""
     import onnx
@@ -361,21 +375,19 @@ class Reducer:
         self._seen: dict = {}
 
     def _case(self, base: Prepared, graph: Graph, inputs: list) -> Prepared:
-        model = to_onnx(graph, sub_seed(base.meta.get("seed", 0), "onnx"), doc=f"dlgate reduced {base.id}")
-        return Prepared(f"{base.id}-reduced", dict(base.meta), graph, model.SerializeToString(), inputs,
-                        {"valid": True, "method": "reduced", "reason": ""})
+        return as_case(base, graph, inputs)
 
     def judge(self, case: Prepared) -> V.Verdict | None:
         """The candidate's verdict on the target backend, or None when the reference fails
-        or is not finite on it (nothing to judge). An identical candidate (model and inputs)
-        is run once."""
+        or, but for an extreme case (judged position by position, as ``check`` does), is not
+        finite on it (nothing to judge). An identical candidate (model and inputs) is run once."""
         key = _key(case)
         if key in self._seen:
             return self._seen[key]
         self.probes += 1
         ref = self.pool.execute(self.cfg.reference, Model(case.model, case.graph), case.inputs)
         v = None
-        if ref.ok and all_finite(ref.outputs):
+        if ref.ok and (all_finite(ref.outputs) or getattr(case.graph, "extreme", None) is not None):
             v = judge_backend(self.pool, case, self.cfg, self.target.backend, ref.outputs, crosscheck=False,
                               explain=True)
         self._seen[key] = v
@@ -653,6 +665,14 @@ class _Run:
             out.append(keep)
         return out
 
+    def kept(self) -> list:
+        """Indices of the original case's operators that the best case's operators are,
+        found through the tensors they make (``origin``: each cut and short-circuit maps the
+        new graph's tensors to the original's; shrinking keeps tensor ids)."""
+        producer = {t: i for i, n in enumerate(self.case.graph.nodes) for t in n.outputs}
+        g = self.best[0].graph
+        return sorted({producer[self.origin[t]] for n in g.nodes for t in n.outputs if self.origin[t] in producer})
+
     # -- the whole ----------------------------------------------------------------------
     def run(self) -> Reduced:
         case = self.case
@@ -682,5 +702,6 @@ class _Run:
         self.time_limit = self.red.max_seconds
         out.matter = self.matter()
         out.case, out.verdict = self.best
+        out.kept = self.kept()
         out.probes, out.seconds = self.red.probes, time.perf_counter() - self.t0
         return out
