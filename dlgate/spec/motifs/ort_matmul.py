@@ -187,10 +187,11 @@ class MatMulScaleFusion(OrtMotif):
 
     def draw(self, ctx, ins, violate):
         x = ins[0]
-        where = "out" if violate == "single_consumer" else ctx.choice(("a", "b", "out"))
+        where = "out" if violate == "single_consumer" or (violate == "scale_scalar" and x.shape[-1] < 2) \
+            else ctx.choice(("a", "b", "out"))
         n = max(2, _n(ctx))
         if violate == "scale_scalar":
-            shape = (n,) if where != "a" else (x.shape[-1],)  # a vector along the last axis
+            shape = (n,) if where != "a" else (x.shape[-1],)  # a vector (of 2 or more) along the last axis
         else:
             shape = ctx.choice(((), (1,)))
         return {"where": where, "op": ctx.choice(("Mul", "Div")) if where == "out" else "Mul", "b": (x.shape[-1], n),
