@@ -47,7 +47,7 @@ TRANSFORMERS: dict = {
                                                       "dlgate does not set"),
     "SliceConcatToSpaceToDepthFusion": (GAP, "needs four stride-2 Slices joined by one Concat of four inputs; "
                                              "dlgate's Concat specs take 2, 3 or 5"),
-    "GeluFusionL1": (COVERED, "GeluErfIdiom (an idiom; GeluFusionBroken draws the declining side)"),
+    "GeluFusionL1": (COVERED, "GeluErfFusion (and the idiom GeluErfIdiom)"),
     "LayerNormFusionL1": (COVERED, "LayerNormFusion"),
     "QDQPropagationTransformer": (COVERED, "QDQPropagation"),
     "WeightBiasQuantization": (COVERED, "WeightBiasQuantization"),
@@ -64,7 +64,7 @@ TRANSFORMERS: dict = {
     "DynamicQuantizeMatMulFusion": (GAP, "needs DynamicQuantizeLinear's zero point fed to MatMulInteger; "
                                          "dlgate's MatMulInteger spec writes constant zero points"),
     "ConvActivationFusion": (COVERED, "ConvActivationFusion"),
-    "GeluFusionL2": (COVERED, "GeluErfIdiom (an idiom)"),
+    "GeluFusionL2": (COVERED, "GeluErfFusion (and the idiom GeluErfIdiom)"),
     "LayerNormFusionL2": (COVERED, "LayerNormFusion (before opset 17)"),
     "SimplifiedLayerNormFusion": (COVERED, "SimplifiedLayerNormFusion"),
     "AttentionFusion": (GAP, "matches BERT's attention block with its exact Reshape/Transpose/mask spelling and "

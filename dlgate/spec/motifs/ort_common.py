@@ -40,15 +40,15 @@ class OrtMotif(Motif):
     #: cannot always break them for every input; each motif says why).
     loose: ClassVar[tuple] = ()
 
-    def outside(self, ins) -> str | None:
+    def outside(self, ctx, ins) -> str | None:
         """The condition an input outside the rewrite's reach breaks whatever is drawn
-        (a dtype the rewrite does not take), or None."""
+        (a dtype the rewrite does not take, at the case's opset ``ctx.opset``), or None."""
         if ins[0].dtype not in self.fuse_dtypes and "dtype" in self.conditions:
             return "dtype"
         return None
 
     def sample(self, ctx, ins):
-        violate = self.outside(ins)
+        violate = self.outside(ctx, ins)
         if violate is None:
             others = tuple(c for c in self.conditions if c not in self.forced)
             if others and ctx.coin(self.violate_share):

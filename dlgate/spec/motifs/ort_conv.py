@@ -356,8 +356,8 @@ class NchwcConv(OrtMotif):
     dtypes = ((F32,) * 4,)
     forced = ("dtype", "rank")
 
-    def outside(self, ins):
-        return "rank" if ins[0].rank != 4 else super().outside(ins)
+    def outside(self, ctx, ins):
+        return "rank" if ins[0].rank != 4 else super().outside(ctx, ins)
 
     def draw(self, ctx, ins, violate):
         x = ins[0]

@@ -452,7 +452,7 @@ class GatherSliceToSplit(OrtMotif):
     def _axes(x) -> list:
         return [ax for ax in range(x.rank) if 2 <= x.shape[ax] <= 6]
 
-    def outside(self, ins):
+    def outside(self, ctx, ins):
         return None if self._axes(ins[0]) else "axis_length"
 
     def draw(self, ctx, ins, violate):
