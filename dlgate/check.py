@@ -141,6 +141,8 @@ def _read_graph(directory: str, d: dict) -> Graph:
             raise bad(f"{key}: expected tensor ids below {n}")
     if not g.outputs:
         raise bad("no outputs")
+    if g.extreme is not None and not (isinstance(g.extreme, dict) and isinstance(g.extreme.get("kinds", []), list)):
+        raise bad(f"extreme: expected an object with a list of kinds, got {g.extreme!r:.60}")
     return g
 
 

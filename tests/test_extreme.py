@@ -15,7 +15,7 @@ from onnx.reference import ReferenceEvaluator
 from dlgate import dtypes as dt
 from dlgate.backends.base import BackendSpec
 from dlgate.case import make_case
-from dlgate.check import CheckConfig, Prepared, check, load_case, prepare
+from dlgate.check import CaseError, CheckConfig, Prepared, check, load_case, prepare
 from dlgate.exec import worker as W
 from dlgate.exec.worker import Outcome
 from dlgate.gate import config as C
@@ -160,6 +160,19 @@ def test_extreme_share_is_validated(tmp_path):
     p.write_text("extreme_share: 0.5\n")
     assert C.load(str(p)).extreme_share == 0.5
     assert any(f.name == "extreme_share" for f in C.FIELDS)
+    from dlgate.cli import main
+
+    assert main(["gen", "--seed", "s", "--count", "1", "--out", str(tmp_path / "g"), "--extreme-share", "2"]) == 2
+    assert main(["gen", "--seed", "s", "--count", "4", "--out", str(tmp_path / "g"), "--extreme-share", "1"]) == 0
+    # a case folder whose meta.json marks it extreme in a form dlgate does not know is refused
+    import json
+
+    d = sorted((tmp_path / "g").iterdir())[0]
+    meta = json.loads((d / "meta.json").read_text())
+    meta["graph"]["extreme"] = "yes"
+    (d / "meta.json").write_text(json.dumps(meta))
+    with pytest.raises(CaseError, match="extreme: expected an object"):
+        load_case(str(d))
 
 
 # -- the reference on special values ---------------------------------------------------------
