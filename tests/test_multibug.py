@@ -91,6 +91,18 @@ class RefusesSymbolic(TVM):
         return super().compile(model)
 
 
+class EnvFaults(TVM):
+    """TVM with the injected faults that ``FAKE_FAULTS`` names in the worker's environment
+    (``sigmoid``, ``abs``): a head build and a base build that differ."""
+
+    FAULTS = {"sigmoid": "dlgate.backends.testing:sigmoid_plus_half", "abs": "tests.test_multibug:abs_plus_one"}
+
+    def compile(self, model):
+        names = [f for f in os.environ.get("FAKE_FAULTS", "").split(",") if f]
+        self.options = dict(self.options, extra_passes=[self.FAULTS[n] for n in names])
+        return super().compile(model)
+
+
 def write_config(path, **kw) -> str:
     doc = {"campaign": "mb", "models": 6, "max_nodes": 5, "opset": 18, "operators": OPS, "dtypes": ["float32"],
            "backends": [TWO_FAULTS], "timeout_s": 120, "crosscheck": False, "dynamic_share": 0, "extreme_share": 0,
@@ -277,6 +289,31 @@ def test_an_unsupported_operator_no_longer_hides_a_failure_elsewhere(tmp_path, b
     main(["run", "--config", cfg, "--seed", "refused", "--out", out1, "--no-progress", "--findings-per-case", "1"])
     hidden = {r["case"] for r in results(out1) if r["verdicts"][0]["verdict"] == "unsupported"}
     assert {r["case"] for r in both} <= hidden
+
+
+def test_head_versus_base_judges_a_further_finding_on_the_same_cut_model(tmp_path, monkeypatch):
+    monkeypatch.setenv("FAKE_FAULTS", "sigmoid,abs")  # head: both faults; base: the Sigmoid one only
+    base = {"python": sys.executable, "env": {"FAKE_FAULTS": "sigmoid", "PYTHONPATH": REPO}}
+    cfg = write_config(str(tmp_path), backends=[{"name": "tests.test_multibug:EnvFaults"}], base=base)
+    out = str(tmp_path / "o")
+    assert main(["run", "--config", cfg, "--seed", "hvb", "--out", out, "--no-progress"]) == 1
+    both = [r for r in results(out) if {"Sigmoid", "Abs"} <= set(r["operators"])]
+    assert both
+    for rec in both:
+        v = rec["verdicts"][0]
+        got = [(x["identity"]["typed"].split("(")[0], x) for x in [v] + v.get("more", [])]
+        assert {op for op, _ in got} == {"Sigmoid", "Abs"}, (rec["case"], v.get("residual"))
+        # each further finding was run on the base build on the cut model it showed on, which no
+        # longer holds the first one's operators: the base build shares the Sigmoid fault only
+        for op, x in got[1:]:
+            assert x["base"]["reproduces"] is (op == "Sigmoid"), (rec["case"], op, x["base"])
+        # the first finding is run there on the whole model, as any case is (a wrong answer
+        # there is shared by any wrong answer of the base build's on it)
+        assert v["base"]["reproduces"] is True
+    d = verdict(out)
+    assert "Abs" in {g["typed"].split("(")[0] for g in d["new"]}
+    assert {g["typed"].split("(")[0] for g in d["pre_existing"]} >= {"Sigmoid"}
+    assert "Sigmoid" not in {g["typed"].split("(")[0] for g in d["new"]}
 
 
 def test_a_correct_backend_yields_nothing_extra(tmp_path):
