@@ -54,7 +54,7 @@ def cut_out(case: Prepared, env: dict, removed, tag: str):
     if not g.outputs:
         return None
     cut = as_case(case, g, feeds, tag)
-    cut.meta["operators"] = [n.op for n in g.nodes]
+    cut.meta.update(id=cut.id, operators=[n.op for n in g.nodes])  # its folder runs as itself
     return cut, keep
 
 
