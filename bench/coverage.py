@@ -9,7 +9,10 @@ compiles once):
 * **a**: the generator without motifs and without guidance (every spec but the motifs);
 * **b**: with motifs (every spec), without guidance;
 * **c**: with motifs and coverage guidance (:mod:`dlgate.coverage.guide`), starting from
-  an empty state, the batch generated in index order as ``dlgate run`` does.
+  an empty state, the batch generated in index order as ``dlgate run`` does;
+* **d**: as c, restricted to what the backend was probed to support (``dlgate probe``;
+  the campaign key ``restrict_to_support``): a model holding one operator the compiler
+  refuses is never compiled, so none of its rewrites can fire.
 
 Each model is compiled by each backend in an isolated worker (a crash or hang is
 contained; the rewrites are named after compiling, whatever the run does), and run once
@@ -59,15 +62,16 @@ from dlgate.graph.ir import random_values  # noqa: E402
 from dlgate.spec.motif import Motif  # noqa: E402
 from dlgate.spec.registry import all_specs  # noqa: E402
 
-SETTINGS = {"a": "no motifs, no guidance", "b": "motifs, no guidance", "c": "motifs and guidance"}
+SETTINGS = {"a": "no motifs, no guidance", "b": "motifs, no guidance", "c": "motifs and guidance",
+            "d": "motifs and guidance, within the backend's support"}
 
 
-def generate(setting: str, count: int, seed: str, max_opset: int) -> list:
+def generate(setting: str, count: int, seed: str, max_opset: int, support=None) -> list:
     plain = tuple(n for n, s in all_specs().items() if not isinstance(s, Motif))
     cfg = GenConfig(max_nodes=10, ops=plain if setting == "a" else None, dynamic_share=0.0,
-                    opset_range=(13, max_opset))
+                    opset_range=(13, max_opset), support=support if setting == "d" else None)
     gen = Generator(cfg)
-    batch = GuidedBatch(gen, seed, "coverage", CoverageState()) if setting == "c" else None
+    batch = GuidedBatch(gen, seed, "coverage", CoverageState()) if setting in "cd" else None
     cases = []
     for i in range(count):
         try:
@@ -142,39 +146,54 @@ def main() -> None:
     backends = [BackendSpec.parse(b) for b in (args.backend or ["onnxruntime@all", "tvm"])]
     res: dict = {}
     for s in args.settings.split(","):
-        t0 = time.perf_counter()
+        if s == "d":  # per backend: generated within each one's support
+            for b in backends:
+                from dlgate.probe.support import load_or_probe, support_set
+
+                cases = generate(s, args.count, args.seed, args.max_opset, support_set(load_or_probe(b.name)))
+                measure(f"d:{b.name}", cases, [b], args, res)
+            continue
         cases = generate(s, args.count, args.seed, args.max_opset)
-        gen_s = time.perf_counter() - t0
-        row = {"models": len(cases), "gen_s": round(gen_s, 1), "graph": graph_coverage(cases), "backends": {}}
-        for b in backends:
-            t1 = time.perf_counter()
-            kinds, status = compile_all(cases, b, args.jobs, args.timeout)
-            aim = targeted(b.name)
-            r = row["backends"][b.label()] = {"kinds": len(kinds), "fired": dict(sorted(kinds.items())),
-                                              "targeted": len(aim & set(kinds)), "targeted_of": len(aim),
-                                              "status": dict(status), "seconds": round(time.perf_counter() - t1, 1)}
-            if b.name == "onnxruntime":
-                r["transformers"] = transformer_report(set(kinds))
-        res[s] = row
-        g = row["graph"]
-        print(f"{s} ({SETTINGS[s]}): {len(cases)} models, {row['nodes_per_model'] if 'nodes_per_model' in row else g['nodes_per_model']} "
-              f"nodes/model; op_dtype {g['op_dtype']}, op_shape {g['op_shape']}, edge {g['edge']}, path3 {g['path3']}, "
-              f"motif sides {g['motif']}, HirFuzz score {g['hirfuzz_score']}, div_V {g['div_V']}, div_E {g['div_E']}",
-              flush=True)
-        for label, r in row["backends"].items():
-            print(f"   {label}: {r['kinds']} distinct rewrite kinds, {r['targeted']} of the {r['targeted_of']} targeted "
-                  f"({r['seconds']} s; {r['status']})", flush=True)
-            if "transformers" in r:
-                t = r["transformers"]
-                print(f"      transformers: {t['fired']} of {t['registered']} registered fired ({t['reachable']} can "
-                      f"fire on standard-domain CPU models; not fired: {', '.join(t['reachable_not_fired']) or 'none'})")
-    if "a" in res and "c" in res:
-        for label in res["a"]["backends"]:
-            a, c = res["a"]["backends"][label], res["c"]["backends"][label]
+        measure(s, cases, backends, args, res)
+    report(res, args)
+
+
+def measure(s: str, cases: list, backends: list, args, res: dict) -> None:
+    """Compile ``cases`` on each backend; print and keep the figures under ``res[s]``."""
+    row = {"models": len(cases), "graph": graph_coverage(cases), "backends": {}}
+    for b in backends:
+        t1 = time.perf_counter()
+        kinds, status = compile_all(cases, b, args.jobs, args.timeout)
+        aim = targeted(b.name)
+        r = row["backends"][b.label()] = {"kinds": len(kinds), "fired": dict(sorted(kinds.items())),
+                                          "targeted": len(aim & set(kinds)), "targeted_of": len(aim),
+                                          "status": dict(status), "seconds": round(time.perf_counter() - t1, 1)}
+        if b.name == "onnxruntime":
+            r["transformers"] = transformer_report(set(kinds))
+    res[s] = row
+    g = row["graph"]
+    print(f"{s} ({SETTINGS[s[0]]}): {len(cases)} models, {g['nodes_per_model']} nodes/model; op_dtype "
+          f"{g['op_dtype']}, op_shape {g['op_shape']}, edge {g['edge']}, path3 {g['path3']}, motif sides {g['motif']}, "
+          f"HirFuzz score {g['hirfuzz_score']}, div_V {g['div_V']:.4f}, div_E {g['div_E']:.4f}", flush=True)
+    for label, r in row["backends"].items():
+        print(f"   {label}: {r['kinds']} distinct rewrite kinds, {r['targeted']} of the {r['targeted_of']} targeted "
+              f"({r['seconds']} s; {r['status']})", flush=True)
+        if "transformers" in r:
+            t = r["transformers"]
+            print(f"      transformers: {t['fired']} of {t['registered']} registered fired ({t['reachable']} can "
+                  f"fire on standard-domain CPU models; not fired: {', '.join(t['reachable_not_fired']) or 'none'})")
+
+
+def report(res: dict, args) -> None:
+    for other in [k for k in res if k[0] in "cd"]:
+        if "a" not in res:
+            break
+        for label in res[other]["backends"]:
+            a, c = res["a"]["backends"][label], res[other]["backends"][label]
             ratio = c["kinds"] / max(1, a["kinds"])
-            print(f"{label}: all kinds c/a = {c['kinds']}/{a['kinds']} = {ratio:.2f}x; targeted kinds c/a = "
+            print(f"{label}: all kinds {other}/a = {c['kinds']}/{a['kinds']} = {ratio:.2f}x; targeted kinds {other}/a = "
                   f"{c['targeted']}/{a['targeted']} = {c['targeted'] / max(1, a['targeted']):.2f}x (target >= 3x)")
-            print(f"   fired in c, not in a: {', '.join(sorted(set(c['fired']) - set(a['fired'])))}")
+            print(f"   fired in {other}, not in a: {', '.join(sorted(set(c['fired']) - set(a['fired'])))}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(res, f, indent=1, sort_keys=True)

@@ -110,6 +110,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="share of models whose inputs and constants carry extreme values: NaN, +/-Inf, "
                         "huge magnitudes, subnormals, signed zeros, ties, integer limits (default 0.2)")
     g.add_argument("--support", metavar="SYSTEM", help="restrict to what backend SYSTEM was probed to support (e.g. onnxruntime, tvm)")
+    g.add_argument("--no-guidance", action="store_true",
+                   help="draw every case independently (default: coverage-guided, in index order from case 0, "
+                        "as `dlgate run` generates its batch)")
+    g.add_argument("--coverage-state", metavar="FILE",
+                   help="the coverage state guidance starts from (a run's coverage-start.json, to regenerate "
+                        "its cases); default: empty")
 
     s = sub.add_parser("stats", help="diversity metrics of a generated batch")
     s.add_argument("dir")
@@ -147,7 +153,9 @@ def build_parser() -> argparse.ArgumentParser:
                            ("baseline", str, "baseline file"), ("corpus", str, "regression corpus folder"),
                            ("reference", str, "reference backend"), ("campaign", str, "campaign name"),
                            ("fail-on", str, "new | any | none"), ("confirm-runs", int, "re-runs of a failing case"),
-                           ("findings-per-case", int, "most findings one case yields per backend (1: the first)")):
+                           ("findings-per-case", int, "most findings one case yields per backend (1: the first)"),
+                           ("coverage-state", str, "coverage state file to start from (an earlier run's "
+                            "coverage-state.json)")):
         r.add_argument(f"--{key}", type=kind, help=f"override the config: {hlp}")
     r.add_argument("--backend", action="append", metavar="NAME[:DEVICE][@LEVEL]", help="override the config's backends (repeatable)")
     r.add_argument("--base-python", help="head-versus-base: interpreter of the environment with the base build")
@@ -221,10 +229,23 @@ def cmd_gen(args) -> int:
     cfg = GenConfig(min_nodes=args.min_nodes, max_nodes=args.max_nodes, ops=ops, opset=args.opset, support=support,
                     dynamic_share=args.dynamic_share, extreme_share=args.extreme_share)
     gen = Generator(cfg)
+    batch = None
+    if not args.no_guidance:
+        from dlgate.coverage.guide import GuidedBatch
+        from dlgate.coverage.state import CoverageState, StateError
+
+        try:
+            start = CoverageState.load(args.coverage_state) if args.coverage_state else CoverageState()
+        except StateError as e:
+            raise UsageError(f"dlgate gen: --coverage-state: {e}") from None
+        batch = GuidedBatch(gen, args.seed, args.campaign, start)
+    elif args.coverage_state:
+        raise UsageError("dlgate gen: --coverage-state needs guidance (drop --no-guidance)")
     os.makedirs(args.out, exist_ok=True)
     t0 = time.perf_counter()
     for i in range(args.start, args.start + args.count):
-        make_case(gen, args.seed, args.campaign, i).write(args.out)
+        c = batch.case(i)[0] if batch is not None else make_case(gen, args.seed, args.campaign, i)
+        c.write(args.out)
     dt_ms = (time.perf_counter() - t0) * 1000 / args.count
     print(f"wrote {args.count} models to {args.out} ({dt_ms:.1f} ms per model)")
     return 0
@@ -389,7 +410,8 @@ def cmd_backends(args) -> int:
 _OVERRIDES = {"models": "models", "max_nodes": "max_nodes", "min_nodes": "min_nodes", "timeout": "timeout_s",
               "memory_mb": "memory_mb", "baseline": "baseline", "corpus": "corpus", "reference": "reference",
               "campaign": "campaign", "fail_on": "fail_on", "confirm_runs": "confirm_runs", "backend": "backends",
-              "findings_per_case": "findings_per_case"}
+              "findings_per_case": "findings_per_case",
+              "coverage_state": "coverage_state"}
 
 
 def cmd_run(args) -> int:

@@ -58,6 +58,15 @@ FIELDS = (
           "65504 and beyond float32's range, subnormals, signed zeros, rounding ties, integer limits and values "
           "a narrowing Cast wraps. NaN and Inf positions are compared exactly; a special value where the ONNX "
           "specification leaves the result open makes the verdict `undefined`. 0 turns it off.", min=0, max=1),
+    Field("guidance", "bool", True, "Coverage-guided generation: bias operator, motif, dtype and connection "
+          "choices toward what the campaign has not covered yet (operator x dtype signature, operator edges and "
+          "three-operator paths, motif decision sides, rewrites no backend has applied). The batch is then "
+          "generated in index order, each case a pure function of its seed and the coverage state before it; "
+          "false: every case independent of the others."),
+    Field("coverage_state", "str", None, "A coverage state file to start from (`coverage-state.json` of an "
+          "earlier run, e.g. last week's campaign, restored from a cache); null or a file that does not exist "
+          "yet: start empty (logged). Copied into the run's folder (`coverage-start.json`, its digest in "
+          "`run.json`), so every case can be regenerated.", optional=True),
     Field("operators", "list[str]", None, "Operator specs to draw from (`dlgate ops`); null for all.", optional=True),
     Field("dtypes", "list[str]", None, "Tensor dtypes models may use (e.g. `[float32, int64]`); null for all.",
           optional=True),
@@ -115,7 +124,7 @@ FIELDS = (
 _BY_NAME = {f.name: f for f in FIELDS}
 #: Keys that change the journal and were added later, with the value that behaves as runs
 #: made before them did: part of a run's fingerprint only when set otherwise.
-_LATER_KEYS = (("findings_per_case", 1), ("restrict_to_support", False))
+_LATER_KEYS = (("findings_per_case", 1), ("restrict_to_support", False), ("extreme_share", 0.0))
 
 
 @dataclass
@@ -128,6 +137,8 @@ class Campaign:
     max_opset: int | None = None
     dynamic_share: float = 0.25
     extreme_share: float = 0.2
+    guidance: bool = True
+    coverage_state: str | None = None
     operators: list | None = None
     dtypes: list | None = None
     support: list = field(default_factory=list)
@@ -157,7 +168,7 @@ class Campaign:
 
     def fingerprint(self) -> str:
         """What decides the batch's content: a resumed run must match it."""
-        keys = ("campaign", "models", "min_nodes", "max_nodes", "opset", "max_opset", "dynamic_share", "operators", "dtypes", "support", "backends",
+        keys = ("campaign", "models", "min_nodes", "max_nodes", "opset", "max_opset", "dynamic_share", "guidance", "operators", "dtypes", "support", "backends",
                 "reference", "tolerances", "search_steps", "crosscheck")
         doc = {k: getattr(self, k) for k in keys}
         # keys a run before them behaved as at these values: its fingerprint stays the same

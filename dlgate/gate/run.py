@@ -250,8 +250,13 @@ def _manifest(cfg: Campaign, root: str, root_source: str, shard: Shard | None, p
 
 #: What a run writes in its output folder, and so what --fresh removes (with each file's
 #: ``.tmp``, written on the way to it); anything else in the folder is left alone.
-OUT_FILES = (RESULTS, "timings.jsonl", MANIFEST, "junit.xml", "summary.md", "verdict.json", "stats.json")
-OUT_DIRS = ("cases", "repros")
+#: The coverage state a run starts from, the one it ends with, and each case's features.
+C_START, C_END, C_CASES = "coverage-start.json", "coverage-state.json", "coverage.jsonl"
+
+
+OUT_FILES = (RESULTS, "timings.jsonl", MANIFEST, "junit.xml", "summary.md", "verdict.json", "stats.json",
+             C_START, C_END, C_CASES, "report.html")
+OUT_DIRS = ("cases", "repros", "report")  # report: dlgate report's plots
 
 
 def _open_out(out: str, manifest: dict, fresh: bool) -> dict:
@@ -280,16 +285,90 @@ def _open_out(out: str, manifest: dict, fresh: bool) -> dict:
     return old
 
 
-def _load(kind: str, key, gen, cfg: Campaign, root: str, base: B.Baseline):
+def _load(kind: str, key, gen, cfg: Campaign, root: str, base: B.Baseline, batch=None):
+    """The case, and its coverage features (None for corpus and baseline cases)."""
     from dlgate.case import make_case
+    from dlgate.coverage.features import graph_features
 
     if kind == "corpus":
-        return load_bundle(os.path.join(cfg.corpus, key), case_id=f"corpus/{key}")
+        return load_bundle(os.path.join(cfg.corpus, key), case_id=f"corpus/{key}"), None
     if kind == "baseline":
-        return load_bundle(os.path.join(base.repros_dir(), base.fingerprints[key]["repro"]), case_id=f"baseline/{key}")
-    c = make_case(gen, root, cfg.campaign, key)
+        return load_bundle(os.path.join(base.repros_dir(), base.fingerprints[key]["repro"]),
+                           case_id=f"baseline/{key}"), None
+    if batch is not None:
+        c, feats = batch.case(key)
+    else:
+        c = make_case(gen, root, cfg.campaign, key)
+        feats = graph_features(c.graph)
     meta = c.meta()
-    return prepare(meta, c.graph, c.model_bytes, cfg.search_steps)
+    return prepare(meta, c.graph, c.model_bytes, cfg.search_steps), feats
+
+
+def read_coverage_state(cfg: Campaign):
+    """The campaign's ``coverage_state`` (None when null or not there yet), read and checked
+    before any work starts."""
+    from dlgate.coverage.state import CoverageState, StateError
+
+    if not cfg.coverage_state or not os.path.exists(cfg.coverage_state):
+        return None
+    try:
+        return CoverageState.load(cfg.coverage_state)
+    except StateError as e:
+        raise RunError(str(e)) from None
+
+
+def coverage_start(cfg: Campaign, given, out: str, recorded: dict, manifest: dict, log=print):
+    """The coverage state the batch is generated from: the one a resumed run recorded, else
+    the campaign's (``given``, from ``read_coverage_state``; empty when there is none);
+    saved in ``out`` with its digest in the manifest."""
+    from dlgate.coverage.state import CoverageState, StateError
+
+    path = os.path.join(out, C_START)
+    want = recorded.get("coverage_start")
+    if want:
+        try:
+            state = CoverageState.load(path)
+        except StateError as e:
+            raise RunError(str(e)) from None
+        if state.digest() != want:
+            raise RunError(f"{path}: changed since the run started (digest {state.digest()[:12]}, "
+                           f"run.json says {want[:12]}); run with --fresh")
+        manifest["coverage_start"] = want
+        return state
+    state = given or CoverageState()
+    if given is not None:
+        log(f"dlgate: coverage state from {cfg.coverage_state}: {len(state.features)} features, "
+            f"{sum(len(k) for k in state.rewrites.values())} rewrite kinds")
+    elif cfg.coverage_state:
+        log(f"dlgate: coverage state {cfg.coverage_state} does not exist yet; starting empty")
+    state.save(path)
+    manifest["coverage_start"] = state.digest()
+    return state
+
+
+def write_coverage(out: str, records: list) -> dict:
+    """``coverage.jsonl`` (each generated case's features, in index order) and the end
+    state (the start, every case's features, every rewrite kind the backends applied);
+    counts per criterion, for the stats."""
+    from collections import Counter
+
+    from dlgate.coverage.features import criterion
+    from dlgate.coverage.state import CoverageState
+    from dlgate.gate.journal import json_line
+
+    start = os.path.join(out, C_START)
+    state = CoverageState.load(start) if os.path.exists(start) else CoverageState()
+    cases = sorted((r for r in records if r.get("features") is not None), key=lambda r: r["index"])
+    with open(os.path.join(out, C_CASES), "w") as f:
+        for r in cases:
+            f.write(json_line({"index": r["index"], "case": r["case"], "features": r["features"]}))
+            state.add_features(r["features"])
+    for backend, kinds in rewrite_coverage(out).items():
+        state.add_rewrites(backend, kinds)
+    state.save(os.path.join(out, C_END))
+    counts = Counter(criterion(x) for x in state.features)
+    return {"features": dict(sorted(counts.items())),
+            "rewrite_kinds": {b: len(k) for b, k in sorted(state.rewrites.items())}}
 
 
 def run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | None = None, fresh: bool = False,
@@ -349,6 +428,7 @@ def _run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | No
     from dlgate.exec.worker import Pool
 
     base = B.load(cfg.baseline)
+    given_state = read_coverage_state(cfg)
     skipped: dict = {}  # corpus cases (or baseline repros) that cannot be loaded: reported, not run
     items = plan(cfg, shard, base, skipped)
     manifest = _manifest(cfg, root, root_source, shard, len(items))
@@ -383,16 +463,25 @@ def _run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | No
         manifest["opset_range"] = opsets
         write_json(os.path.join(out, MANIFEST), manifest)
     gen = _generator(cfg, opsets, support)
+    start = coverage_start(cfg, given_state, out, recorded, manifest, log)
+    write_json(os.path.join(out, MANIFEST), manifest)
+    batch = None
+    if cfg.guidance:
+        from dlgate.coverage.guide import GuidedBatch
+
+        batch = GuidedBatch(gen, root, cfg.campaign, start)
     finder = M.Search.of(cfg, pool, base_pool, ccfg, out, root, log)
     try:
         with pool, journal:
             for kind, key in todo:
                 t0 = time.perf_counter()
-                case = _load(kind, key, gen, cfg, root, base)
+                case, feats = _load(kind, key, gen, cfg, root, base, batch)
                 ref_out: list = []
                 kcfg = ccfg if kind != "baseline" else _only(ccfg, base.fingerprints[key]["backend"])
                 rec = check(pool, case, kcfg, ref_out)
                 rec["kind"] = kind
+                if feats is not None:
+                    rec["features"] = feats
                 if kind == "baseline":
                     rec["baseline_entry"] = key
                 if kind == "corpus":
@@ -495,6 +584,10 @@ def finish(out: str, cfg: Campaign, manifest: dict, complete: bool, log=print, c
     shard = manifest.get("shard")
     shard_text = f"{shard[0]}/{shard[1]}" if shard else None
     decision.unloadable = dict(manifest.get("skipped") or {})
+    covered = write_coverage(out, records)
+    stats_path = os.path.join(out, "stats.json")
+    if os.path.exists(stats_path):
+        write_json(stats_path, dict(read_json(stats_path), coverage=covered))
     paths = report.write_all(out, records, decision, base, timings, props, cfg.fail_on, shard_text, logs)
     if complete and cfg.corpus:
         for name in grow_corpus(out, cfg.corpus, decision):
@@ -580,7 +673,7 @@ def merge(dirs: list, out: str, log=print) -> int:
         mans.append(read_manifest(p))
     first = mans[0]
     for d, m in zip(dirs, mans):
-        for key in ("root", "campaign", "fingerprint", "generator", "opset_range", "support"):
+        for key in ("root", "campaign", "fingerprint", "generator", "opset_range", "coverage_start", "support"):
             if m.get(key) != first.get(key):
                 raise RunError(f"{d}: {key} {m.get(key)!r:.80} differs from {dirs[0]}'s {first.get(key)!r:.80}")
     shards = [tuple(m["shard"]) if m.get("shard") else None for m in mans]
@@ -621,6 +714,8 @@ def _merge(dirs: list, mans: list, first: dict, cfg: Campaign, out: str, log) ->
             if not os.path.exists(dst):
                 shutil.copytree(os.path.join(rdir, name), dst)
     records.sort(key=D._order)
+    if os.path.exists(os.path.join(dirs[0], C_START)):
+        shutil.copyfile(os.path.join(dirs[0], C_START), os.path.join(out, C_START))
     manifest = dict(first, shard=None, planned=len(records), merged_from=[os.path.abspath(d) for d in dirs])
     write_json(os.path.join(out, MANIFEST), manifest)
     from dlgate.gate.journal import json_line
