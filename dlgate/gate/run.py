@@ -278,7 +278,7 @@ def _open_out(out: str, manifest: dict, fresh: bool) -> dict:
             if old.get(key) != manifest.get(key):
                 raise RunError(f"{out} holds a different run ({key}: {old.get(key)!r}, now {manifest.get(key)!r}); "
                                "use another --out, or --fresh to discard it")
-        for key in ("opset_range", "support"):  # what guided generation stays as recorded
+        for key in ("opset_range", "support", "coverage_start"):  # what guided generation stays as recorded
             if old.get(key):
                 manifest[key] = old[key]
     write_json(path, manifest)
