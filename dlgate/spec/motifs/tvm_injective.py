@@ -153,7 +153,8 @@ class TvmLayoutIntoElementwise(_Injective):
 
     def draw(self, ctx, ins, violate):
         x = ins[0]
-        ops = [k for k in LAYOUT if x.rank in get(k).ranks and (k not in ("DepthToSpace", "SpaceToDepth") or x.rank == 4)]
+        ops = [k for k in LAYOUT if x.rank in get(k).ranks and get(k).available(ctx.opset)  # Trilu: from 14
+               and (k not in ("DepthToSpace", "SpaceToDepth") or x.rank == 4)]
         op = ctx.choice(ops)
         if op == "Transpose":
             la = _moving_perm(ctx, x.rank)

@@ -57,7 +57,9 @@ class TvmDataflowReshape(Motif):
     conditions = ("lone_reshape",)
     arity = 3
     ranks = (3, 4)
-    dtypes = tuple((t,) * 3 for t in dt.FLOATS)
+    # no float16: onnxruntime runs a float16 MatMul chain in float32 without rounding the
+    # intermediate product (see TvmAttentionScores), beyond float16's tolerance
+    dtypes = tuple((t,) * 3 for t in (dt.FLOAT32, dt.FLOAT64))
 
     def draw(self, ctx, ins, violate):
         x = ins[0]
