@@ -15,7 +15,7 @@ from dlgate.exec.worker import Pool
 from dlgate.graph.generator import GenConfig, Generator
 from dlgate.oracle import verdict as V
 
-OPS = ("Sigmoid", "Add", "Relu", "Mul", "Abs", "Neg", "Tanh")
+OPS = ("Sigmoid", "Add", "Relu", "Mul", "Abs", "Neg")  # no saturating op after a Sigmoid to hide its offset
 BROKEN_TVM = BackendSpec("tvm", options=(("extra_passes", ("dlgate.backends.testing:sigmoid_plus_half",)),))
 
 

@@ -549,7 +549,8 @@ def grid_cases(tmp_path_factory):
     from dlgate.graph.generator import GenConfig, Generator
 
     out = tmp_path_factory.mktemp("spatial")
-    gen = Generator(GenConfig(ops=("GridSample", "Relu", "Add"), dtypes=("float32",), max_nodes=4, opset=20))
+    gen = Generator(GenConfig(ops=("GridSample", "Relu", "Add"), dtypes=("float32",), min_nodes=3, max_nodes=4,
+                               opset=20))  # three nodes or more: half the batch holds a GridSample
     for i in range(8):  # (this batch compiles in seconds: some GridSample chains take TVM ~20 s)
         make_case(gen, "e2e", "grid", i).write(str(out))
     return [prepare(*load_case(os.path.join(out, d))) for d in sorted(os.listdir(out))]

@@ -404,7 +404,7 @@ def test_injected_softmax_miscompilation_is_caught_on_attention_idioms(tmp_path)
 
     ops = ("AttentionIdiom", "AttentionIdiomAddMask", "AttentionIdiomPast", "RMSNormIdiom", "Add", "Relu")
     gen = Generator(GenConfig(ops=ops, dtypes=("float32",), max_nodes=4, opset=18))
-    for i in range(6):
+    for i in range(9):  # four of them hold an attention idiom
         make_case(gen, "e2e", "transformer", i).write(str(tmp_path))
     cases = [prepare(*load_case(os.path.join(tmp_path, d))) for d in sorted(os.listdir(tmp_path))]
     broken = BackendSpec("tvm", options=(("extra_passes", ("dlgate.backends.testing:softmax_offset",)),))
