@@ -5,6 +5,7 @@ excuses (a special value where the specification leaves the result open)."""
 from __future__ import annotations
 
 import collections
+import dataclasses
 import warnings
 
 import numpy as np
@@ -77,8 +78,11 @@ def test_extreme_cases_regenerate_byte_identically(tmp_path):
 
 
 def _kinds(cfg: GenConfig, name: str, count: int) -> tuple:
-    """(cases marked extreme, cases that kept extreme values, kinds kept and how often)."""
-    gen, kinds, marked, carried = Generator(cfg), collections.Counter(), 0, 0
+    """(cases marked extreme, cases that kept extreme values, kinds kept and how often).
+    A case whose input search fails counts only if the graph itself is to blame: the same
+    graph without the extreme draw must fail too (e.g. Atanh of a normalized vector, which
+    leaves [-1, 1] on almost every input); at most one case in twenty may fail."""
+    gen, kinds, marked, carried, failed = Generator(cfg), collections.Counter(), 0, 0, 0
     for i in range(count):
         seed = case_seed("extreme", name, i)
         g = gen.generate(seed)
@@ -86,9 +90,14 @@ def _kinds(cfg: GenConfig, name: str, count: int) -> tuple:
             continue
         marked += 1
         r = search(g, seed, max_steps=24)
-        assert r.valid, r.reason
+        if not r.valid:
+            plain = dataclasses.replace(g, extreme=None)
+            assert not search(plain, seed, max_steps=24).valid, (i, "the extreme draw broke the search", r.reason)
+            failed += 1
+            continue
         carried += bool(r.extreme)
         kinds.update(r.extreme)
+    assert failed <= marked / 20, (failed, marked)
     return marked, carried, kinds
 
 
@@ -387,7 +396,8 @@ def test_real_compilers_on_extreme_cases_raise_no_false_alarm(tmp_path):
     special values: onnxruntime passes them all; every TVM mismatch is one ONNX's own
     evaluator (onnx.reference) also disagrees with, while it agrees with dlgate's
     reference (TVM 0.27 starts Min and Max from the dtype's largest finite value and turns
-    ThresholdedRelu(-inf) into NaN): a compiler bug, never dlgate's mistake."""
+    ThresholdedRelu(-inf) into NaN): a compiler bug, never dlgate's mistake. Only value
+    verdicts are judged here; a compile error or a refusal is no claim about values."""
     gen = Generator(GenConfig(ops=IEEE_OPS, max_nodes=4, opset=18, extreme_share=1.0))
     cases = [prepare(*load_case(make_case(gen, "extreme", "real", i).write(str(tmp_path)))) for i in range(18)]
     assert sum("nan" in c.search.get("extreme", []) for c in cases) >= 2
@@ -399,9 +409,12 @@ def test_real_compilers_on_extreme_cases_raise_no_false_alarm(tmp_path):
             rec = check(pool, case, CheckConfig(backends=[BackendSpec("onnxruntime"), BackendSpec("tvm")]))
             for v in rec["verdicts"]:
                 verdicts[(v["backend"].split("[")[0], v["verdict"])] += 1
+                assert v["verdict"] != V.REFERENCE_ERROR, (case.id, v["detail"])
                 if v["backend"].startswith("onnxruntime"):
                     assert v["verdict"] in (V.PASS, V.UNDEFINED, V.UNSUPPORTED), (case.id, v["detail"])
-                elif v["verdict"] in V.FAILURES:
+                elif v["verdict"] in V.VALUE_CLASSES:
+                    # only value verdicts can be false alarms of the oracle; TVM's compile errors
+                    # (0.27: a float16 BatchNormalization yields float32) say nothing of values
                     assert v["verdict"] == V.MISMATCH, (case.id, v["detail"])
                     onnx_ref = v["crosscheck"]["onnx_reference"]
                     assert onnx_ref["agrees_with_reference"] and not onnx_ref["agrees_with_candidate"], (case.id, v)
