@@ -73,7 +73,24 @@ def _ill_conditioned(n, ins) -> bool:
 
 def _cancellation(n, ins, a, b) -> bool:
     """Normalizations subtract a mean from values of their own magnitude: implementations
-    may differ by a few units of rounding of max|x|, times |scale| / sqrt(epsilon)."""
+    may differ by a few units of rounding of max|x|, times |scale| / sqrt(epsilon). LRN:
+    onnxruntime slides its window sum along the channels (adding the square that enters,
+    subtracting the one that leaves), so a large square leaves its rounding behind in the
+    small windows after it: a few units of rounding of the largest square of the column,
+    times the number of channels, relative to the divisor's base."""
+    if n.op == "LRN":
+        x = np.asarray(ins[0])
+        if x.dtype.name not in ub.NOISE or not x.size:
+            return False
+        xw = x.astype(np.float64)
+        y = _torch_node(n, [xw])[0]
+        size, c = n.attrs["size"], x.shape[1]
+        top = (xw * xw).max(axis=1, keepdims=True)
+        base = np.abs(xw) / np.maximum(np.abs(y), np.finfo(np.float64).tiny)  # (bias + alpha/size * ss) ** beta
+        ss_err = 8 * ub.NOISE[x.dtype.name] * c * top
+        rel = n.attrs["beta"] * (n.attrs["alpha"] / size) * ss_err / base ** (1 / n.attrs["beta"])
+        bound = np.abs(y) * rel + 8 * ub.NOISE[x.dtype.name] * np.abs(y)
+        return bool((np.abs(np.asarray(a, np.float64) - np.asarray(b, np.float64)) <= bound).all())
     if get(n.op).family != "norm" or "epsilon" not in n.attrs:
         return False
     x = np.asarray(ins[0])

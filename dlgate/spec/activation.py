@@ -382,7 +382,11 @@ class Shrink(Activation):
             ("a non-integer bias for integer inputs", "the text does not say how x - bias is rounded"),
             ("a nonzero bias for float64 inputs", "onnxruntime 1.32 computes float64 Shrink in float32 "
                                                   "(3.141592653589793 -> 3.14159274): x - bias then cancels "
-                                                  "beyond float64 tolerance"))
+                                                  "beyond float64 tolerance"),
+            ("integer inputs beyond 2**24 in magnitude", "bias is a float attribute and the text does not say in "
+                                                         "which precision x - bias is computed: onnxruntime 1.32 "
+                                                         "computes it in float32 (2**62 + 1 -> 2**62, bias 0); "
+                                                         "reported as undefined"))
 
     def sample(self, ctx, ins):
         t = ins[0].dtype
@@ -411,6 +415,15 @@ class Shrink(Activation):
         if lo <= lam and hi >= -lam:
             parts.append((0.0, 0.0))
         return [(min(p[0] for p in parts), max(p[1] for p in parts))]
+
+    def undefined(self, a, ins, out_types):
+        x = ins[0]
+        if not x.is_floating_point() and x.numel():
+            lam = a.get("lambd", 0.5)
+            big = (x.abs() > 2**24) & ((x < -lam) | (x > lam))  # the values x -/+ bias is taken of
+            if bool(big.any()):
+                return "integer Shrink of a value beyond 2**24: the precision of x - bias (a float) is not defined"
+        return super().undefined(a, ins, out_types)
 
     def torch(self, a, x):
         lam, bias = a.get("lambd", 0.5), a.get("bias", 0.0)
