@@ -63,6 +63,16 @@ class Step(NamedTuple):
     inputs: tuple  # In, Out or Const per input of the spec
 
 
+def resolve(r, given: list, made: list, const):
+    """What a step reads through reference ``r``: motif input ``given[k]``, output ``o``
+    of an earlier step (``made[j][o]``), or ``const(r)`` for a ``Const``."""
+    if isinstance(r, In):
+        return given[r.k]
+    if isinstance(r, Out):
+        return made[r.j][r.o]
+    return const(r)
+
+
 def const_values(a: dict, key: str, dtype: str, shape: tuple, lo: float = -2.0, hi: float = 2.0) -> Const:
     """Deterministic constant values for a motif's ``key``, from the motif's ``seed``."""
     from dlgate.seeds import sub_seed
@@ -132,14 +142,7 @@ class Motif(OpSpec):
 
         step_ins, step_outs = [], []
         for s in self.steps(a):
-            sins = []
-            for r in s.inputs:
-                if isinstance(r, In):
-                    sins.append(ins[r.k])
-                elif isinstance(r, Out):
-                    sins.append(step_outs[r.j][r.o])
-                else:
-                    sins.append(r.type)
+            sins = [resolve(r, ins, step_outs, lambda c: c.type) for r in s.inputs]
             spec = get(s.op)
             if len(sins) != spec.arity or tuple(t.dtype for t in sins) not in set(spec.dtypes):
                 return None
@@ -219,14 +222,7 @@ class Motif(OpSpec):
         names: list = []
         for j, s in enumerate(steps):
             spec = get(s.op)
-            ins = []
-            for r in s.inputs:
-                if isinstance(r, In):
-                    ins.append(xs[r.k])
-                elif isinstance(r, Out):
-                    ins.append(names[r.j][r.o])
-                else:
-                    ins.append(b.const(r.value, hint=r.hint))
+            ins = [resolve(r, xs, names, lambda c: b.const(c.value, hint=c.hint)) for r in s.inputs]
             outs = [final.get((j, o)) or b.fresh("m") for o in range(spec.n_outputs)]
             spec.onnx(b, s.attrs, ins, outs)
             names.append(outs)
@@ -239,14 +235,8 @@ class Motif(OpSpec):
 
         step_ins, step_outs = [], []
         for s in self.steps(a):
-            sins = []
-            for r in s.inputs:
-                if isinstance(r, In):
-                    sins.append(xs[r.k])
-                elif isinstance(r, Out):
-                    sins.append(step_outs[r.j][r.o])
-                else:
-                    sins.append(torch.from_numpy(np.array(r.value, copy=True)))
+            sins = [resolve(r, xs, step_outs, lambda c: torch.from_numpy(np.array(c.value, copy=True)))
+                    for r in s.inputs]
             y = get(s.op).torch(s.attrs, *sins)
             step_ins.append(sins)
             step_outs.append(list(y) if isinstance(y, (tuple, list)) else [y])
