@@ -67,7 +67,8 @@ class FakeGitHub:
         ``403-rate``: answer 403 with ``X-RateLimit-Remaining: 0`` and a reset ``reset_in`` seconds from now.
         ``slow``: apply the request, then wait ``seconds`` before answering (the write happens, the answer
         is late). ``drop-before``: close the connection without doing anything. ``drop-after``: apply the
-        request, then close the connection without answering. ``error``: answer ``status`` with ``message``.
+        request, then close the connection without answering. ``error``: answer ``status`` with ``message``
+        (and ``headers``, a dict, when given).
         """
         if kind not in FAULTS:
             raise ValueError(f"unknown fault {kind!r}; known: {', '.join(FAULTS)}")
@@ -275,7 +276,8 @@ def _fault_answer(fault: dict) -> tuple[int, object, dict] | None:
                    "X-RateLimit-Resource": "core"}
         return 403, {"message": "API rate limit exceeded for user ID 1.", "documentation_url": DOCS}, headers
     if kind == "error":
-        return fault.get("status", 500), {"message": fault.get("message", "Error"), "documentation_url": DOCS}, {}
+        return (fault.get("status", 500), {"message": fault.get("message", "Error"), "documentation_url": DOCS},
+                dict(fault.get("headers", {})))
     return None
 
 

@@ -2,9 +2,12 @@
 rate limits, errors, token secrecy and GitHub Enterprise URLs."""
 from __future__ import annotations
 
+import email.utils
 import socket
+import time
 
 import pytest
+from urllib3.util.retry import Retry
 
 from dlgate.github import GitHub, GitHubError, UncertainWrite
 from tests.github_fake import FakeGitHub
@@ -196,6 +199,69 @@ def test_a_write_that_never_shows_up_gives_up(gh, client):
     with pytest.raises(GitHubError, match="not there; gave up after 3 attempts") as err:
         open_issue(client(max_retries=2))
     assert not isinstance(err.value, UncertainWrite) and gh.issues == [] and client.sleeps == [1, 2, 4]
+
+
+# Retries happen inside the session's adapter (urllib3's Retry), not in a loop of the client's
+
+def sends(github: GitHub) -> list:
+    """Counts the requests the client hands to its session; the adapter's retries are not among them."""
+    calls, send = [], github._session.send
+    github._session.send = lambda *args, **kwargs: calls.append(args) or send(*args, **kwargs)
+    return calls
+
+
+def test_reads_are_retried_by_the_adapter(gh, client):
+    gh.add_issue("failure", BODY, labels=["dlgate"])
+    gh.inject("error", count=2, method="GET", status=503, message="Service Unavailable")
+    github = client()
+    assert isinstance(github._session.get_adapter(gh.url).max_retries, Retry)
+    handed = sends(github)
+    assert github.find_issue(MARKER, "dlgate")["number"] == 1
+    assert len(handed) == 1 and [m for m, _, _ in gh.requests] == ["GET"] * 3
+    assert client.sleeps == [1.0, 2.0] and "GET /repos/acme/tvm/issues: HTTP 503; retry 1/6 in 1 s" in client.logs[0]
+
+
+def test_retry_after_on_a_server_error_is_honoured(gh, client):
+    gh.inject("error", method="GET", status=503, headers={"Retry-After": "9"})
+    assert client().find_issue(MARKER) is None and client.sleeps == [9.0]
+
+
+def test_retry_after_as_an_http_date_is_honoured(gh, client):
+    gh.inject("429", method="GET", retry_after=email.utils.formatdate(time.time() + 30, usegmt=True))
+    assert client().find_issue(MARKER) is None
+    assert len(client.sleeps) == 1 and 27.0 <= client.sleeps[0] <= 31.0
+
+
+def test_a_server_error_asking_longer_than_max_wait_is_an_error(gh, client):
+    gh.inject("error", method="GET", status=503, headers={"Retry-After": "900"})
+    with pytest.raises(GitHubError, match="HTTP 503; GitHub asks to wait 900 s, more than max_wait_s=300"):
+        client().find_issue(MARKER)
+    assert client.sleeps == [] and len(gh.requests) == 1
+
+
+def test_a_post_is_not_retried_blindly_by_the_adapter(gh, client):
+    gh.inject("error", method="POST", status=503, headers={"Retry-After": "1"})
+    github = client()
+    handed = sends(github)
+    with pytest.raises(UncertainWrite, match="POST /repos/acme/tvm/issues: HTTP 503; it may have been applied"):
+        github.create_issue("title", BODY, ["dlgate"])
+    assert len(handed) == 1 and posts(gh, "/issues") == 1 and client.sleeps == []
+
+
+def test_a_rate_limited_post_is_retried_by_the_adapter(gh, client):
+    gh.inject("429", method="POST", retry_after=2)
+    github = client()
+    handed = sends(github)
+    issue = github.create_issue("title", BODY, ["dlgate"])
+    assert issue["number"] == 1 and len(gh.issues) == 1
+    assert len(handed) == 1 and posts(gh, "/issues") == 2 and client.sleeps == [2.0]
+
+
+def test_rate_limits_that_never_end_give_up(gh, client):
+    gh.inject("429", count=10, method="POST", retry_after=1)
+    with pytest.raises(GitHubError, match=r"rate limited \(HTTP 429\); gave up after 3 attempts") as err:
+        client(max_retries=2).create_issue("title", BODY, [])
+    assert not isinstance(err.value, UncertainWrite) and gh.issues == [] and client.sleeps == [1.0, 1.0]
 
 
 # Comments and labels
