@@ -183,7 +183,7 @@ class LayerNormFusion(_Block):
     arity = 3
     ranks = (2, 3, 4)
     # no float16: its step-by-step rounding of x - mean is ill-conditioned on short rows,
-    # and onnxruntime runs the decomposition in float32 (see README, known limitations)
+    # and onnxruntime runs the decomposition in float32 (see docs/limitations.md)
     dtypes = tuple((t,) * 3 for t in (F32, F64))
 
     def draw(self, ctx, ins, violate):
