@@ -725,7 +725,10 @@ def test_workflows_grant_least_privilege_and_never_use_pull_request_target():
         for scope, level in (job.get("permissions") or {}).items():
             if level == "write":
                 writes.add((path.name, name, scope))
-    assert writes == {("dlgate-pr.yml", "merge", "checks"), ("dlgate-weekly.yml", "merge", "issues")}
+    assert writes == {("dlgate-pr.yml", "merge", "checks"), ("dlgate-weekly.yml", "merge", "issues"),
+                      # the release (tests/test_release.py): image push, trusted publishing, tags
+                      ("release.yml", "image", "packages"), ("release.yml", "pypi", "id-token"),
+                      ("release.yml", "release", "contents"), ("release.yml", "promote", "packages")}
 
 
 def test_actions_are_pinned_to_commits():
