@@ -202,6 +202,9 @@ def build_parser() -> argparse.ArgumentParser:
     o.add_argument("--gaps", action="store_true",
                    help="list what is not generated, with the reason: standard ONNX operators without a spec, "
                         "and the parts of spec'd operators their specs leave out")
+    from dlgate.init import add_arguments as _init_arguments
+    _init_arguments(sub.add_parser("init", help="write dlgate's pull-request and weekly workflows, campaigns and an "
+                                   "empty baseline into a compiler's repository (docs/adding-to-ci.md)"))
     return p
 
 
@@ -556,12 +559,21 @@ def cmd_config(args) -> int:
     return 0
 
 
+def cmd_init(args) -> int:
+    from dlgate.init import InitError, run
+
+    try:
+        return run(args)
+    except InitError as e:
+        raise UsageError(str(e)) from None
+
+
 def _log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
 COMMANDS = {"run": cmd_run, "reduce": cmd_reduce, "issues": cmd_issues, "merge": cmd_merge, "report": cmd_report, "baseline": cmd_baseline, "config": cmd_config,"gen": cmd_gen, "stats": cmd_stats, "probe": cmd_probe, "ops": cmd_ops, "check": cmd_check,
-            "backends": cmd_backends}
+            "backends": cmd_backends, "init": cmd_init}
 
 
 #: OSErrors that are the machine's or the user's, not dlgate's: a full disk, a path that
