@@ -196,6 +196,8 @@ def build_parser() -> argparse.ArgumentParser:
     cf = sub.add_parser("config", help="validate a campaign config, or print the config reference")
     cf.add_argument("file", nargs="?")
     cf.add_argument("--reference", action="store_true", help="print every key as a Markdown table")
+    cf.add_argument("--schema", action="store_true", help="print the JSON Schema of campaign files (for editors; "
+                    "docs/campaign.schema.json holds a copy)")
 
     sub.add_parser("backends", help="list the installed backends and whether each can run here")
     o = sub.add_parser("ops", help="list the operator specs and the ONNX operator types they cover")
@@ -549,8 +551,13 @@ def cmd_config(args) -> int:
     if args.reference:
         print(C.reference_markdown(), end="")
         return 0
+    if args.schema:
+        from dlgate.gate.schema import schema_json
+
+        print(schema_json(), end="")
+        return 0
     if not args.file:
-        raise UsageError("dlgate config: name a config file, or pass --reference")
+        raise UsageError("dlgate config: name a config file, or pass --reference or --schema")
     try:
         cfg = C.load(args.file)
     except C.ConfigError as e:

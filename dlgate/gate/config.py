@@ -183,112 +183,42 @@ def _type_name(v) -> str:
 
 
 def _check(f: Field, value, where: str):
-    """The value converted to the field's type, or a ConfigError."""
+    """The value converted to the field's type, or a ConfigError for what the schema
+    (``schema.validate``, run first) cannot say: NUL characters, NaN, ``1.0`` for an integer."""
     def bad(expected: str):
         return ConfigError(f"{where}: expected {expected}, got {_type_name(value)} {value!r}")
 
     if value is None:
-        if f.optional:
-            return None
-        raise bad(f"{f.kind}")
+        return None
     if f.kind == "str":
-        if not isinstance(value, str) or not value:
-            raise bad("a non-empty string")
         if "\0" in value:
             raise ConfigError(f"{where}: a NUL character in {value!r}")
-        if f.choices and value not in f.choices:
-            raise ConfigError(f"{where}: {value!r} is not one of {', '.join(f.choices)}")
-        return value
-    if f.kind == "bool":
-        if not isinstance(value, bool):
-            raise bad("true or false")
-        return value
-    if f.kind == "bool/auto":
-        if not isinstance(value, bool) and value != "auto":
-            raise bad("true, false or auto")
         return value
     if f.kind in ("int", "float"):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or (f.kind == "int" and not isinstance(value, int)):
-            raise bad("an integer" if f.kind == "int" else "a number")
-        if not math.isfinite(value):  # .nan would disable a bound (nan < min is false), .inf lift it
+        if f.kind == "int" and not isinstance(value, int):  # JSON Schema counts 1.0 an integer
+            raise bad("an integer")
+        if not math.isfinite(value):  # .nan passes a bound (nan < min is false)
             raise bad("a finite number")
-        if (f.min is not None and value < f.min) or (f.max is not None and value > f.max):
-            lo = f"{f.min:g}" if f.min is not None else "-inf"
-            raise ConfigError(f"{where}: {value} is outside the allowed range {lo}..{f.max if f.max is not None else 'inf'}")
         return int(value) if f.kind == "int" else float(value)
     if f.kind == "list[str]":
-        if not isinstance(value, list) or not all(isinstance(x, str) and x and "\0" not in x for x in value):
+        if any("\0" in x for x in value):
             raise bad("a list of strings")
         return list(value)
     if f.kind == "backends":
-        if not isinstance(value, list):
-            raise bad("a list of backends")
-        return [_backend_entry(x, f"{where}[{i}]") for i, x in enumerate(value)]
+        return [x if isinstance(x, str) else
+                {k: x[k] for k in ("name", "device", "opt_level", "options", "optional") if k in x} for x in value]
     if f.kind == "issues":
-        return _issues(value, where)
+        return {"repo": value["repo"], "label": value.get("label", "dlgate"),
+                "max_per_run": value.get("max_per_run", 5), "api_url": value.get("api_url", "https://api.github.com")}
     if f.kind == "dict":
-        if not isinstance(value, dict):
-            raise bad("a mapping")
         return _tolerances(value, where)
     if f.kind == "base":
-        if not isinstance(value, dict):
-            raise bad("a mapping with `python` and optionally `env`")
-        unknown = sorted(set(value) - {"python", "env"})
-        if unknown:
-            raise ConfigError(f"{where}.{unknown[0]}: unknown key; allowed: python, env")
-        py = value.get("python")
-        if not isinstance(py, str) or not py or "\0" in py:
-            raise ConfigError(f"{where}.python: expected the path of a Python interpreter")
         env = value.get("env") or {}
-        if not isinstance(env, dict) or not all(isinstance(k, str) and isinstance(v, (str, int, float))
-                                                and not isinstance(v, bool) for k, v in env.items()):
-            raise ConfigError(f"{where}.env: expected a mapping of environment variable names to values")
         for k, v in env.items():
-            if not k or "=" in k or "\0" in k or "\0" in str(v):
+            if "\0" in k or "\0" in str(v):
                 raise ConfigError(f"{where}.env: {k!r}: not a valid environment variable (name or value)")
-        return {"python": py, "env": {k: str(v) for k, v in sorted(env.items())}}
-    raise AssertionError(f.kind)
-
-
-def _issues(value, where: str) -> dict:
-    if not isinstance(value, dict):
-        raise ConfigError(f"{where}: expected a mapping with repo (and label, max_per_run, api_url)")
-    allowed = ("repo", "label", "max_per_run", "api_url")
-    unknown = sorted(set(value) - set(allowed))
-    if unknown:
-        raise ConfigError(f"{where}.{unknown[0]}: unknown key; allowed: {', '.join(allowed)}")
-    repo = value.get("repo")
-    if not isinstance(repo, str) or repo.count("/") != 1 or not all(repo.split("/")):
-        raise ConfigError(f"{where}.repo: expected OWNER/NAME, got {repo!r}")
-    out = {"repo": repo, "label": value.get("label", "dlgate"), "max_per_run": value.get("max_per_run", 5),
-           "api_url": value.get("api_url", "https://api.github.com")}
-    if not isinstance(out["label"], str) or not out["label"]:
-        raise ConfigError(f"{where}.label: expected a non-empty string")
-    if isinstance(out["max_per_run"], bool) or not isinstance(out["max_per_run"], int) or out["max_per_run"] < 0:
-        raise ConfigError(f"{where}.max_per_run: expected a non-negative integer")
-    if not isinstance(out["api_url"], str) or not out["api_url"].startswith(("http://", "https://")):
-        raise ConfigError(f"{where}.api_url: expected an http(s) URL")
-    return out
-
-
-def _backend_entry(x, where: str):
-    if isinstance(x, str) and x:
-        return x
-    if not isinstance(x, dict):
-        raise ConfigError(f"{where}: expected `NAME[:DEVICE][@LEVEL]` or a mapping, got {_type_name(x)} {x!r}")
-    unknown = sorted(set(x) - {"name", "device", "opt_level", "options", "optional"})
-    if unknown:
-        raise ConfigError(f"{where}.{unknown[0]}: unknown key; allowed: name, device, opt_level, options, optional")
-    if "optional" in x and not isinstance(x["optional"], bool):
-        raise ConfigError(f"{where}.optional: expected true or false")
-    if not isinstance(x.get("name"), str) or not x["name"]:
-        raise ConfigError(f"{where}.name: expected a backend name")
-    for k in ("device", "opt_level"):
-        if k in x and not isinstance(x[k], str):
-            raise ConfigError(f"{where}.{k}: expected a string")
-    if not isinstance(x.get("options", {}), dict):
-        raise ConfigError(f"{where}.options: expected a mapping")
-    return {k: x[k] for k in ("name", "device", "opt_level", "options", "optional") if k in x}
+        return {"python": value["python"], "env": {k: str(v) for k, v in sorted(env.items())}}
+    return value  # bool, bool/auto: the schema checked them
 
 
 def is_optional(entry) -> bool:
@@ -318,18 +248,11 @@ def backend_spec(entry):
 
 
 def _tolerances(value: dict, where: str) -> dict:
-    from dlgate.oracle.compare import DEFAULT_TOLERANCES
-
     out = {}
-    for k in sorted(value):
-        if k not in DEFAULT_TOLERANCES:
-            raise ConfigError(f"{where}.{k}: unknown dtype; allowed: {', '.join(DEFAULT_TOLERANCES)}")
-        v = value[k]
-        if (not isinstance(v, list) or len(v) != 2
-                or not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x >= 0
-                           for x in v)):
-            raise ConfigError(f"{where}.{k}: expected [rtol, atol], two finite non-negative numbers, got {v!r}")
-        out[k] = (float(v[0]), float(v[1]))
+    for k in sorted(value):  # dtypes and [rtol, atol] pairs: checked by the schema
+        if not all(math.isfinite(x) for x in value[k]):
+            raise ConfigError(f"{where}.{k}: expected [rtol, atol], two finite non-negative numbers, got {value[k]!r}")
+        out[k] = (float(value[k][0]), float(value[k][1]))
     return out
 
 
@@ -364,12 +287,10 @@ def build(values: dict, source: str = "<defaults>") -> Campaign:
     """A validated Campaign from a mapping (a parsed file plus overrides)."""
     if not isinstance(values, dict):
         raise ConfigError(f"{source}: expected a mapping of settings at the top level, got {_type_name(values)}")
-    kw = {}
-    for key, value in values.items():
-        f = _BY_NAME.get(key) if isinstance(key, str) else None
-        if f is None:
-            raise ConfigError(f"{source}: unknown key {key!r}; allowed: {', '.join(_BY_NAME)}")
-        kw[key] = _check(f, value, f"{source}: {key}")
+    from dlgate.gate.schema import validate
+
+    validate(values, source)  # keys, types, ranges, choices; "did you mean" for a mistyped key
+    kw = {key: _check(_BY_NAME[key], value, f"{source}: {key}") for key, value in values.items()}
     cfg = Campaign(**kw, source=source)
     if cfg.min_nodes > cfg.max_nodes:
         raise ConfigError(f"{source}: min_nodes ({cfg.min_nodes}) exceeds max_nodes ({cfg.max_nodes})")
