@@ -752,7 +752,7 @@ def test_examples_shard_merge_and_keep_forks_off_the_gpu_runner():
     gpu = pr["jobs"]["gate-gpu"]
     assert gpu["runs-on"] == ["self-hosted", "gpu"]
     assert gpu["if"] == "github.event.pull_request.head.repo.full_name == github.repository"
-    assert any("dlgate run --config configs/gpu.yaml" in s.get("run", "") for s in gpu["steps"])
+    assert any("dlgate run --config .dlgate/campaign.yaml --backend tvm:cuda" in s.get("run", "") for s in gpu["steps"])
     merge = pr["jobs"]["merge"]
     assert any(s.get("uses", "").startswith("mikepenz/action-junit-report@") for s in merge["steps"])
     assert any(s.get("with", {}).get("merge") == "shards/*" for s in merge["steps"])

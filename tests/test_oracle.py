@@ -112,3 +112,45 @@ def test_judge_maps_failures_and_blames_mismatches():
     assert shape.verdict == V.SHAPE_MISMATCH
     dtype = V.judge("x", "x", _outcome(outputs=[ref[0].astype(np.float64)]), ref)
     assert dtype.verdict == V.DTYPE_MISMATCH
+
+
+def _gelu_then(op, attrs, out_type):
+    return _graph([Node("GeluTanhIdiom", {"dtype": "float32", "cube": "mul"}, [0], [1]), Node(op, attrs, [1], [2])],
+                  [T("float32", (8,)), T("float32", (8,)), out_type], [0], [2])
+
+
+def _gelu_tanh(x):
+    import torch
+
+    from dlgate.spec.registry import get
+    return get("GeluTanhIdiom").torch({"dtype": "float32", "cube": "mul"}, torch.from_numpy(x)).numpy()
+
+
+def test_fused_idiom_cancelling_to_zero_before_a_cast_to_bool_is_unstable():
+    # Gelu's tanh spelling at x = -5: Tanh rounds to just above -1 in float32, so the reference keeps a
+    # value of about -2e-7 that a fused Gelu kernel (one rounding, Tanh saturating) makes exactly 0;
+    # Cast to bool then turns an error far below the tolerance into True versus False
+    x = np.array([-5.05, -4.93, -5.7, 1.0, 2.0, -0.5, 0.75, 3.0], np.float32)
+    g = _gelu_then("Cast", {"to": "bool"}, T("bool", (8,)))
+    y = _gelu_tanh(x)
+    assert y[0] != 0 and abs(y[0]) < 1e-6
+    ref = y != 0
+    fused = ref.copy()
+    fused[:3] = np.abs(y[:3]) > 1e-6  # what a kernel that rounds once gives: exactly 0 there
+    assert not np.array_equal(fused, ref)
+    why = ub.instability(g, [x], candidate=[fused])
+    assert why and "Cast" in why
+
+
+def test_fused_idiom_tiny_value_before_ceil_excused_but_a_real_error_is_not():
+    x = np.array([-5.05, -4.93, -5.7, 1.0, 2.0, -0.5, 0.75, 3.0], np.float32)
+    g = _gelu_then("Ceil", {}, T("float32", (8,)))
+    ref = np.ceil(_gelu_tanh(x))
+    fused = ref.copy()
+    fused[:3] = 1.0  # a fused kernel's Tanh overshooting -1 by a rounding step: Gelu of -5 a tiny positive
+    assert ub.instability(g, [x], candidate=[fused]) is not None
+    wrong = ref.copy()
+    wrong[4] += 7  # Ceil(Gelu(2)) off by 7: no rounding explains it
+    assert ub.instability(g, [x], candidate=[wrong]) is None
+    # and far from zero the same graph is stable
+    assert ub.instability(g, [np.linspace(0.3, 2.7, 8).astype(np.float32)]) is None

@@ -24,7 +24,12 @@ Three checks on the *reference* run, made only when a candidate disagrees:
   differences: a value a rounding step from an integer before Floor, Ceil, Round or a cast,
   a near-tie before ArgMax or TopK, operands of a comparison that almost agree, float16
   through an ill-conditioned function, Tan near a pole... The node where the perturbed run
-  first departs is named. For an extreme case (``graph.extreme``) two more runs perturb
+  first departs is named. Where a node's error is bounded by its operands rather than its
+  result (a multi-node idiom or motif that compilers fuse into one kernel, an Add or Sub that
+  cancels), the perturbation also adds a few units of the operands' magnitude, and one more
+  run makes exactly 0 of the values within them: a fused Gelu whose Tanh saturates to -1
+  returns 0 where the reference keeps -2e-7, which a Cast to bool or a Ceil turns into a
+  jump. For an extreme case (``graph.extreme``) two more runs perturb
   every intermediate by exactly +4 and -4 units (a value a rounding away from its type's
   largest finite value overflows to inf in one of them), and the outputs of operators
   that compute exactly (``EXACT``: they select, move or negate values, or round to
@@ -61,30 +66,75 @@ def _exact(spec) -> bool:
     return spec.preserves_values or spec.integral_out or spec.onnx_op in EXACT
 
 
-def _run(graph: Graph, inputs: list, noise_rng: np.random.Generator | None = None) -> tuple:
+def _run(graph: Graph, inputs: list, noise_rng=None) -> tuple:
     """Run node by node; returns (env, per-node (ins, outs)). With ``noise_rng``, every
     floating-point node output is perturbed before the next node sees it (for an extreme
-    case, those of inexact operators only)."""
+    case, those of inexact operators only); see :func:`_perturb` for what it may be."""
     if noise_rng is None:
         return precision.trace(graph, inputs)
     skip = {i for i, n in enumerate(graph.nodes) if _exact(get(n.op))} if graph.extreme is not None else set()
     return precision.trace(graph, inputs, perturb=partial(_perturb, noise_rng), skip=skip)
 
 
-def _perturb(rng, ins: list, outs: list) -> list:
+#: Operators whose result can cancel: a compiler that fuses them with what made their
+#: operands (a multiply-add, a reassociated sum) leaves an error relative to the operands,
+#: not to the result, and may make an exact 0 where the reference has a tiny value.
+CANCELLING = ("Add", "Sub", "Sum")
+
+
+def _absolute(spec) -> bool:
+    """Whether a node's rounding error is bounded by its operands' magnitude rather than
+    its result's: an idiom or motif (several ONNX nodes, rounded inside, which compilers
+    fuse into one kernel that rounds once) or an operator that cancels."""
+    from dlgate.spec.motif import Motif
+
+    return spec is not None and (bool(spec.onnx_ops) or isinstance(spec, Motif) or spec.onnx_op in CANCELLING)
+
+
+def _magnitude(ins: list, shape: tuple) -> torch.Tensor:
+    """The operands' magnitude at each output element: the largest finite |input| at that
+    position where every floating-point input broadcasts to the output, else over all of them."""
+    floats = [x.double().abs().nan_to_num(nan=0.0, posinf=0.0, neginf=0.0) for x in ins
+              if isinstance(x, torch.Tensor) and x.is_floating_point() and x.numel()]
+    if not floats:
+        return torch.zeros(shape, dtype=torch.float64)
+    try:
+        return torch.stack([torch.broadcast_to(x, shape) for x in floats]).amax(dim=0)
+    except RuntimeError:
+        return torch.full(shape, max(float(x.max()) for x in floats), dtype=torch.float64)
+
+
+def _perturb(rng, ins: list, outs: list, spec=None) -> list:
     """Each floating-point output times (1 + a few units of rounding in its dtype). A
     reduction's rounding error grows like the square root of the number of terms
     (summation order and accumulator width differ between compilers). ``rng`` a NumPy
-    generator (uniform noise), or +1 or -1 (every element pushed the same way)."""
+    generator (uniform noise), +1 or -1 (every element pushed the same way), or ``"flush"``.
+
+    Where the error is bounded by the operands instead (``_absolute``: a fused idiom, an
+    addition that cancels), a random run adds up to that many units of the operands'
+    magnitude too, and the ``"flush"`` run makes exactly 0 of every element within them
+    (a fused kernel that cancels exactly, or saturates a Tanh to -1, where the reference
+    keeps a tiny value) and leaves the others as they are."""
     n_in = max((x.numel() for x in ins), default=1)
+    absolute = _absolute(spec)
     noisy = []
     for y in outs:
         name = str(y.dtype).replace("torch.", "")
         if name in NOISE and y.numel():
             scale = NOISE[name] * max(1.0, (n_in / y.numel()) ** 0.5)
+            if isinstance(rng, str):  # flush
+                if absolute:
+                    near = y.double().abs() <= scale * _magnitude(ins, tuple(y.shape))
+                    y = torch.where(near, torch.zeros_like(y), y)
+                noisy.append(y)
+                continue
             u = torch.full(tuple(y.shape), float(rng), dtype=torch.float64) if isinstance(rng, (int, float)) else \
                 torch.from_numpy(rng.uniform(-1, 1, size=tuple(y.shape))).to(torch.float64)
-            y = (y.double() * (1 + scale * u)).to(y.dtype)
+            w = y.double() * (1 + scale * u)
+            if absolute and not isinstance(rng, (int, float)):
+                v = torch.from_numpy(rng.uniform(-1, 1, size=tuple(y.shape))).to(torch.float64)
+                w = w + scale * v * _magnitude(ins, tuple(y.shape))
+            y = w.to(y.dtype)
         noisy.append(y)
     return noisy
 
@@ -140,7 +190,7 @@ def instability(graph: Graph, inputs: list, tolerances: dict | None = None, tria
     dev = [np.zeros(b.shape) for b in base]
     reason = None
     pushes = (1.0, -1.0) if graph.extreme is not None else ()  # values at an overflow's edge
-    for noise in (*pushes, *([rng] * trials)):
+    for noise in (*pushes, "flush", *([rng] * trials)):
         env, trace = _run(graph, inputs, noise)
         got = [env[t].numpy() for t in graph.outputs]
         for k, (b, g) in enumerate(zip(base, got)):
