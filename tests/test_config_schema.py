@@ -99,6 +99,7 @@ def _write(tmp_path, doc, name="bad.yaml"):
     ({"issues": {"repo": "a/b", "api_url": "ftp://x"}}, ["issues.api_url: expected an http(s) URL"], []),
     ({"base": {"pyton": "/usr/bin/python3"}}, ["base.pyton: unknown key; did you mean 'python'?"], []),
     ({"base": {"python": "/usr/bin/python3", "env": {"A=B": "1"}}}, ["base.env: expected a mapping of env"], []),
+    ("base: {python: /usr/bin/python3, env: {1: x}}\n", ["base.env: expected a mapping of env"], []),
     ({"tolerances": {"flaot32": [1, 1]}},
      ["tolerances.flaot32: unknown dtype; did you mean 'float32'?", "allowed: float16, float32, float64"], []),
     ({"tolerances": {"float32": [1e-2, -1]}}, ["tolerances.float32: expected [rtol, atol], two finite non-"], []),

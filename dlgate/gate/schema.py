@@ -39,7 +39,7 @@ _ISSUES_KEYS = {
 }
 _BASE_KEYS = {
     "python": ({"type": "string", "minLength": 1}, "Interpreter of the environment that holds the base build."),
-    "env": ({"type": ["object", "null"], "propertyNames": {"minLength": 1, "pattern": "^[^=]*$"},
+    "env": ({"type": ["object", "null"], "propertyNames": {"type": "string", "minLength": 1, "pattern": "^[^=]*$"},
              "additionalProperties": {"type": ["string", "number"]}},
             "Environment variables set for the base build's workers."),
 }
@@ -144,9 +144,7 @@ def schema_json() -> str:
 def _validator():
     from jsonschema import Draft202012Validator
 
-    s = schema()
-    Draft202012Validator.check_schema(s)
-    return Draft202012Validator(s)
+    return Draft202012Validator(schema())  # valid per the metaschema: tests/test_config_schema.py
 
 
 # -- errors in words ---------------------------------------------------------------------------------
