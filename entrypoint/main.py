@@ -9,7 +9,10 @@ the hyphenated ``INPUT_OPEN-ISSUES``), does in order:
 1. masks the token, before anything else is printed;
 2. reads the event: a pull request is seeded by its head commit, anything else by
    ``GITHUB_SHA``;
-3. installs the compiler under test (``compiler`` input) with pip;
+3. installs the compiler under test (``compiler`` input) with pip, first uninstalling a
+   distribution of another name that provides the same import package (``dlgate.install``),
+   and checks, once it knows the user the compiler runs as, that ``import`` gives the
+   build just installed (exit status 4 when not);
 4. with ``base-compiler``, creates a second environment holding the base build and
    checks which build each environment imports (head versus base); on a pull request
    without one, says that novelty is decided against the baseline instead;
@@ -70,8 +73,6 @@ MAX_ANNOTATIONS = 10
 _SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSWORD|^ACTIONS_(RUNTIME|CACHE|RESULTS|ID_TOKEN)_", re.IGNORECASE)
 _REPO = re.compile(r"^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$")
 _SHARD = re.compile(r"^[0-9]+/[0-9]+$")
-#: The distribution name at the start of a requirement (``apache-tvm==0.27.0``, ``tvm @ URL``).
-_DIST = re.compile(r"^([A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)\s*(?:\[[^]]*\])?\s*(?:[<>=!~;@]|$)")
 
 
 class InputError(Exception):
@@ -251,6 +252,7 @@ class Plan:
     baseline: str = ""
     base_requirements: list = field(default_factory=list)  # the base build (``base-compiler``)
     config: str = ""  # the campaign file dlgate run reads ("" for a merge)
+    installed: object = None  # dlgate.install.Installed: what install_compiler installed, for verify_builds
 
 
 def _no_option(name: str, value: str) -> str:
@@ -463,17 +465,116 @@ def dlgate(*args: str) -> list:
     return [sys.executable, "-m", "dlgate", *args]
 
 
-def install_compiler(p: Plan, ctx: Context, env: dict) -> int:
-    """pip-install the build under test into dlgate's environment, as an argument list."""
+def install_compiler(p: Plan, ctx: Context, env: dict, python: str = sys.executable) -> int:
+    """pip-install the build under test into dlgate's environment (``python``'s), as argument
+    lists, so that it replaces the image's build (:mod:`dlgate.install`): a distribution
+    there that provides the same import package under another name (``apache-tvm`` for a
+    ``tvm`` wheel) is uninstalled first. Whether ``import`` then gives the new build is
+    checked by :func:`verify_builds`, once the user the compiler runs as is known."""
     if not p.requirements:
         return EXIT_OK
-    args = [sys.executable, "-m", "pip", "install", "--no-input", "--disable-pip-version-check", *p.requirements]
-    rc = call(args, "dlgate: install the compiler under test", ctx.workspace, child_env(env))
-    if rc != 0:
-        emit(command("error", f"pip could not install the compiler under test ({', '.join(p.requirements)}): "
-                              f"exit status {rc}; see the log group above", title="dlgate: compiler install failed"))
-        return EXIT_USAGE
+    from dlgate import install
+
+    cenv = child_env(env)
+    titles = {"install": "dlgate: install the compiler under test"}
+    try:
+        p.installed = res = install.replace(python, p.requirements, run=_pip(titles, ctx.workspace, cenv),
+                                            cwd=ctx.workspace, env=cenv)
+    except install.InstallError as e:
+        emit(command("error", f"cannot install the compiler under test: {e}", title="dlgate: compiler install failed"))
+        return EXIT_CANNOT_RUN
+    return _installed(res, f"the compiler under test ({', '.join(p.requirements)})", "",
+                      "dlgate: compiler install failed")
+
+
+def _pip(titles: dict, cwd: str, env: dict):
+    """The pip runner for :func:`dlgate.install.replace`: each pip step in a fenced log group."""
+    return lambda args, step: call(args, titles.get(step, f"dlgate: pip {step}"), cwd, env)
+
+
+def _installed(res, what: str, after: str, title: str) -> int:
+    """Log what :func:`dlgate.install.replace` removed; an error annotation and exit status 2
+    when a pip step failed."""
+    for d in res.removed:
+        log(f"removed {d.name} {d.version} before installing {what}: it provides {', '.join(d.top)} too, under "
+            f"another name, and the two would mix in one folder")
+    if res.rc == 0:
+        return EXIT_OK
+    if res.step == "uninstall":
+        msg = f"pip could not uninstall {', '.join(d.name for d in res.removed)}, which would mix with {what}"
+    else:
+        msg = f"pip could not {res.step} {what}"
+    emit(command("error", f"{msg}: exit status {res.rc}; see the log group above{after}", title=title))
+    return EXIT_USAGE
+
+
+def verify_builds(p: Plan, ctx: Context, env: dict, base, ids: tuple | None) -> int:
+    """Import the build under test, and the base build, each in a fresh interpreter run as the
+    compiler runs (``ids``), and check that each top-level package is the distribution just
+    installed (:func:`dlgate.install.verify`): not shadowed by another copy, not a mix with
+    a distribution of another name in the same folder, of the installed version. Logs each
+    (distribution, version, file) and writes them to the job summary as a table. Exit status
+    4 (cannot run) on any failure: the gate never tests a build other than the one named."""
+    from dlgate import install
+
+    sides = []
+    if p.installed is not None and p.installed.targets:
+        sides.append(("build under test", p.installed, child_env(env), ctx.workspace))
+    if base is not None and base.installed is not None and base.installed.targets:
+        sides.append(("base build", base.installed, base_env_vars(child_env(env)), base.root))
+    rows, problems = [], []
+    for side, inst, cenv, cwd in sides:
+        kwargs, cenv = user_kwargs(ids, cenv)
+        try:
+            got = install.verify(inst.python, inst.targets, cwd=cwd, env=cenv, **kwargs)
+        except install.InstallError as e:
+            problems.append(f"{side}: {e}")
+            continue
+        for r in got.rows:
+            log(f"{side}: {r.dist} {r.version}, import {r.module} gives "
+                f"{r.module_version or 'no __version__'} from {r.file or '(nothing)'}")
+            rows.append((side, r))
+        problems += [f"{side}: {x}" for x in got.problems]
+    removed = [(side, d) for side, inst, _, _ in sides for d in inst.removed]
+    if rows or removed:
+        write_summary(env, build_table(rows, removed))
+    if problems:
+        emit(command("error", "; ".join(problems) + ". The gate tests only the build it was given",
+                     title="dlgate: the build under test is not what imports"))
+        return EXIT_CANNOT_RUN
     return EXIT_OK
+
+
+def _cell(text: str) -> str:
+    return str(text).replace("\n", " ").replace("|", "\\|").replace("`", "'")
+
+
+def build_table(rows: list, removed: list) -> str:
+    """Markdown: which distribution, version and file each build imports ((side, Row)
+    pairs), and what was uninstalled first ((side, Dist) pairs)."""
+    lines = ["### dlgate: the builds tested", ""]
+    if rows:
+        lines += ["| build | distribution | version | import | `__version__` | from | check |",
+                  "|---|---|---|---|---|---|---|"]
+        lines += [f"| {side} | {_cell(r.dist)} | {_cell(r.version)} | `{_cell(r.module)}` | "
+                  f"{_cell(r.module_version) or '-'} | `{_cell(r.file) or '-'}` | "
+                  f"{'ok' if r.ok else '**not the installed build**'} |" for side, r in rows]
+    for side, d in removed:
+        lines += ["", f"Uninstalled first ({side}): {_cell(d.name)} {_cell(d.version)}, which provides "
+                      f"{', '.join('`' + _cell(t) + '`' for t in d.top)} under another name."]
+    return "\n".join(lines) + "\n"
+
+
+def write_summary(env: dict, markdown: str) -> None:
+    """Markdown at the end of the job summary ($GITHUB_STEP_SUMMARY), when there is one."""
+    path = env.get("GITHUB_STEP_SUMMARY")
+    if not path:
+        return
+    try:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write("\n" + markdown)
+    except OSError as e:
+        log(f"cannot write the job summary {path}: {e}")
 
 
 # ---------------------------------------------------------------- the base build (head versus base)
@@ -524,6 +625,7 @@ class BaseEnv:
 
     root: str
     python: str
+    installed: object = None  # dlgate.install.Installed: what create_base_env installed, for verify_builds
 
 
 def base_env_vars(env: dict) -> dict:
@@ -536,14 +638,9 @@ def base_env_vars(env: dict) -> dict:
 def dist_name(requirement: str) -> str:
     """The distribution a requirement or wheel installs, when the text shows it ("" when
     not: a VCS URL, a folder)."""
-    req = requirement.strip()
-    m = _DIST.match(req)
-    if m and req[m.end() - 1:m.end()] == "@":  # NAME @ URL
-        return m.group(1)
-    wheel = os.path.basename(req.split("#", 1)[0].split("?", 1)[0])
-    if wheel.endswith(".whl"):  # NAME-VERSION-...whl, a path or a URL
-        return wheel.split("-", 1)[0] if "-" in wheel else ""
-    return m.group(1) if m and "://" not in req else ""
+    from dlgate.install import dist_name as name
+
+    return name(requirement)
 
 
 def probe(python: str, dists: list, modules: list, cwd: str, env: dict, ids: tuple | None) -> dict | None:
@@ -629,16 +726,21 @@ def create_base_env(p: Plan, ctx: Context, env: dict) -> tuple:
                               f"see the log above. No fallback to the baseline: fix the image or leave "
                               f"base-compiler empty", title="dlgate: base environment failed"))
         return EXIT_INTERNAL, base
-    pip = [base.python, "-m", "pip", "install", "--no-input", "--disable-pip-version-check"]
-    steps = ((["--force-reinstall", "--no-deps"], "dlgate: install the base build"),
-             ([], "dlgate: install the base build's missing dependencies"))
-    for extra, title in steps:
-        rc = call([*pip, *extra, *p.base_requirements], title, root, cenv)
-        if rc != 0:
-            emit(command("error", f"pip could not install the base build ({', '.join(p.base_requirements)}) in "
-                                  f"{root}: exit status {rc}; see the log group above. No fallback to the "
-                                  f"baseline", title="dlgate: base build install failed"))
-            return EXIT_USAGE, base
+    from dlgate import install
+
+    steps = ((("--force-reinstall", "--no-deps"), "dlgate: install the base build"),
+             ((), "dlgate: install the base build's missing dependencies"))
+    try:
+        base.installed = res = install.replace(base.python, p.base_requirements, steps=steps,
+                                               run=_pip({t: t for _, t in steps}, root, cenv), cwd=root, env=cenv)
+    except install.InstallError as e:
+        emit(command("error", f"cannot install the base build: {e}. No fallback to the baseline",
+                     title="dlgate: base build install failed"))
+        return EXIT_CANNOT_RUN, base
+    rc = _installed(res, f"the base build ({', '.join(p.base_requirements)}) in {root}",
+                    ". No fallback to the baseline", "dlgate: base build install failed")
+    if rc != EXIT_OK:
+        return rc, base
     log(f"head versus base: the base build ({', '.join(p.base_requirements)}) is in {root}; every head failure "
         f"is re-run there (--base-python={base.python})")
     return EXIT_OK, base
@@ -926,6 +1028,10 @@ def gate(env: dict, token: str) -> int:
         ids = run_as(ctx.workspace, env, base_python=base.python if base else "")
         if ids is not None:
             log(f"running the compiler under test as uid {ids[0]}, gid {ids[1]} (the workspace's owner), not as root")
+        rc = verify_builds(p, ctx, env, base, ids)
+        if rc != EXIT_OK:
+            write_outputs(env, outputs(p, rc, None))
+            return rc
         notice = novelty_notice(p, ctx)
         if base is not None:
             rc = check_base_env(p, ctx, env, base, ids)
