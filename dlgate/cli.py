@@ -11,15 +11,9 @@ import sys
 import time
 
 from dlgate import __version__
-
-
-class UsageError(Exception):
-    pass
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # one line, exit status 2
-        raise UsageError(f"{self.prog}: {message}")
+from dlgate import tables as T
+from dlgate.cliparse import UsageError, exit_status_lines
+from dlgate.cliparse import Parser as _Parser
 
 
 def _positive(text: str) -> int:
@@ -89,10 +83,18 @@ def _opset(text: str) -> int:
     return v
 
 
+_EPILOG = ("exit statuses of `dlgate run`:\n" + exit_status_lines() + "\n"
+           "the other commands exit 0 on success, 2 on a usage error (one line on stderr) and 3 on an internal "
+           "error; `merge` decides the gate as `run` does (0, 1, 3, 4); `check` exits 1 when a case failed (3 when "
+           "the reference did), `reduce` when the case does not fail, `issues` when GitHub refused a request; any "
+           "command exits 141 when its reader closes the pipe it writes to")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="dlgate", description="CI regression gate for deep-learning compilers.")
+    p = _Parser(prog="dlgate", description="CI regression gate for deep-learning compilers.", epilog=_EPILOG)
     p.add_argument("--version", action="version", version=f"dlgate {__version__}")
-    sub = p.add_subparsers(dest="command", parser_class=_Parser, required=True)
+    sub = p.add_subparsers(dest="command", parser_class=_Parser, required=True, metavar="COMMAND",
+                           help="one of the commands below; `dlgate COMMAND --help` lists its options")
 
     g = sub.add_parser("gen", help="generate a deterministic batch of models")
     g.add_argument("--seed", required=True, help="root seed text (a commit SHA in CI)")
@@ -100,8 +102,8 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--out", required=True, help="output directory")
     g.add_argument("--campaign", default="default", help="campaign name (part of the seed)")
     g.add_argument("--start", type=int, default=0, help="index of the first case")
-    g.add_argument("--max-nodes", type=_positive, default=10)
-    g.add_argument("--min-nodes", type=_positive, default=1)
+    g.add_argument("--max-nodes", type=_positive, default=10, help="most operators per model (default 10)")
+    g.add_argument("--min-nodes", type=_positive, default=1, help="fewest operators per model (default 1)")
     g.add_argument("--opset", type=_opset, help="fixed ONNX opset (default: drawn per case from 13-28)")
     g.add_argument("--ops", help="comma-separated operator names to draw from (default: all)")
     g.add_argument("--dynamic-share", type=_share, default=0.25,
@@ -118,16 +120,16 @@ def build_parser() -> argparse.ArgumentParser:
                         "its cases); default: empty")
 
     s = sub.add_parser("stats", help="diversity metrics of a generated batch")
-    s.add_argument("dir")
+    s.add_argument("dir", metavar="DIR", help="a folder written by `dlgate gen`")
     s.add_argument("--json", dest="json_out", help="where to write the JSON (default DIR/stats.json)")
 
     pr = sub.add_parser("probe", help="probe which operator x dtype combinations a system supports")
     pr.add_argument("--system", required=True, help="a backend name (see `dlgate backends`), e.g. onnxruntime, tvm")
     pr.add_argument("--refresh", action="store_true", help="ignore the cache and probe again")
-    pr.add_argument("--jobs", type=_positive, default=1)
+    pr.add_argument("--jobs", type=_positive, default=1, help="probes run in parallel (default 1)")
 
     c = sub.add_parser("check", help="run generated cases on backends and judge them against the reference")
-    c.add_argument("dir", help="a folder written by `dlgate gen`")
+    c.add_argument("dir", metavar="DIR", help="a folder written by `dlgate gen`")
     c.add_argument("--backend", action="append", required=True, metavar="NAME[:DEVICE][@LEVEL]",
                    help="a backend under test (repeatable), e.g. tvm, onnxruntime@basic, tvm:cuda")
     c.add_argument("--reference", default="torch", metavar="NAME[:DEVICE]", help="the trusted reference (default torch)")
@@ -136,8 +138,9 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--memory-mb", type=_positive, default=4096, help="memory cap of a backend worker")
     c.add_argument("--no-crosscheck", action="store_true", help="skip the lowest-opt-level and onnx.reference checks")
 
-    r = sub.add_parser("run", help="run a campaign: the gate (exit 0 pass, 1 new failures, 2 usage, 3 internal error, "
-                       "4 a backend it needs cannot run, 130/143 interrupted by SIGINT/SIGTERM: run it again to resume)")
+    r = sub.add_parser("run", help="run a campaign: the gate; a rerun of an interrupted run resumes it "
+                       "(exit statuses below)",
+                       epilog="exit statuses:\n" + exit_status_lines())
     r.add_argument("--config", help="campaign YAML, e.g. configs/pr.yaml (default: the embedded default campaign, "
                    "20 models, TVM on CPU against the PyTorch reference)")
     r.add_argument("--commit", help="commit SHA seeding the batch (default: GITHUB_SHA, else git rev-parse HEAD)")
@@ -161,9 +164,10 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--base-python", help="head-versus-base: interpreter of the environment with the base build")
 
     rd = sub.add_parser("reduce", help="shrink a failing case while its failure keeps its signature")
-    rd.add_argument("case", help="a case folder (a failure's bundle, e.g. OUT/cases/<id>, or a generated case)")
+    rd.add_argument("case", metavar="CASE", help="a case folder (a failure's bundle, e.g. OUT/cases/<id>, or a generated case)")
     rd.add_argument("--backend", required=True, metavar="NAME[:DEVICE][@LEVEL]", help="the failing backend")
-    rd.add_argument("--reference", default="torch", metavar="NAME[:DEVICE]")
+    rd.add_argument("--reference", default="torch", metavar="NAME[:DEVICE]",
+                    help="the trusted reference (default torch)")
     rd.add_argument("--out", help="where to write the reduced case (default CASE-reduced)")
     rd.add_argument("--max-seconds", type=_seconds, default=120.0, help="time bound of the reduction")
     rd.add_argument("--timeout", type=_seconds, default=60.0, help="seconds per compile+run")
@@ -178,23 +182,23 @@ def build_parser() -> argparse.ArgumentParser:
     iss.add_argument("--dry-run", metavar="DIR", help="write each issue's Markdown to DIR instead of calling GitHub")
 
     m = sub.add_parser("merge", help="combine shard outputs into one results file and report")
-    m.add_argument("dirs", nargs="+", help="output folders of `dlgate run --shard`")
-    m.add_argument("--out", required=True)
+    m.add_argument("dirs", nargs="+", metavar="DIR", help="output folders of `dlgate run --shard`")
+    m.add_argument("--out", required=True, help="the merged output folder (results, verdict, reports)")
 
     rp = sub.add_parser("report", help="write a static HTML page, with PNG plots, describing a run's output folder")
-    rp.add_argument("dir", help="output folder of `dlgate run` or `dlgate merge`")
+    rp.add_argument("dir", metavar="DIR", help="output folder of `dlgate run` or `dlgate merge`")
     rp.add_argument("--out", metavar="FILE", help="the page to write (default DIR/report.html); its plots go to the "
                     "folder named like it without .html (DIR/report/)")
 
     b = sub.add_parser("baseline", help="manage the known-failure baseline")
     bsub = b.add_subparsers(dest="baseline_command", parser_class=_Parser, required=True)
     bu = bsub.add_parser("update", help="accept a run's failures as known (run it on the default branch)")
-    bu.add_argument("run_dir", help="output folder of `dlgate run` (or `dlgate merge`)")
+    bu.add_argument("run_dir", metavar="RUN_DIR", help="output folder of `dlgate run` (or `dlgate merge`)")
     bu.add_argument("--baseline", required=True, help="the baseline file to write")
     bu.add_argument("--prune", action="store_true", help="drop entries this run did not see")
 
     cf = sub.add_parser("config", help="validate a campaign config, or print the config reference")
-    cf.add_argument("file", nargs="?")
+    cf.add_argument("file", nargs="?", metavar="FILE", help="a campaign YAML to validate; its resolved settings are printed as JSON")
     cf.add_argument("--reference", action="store_true", help="print every key as a Markdown table")
     cf.add_argument("--schema", action="store_true", help="print the JSON Schema of campaign files (for editors; "
                     "docs/campaign.schema.json holds a copy)")
@@ -264,7 +268,7 @@ def cmd_stats(args) -> int:
     except FileNotFoundError as e:
         raise UsageError(f"dlgate stats: {e}") from None
     res = stats.compute(graphs)
-    print(stats.render(res), end="")
+    T.show(*stats.summary(res))
     path = args.json_out or os.path.join(args.dir, "stats.json")
     with open(path, "w") as f:
         json.dump(res, f, indent=1, sort_keys=True)
@@ -318,20 +322,22 @@ def cmd_ops(args) -> int:
     std = coverage.standard_ops()
     n_std = sum(op in cov for op in std)
     if args.gaps:
-        print(f"standard ONNX operators without a spec ({len(std) - n_std} of {len(std)}, onnx {onnx.__version__}):")
+        missing = T.table("operator", "why it has no spec")
         for op, why in coverage.missing(specs):
-            print(f"  {op:28} {why or '(no reason recorded)'}")
+            T.row(missing, op, why or "(no reason recorded)")
         gaps = coverage.spec_gaps(specs)
-        print(f"parts of spec'd operators not generated ({len(gaps)}):")
+        parts = T.table("spec", "part not generated", "why")
         for name, what, why in gaps:
-            print(f"  {name:28} {what}: {why}")
+            T.row(parts, name, what, why)
+        T.show(f"standard ONNX operators without a spec ({len(std) - n_std} of {len(std)}, onnx {onnx.__version__}):",
+               missing, f"parts of spec'd operators not generated ({len(gaps)}):", parts)
         return 0
+    t = T.table("spec", "family", "opset", "dtypes", "ONNX operators")
     for name, spec in all_specs().items():
-        dts = sorted({t for s in spec.dtypes for t in s})
-        also = f" (+{','.join(spec.onnx_ops)})" if spec.onnx_ops else ""
-        print(f"{name:24} {spec.family:11} opset>={spec.min_opset:<3} {','.join(dts)}{also}")
-    print(f"{len(specs)} specs covering {len(cov)} ONNX operator types, {n_std} of the {len(std)} standard "
-          f"operators onnx {onnx.__version__} defines (`dlgate ops --gaps` lists the rest and why)")
+        dts = sorted({d for s in spec.dtypes for d in s})
+        T.row(t, name, spec.family, f">={spec.min_opset}", ",".join(dts), ",".join(dict.fromkeys((spec.onnx_op, *spec.onnx_ops))))
+    T.show(t, f"{len(specs)} specs covering {len(cov)} ONNX operator types, {n_std} of the {len(std)} standard "
+              f"operators onnx {onnx.__version__} defines (`dlgate ops --gaps` lists the rest and why)")
     return 0
 
 
@@ -388,9 +394,10 @@ def cmd_check(args) -> int:
             for v in bad:
                 sig = (v.get("signature") or {}).get("id", "")
                 print(f"{case.id} {v['backend']}: {v['verdict']} {sig} {v['detail'][:160]}")
-    print(f"{len(dirs)} cases; results in {os.path.join(out, 'results.jsonl')}")
+    t = T.table("backend", "verdict", "cases", right=("cases",))
     for (backend, verdict), n in sorted(counts.items()):
-        print(f"  {backend:32} {verdict:16} {n}")
+        T.row(t, backend, verdict, n)
+    T.show(f"{len(dirs)} cases; results in {os.path.join(out, 'results.jsonl')}", t)
     if internal:
         return 3
     return 1 if any(v in V.FAILURES for (_, v) in counts) else 0
@@ -399,16 +406,17 @@ def cmd_check(args) -> int:
 def cmd_backends(args) -> int:
     from dlgate.backends.registry import load, names
 
+    t = T.table("backend", "device", "levels", "state")
     for name in names():
         try:
             cls = load(name)
         except Exception as e:  # a broken third-party plug-in is listed, not fatal
-            print(f"{name:16} cannot be loaded: {e}")
+            T.row(t, name, "", "", f"cannot be loaded: {e}")
             continue
         for device in cls.devices:
             why = cls.unavailable_reason(device)
-            state = "available" if not why else f"unavailable: {why}"
-            print(f"{name:16} {device:9} levels {','.join(cls.opt_levels):40} {state}")
+            T.row(t, name, device, ",".join(cls.opt_levels), "available" if not why else f"unavailable: {why}")
+    T.show(t)
     return 0
 
 

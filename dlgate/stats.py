@@ -138,23 +138,24 @@ def compute(graphs: list, ops=None) -> dict:
     return res
 
 
-def render(res: dict) -> str:
-    """A plain table (the JSON file carries the full detail)."""
-    from rich.console import Console
-    from rich.table import Table
+def summary(res: dict) -> list:
+    """The batch statistics as lines and a table, for :func:`dlgate.tables.show` (the JSON
+    file carries the full detail)."""
+    from dlgate import tables as T
 
-    table = Table()
-    table.add_column("metric")
-    table.add_column("value", justify="right")
-    table.add_column("kind")
+    table = T.table("metric", "value", "kind", right=("value",))
     for m in GRAPH_METRICS + OP_METRICS + ("div_V", "div_E"):
         v = res[m]
-        table.add_row(m, f"{100 * v:.2f}%" if m in PERCENT else f"{v:.3f}",
-                      "graph (Isra)" if m in GRAPH_METRICS else "operation (Isra)" if m in OP_METRICS else "GenCoG")
-    console = Console(width=120, record=True, force_terminal=False)
-    with console.capture() as cap:
-        console.print(f"dlgate batch statistics: {res['graphs']} graphs, corpus of {res['corpus']} operation types")
-        console.print(table)
-        if res["types_missing"]:
-            console.print(f"operation types never generated: {', '.join(res['types_missing'])}")
-    return cap.get()
+        T.row(table, m, f"{100 * v:.2f}%" if m in PERCENT else f"{v:.3f}",
+              "graph (Isra)" if m in GRAPH_METRICS else "operation (Isra)" if m in OP_METRICS else "GenCoG")
+    items = [f"dlgate batch statistics: {res['graphs']} graphs, corpus of {res['corpus']} operation types", table]
+    if res["types_missing"]:
+        items.append(f"operation types never generated: {', '.join(res['types_missing'])}")
+    return items
+
+
+def render(res: dict) -> str:
+    """The batch statistics as plain text."""
+    from dlgate import tables as T
+
+    return T.render(*summary(res))

@@ -39,7 +39,7 @@ def test_gen_with_operator_list(tmp_path):
     (["gen", "--seed", "s", "--count", "2", "--out", "x", "--opset", "99"], "opset"),
     (["gen", "--seed", "s", "--count", "2", "--out", "x", "--support", "nosuch"], "nosuch"),
     (["stats", "/nonexistent/dir"], "no generated cases"),
-    (["frobnicate"], "invalid choice"),
+    (["frobnicate"], "unknown command 'frobnicate'"),
 ])
 def test_bad_arguments_give_one_line_and_status_2(argv, needle, capsys):
     assert main(argv) == 2
@@ -61,4 +61,7 @@ def test_ops_lists_every_spec(capsys):
     from dlgate.spec.registry import all_specs
 
     assert main(["ops"]) == 0
-    assert len(capsys.readouterr().out.strip().splitlines()) == len(all_specs()) + 1  # and the count
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 1 + len(all_specs()) + 1  # the header, a row per spec, and the count
+    assert lines[0].split() == ["spec", "family", "opset", "dtypes", "ONNX", "operators"]
+    assert sorted(line.split()[0] for line in lines[1:-1]) == sorted(all_specs())

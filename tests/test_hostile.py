@@ -334,7 +334,7 @@ CASES = [
     B("gen-count-zero", lambda c: ["gen", "--seed", "s", "--count", "0", "--out", c.tmp], "--count"),
     B("gen-out-a-file", lambda c: ["gen", "--seed", "s", "--count", "1", "--out", c.file("x")], "not a folder"),
     B("merge-out-a-file", lambda c: ["merge", c.out, "--out", c.file("x")], "--out", "not a folder"),
-    B("unknown-command", lambda c: ["frobnicate"], "invalid choice"),
+    B("unknown-command", lambda c: ["frobnicate"], "unknown command 'frobnicate'"),
     # -- state files of an output folder (journal and manifest) -------------------------------------
     B("run-json-garbage", lambda c: [_write(os.path.join(c.out, "run.json"), "{not json"),
                                      *c.run_cfg(c.assets["config"])][1:], "run.json"),
