@@ -162,6 +162,9 @@ def build_parser() -> argparse.ArgumentParser:
         r.add_argument(f"--{key}", type=kind, help=f"override the config: {hlp}")
     r.add_argument("--backend", action="append", metavar="NAME[:DEVICE][@LEVEL]", help="override the config's backends (repeatable)")
     r.add_argument("--base-python", help="head-versus-base: interpreter of the environment with the base build")
+    r.add_argument("--budget", type=_seconds, metavar="SECONDS",
+                   help="override the config: seconds this invocation may spend running cases; the case in flight "
+                        "finishes, the rest is left for a rerun, which resumes (the verdict covers the cases that ran)")
 
     rd = sub.add_parser("reduce", help="shrink a failing case while its failure keeps its signature")
     rd.add_argument("case", metavar="CASE", help="a case folder (a failure's bundle, e.g. OUT/cases/<id>, or a generated case)")
@@ -424,7 +427,7 @@ _OVERRIDES = {"models": "models", "max_nodes": "max_nodes", "min_nodes": "min_no
               "memory_mb": "memory_mb", "baseline": "baseline", "corpus": "corpus", "reference": "reference",
               "campaign": "campaign", "fail_on": "fail_on", "confirm_runs": "confirm_runs", "backend": "backends",
               "findings_per_case": "findings_per_case",
-              "coverage_state": "coverage_state"}
+              "coverage_state": "coverage_state", "budget": "budget"}
 
 
 def cmd_run(args) -> int:

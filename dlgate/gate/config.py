@@ -120,6 +120,11 @@ FIELDS = (
           optional=True),
     Field("fail_on", "str", "new", "What fails the check: `new` failures only, `any` failure, or `none` "
           "(report only).", choices=FAIL_ON),
+    Field("budget", "float", None, "Seconds this invocation may spend running cases (like ClusterFuzzLite's "
+          "`fuzz-seconds`); null: no budget. Cases start in plan order while time is left; the case in flight "
+          "finishes (its reduction included), the rest is left for a rerun of the same command, which resumes "
+          "from the journal with a budget of its own. The verdict is decided on the cases that ran. Per shard "
+          "when sharded. Not part of the run's fingerprint.", min=0.001, max=86_400, optional=True),
 )
 _BY_NAME = {f.name: f for f in FIELDS}
 #: Keys that change the journal and were added later, with the value that behaves as runs
@@ -159,6 +164,7 @@ class Campaign:
     findings_per_case: int = 4
     issues: dict | None = None
     fail_on: str = "new"
+    budget: float | None = None
     source: str = "<defaults>"  # the file it came from
 
     def to_json(self) -> dict:

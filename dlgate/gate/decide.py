@@ -106,6 +106,10 @@ class Decision:
     baseline_path: str | None = None
     baseline_size: int = 0
     behind: int = 0  # findings made behind another failure of their case (its operators cut out)
+    planned: int | None = None  # cases the run (or the shards merged) planned; ``cases`` of them ran
+    budget: float | None = None  # the campaign's ``budget`` (seconds per invocation), None: none
+    stopped_by_budget: bool = False  # the budget left planned cases unstarted (a rerun resumes)
+    baseline_missing: bool = False  # a baseline file is named but does not exist: none is known
 
     def of(self, cls: str) -> list:
         return self.groups.get(cls, [])
@@ -138,7 +142,8 @@ class Decision:
             "new": self.of(NEW), "regressions": self.of(REGRESSION), "pre_existing": self.of(PRE_EXISTING),
             "known": self.of(KNOWN), "flaky": self.of(FLAKY), "fixed": self.fixed, "internal_errors": self.internal,
             "unavailable": self.unavailable, "cannot_run": self.cannot_run, "unloadable": self.unloadable, "novelty": self.mode, "baseline": self.baseline_path, "clusters": len(self.clusters), "cluster_list": self.clusters,
-            "findings_behind": self.behind,
+            "findings_behind": self.behind, "planned": self.planned, "budget": self.budget,
+            "stopped_by_budget": self.stopped_by_budget, "baseline_missing": self.baseline_missing,
         }
 
 

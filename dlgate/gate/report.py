@@ -131,7 +131,15 @@ def summary(decision: D.Decision, fail_on: str, shard: str | None = None) -> str
     where = f", shard {shard}" if shard else ""
     lines.append(f"{decision.cases} cases{where}; backends: {', '.join(decision.backends)}; "
                  f"{len(decision.clusters)} distinct cause(s) among the failures.")
+    if decision.stopped_by_budget:
+        from dlgate.gate.budget import stop_line
+
+        lines += ["", f"⏱️ The run was {stop_line(decision.cases, decision.planned, decision.budget)}: the "
+                  "verdict is decided on the cases that ran. Run the same command on the same output folder "
+                  "again to continue where it stopped."]
     lines += ["", novelty_line(decision), ""]
+    if decision.baseline_missing:
+        lines += [f"⚠️ {missing_baseline_text(decision)}", ""]
     link = run_link()
     if link:
         lines += [link, ""]
@@ -226,6 +234,14 @@ def novelty_line(decision: D.Decision) -> str:
     return (f"No base build configured: novelty is decided against the baseline {where} "
             f"({decision.baseline_size} accepted fingerprint(s)). Set `base` (Action input `base-compiler`) so that "
             "only what the change introduced fails the check.")
+
+
+def missing_baseline_text(decision: D.Decision) -> str:
+    """What a baseline file that is named but not there means for this run."""
+    means = ("no failure counts as known (the base build still decides what is new)" if decision.mode == "base"
+             else "every failure counts as new")
+    return (f"no baseline at {decision.baseline_path}: {means}. Check the path (relative to the working "
+            "directory), or create the file with `dlgate baseline update`.")
 
 
 def run_url(env=os.environ) -> str | None:

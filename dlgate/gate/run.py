@@ -23,6 +23,7 @@ from dlgate import GENERATOR_VERSION, __version__
 from dlgate.backends.base import BackendSpec
 from dlgate.check import CheckConfig, check, load_bundle, prepare, save_bundle
 from dlgate.gate import baseline as B
+from dlgate.gate import budget as BG
 from dlgate.gate import decide as D
 from dlgate.gate import multibug as M
 from dlgate.gate import report
@@ -471,9 +472,13 @@ def _run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | No
 
         batch = GuidedBatch(gen, root, cfg.campaign, start)
     finder = M.Search.of(cfg, pool, base_pool, ccfg, out, root, log)
+    budget = BG.Budget(cfg.budget)
     try:
         with pool, journal:
             for kind, key in todo:
+                if not budget.allows():  # only the tail is cut: the cases before it all ran
+                    break
+                budget.ran += 1
                 t0 = time.perf_counter()
                 case, feats = _load(kind, key, gen, cfg, root, base, batch)
                 ref_out: list = []
@@ -518,8 +523,13 @@ def _run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | No
         if base_pool is not None:
             base_pool.close()
     pools = [p for p in (pool, base_pool) if p is not None]
+    if budget.stopped:  # recorded for finish and merge; the next invocation's manifest drops it
+        manifest["stopped_by_budget"] = {"seconds": cfg.budget, "ran": len(journal.records), "planned": len(items)}
+        write_json(os.path.join(out, MANIFEST), manifest)
+        log(f"dlgate: {BG.stop_line(len(journal.records), len(items), cfg.budget)} ({budget.ran} in this run, "
+            f"{budget.spent():.0f} s); run the same command again to continue")
     write_json(os.path.join(out, "stats.json"), {
-        "cases_run": len(todo), "wall_s": round(time.perf_counter() - t_run, 3),
+        "cases_run": budget.ran, "wall_s": round(time.perf_counter() - t_run, 3),
         "backend_s": round(sum(p.busy_s for p in pools), 3), "worker_start_s": round(sum(p.start_s for p in pools), 3),
         "rewrites": rewrite_coverage(out)})
     return finish(out, cfg, manifest, complete=shard is None, log=log, cannot_run=cannot)
@@ -584,6 +594,9 @@ def finish(out: str, cfg: Campaign, manifest: dict, complete: bool, log=print, c
     shard = manifest.get("shard")
     shard_text = f"{shard[0]}/{shard[1]}" if shard else None
     decision.unloadable = dict(manifest.get("skipped") or {})
+    decision.planned, decision.budget = manifest.get("planned"), cfg.budget
+    decision.stopped_by_budget = bool(manifest.get("stopped_by_budget"))
+    decision.baseline_missing = bool(cfg.baseline) and not os.path.exists(cfg.baseline)
     covered = write_coverage(out, records)
     stats_path = os.path.join(out, "stats.json")
     if os.path.exists(stats_path):
@@ -608,7 +621,12 @@ def finish(out: str, cfg: Campaign, manifest: dict, complete: bool, log=print, c
     if decision.cannot_run:
         log(f"dlgate: the gate fails: {', '.join(sorted(decision.cannot_run))} could not run "
             f"(exit status {D.EXIT_CANNOT_RUN}); fix the installation and run the same command again to resume")
+    if decision.baseline_missing:
+        log(f"dlgate: warning: {report.missing_baseline_text(decision)}")
     counts = {c: len(decision.of(c)) for c in D.CLASSES}
+    if decision.stopped_by_budget:
+        log(f"dlgate: {BG.stop_line(decision.cases, decision.planned, decision.budget)}; "
+            "the verdict is decided on the cases that ran")
     log(f"dlgate: {decision.cases} cases; {counts[D.NEW]} new, {counts[D.REGRESSION]} regressions, "
         f"{counts[D.PRE_EXISTING]} pre-existing, {counts[D.KNOWN]} known, {counts[D.FLAKY]} flaky, "
         f"{len(decision.fixed)} fixed; {len(decision.clusters)} distinct cause(s); reports: {paths['junit']}, {paths['summary']}, {paths['verdict']}")
@@ -696,7 +714,7 @@ def _merge(dirs: list, mans: list, first: dict, cfg: Campaign, out: str, log) ->
     records, timings, seen = [], [], set()
     for d, m in zip(dirs, mans):
         recs = read_records(os.path.join(d, "results.jsonl"))
-        if len(recs) < m.get("planned", 0):
+        if len(recs) < m.get("planned", 0) and not m.get("stopped_by_budget"):  # a budget-cut shard is done
             raise RunError(f"{d}: unfinished ({len(recs)} of {m['planned']} cases); run it again to resume")
         for r in recs:
             if r["case"] in seen:
@@ -716,7 +734,12 @@ def _merge(dirs: list, mans: list, first: dict, cfg: Campaign, out: str, log) ->
     records.sort(key=D._order)
     if os.path.exists(os.path.join(dirs[0], C_START)):
         shutil.copyfile(os.path.join(dirs[0], C_START), os.path.join(out, C_START))
-    manifest = dict(first, shard=None, planned=len(records), merged_from=[os.path.abspath(d) for d in dirs])
+    manifest = dict(first, shard=None, planned=sum(m.get("planned", 0) for m in mans),
+                    merged_from=[os.path.abspath(d) for d in dirs])
+    manifest.pop("stopped_by_budget", None)
+    if any(m.get("stopped_by_budget") for m in mans):
+        manifest["stopped_by_budget"] = {"seconds": cfg.budget, "ran": len(records), "planned": manifest["planned"],
+                                         "shards": [d for d, m in zip(dirs, mans) if m.get("stopped_by_budget")]}
     write_json(os.path.join(out, MANIFEST), manifest)
     from dlgate.gate.journal import json_line
 
