@@ -1,6 +1,8 @@
 """Misbehaving backends for the isolation tests (loaded by name in worker processes)."""
 import ctypes
 import os
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -53,6 +55,38 @@ class Hog(Good):
         while True:  # touch every page so it is resident
             blocks.append(np.ones(32 * 2**20, dtype=np.uint8))
             time.sleep(0.01)
+
+
+class TreeHog(Good):
+    """Its run starts a child in a session of its own (outside the worker's process group) that holds
+    option ``mb`` MiB resident (its pid written to option ``pids`` first) and hangs: the worker stays
+    small, only a memory cap that counts the whole process tree sees the child."""
+
+    name = "treehog"
+    option_kinds = {"mb": "", "pids": ""}
+
+    def run(self, graph, inputs):
+        code = (f"import os, time; os.setsid(); open({self.options['pids']!r}, 'a').write(f'{{os.getpid()}}\\n'); "
+                f"held = b'x' * ({int(self.options['mb'])} * 2**20); time.sleep(3600)")
+        subprocess.Popen([sys.executable, "-c", code])
+        time.sleep(3600)
+
+
+class Spawner(Good):
+    """Its run starts a child that starts a grandchild, each in a session of its own (so no process
+    group holds them), appends "child grandchild" pids to option ``pids`` and hangs: a timeout must
+    end the whole tree, whatever process group its members are in."""
+
+    name = "spawner"
+    option_kinds = {"pids": ""}
+
+    def run(self, graph, inputs):
+        grandchild = "import os, time; os.setsid(); time.sleep(3600)"
+        code = (f"import os, subprocess, sys, time; os.setsid(); "
+                f"g = subprocess.Popen([sys.executable, '-c', {grandchild!r}]); "
+                f"open({self.options['pids']!r}, 'a').write(f'{{os.getpid()}} {{g.pid}}\\n'); time.sleep(3600)")
+        subprocess.Popen([sys.executable, "-c", code])
+        time.sleep(3600)
 
 
 class Declines(Good):

@@ -2,11 +2,19 @@
 worker is replaced, and the batch goes on."""
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import time
+
 import numpy as np
+import psutil
 import pytest
 
 from dlgate.backends.base import BackendSpec, Model
 from dlgate.case import make_case
+from dlgate.exec import proctree as PT
 from dlgate.exec import worker as W
 from dlgate.graph.generator import GenConfig, Generator
 
@@ -63,3 +71,89 @@ def test_worker_is_reused_across_cases(model):
         for _ in range(5):
             assert w.execute(model, feeds(model)).ok
         assert w.restarts == 0 and w._jobs == 5
+
+
+# -- the process tree, through psutil -----------------------------------------------------------
+def opt_spec(name, **options):
+    return BackendSpec(f"tests.fake_backends:{name}", options=tuple(sorted(options.items())))
+
+
+def pids_in(path) -> list:
+    """The pids a fake backend's helpers wrote to ``path``, waiting until there are some."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if os.path.exists(path) and open(path).read().endswith("\n"):
+            return [int(p) for p in open(path).read().split()]
+        time.sleep(0.05)
+    raise AssertionError(f"no pids in {path}")
+
+
+def ended(pid: int) -> bool:
+    """Gone, or a zombie that holds nothing and waits only for its new parent to reap it."""
+    try:
+        return psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+@pytest.fixture
+def pidfile(tmp_path):
+    path = str(tmp_path / "pids")
+    yield path
+    for pid in [int(p) for p in open(path).read().split()] if os.path.exists(path) else []:
+        if not ended(pid):  # the test failed: leave nothing running
+            psutil.Process(pid).kill()
+
+
+class Owner:
+    """A subprocess.Popen with the multiprocessing.Process methods end_tree uses."""
+
+    def __init__(self, popen):
+        self.popen, self.pid = popen, popen.pid
+
+    def join(self, timeout=None):
+        try:
+            self.popen.wait(timeout)
+        except subprocess.TimeoutExpired:
+            pass
+
+    def is_alive(self):
+        return self.popen.poll() is None
+
+    def kill(self):
+        self.popen.kill()
+
+
+def test_tree_memory_counts_the_descendants_and_end_tree_ends_them(pidfile):
+    child = (f"import os, time; held = b'x' * (300 * 2**20); open({pidfile!r}, 'a').write(f'{{os.getpid()}}\\n'); "
+             "time.sleep(3600)")
+    parent = subprocess.Popen([sys.executable, "-c", f"import subprocess, sys, time; "
+                               f"subprocess.Popen([sys.executable, '-c', {child!r}]); time.sleep(3600)"])
+    [kid] = pids_in(pidfile)
+    tree = PT.ProcessTree(parent.pid)
+    alone = tree.rss_mb()
+    assert alone < 100  # before a refresh only the root is known
+    tree.refresh()
+    assert [p.pid for p in tree.descendants] == [kid] and tree.rss_mb() >= alone + 300
+    assert PT.end_tree(Owner(parent), grace_s=2) == []
+    assert parent.returncode == -signal.SIGTERM and ended(kid) and tree.rss_mb() is None
+
+
+def test_memory_cap_counts_a_child_outside_the_process_group(model, pidfile):
+    with W.Worker(opt_spec("TreeHog", mb=400, pids=pidfile), timeout_s=30) as w:
+        assert w.start()
+        base = PT.ProcessTree(w._proc.pid).rss_mb()
+        w.memory_mb = int(base) + 150  # the worker alone stays under the cap, worker and child do not
+        out = w.execute(model, feeds(model))
+        assert out.status == W.OOM and out.error["message"] == f"resident memory exceeded the {w.memory_mb} MB cap"
+        assert out.wall_s < 25 and all(ended(p) for p in pids_in(pidfile))
+
+
+def test_a_timeout_ends_the_whole_tree_grandchildren_included(model, pidfile):
+    with W.Worker(opt_spec("Spawner", pids=pidfile), timeout_s=4) as w:
+        out = w.execute(model, feeds(model))
+        assert out.status == W.TIMEOUT and out.error["message"] == "no answer within 4 s" and w.restarts == 1
+        pids = pids_in(pidfile)
+        assert len(pids) == 2 and all(ended(p) for p in pids)
+        assert w.execute(model, feeds(model)).status == W.TIMEOUT  # replaced, and contained again
+        assert all(ended(p) for p in pids_in(pidfile))

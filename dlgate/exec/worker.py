@@ -2,11 +2,13 @@
 
 Every compile and run happens in a worker, never in the gate's own process. The worker
 imports its backend once and serves case after case. The parent enforces a wall-clock
-timeout and a memory cap (resident set size, polled), and classifies what kills a worker:
+timeout and a memory cap (resident set size of the worker's whole process tree, polled
+through psutil on every OS: :mod:`dlgate.exec.proctree`), and classifies what kills a worker:
 a signal (crash, with the signal's name), the timeout, or the memory cap (oom). A fresh
 worker replaces a dead one on the next case, so a crashing compiler never stops a batch.
 
-Workers never outlive the gate: a worker and its process group die when the gate dies,
+A worker ends with every process it started (terminate, a grace, kill; and, where process
+groups exist, its group). Workers never outlive the gate: a worker and its process group die when the gate dies,
 however it dies (:func:`_die_with_parent`), and every worker still running when the gate
 exits or is interrupted is killed and its log file removed (:func:`close_all`).
 """
@@ -29,13 +31,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from dlgate.backends.base import BackendSpec, Model, Unavailable
+from dlgate.exec.proctree import ProcessTree, end_tree
 from dlgate.secrets import redact_obj, scrubbed_env
 
 #: Outcome statuses, in the order a case can reach them.
 OK, UNSUPPORTED, COMPILE_ERROR, RUN_ERROR, CRASH, TIMEOUT, OOM, UNAVAILABLE = (
     "ok", "unsupported", "compile_error", "run_error", "crash", "timeout", "oom", "unavailable")
-
-_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
 @dataclass
@@ -125,7 +126,8 @@ def _run(backend, compiled, inputs) -> dict:
 def _serve(spec: BackendSpec, conn, log_path: str, pdeathsig: bool = False) -> None:
     """The worker's main loop. What the backend prints (C++ warnings included) goes to a
     log file, not the gate's console; its tail is attached to failures."""
-    os.setsid()  # its own process group, so a timeout kills what it spawned too
+    if hasattr(os, "setsid"):  # its own process group: a killed worker's group goes too, escapees included
+        os.setsid()
     _die_with_parent(conn, pdeathsig)
     try:  # never created here: the gate removes the name once this process started
         fd = os.open(log_path, os.O_WRONLY | os.O_APPEND)
@@ -318,12 +320,8 @@ class Worker:
         self._busy = False
         if proc is None:
             return
-        try:  # the whole group, also when the worker itself is gone but left processes behind
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            if proc.is_alive():
-                proc.kill()
-        proc.join(timeout=10)
+        # the whole tree, and the group too: also when the worker itself is gone but left processes behind
+        end_tree(proc, group=True)
         if self._conn is not None:
             self._conn.close()
             self._conn = None
@@ -355,6 +353,7 @@ class Worker:
             return self._died(t0, "send")
         deadline = time.monotonic() + limit
         polls = 0
+        tree = ProcessTree(self._proc.pid)
         while True:
             polls += 1
             if self._conn.poll(0.02):
@@ -389,7 +388,11 @@ class Worker:
                 return Outcome(TIMEOUT, error={"type": "Timeout", "message": f"no answer within {limit:g} s",
                                                "stage": "run", "frames": [], "log": log},
                                wall_s=time.perf_counter() - t0, backend=self.describe)
-            rss = _rss_mb(self._proc.pid, group=polls % 25 == 0) if polls % 5 == 0 else None
+            rss = None
+            if polls % 5 == 0:  # every 0.1 s; new descendants are looked for every 0.5 s (a process-table scan)
+                if polls % 25 == 5:
+                    tree.refresh()
+                rss = tree.rss_mb()
             if rss is not None and rss > self.memory_mb:
                 log = self.log_tail()
                 self._kill()
@@ -500,31 +503,6 @@ def _signal_name(code) -> str | None:
 def _describe_exit(code) -> str:
     sig = _signal_name(code)
     return f"killed by {sig}" if sig else f"exit code {code}"
-
-
-def _rss_mb(pid: int, group: bool = False) -> float | None:
-    """Resident memory of the worker, or (``group``) of its whole process group, since a
-    backend may spawn compiler processes. Read from /proc; None where that is missing."""
-    def rss(p) -> int:
-        with open(f"/proc/{p}/statm") as f:
-            return int(f.read().split()[1]) * _PAGE
-
-    try:
-        total = rss(pid)
-    except (OSError, IndexError, ValueError):
-        return None
-    if group:
-        for name in os.listdir("/proc"):
-            if not name.isdigit() or int(name) == pid:
-                continue
-            try:
-                with open(f"/proc/{name}/stat") as f:
-                    pgid = int(f.read().rsplit(")", 1)[1].split()[2])
-                if pgid == pid:
-                    total += rss(name)
-            except (OSError, IndexError, ValueError):
-                continue
-    return total / 2**20
 
 
 class Pool:
