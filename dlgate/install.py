@@ -10,10 +10,9 @@ over the first in the same folder: files of both, two ``.dist-info`` folders, an
    top-level import packages (``top_level.txt``, or the ``RECORD``: a folder with
    ``__init__.py`` or a module file; namespace packages such as ``google`` are shared by
    design and never count);
-2. find the distributions that provide a top-level package of the new build under another
-   name, in the folder pip installs into (a wheel tells its packages before the install; a
-   requirement by name only after it, so a clash found then is repaired by uninstalling and
-   reinstalling the new build with ``--force-reinstall --no-deps``), and ``pip uninstall`` them;
+2. ``pip uninstall`` the distributions in the folder pip installs into that provide a package
+   of the new build under another name (a requirement by name shows its packages only once
+   installed: a clash found then is repaired by a ``--force-reinstall --no-deps``);
 3. ``pip install`` the new build;
 4. :func:`verify`, in a fresh interpreter, that importing each top-level package of each new
    distribution gives a file recorded by that distribution, with its version, and that no
@@ -156,7 +155,9 @@ def _survey(targets: list) -> dict:
         got["version"] = v if isinstance(v, str) else None
         claim = [i for i, x in enumerate(dists) if mod in x["top"]]
         paths = {i: {os.path.normpath(os.path.join(files[i][0], r)) for r in files[i][1]} for i in claim}
-        got["owners"] = [dists[i]["key"] for i in claim if got["file"] in paths[i]]
+        base = os.path.basename(got["file"] or "")
+        got["owners"] = [dists[i]["key"] for i in claim if got["file"] in paths[i] or any(  # through a link
+            os.path.realpath(p) == got["file"] for p in paths[i] if os.path.basename(p) == base)]
         target = next(i for i in claim if dists[i] is first[key])
         if not got["file"]:
             continue
@@ -263,7 +264,7 @@ def replace(python: str, requirements: list, *, steps: tuple = (((), "install"),
         seen = {(d.key, d.version, d.location) for d in _dists(before)}
         res.targets += [d.key for d in _dists(after) if (d.key, d.version, d.location) not in seen
                         and d.key not in wanted]
-    now = {d.key: d.top for d in _dists(after) if d.key in res.targets}
+    now = {d.key: d.top for d in reversed(_dists(after)) if d.key in res.targets}  # the first of a name wins
     late = clashes(after, now)
     if late:  # found only now (a requirement by name): the folder holds a mix, rebuilt from scratch
         if not _uninstall(res, late, run, "after installing"):

@@ -260,3 +260,24 @@ def test_build_table_escapes_cells():
     table = ep.build_table([("base build", row)], [])
     assert "| base build | a\\|b | 1'2 | `m` | - | `/x\\|y z` | ok |" in table
     assert ep.build_table([], []).startswith("### dlgate: the builds tested")
+
+
+def test_the_base_build_is_verified_and_tabled_too(wheels, tmp_path, capfd):
+    """base-compiler goes through the same install and check, in its own environment."""
+    _, stand_in = wheels
+    env = _env(tmp_path)
+    p = ep.Plan([], "o", base_requirements=[str(stand_in)])
+    ctx = ep.Context(workspace=str(tmp_path))
+    rc, base = ep.create_base_env(p, ctx, env)
+    try:
+        assert rc == 0, capfd.readouterr().out
+        assert base.installed.targets == ["fakecomp"] and base.installed.removed == []
+        assert ep.verify_builds(p, ctx, env, base, None) == 0
+        init = site_packages(base.python) / "fakecomp" / "__init__.py"
+        assert str(init).startswith(os.path.realpath(base.root))
+        assert f"dlgate: base build: fakecomp 2.0.dev0, import fakecomp gives 2.0.dev0 from {init}" in \
+            capfd.readouterr().out
+        assert f"| base build | fakecomp | 2.0.dev0 | `fakecomp` | 2.0.dev0 | `{init}` | ok |" in \
+            Path(env["GITHUB_STEP_SUMMARY"]).read_text()
+    finally:
+        shutil.rmtree(base.root, ignore_errors=True)
