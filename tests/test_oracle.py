@@ -154,3 +154,51 @@ def test_fused_idiom_tiny_value_before_ceil_excused_but_a_real_error_is_not():
     assert ub.instability(g, [x], candidate=[wrong]) is None
     # and far from zero the same graph is stable
     assert ub.instability(g, [np.linspace(0.3, 2.7, 8).astype(np.float32)]) is None
+
+
+def test_instance_norm_of_a_constant_slice_is_ill_conditioned_not_a_bug():
+    # one element a slice: x - mean is 0, but a kernel folding the mean into a bias rounds
+    # x * scale / sqrt(epsilon) = 19075.79 * 0.36 * 316: a few units of that are 0.1
+    g = _graph([Node("InstanceNormalization", {"epsilon": 1e-5}, [0, 1, 2], [3])],
+               [T("float32", (1, 1, 1)), T("float32", (1,)), T("float32", (1,)), T("float32", (1, 1, 1))],
+               [0, 1, 2], [3])
+    ins = [np.full((1, 1, 1), 19075.79, np.float32), np.array([0.36], np.float32), np.array([0.54], np.float32)]
+    assert ub.instability(g, ins, candidate=[np.full((1, 1, 1), 0.5, np.float32)]) is not None
+    assert ub.instability(g, ins, candidate=[np.full((1, 1, 1), 3.5, np.float32)]) is None  # not rounding
+    # a slice with spread and small values: a wrong bias is caught
+    ins = [np.array([[[0.5, -1.0, 2.0, 0.25]]], np.float32).reshape(1, 1, 4), ins[1], ins[2]]
+    g.tensors[0] = T("float32", (1, 1, 4))
+    g.tensors[3] = T("float32", (1, 1, 4))
+    assert ub.instability(g, ins) is None
+
+
+def test_lrn_window_sum_drift_of_onnxruntime_is_excused_a_wrong_lrn_is_not():
+    import onnxruntime as ort
+    import torch
+    from onnx import TensorProto, helper
+
+    from dlgate.spec.registry import get
+
+    attrs = {"size": 3, "alpha": 1e-4, "beta": 0.75, "bias": 1.0}
+    g = _graph([Node("LRN", attrs, [0], [1])], [T("float32", (1, 8, 1, 1))] * 2, [0], [1])
+    node = helper.make_node("LRN", ["x"], ["y"], **attrs)
+    m = helper.make_model(helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, (1, 8, 1, 1))],
+                                            [helper.make_tensor_value_info("y", TensorProto.FLOAT, (1, 8, 1, 1))]),
+                          opset_imports=[helper.make_opsetid("", 13)])
+    sess = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"])
+    # one channel of 1e6 ahead of channels of 1: onnxruntime slides the window sum (adds the square that
+    # enters, subtracts the one that leaves) and keeps 1e12's rounding in the small windows after it
+    x = np.ones((1, 8, 1, 1), np.float32)
+    x[0, 0] = 1e6
+    got = sess.run(None, {"x": x})[0]
+    ref = get("LRN").torch(attrs, torch.from_numpy(x)).numpy()
+    assert not compare([ref], [got]).ok  # the drift is beyond the tolerance
+    assert "LRN" in ub.instability(g, [x], candidate=[got])
+    # without a dominant square the windows are well conditioned: a wrong value is caught
+    x = np.linspace(0.5, 3.0, 8, dtype=np.float32).reshape(1, 8, 1, 1)
+    got = sess.run(None, {"x": x})[0]
+    ref = get("LRN").torch(attrs, torch.from_numpy(x)).numpy()
+    assert compare([ref], [got]).ok
+    wrong = ref.copy()
+    wrong[0, 5] *= 1.5
+    assert ub.instability(g, [x], candidate=[wrong]) is None

@@ -35,7 +35,7 @@ def trace(graph: Graph, inputs: list, wide: bool = False, perturb: Callable | No
     returns (env, per-node (ins, outs)). ``wide``: float16 tensors in float64; with
     ``overflow``, a conversion to float16 still overflows to +/-inf there. ``skip``: node
     indices whose outputs are not perturbed.
-    ``perturb(ins, outs, spec)`` returns the outputs the next nodes see (see ``ub.instability``)."""
+    ``perturb(ins, outs, spec, attrs)`` returns the outputs the next nodes see (see ``ub.instability``)."""
     mod = GraphModule(graph)
     env = {t: torch.from_numpy(np.array(x, copy=True)) for t, x in zip(graph.inputs, inputs)}
     for t in graph.consts:
@@ -53,7 +53,7 @@ def trace(graph: Graph, inputs: list, wide: bool = False, perturb: Callable | No
                 if overflow and spec.onnx_op in CONVERSIONS:
                     outs = [_overflow(y, graph.tensors[t].dtype) for t, y in zip(node.outputs, outs)]
             if perturb is not None and i not in skip:
-                outs = perturb(ins, outs, spec)
+                outs = perturb(ins, outs, spec, node.attrs)
             for t, y in zip(node.outputs, outs):
                 env[t] = y
             steps.append((ins, outs))

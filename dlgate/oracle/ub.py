@@ -26,7 +26,8 @@ Three checks on the *reference* run, made only when a candidate disagrees:
   through an ill-conditioned function, Tan near a pole... The node where the perturbed run
   first departs is named. Where a node's error is bounded by its operands rather than its
   result (a multi-node idiom or motif that compilers fuse into one kernel, an Add or Sub that
-  cancels), the perturbation also adds a few units of the operands' magnitude, and one more
+  cancels, a normalization that subtracts a mean, LRN's sliding window sum), the perturbation
+  also adds a few units of that magnitude (``_error_scale``), and one more
   run makes exactly 0 of the values within them: a fused Gelu whose Tanh saturates to -1
   returns 0 where the reference keeps -2e-7, which a Cast to bool or a Ceil turns into a
   jump. For an extreme case (``graph.extreme``) two more runs perturb
@@ -91,6 +92,42 @@ def _absolute(spec) -> bool:
     return spec is not None and (bool(spec.onnx_ops) or isinstance(spec, Motif) or spec.onnx_op in CANCELLING)
 
 
+#: Normalizations that subtract a mean from values of their own magnitude: kernels that fold
+#: the mean into a bias (``x * (scale / sd) + (bias - mean * scale / sd)``) or take the
+#: variance in one pass differ by a few units of rounding of max|x|, times |scale| / sd,
+#: which on a near-constant slice is |scale| / sqrt(epsilon).
+CENTRED = ("InstanceNormalization", "LayerNormalization", "GroupNormalization")
+
+
+def _error_scale(spec, attrs: dict, ins: list, y: torch.Tensor) -> torch.Tensor | None:
+    """The magnitude a node's rounding error is a few units of, at each element of its
+    output ``y``, where that is not ``y`` itself (then None)."""
+    if spec is None:
+        return None
+    shape = tuple(y.shape)
+    if spec.onnx_op in CENTRED and ins and ins[0].is_floating_point():
+        x = ins[0].double().abs().nan_to_num(nan=0.0, posinf=0.0, neginf=0.0)
+        gain = max((float(v.double().abs().nan_to_num(nan=0.0, posinf=0.0, neginf=0.0).max())
+                    for v in ins[1:2] if v.numel()), default=1.0)
+        eps = float(attrs.get("epsilon", 1e-5))
+        return torch.full(shape, float(x.max()) * gain / eps ** 0.5 if x.numel() else 0.0, dtype=torch.float64)
+    if spec.onnx_op == "LRN" and ins and ins[0].is_floating_point() and ins[0].dim() >= 2:
+        # onnxruntime slides the window sum along the channels (adding the square that enters,
+        # subtracting the one that leaves): a large square leaves its rounding behind in the
+        # small windows after it, a few units of the column's largest square times the number
+        # of channels, relative to the divisor's base
+        x = ins[0].double()
+        yw = y.double().abs().clamp_min(torch.finfo(torch.float64).tiny)
+        size, beta, alpha = attrs.get("size", 1), attrs.get("beta", 0.75), attrs.get("alpha", 1e-4)
+        top = (x * x).amax(dim=1, keepdim=True)
+        base = x.abs() / yw
+        rel = 8 * beta * (alpha / size) * x.shape[1] * top / base.clamp_min(1e-300) ** (1 / beta)
+        return (yw * rel).nan_to_num(nan=0.0, posinf=0.0)
+    if _absolute(spec):
+        return _magnitude(ins, shape)
+    return None
+
+
 def _magnitude(ins: list, shape: tuple) -> torch.Tensor:
     """The operands' magnitude at each output element: the largest finite |input| at that
     position where every floating-point input broadcasts to the output, else over all of them."""
@@ -104,7 +141,7 @@ def _magnitude(ins: list, shape: tuple) -> torch.Tensor:
         return torch.full(shape, max(float(x.max()) for x in floats), dtype=torch.float64)
 
 
-def _perturb(rng, ins: list, outs: list, spec=None) -> list:
+def _perturb(rng, ins: list, outs: list, spec=None, attrs: dict | None = None) -> list:
     """Each floating-point output times (1 + a few units of rounding in its dtype). A
     reduction's rounding error grows like the square root of the number of terms
     (summation order and accumulator width differ between compilers). ``rng`` a NumPy
@@ -116,24 +153,23 @@ def _perturb(rng, ins: list, outs: list, spec=None) -> list:
     (a fused kernel that cancels exactly, or saturates a Tanh to -1, where the reference
     keeps a tiny value) and leaves the others as they are."""
     n_in = max((x.numel() for x in ins), default=1)
-    absolute = _absolute(spec)
     noisy = []
     for y in outs:
         name = str(y.dtype).replace("torch.", "")
         if name in NOISE and y.numel():
             scale = NOISE[name] * max(1.0, (n_in / y.numel()) ** 0.5)
+            magnitude = _error_scale(spec, attrs or {}, ins, y)
             if isinstance(rng, str):  # flush
-                if absolute:
-                    near = y.double().abs() <= scale * _magnitude(ins, tuple(y.shape))
-                    y = torch.where(near, torch.zeros_like(y), y)
+                if magnitude is not None:
+                    y = torch.where(y.double().abs() <= scale * magnitude, torch.zeros_like(y), y)
                 noisy.append(y)
                 continue
             u = torch.full(tuple(y.shape), float(rng), dtype=torch.float64) if isinstance(rng, (int, float)) else \
                 torch.from_numpy(rng.uniform(-1, 1, size=tuple(y.shape))).to(torch.float64)
             w = y.double() * (1 + scale * u)
-            if absolute and not isinstance(rng, (int, float)):
+            if magnitude is not None and not isinstance(rng, (int, float)):
                 v = torch.from_numpy(rng.uniform(-1, 1, size=tuple(y.shape))).to(torch.float64)
-                w = w + scale * v * _magnitude(ins, tuple(y.shape))
+                w = w + scale * v * magnitude
             y = w.to(y.dtype)
         noisy.append(y)
     return noisy
