@@ -2,7 +2,6 @@
 (also appended to ``GITHUB_STEP_SUMMARY``), and ``verdict.json`` for machines."""
 from __future__ import annotations
 
-import html
 import os
 import re
 import shlex
@@ -10,6 +9,7 @@ import shlex
 from junit_xml import TestCase, TestSuite, to_xml_report_string
 
 from dlgate import GENERATOR_VERSION, __version__
+from dlgate import markdown as md
 from dlgate.gate import decide as D
 from dlgate.gate.journal import write_json
 from dlgate.oracle import verdict as V
@@ -104,19 +104,6 @@ def _versions(records: list, label: str) -> dict:
     return {}
 
 
-def _cell(text: str, n: int = 120) -> str:
-    """Text safe in a Markdown table cell: one line, ``|`` escaped, and HTML's special
-    characters as entities (GitHub drops ``<n>`` as an unknown tag)."""
-    text = " ".join(str(text).split())
-    text = text if len(text) <= n else text[: n - 1] + "…"
-    return html.escape(text, quote=False).replace("|", "\\|")
-
-
-def _code(text: str) -> str:
-    """Inline code in a table cell (backticks inside are dropped; ``|`` escaped)."""
-    return "`" + str(text).replace("`", "'").replace("|", "\\|") + "`" if text else ""
-
-
 def summary(decision: D.Decision, fail_on: str, shard: str | None = None) -> str:
     code = decision.exit_code(fail_on)
     n_new = len(decision.of(D.NEW)) + len(decision.of(D.REGRESSION))
@@ -127,9 +114,9 @@ def summary(decision: D.Decision, fail_on: str, shard: str | None = None) -> str
         head = f"❌ failed: {len(decision.failure_groups())} failure(s) (fail_on: any)"
     if shard:
         head = f"shard {shard} report ({head.split(' ', 1)[1]}); the merge of all shards decides the check"
-    lines = [f"## dlgate `{decision.campaign}` on `{decision.root[:12]}`: {head}", ""]
+    lines = [f"## dlgate {md.code(decision.campaign)} on {md.code(decision.root[:12])}: {head}", ""]
     where = f", shard {shard}" if shard else ""
-    lines.append(f"{decision.cases} cases{where}; backends: {', '.join(decision.backends)}; "
+    lines.append(f"{decision.cases} cases{where}; backends: {md.text(', '.join(decision.backends))}; "
                  f"{len(decision.clusters)} distinct cause(s) among the failures.")
     if decision.stopped_by_budget:
         from dlgate.gate.budget import stop_line
@@ -145,27 +132,25 @@ def summary(decision: D.Decision, fail_on: str, shard: str | None = None) -> str
         lines += [link, ""]
     verdicts = [v for v in V.VERDICTS if any(v in c for c in decision.counts.values())]
     if verdicts:
-        lines.append("| backend | " + " | ".join(verdicts) + " |")
-        lines.append("|---|" + "---|" * len(verdicts))
-        for b, c in decision.counts.items():
-            lines.append(f"| {b} | " + " | ".join(str(c.get(v, 0)) for v in verdicts) + " |")
+        lines += md.table(["backend"] + verdicts, [[md.cell(b)] + [str(c.get(v, 0)) for v in verdicts]
+                                                   for b, c in decision.counts.items()])
         lines.append("")
     if decision.cannot_run:
         lines += ["### 💥 Could not run (the gate fails: nothing can be judged without them)", "",
                   "Fix the installation (or mark a backend that may be absent `optional: true`) and run the same "
                   "command again: finished cases are kept.", ""]
         for b, why in sorted(decision.cannot_run.items()):
-            lines.append(f"- {_cell(b, 120)}: {_cell(why, 400)}")
+            lines.append(f"- {md.cell(b, 120)}: {md.cell(why, 400)}")
         lines.append("")
     if decision.unloadable:
         lines += ["Saved cases that cannot be loaded (left out of this run; repair or remove them):", ""]
-        lines += [f"- `{_cell(c, 120)}`: {_cell(why, 300)}" for c, why in sorted(decision.unloadable.items())]
+        lines += [f"- {md.code(c, limit=120)}: {md.cell(why, 300)}" for c, why in sorted(decision.unloadable.items())]
         lines.append("")
     if decision.unavailable:
         lines.append("Optional backends that cannot run on this machine (skipped, never failing):")
         lines.append("")
         for b, why in sorted(decision.unavailable.items()):
-            lines.append(f"- {b}: {_cell(why, 240)}")
+            lines.append(f"- {md.cell(b)}: {md.cell(why, 240)}")
         lines.append("")
     sections = [(D.NEW, "New failures (fail the check)"),
                 (D.REGRESSION, "Regressions: corpus cases that passed before (fail the check)"),
@@ -180,15 +165,14 @@ def summary(decision: D.Decision, fail_on: str, shard: str | None = None) -> str
         rows: dict = {}
         for g in groups:  # one row per cluster: fingerprints sharing one cause
             rows.setdefault(g["cluster"], []).append(g)
-        lines += [f"### {_EMOJI[cls]} {title}: {len(rows)} cause(s), {len(groups)} fingerprint(s)", "",
-                  "| cause | backend | verdict | reduced to | cases | blame | repro | detail |",
-                  "|---|---|---|---|---|---|---|---|"]
+        lines += [f"### {_EMOJI[cls]} {title}: {len(rows)} cause(s), {len(groups)} fingerprint(s)", ""]
+        cells = []
         for cl, gs in rows.items():
             g = gs[0]
-            typed = "<br>".join(_cell(x.get("typed") or x.get("pattern") or "?", 80) for x in gs[:5])
+            typed = "<br>".join(md.cell(x.get("typed") or x.get("pattern") or "?", 80) for x in gs[:5])
             if len(gs) > 5:
                 typed += f"<br>… {len(gs) - 5} more"
-            where = f"`{g['repro']}/repro.py`" if g.get("repro") else (f"`{g['bundles'][0]}`" if g["bundles"] else "")
+            where = md.code(f"{g['repro']}/repro.py" if g.get("repro") else (g["bundles"] or [""])[0], table=True)
             blame = ", ".join(sorted({x["blame"] for x in gs if x.get("blame")}))
             notes = []
             if any(x.get("varies") for x in gs):
@@ -200,21 +184,22 @@ def summary(decision: D.Decision, fail_on: str, shard: str | None = None) -> str
             if base and not base.get("reproduces"):
                 notes.append(f"base build: {base.get('verdict')}")
             detail = "; ".join(notes + [g["detail"]])
-            lines.append(f"| {_code(cl)} {_cell(by_cluster.get(cl, {}).get('text', ''), 60)} | {g['backend']} | "
-                         f"{g['verdict']} | {typed} | {sum(len(x['cases']) for x in gs)} | {blame} | {where} | "
-                         f"{_cell(detail)} |")
+            cells.append([f"{md.code(cl, table=True)} {md.cell(by_cluster.get(cl, {}).get('text', ''), 60)}",
+                          md.cell(g["backend"]), md.cell(g["verdict"]), typed, str(sum(len(x["cases"]) for x in gs)),
+                          md.cell(blame), where, md.cell(detail)])
+        lines += md.table(["cause", "backend", "verdict", "reduced to", "cases", "blame", "repro", "detail"], cells)
         lines.append("")
     if decision.fixed:
-        lines += [f"### ✅ Fixed: {len(decision.fixed)}", "", "| fingerprint | backend | shown by | failure |",
-                  "|---|---|---|---|"]
-        for f in decision.fixed:
-            lines.append(f"| {_code(f['fingerprint'])} | {f['backend']} | {f['why']} | {_cell(f.get('text', ''))} |")
+        lines += [f"### ✅ Fixed: {len(decision.fixed)}", ""]
+        lines += md.table(["fingerprint", "backend", "shown by", "failure"],
+                          [[md.code(f["fingerprint"], table=True), md.cell(f["backend"]), md.cell(f["why"]),
+                            md.cell(f.get("text", ""))] for f in decision.fixed])
         lines.append("")
     if decision.internal:
         lines += [f"### 💥 dlgate internal errors: {len(decision.internal)}", "",
                   "The reference failed on these cases: a dlgate defect, not a compiler failure.", ""]
         for e in decision.internal[:20]:
-            lines.append(f"- `{e['case']}`: {_cell(e['detail'], 200)}")
+            lines.append(f"- {md.code(e['case'])}: {md.cell(e['detail'], 200)}")
         lines.append("")
     failing = decision.failing(fail_on)
     if failing:
@@ -222,7 +207,7 @@ def summary(decision: D.Decision, fail_on: str, shard: str | None = None) -> str
         cmd = f"python {g['repro']}/repro.py" if g.get("repro") else \
             repro_command(g["bundles"][0] if g["bundles"] else None, g["backend"])
         if cmd:
-            lines += ["Reproduce the first one locally (from the run's output folder):", "", "```sh", cmd, "```", ""]
+            lines += ["Reproduce the first one locally (from the run's output folder):", "", md.fence(cmd, "sh"), ""]
     return "\n".join(lines)
 
 
@@ -230,7 +215,7 @@ def novelty_line(decision: D.Decision) -> str:
     if decision.mode == "base":
         return ("Novelty is decided against the **base build**: every failure on the build under test was re-run "
                 "there on the same model and inputs; a failure the base build shares is pre-existing.")
-    where = f"`{decision.baseline_path}`" if decision.baseline_path else "an empty baseline (none configured)"
+    where = md.code(decision.baseline_path) if decision.baseline_path else "an empty baseline (none configured)"
     return (f"No base build configured: novelty is decided against the baseline {where} "
             f"({decision.baseline_size} accepted fingerprint(s)). Set `base` (Action input `base-compiler`) so that "
             "only what the change introduced fails the check.")
