@@ -12,6 +12,10 @@ operators, its search steps and confirmation runs) against the one backend, no b
   ``findings_per_case: 1``;
 * **aimed**: every spec, the defaults (guidance, extreme values, several findings a case).
 
+``--same-budget``: the settings run in the order given and every later one gets the first
+one's wall time as its ``budget`` (seconds), with ten times the models so the budget, not the
+count, stops it: distinct causes at the same CPU time (run ``aimed,plain``).
+
 ``--python`` runs the gate in another environment (an older onnxruntime release installed
 beside dlgate). Prints, per setting: cases, wall and backend seconds, verdict counts and
 each distinct cause (cluster) with its verdict, operators and first case, to hand-check;
@@ -39,10 +43,12 @@ def plain_ops() -> list:
     return [n for n, s in all_specs().items() if not isinstance(s, Motif)]
 
 
-def config(setting: str, backend: str, models: int, seed: str) -> dict:
+def config(setting: str, backend: str, models: int, seed: str, budget: float | None = None) -> dict:
     weekly = yaml.safe_load(open(os.path.join(REPO, "configs", "weekly.yaml")))
     doc = {k: weekly[k] for k in ("min_nodes", "max_nodes", "timeout_s", "memory_mb", "search_steps", "confirm_runs")}
     doc.update(campaign=f"power-{seed}", models=models, backends=[backend], reference="torch")
+    if budget is not None:
+        doc.update(budget=round(budget, 1), models=models * 10)
     if setting == "plain":
         doc.update(operators=plain_ops(), guidance=False, extreme_share=0.0, findings_per_case=1)
     return doc
@@ -56,20 +62,26 @@ def main() -> None:
     ap.add_argument("--seed", default="power")
     ap.add_argument("--python", default=sys.executable, help="interpreter of the environment to run the gate in")
     ap.add_argument("--out", default="power-out")
+    ap.add_argument("--same-budget", action="store_true",
+                    help="later settings run for the first one's wall time (budget), with 10x the models")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
+    first_wall = None
     for setting in args.settings.split(","):
         d = os.path.join(args.out, f"{args.backend.replace(':', '_').replace('@', '_')}-{setting}")
         cfg = os.path.join(args.out, f"{os.path.basename(d)}.yaml")
         with open(cfg, "w") as f:
-            yaml.safe_dump(config(setting, args.backend, args.models, args.seed), f)
+            budget = first_wall if args.same_budget else None
+            yaml.safe_dump(config(setting, args.backend, args.models, args.seed, budget), f)
         t0 = time.perf_counter()
         subprocess.run([args.python, "-m", "dlgate", "run", "--config", cfg, "--seed", args.seed, "--out", d,
                         "--no-progress"], cwd=REPO, check=False)
         wall = time.perf_counter() - t0
+        first_wall = wall if first_wall is None else first_wall
         v = json.load(open(os.path.join(d, "verdict.json")))
         st = json.load(open(os.path.join(d, "stats.json")))
-        print(f"\n== {args.backend} {setting}: {v['cases']} cases, {wall:.0f} s wall (this invocation), "
+        cut = " (stopped by its budget)" if v.get("stopped_by_budget") else ""
+        print(f"\n== {args.backend} {setting}: {v['cases']} cases{cut}, {wall:.0f} s wall (this invocation), "
               f"{st.get('backend_s')} s in the backend; {v['clusters']} distinct causes")
         print(f"   verdicts: {json.dumps(v['counts'], sort_keys=True)}")
         for c in v["cluster_list"]:

@@ -285,7 +285,7 @@ class _Recurrent(OpSpec):
         def draw(shape, scale):
             return np.round(rng.uniform(-scale, scale, size=shape) * 64) / 64
 
-        c = {"W": draw((d, g * h, i), 1.0 / np.sqrt(i)), "R": draw((d, g * h, h), 0.5 / np.sqrt(h))}
+        c = {"W": draw((d, g * h, i), 1.0 / np.sqrt(max(i, 1))), "R": draw((d, g * h, h), 0.5 / np.sqrt(h))}
         c["B"] = draw((d, 2 * g * h), 0.5)
         state = (b, d, h) if a["layout"] else (d, b, h)
         c["initial_h"] = draw(state, 1.0)
