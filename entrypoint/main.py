@@ -253,6 +253,8 @@ class Plan:
     base_requirements: list = field(default_factory=list)  # the base build (``base-compiler``)
     config: str = ""  # the campaign file dlgate run reads ("" for a merge)
     installed: object = None  # dlgate.install.Installed: what install_compiler installed, for verify_builds
+    wd: str = ""  # ``working-directory``: relative to the workspace, "" for the workspace itself
+    cache_dir: str = ""  # ``cache-dir``: an absolute path (DLGATE_CACHE of dlgate run), "" for the default
 
 
 def _no_option(name: str, value: str) -> str:
@@ -262,16 +264,49 @@ def _no_option(name: str, value: str) -> str:
     return value
 
 
-def output_dir(value: str, workspace: str) -> str:
-    """The ``output-dir`` input: a folder inside the workspace, relative to it or absolute,
-    and not through a symbolic link that leads out of it (dlgate writes and replaces files
-    there, and the runner's later steps read them)."""
-    _no_option("output-dir", value)
+def output_dir(value: str, workspace: str, wd: str = "", name: str = "output-dir") -> str:
+    """The ``output-dir`` input: a folder inside the workspace, relative to the working
+    directory ``wd`` (itself relative to the workspace) or absolute, and not through a
+    symbolic link that leads out of it (dlgate writes and replaces files there, and the
+    runner's later steps read them)."""
+    _no_option(name, value)
+    ws = os.path.realpath(workspace)
+    target = os.path.realpath(os.path.join(ws, wd, value))
+    if not target.startswith(ws + os.sep):
+        raise InputError(f"{name}: {value!r} is not a folder inside the workspace "
+                         f"({'it leads to ' + target if target != ws else 'it is the workspace itself'})")
+    return value
+
+
+def working_directory(value: str, workspace: str) -> str:
+    """The ``working-directory`` input, normalized relative to the workspace ("" for the
+    workspace itself): an existing folder inside it, reached without leaving it."""
+    if not value:
+        return ""
+    _no_option("working-directory", value)
     ws = os.path.realpath(workspace)
     target = os.path.realpath(os.path.join(ws, value))
-    if not target.startswith(ws + os.sep):
-        raise InputError(f"output-dir: {value!r} is not a folder inside the workspace "
-                         f"({'it leads to ' + target if target != ws else 'it is the workspace itself'})")
+    if target != ws and not target.startswith(ws + os.sep):
+        raise InputError(f"working-directory: {value!r} is not a folder inside the workspace (it leads to {target})")
+    if not os.path.isdir(target):
+        raise InputError(f"working-directory: {value} is not a folder in the workspace")
+    rel = os.path.relpath(target, ws)
+    return "" if rel == "." else rel
+
+
+def here(p: Plan, ctx: Context) -> str:
+    """The folder dlgate runs in and relative paths are resolved against: the workspace, or
+    ``working-directory`` inside it."""
+    return os.path.join(ctx.workspace, p.wd) if p.wd else ctx.workspace
+
+
+_SECONDS = re.compile(r"^[0-9]+(\.[0-9]+)?$")
+
+
+def budget(value: str) -> str:
+    """The ``budget`` input: a positive number of seconds, at most a day ("" when unset)."""
+    if value and not (_SECONDS.match(value) and 0 < float(value) <= 86_400):
+        raise InputError(f"budget: expected a number of seconds above 0 and at most 86400, got {value!r}")
     return value
 
 
@@ -331,18 +366,25 @@ def merge_dirs(text: str, workspace: str) -> list:
 def plan(env: dict, ctx: Context) -> Plan:
     """Read and check every input; the ``dlgate`` argument list. Every value is passed as
     ``--flag=value``, so even a value starting with '-' stays a value."""
-    out = output_dir(get_input(env, "output-dir") or "dlgate-out", ctx.workspace)
+    wd = working_directory(get_input(env, "working-directory"), ctx.workspace)
+    root = os.path.join(ctx.workspace, wd) if wd else ctx.workspace  # relative paths start here
+    out = output_dir(get_input(env, "output-dir") or "dlgate-out", ctx.workspace, wd)
+    cache = get_input(env, "cache-dir")
+    if cache:
+        output_dir(cache, ctx.workspace, wd, "cache-dir")
+        cache = os.path.realpath(os.path.join(root, cache))
     fail_on = get_input(env, "fail-on")
     if fail_on and fail_on not in FAIL_ON:
         raise InputError(f"fail-on: expected one of {', '.join(FAIL_ON)}, got {fail_on!r}")
     shard = get_input(env, "shard")
     if shard and not _SHARD.match(shard):
         raise InputError(f"shard: expected I/N (e.g. 2/3), got {shard!r}")
-    p = Plan([], out, shard=shard, requirements=compiler_requirements(get_input(env, "compiler"), ctx.workspace),
+    p = Plan([], out, shard=shard, requirements=compiler_requirements(get_input(env, "compiler"), root),
              open_issues=get_bool(env, "open-issues"), update_baseline=get_bool(env, "update-baseline"),
              baseline=get_input(env, "baseline"),
-             base_requirements=compiler_requirements(get_input(env, "base-compiler"), ctx.workspace,
-                                                     "base-compiler"))
+             base_requirements=compiler_requirements(get_input(env, "base-compiler"), root, "base-compiler"),
+             wd=wd, cache_dir=cache)
+    budget(get_input(env, "budget"))  # checked here, passed on as --budget below
     p.issue_repo = get_input(env, "issue-repo") or ctx.repository
     if p.open_issues and not _REPO.match(p.issue_repo):
         raise InputError(f"issue-repo: expected OWNER/NAME, got {p.issue_repo!r}")
@@ -350,13 +392,13 @@ def plan(env: dict, ctx: Context) -> Plan:
     if merge:
         p.shard = ""
         ignored = [n for n in ("seed", "shard", "models", "campaign", "reference", "corpus", "fail-on",
-                               "base-compiler", "coverage-state") if get_input(env, n)]
+                               "base-compiler", "coverage-state", "budget") if get_input(env, n)]
         if ignored:
             log(f"merge: ignoring {', '.join(ignored)}: a merge takes the shards' own settings")
         p.base_requirements = []  # the shards re-ran their failures on the base build already
-        p.dlgate_args = ["merge", f"--out={out}", "--", *merge_dirs(merge, ctx.workspace)]
+        p.dlgate_args = ["merge", f"--out={out}", "--", *merge_dirs(merge, root)]
         return p
-    p.config = resolve_config(get_input(env, "config") or "configs/pr.yaml", ctx.workspace)
+    p.config = resolve_config(get_input(env, "config") or "configs/pr.yaml", root)
     args = ["run", f"--config={p.config}", f"--out={out}", "--no-progress"]
     seed = get_input(env, "seed")
     commit = seed_commit(ctx)
@@ -364,7 +406,8 @@ def plan(env: dict, ctx: Context) -> Plan:
         args.append(f"--seed={seed}")
     elif commit:
         args.append(f"--commit={commit}")
-    for name in ("campaign", "models", "shard", "reference", "baseline", "corpus", "fail-on", "coverage-state"):
+    for name in ("campaign", "models", "shard", "reference", "baseline", "corpus", "fail-on", "coverage-state",
+                 "budget"):
         value = get_input(env, name)
         if value:
             args.append(f"--{name}={value}")
@@ -802,7 +845,7 @@ def campaign_settings(p: Plan, ctx: Context) -> dict:
     try:
         import yaml  # dlgate's own dependency, in the image
 
-        with open(os.path.join(ctx.workspace, p.config), encoding="utf-8") as f:
+        with open(os.path.join(here(p, ctx), p.config), encoding="utf-8") as f:
             doc = yaml.safe_load(f)
     except Exception:  # reported by dlgate run itself
         return {}
@@ -843,13 +886,13 @@ def append_summary(env: dict, text: str) -> None:
 
 def out_path(p: Plan, ctx: Context, *parts: str) -> str:
     """A path in the output folder, on this machine."""
-    return os.path.join(ctx.workspace, p.out, *parts)
+    return os.path.join(here(p, ctx), p.out, *parts)
 
 
 def display_path(p: Plan, *parts: str) -> str:
     """A path in the output folder as later steps see it: relative to the workspace (whose
     absolute path differs between this container and the runner), or absolute if given so."""
-    return os.path.normpath(os.path.join(p.out, *parts))
+    return os.path.normpath(os.path.join(p.wd, p.out, *parts))
 
 
 def read_verdict(p: Plan, ctx: Context, since: float) -> dict | None:
@@ -874,12 +917,41 @@ def normalize_exit(rc: int) -> int:
 
 def outputs(p: Plan, rc: int, verdict: dict | None) -> dict:
     """The step outputs. The verdict is verdict.json's when it agrees with the exit status
+    n = {key: len(v.get(key) or []) for key, _ in COUNTS}
     (a crash after the report was written is an internal error whatever the report says)."""
     v = verdict or {}
     return {"verdict": v["result"] if v.get("exit_code") == rc and v.get("result") else VERDICT_OF_EXIT[rc],
-            "new-failures": str(len(v.get("new") or []) + len(v.get("regressions") or [])),
+            "new-failures": str(n["new"] + n["regressions"]),
             "junit": display_path(p, "junit.xml"), "summary": display_path(p, "summary.md"),
-            "repros": display_path(p, "cases")}
+            "repros": display_path(p, "repros"),
+            "cases": str(v.get("cases") or 0), "planned": str(v.get("planned") or v.get("cases") or 0),
+            "stopped-by-budget": "true" if v.get("stopped_by_budget") else "false",
+            **{name: str(n[key]) for key, name in COUNTS}}
+
+
+#: verdict.json's lists counted in the step outputs, and each output's name.
+COUNTS = (("new", "new"), ("regressions", "regressions"), ("known", "known"), ("pre_existing", "pre-existing"),
+          ("fixed", "fixed"), ("flaky", "flaky"))
+
+
+def run_notes(verdict: dict, p: Plan) -> list:
+    """A ``::warning::`` when the run named a baseline file that does not exist (every
+    failure then counts as new; dlgate's summary, in the job summary, says so too), and a
+    ``::notice::`` when the budget stopped the run."""
+    out = []
+    if verdict.get("baseline_missing") and verdict.get("baseline"):
+        where = os.path.normpath(os.path.join(p.wd, str(verdict["baseline"])))  # as later steps see it
+        means = "no failure counts as known" if verdict.get("novelty") == "base" else "every failure counts as new"
+        out.append(command("warning", f"no baseline at {where}: {means}. Check the path (relative to the working "
+                                      f"directory), or create the file with `dlgate baseline update`",
+                           title="dlgate: no baseline"))
+    if verdict.get("stopped_by_budget"):
+        b = verdict.get("budget")
+        b = f"{b:g}" if isinstance(b, (int, float)) else "?"
+        out.append(command("notice", f"stopped by the budget ({b} s) after {verdict.get('cases')} "
+                                     f"of {verdict.get('planned')} cases: the verdict is decided on the cases that "
+                                     f"ran; a rerun on the same output-dir resumes", title="dlgate: budget spent"))
+    return out
 
 
 def write_outputs(env: dict, values: dict) -> None:
@@ -961,7 +1033,7 @@ def open_issues(p: Plan, ctx: Context, env: dict, token: str, rc: int) -> None:
     log(f"opening issues in {p.issue_repo} ({why})")
     # As this process's user, not the workspace's owner: a process that the compiler under test
     # left behind runs as that owner and could read the environment of a child running as it.
-    got = call(args, "dlgate issues", ctx.workspace, dict(child_env(env), GITHUB_TOKEN=token))
+    got = call(args, "dlgate issues", here(p, ctx), dict(child_env(env), GITHUB_TOKEN=token))
     if got != 0:
         emit(command("warning", f"dlgate issues failed (exit status {got}); the gate's verdict is unchanged",
                      title="dlgate: issues not opened"))
@@ -986,7 +1058,7 @@ def update_baseline(p: Plan, ctx: Context, env: dict, rc: int, ids: tuple | None
                                 "baseline file", title="dlgate: no baseline"))
         return
     got = call(dlgate("baseline", "update", f"--baseline={baseline}", "--", p.out), "dlgate baseline update",
-               ctx.workspace, child_env(env), ids)
+               here(p, ctx), child_env(env), ids)
     if got != 0:
         emit(command("warning", f"dlgate baseline update failed (exit status {got})",
                      title="dlgate: baseline not updated"))
@@ -1012,10 +1084,14 @@ def gate(env: dict, token: str) -> int:
         emit(command("error", str(e), title="dlgate: bad input"))
         out = get_input(env, "output-dir")
         try:
-            out = output_dir(out, ctx.workspace) if out else "dlgate-out"
+            wd = working_directory(get_input(env, "working-directory"), ctx.workspace)
+        except InputError:
+            wd = ""
+        try:
+            out = output_dir(out, ctx.workspace, wd) if out else "dlgate-out"
         except InputError:
             out = "dlgate-out"
-        write_outputs(env, outputs(Plan([], out), EXIT_USAGE, None))
+        write_outputs(env, outputs(Plan([], out, wd=wd), EXIT_USAGE, None))
         return EXIT_USAGE
     base = None
     try:
@@ -1053,11 +1129,13 @@ def gate(env: dict, token: str) -> int:
 def finish(p: Plan, ctx: Context, env: dict, token: str, ids: tuple | None, notice: str) -> int:
     """The run (or merge) itself and what follows it; its exit status."""
     started = time.time() - 1  # file times may be coarser than time.time()
-    rc = normalize_exit(call(dlgate(*p.dlgate_args), f"dlgate {p.dlgate_args[0]}", ctx.workspace,
-                             child_env(env), ids))
+    cenv = dict(child_env(env), DLGATE_CACHE=p.cache_dir) if p.cache_dir else child_env(env)
+    rc = normalize_exit(call(dlgate(*p.dlgate_args), f"dlgate {p.dlgate_args[0]}", here(p, ctx), cenv, ids))
     if notice:
         append_summary(env, notice)  # after dlgate's report, which it appends to the job summary
     verdict = read_verdict(p, ctx, started) if rc != EXIT_USAGE else None
+    for line in run_notes(verdict, p) if verdict else []:
+        emit(line)
     for line in annotations(verdict, p) if verdict else []:
         emit(line)
     if rc == EXIT_INTERNAL:

@@ -148,8 +148,10 @@ def test_fork_pull_request_fails_on_new_failure_and_opens_no_issue(tmp_path):
     out = r.outputs()
     # unreduced (reduce: false), each case's failure is its own fingerprint
     assert out == {"verdict": "fail", "new-failures": "3", "junit": "dlgate-out/junit.xml",
-                   "summary": "dlgate-out/summary.md", "repros": "dlgate-out/cases"}
-    for key in ("junit", "summary", "repros"):
+                   "summary": "dlgate-out/summary.md", "repros": "dlgate-out/repros", "cases": "3", "planned": "3",
+                   "stopped-by-budget": "false", "new": "3", "regressions": "0", "known": "0", "pre-existing": "0",
+                   "fixed": "0", "flaky": "0"}
+    for key in ("junit", "summary"):
         assert (r.ws / out[key]).exists(), key
     assert r.summary.read_text().startswith("## dlgate `fail` on `a1a1a1a1a1a1`"), "the job summary got the report"
     # seeded by the pull request's head commit, not by the merge commit in GITHUB_SHA
@@ -247,7 +249,7 @@ def test_hostile_text_stays_text(tmp_path):
     cmds = active_commands(res.stdout)
     assert [c for c in cmds if c.startswith("::add-mask::")] == [f"::add-mask::{TOKEN}"]
     assert not [c for c in cmds if c.startswith("::set-output")]
-    assert sorted(r.outputs()) == ["junit", "new-failures", "repros", "summary", "verdict"]
+    assert set(r.outputs()) == set(ACTION["outputs"])
 
 
 def test_missing_config_is_a_usage_error(tmp_path):
@@ -594,7 +596,10 @@ def test_exit_statuses_pass_through_and_others_are_internal_errors():
     report = {"result": "fail", "exit_code": 1, "new": [{}], "regressions": [{}]}
     p = ep.Plan([], "/abs/out")
     assert ep.outputs(p, 1, report) == {"verdict": "fail", "new-failures": "2", "junit": "/abs/out/junit.xml",
-                                        "summary": "/abs/out/summary.md", "repros": "/abs/out/cases"}
+                                        "summary": "/abs/out/summary.md", "repros": "/abs/out/repros",
+                                        "cases": "0", "planned": "0", "stopped-by-budget": "false", "new": "1",
+                                        "regressions": "1", "known": "0", "pre-existing": "0", "fixed": "0",
+                                        "flaky": "0"}
     assert ep.outputs(p, 3, report)["verdict"] == "internal-error"  # crashed after writing the report
 
 
@@ -651,7 +656,9 @@ def test_action_metadata_is_complete():
         assert isinstance(spec.get("description"), str) and len(spec["description"]) > 20, name
         assert spec.get("required") is False, name
         assert isinstance(spec.get("default"), str), f"{name}: defaults reach the container as strings"
-    assert set(ACTION["outputs"]) == {"verdict", "new-failures", "junit", "summary", "repros"}
+    assert set(ACTION["outputs"]) == {"verdict", "new-failures", "junit", "summary", "repros", "cases", "planned",
+                                      "stopped-by-budget", "new", "regressions", "known", "pre-existing", "fixed",
+                                      "flaky"}
     assert all(len(o.get("description", "")) > 10 for o in ACTION["outputs"].values())
     d = {k: v["default"] for k, v in ACTION["inputs"].items()}
     assert d["github-token"] == "${{ github.token }}" and d["open-issues"] == "false"

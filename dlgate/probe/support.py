@@ -39,7 +39,10 @@ class ProbeError(RuntimeError):
 
 
 def cache_dir() -> str:
-    return os.environ.get("DLGATE_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "dlgate"))
+    """Where probe results are cached: ``$DLGATE_CACHE`` (a relative path is taken from the
+    current folder, so a CI cache step can point at a folder in the workspace; the Action's
+    ``cache-dir`` input sets it), else ``~/.cache/dlgate``."""
+    return os.path.abspath(os.environ.get("DLGATE_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "dlgate"))
 
 
 def cache_path(system: str, version: str) -> str:

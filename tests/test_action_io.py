@@ -1,0 +1,138 @@
+"""The Action's inputs and outputs for budgets and layouts: ``budget``, ``working-directory``
+and ``cache-dir`` in; ``repros``, ``cases``, ``planned``, ``stopped-by-budget`` and the
+counts per class out; a named baseline file that does not exist warned about. End to end
+through the entrypoint as GitHub runs it (tests/test_action.py's simulated runner), with
+tiny batches and the fake backends."""
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+import yaml
+
+from tests.test_action import ACTION, FAST, PASSING, SCHEDULE, Runner, active_commands, ep
+
+#: onnxruntime's answers after a compile of SLOW seconds: a budget of SLOW lets exactly one case
+#: start per run (the first always starts; by the second, SLOW seconds have passed).
+SLOW = 0.5
+SLOWCFG = dict(FAST, campaign="slow", backends=[{"name": "tests.fake_backends:SlowCompile",
+                                                  "options": {"seconds": SLOW}}])
+
+
+def test_the_budget_input_stops_the_run_a_rerun_resumes_and_the_outputs_say_so(tmp_path):
+    r = Runner(tmp_path, "schedule", SCHEDULE, SLOWCFG)
+    res = r.run(models="3", budget=str(SLOW))
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "--budget=0.5" in res.stdout
+    out = r.outputs()
+    assert (out["cases"], out["planned"], out["stopped-by-budget"], out["verdict"]) == ("1", "3", "true", "pass")
+    notices = [c for c in active_commands(res.stdout) if c.startswith("::notice title=dlgate%3A budget spent")]
+    assert notices == ["::notice title=dlgate%3A budget spent::stopped by the budget (0.5 s) after 1 of 3 cases: the "
+                       "verdict is decided on the cases that ran; a rerun on the same output-dir resumes"]
+    assert "The run was stopped by the budget (0.5 s) after 1 of 3 cases" in r.summary.read_text()
+    v = json.loads((r.ws / "dlgate-out" / "verdict.json").read_text())
+    assert (v["cases"], v["planned"], v["stopped_by_budget"], v["budget"]) == (1, 3, True, SLOW)
+    # the same step again, on the same output folder: it resumes with a budget of its own
+    r.output.write_text("")
+    res = r.run(models="3", budget=str(SLOW))
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert "resuming dlgate-out: 1 of 3 cases already done" in res.stdout
+    assert (r.outputs()["cases"], r.outputs()["stopped-by-budget"]) == ("2", "true")
+    # without a budget it runs to the end
+    r.output.write_text("")
+    res = r.run(models="3")
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert (r.outputs()["cases"], r.outputs()["planned"], r.outputs()["stopped-by-budget"]) == ("3", "3", "false")
+    assert not [c for c in active_commands(res.stdout) if "budget spent" in c]
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "1e3", "ten", "86401", "3; touch x"])
+def test_a_budget_that_is_not_positive_seconds_is_a_usage_error(tmp_path, value):
+    with pytest.raises(ep.InputError, match="budget"):
+        ep.plan({"INPUT_BUDGET": value}, ep.Context(event_name="push", sha="a" * 40, workspace=str(tmp_path)))
+
+
+def test_working_directory_resolves_relative_paths_and_outputs_stay_relative_to_the_workspace(tmp_path):
+    r = Runner(tmp_path, "schedule", SCHEDULE)
+    sub = r.ws / "compiler" / "ci"
+    sub.mkdir(parents=True)
+    (sub / "campaign.yaml").write_text(yaml.safe_dump(PASSING))
+    res = r.run(models="2", working_directory="compiler/ci", config="campaign.yaml", output_dir="out",
+                baseline="nope/baseline.json")
+    assert res.returncode == 0, res.stdout + res.stderr
+    out = r.outputs()
+    assert out["junit"] == "compiler/ci/out/junit.xml" and out["repros"] == "compiler/ci/out/repros"
+    assert (r.ws / out["junit"]).is_file() and (r.ws / out["summary"]).is_file()
+    assert not (r.ws / "out").exists()
+    # the missing baseline: a warning naming it as later steps see it, and a line in the job summary
+    warnings = [c for c in active_commands(res.stdout) if c.startswith("::warning title=dlgate%3A no baseline")]
+    assert len(warnings) == 1 and "no baseline at compiler/ci/nope/baseline.json: every failure counts as new" \
+        in warnings[0]
+    assert "no baseline at nope/baseline.json: every failure counts as new" in r.summary.read_text()
+    assert json.loads((sub / "out" / "verdict.json").read_text())["baseline_missing"] is True
+
+
+@pytest.mark.parametrize("wd", ["../elsewhere", "/", "missing", "-C"])
+def test_a_working_directory_outside_the_workspace_or_missing_is_refused(tmp_path, wd):
+    (tmp_path / "ws").mkdir()
+    with pytest.raises(ep.InputError, match="working-directory"):
+        ep.plan({"INPUT_WORKING-DIRECTORY": wd, "INPUT_CONFIG": "configs/pr.yaml"},
+                ep.Context(event_name="push", sha="a" * 40, workspace=str(tmp_path / "ws")))
+
+
+def test_output_dir_and_cache_dir_are_relative_to_the_working_directory_and_confined(tmp_path):
+    ws = tmp_path / "ws"
+    (ws / "sub").mkdir(parents=True)
+    ctx = ep.Context(event_name="push", sha="a" * 40, workspace=str(ws))
+    env = {"INPUT_WORKING-DIRECTORY": "sub", "INPUT_CONFIG": "configs/pr.yaml", "INPUT_OUTPUT-DIR": "../top",
+           "INPUT_CACHE-DIR": ".dlgate-cache"}
+    p = ep.plan(env, ctx)
+    assert p.wd == "sub" and ep.display_path(p, "junit.xml") == "top/junit.xml"
+    assert p.cache_dir == os.path.realpath(ws / "sub" / ".dlgate-cache")
+    for name in ("INPUT_OUTPUT-DIR", "INPUT_CACHE-DIR"):
+        with pytest.raises(ep.InputError, match=name[6:].lower()):
+            ep.plan(dict(env, **{name: "../../outside"}), ctx)
+
+
+def test_dlgate_runs_in_the_working_directory_with_the_cache_dir(tmp_path, monkeypatch):
+    ws = tmp_path / "ws"
+    (ws / "sub").mkdir(parents=True)
+    ctx = ep.Context(event_name="push", sha="a" * 40, workspace=str(ws))
+    p = ep.plan({"INPUT_WORKING-DIRECTORY": "sub", "INPUT_CONFIG": "configs/pr.yaml", "INPUT_CACHE-DIR": "c"}, ctx)
+    calls = []
+    monkeypatch.setattr(ep, "call", lambda args, title, cwd, env, ids=None: calls.append((args, cwd, env)) or 0)
+    assert ep.finish(p, ctx, {"PATH": "/bin", "INPUT_GITHUB-TOKEN": "t"}, "t", None, "") == 0
+    (args, cwd, env), = calls
+    assert args[-len(p.dlgate_args):] == p.dlgate_args and cwd == str(ws / "sub")
+    assert env["DLGATE_CACHE"] == os.path.realpath(ws / "sub" / "c") and "INPUT_GITHUB-TOKEN" not in env
+
+
+def test_a_relative_dlgate_cache_is_taken_from_the_current_folder(tmp_path, monkeypatch):
+    from dlgate.probe.support import cache_dir, cache_path
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("DLGATE_CACHE", ".dlgate-cache")
+    assert cache_dir() == str(tmp_path / ".dlgate-cache")
+    assert cache_path("tvm", "0.27.0").startswith(str(tmp_path / ".dlgate-cache" / "support" / "tvm-0.27.0-"))
+    monkeypatch.setenv("DLGATE_CACHE", "")
+    assert cache_dir() == os.path.join(os.path.expanduser("~"), ".cache", "dlgate")
+
+
+def test_the_counts_are_outputs_named_after_verdict_json():
+    report = {"result": "pass", "exit_code": 0, "cases": 40, "planned": 100, "stopped_by_budget": True,
+              **{key: [{}] * k for k, (key, _) in enumerate(ep.COUNTS, 1)}}
+    out = ep.outputs(ep.Plan([], "o", wd="w"), 0, report)
+    assert {name: out[name] for _, name in ep.COUNTS} == {"new": "1", "regressions": "2", "known": "3",
+                                                           "pre-existing": "4", "fixed": "5", "flaky": "6"}
+    assert (out["cases"], out["planned"], out["stopped-by-budget"]) == ("40", "100", "true")
+    assert out["new-failures"] == "3" and out["repros"] == "w/o/repros"
+    assert set(out) == set(ACTION["outputs"])
+    none = ep.outputs(ep.Plan([], "o"), 2, None)  # a usage error: nothing ran
+    assert (none["verdict"], none["cases"], none["new"], none["stopped-by-budget"]) == ("usage-error", "0", "0", "false")
+
+
+def test_the_inputs_are_declared(tmp_path):
+    for name in ("budget", "working-directory", "cache-dir"):
+        spec = ACTION["inputs"][name]
+        assert spec["default"] == "" and spec["required"] is False
