@@ -9,7 +9,7 @@ links an issue. The rules are GitHub Flavored Markdown's (CommonMark plus tables
 
 - :func:`text`: inline text on one line. Whitespace (newlines included) collapses to single spaces;
   every character with an inline meaning is backslash-escaped (``\\ ` * _ [ ] < > | ~ & # $``), and
-  so is a block marker at its start (``-``, ``+``, ``=``, ``1.``); ``@`` before a name and ``#``
+  so is a block marker at its start (``- ``, ``+ ``, ``=``, ``1. ``); ``@`` before a name and ``#``
   before a digit get an invisible WORD JOINER (U+2060), which breaks GitHub's autolinking. The same
   text is safe in a table cell (``|`` is escaped, nothing spans lines).
 - :func:`code`: an inline code span, whose content is literal by definition; its backtick fence is
@@ -28,7 +28,7 @@ import re
 #: table columns, strikethrough, entities, headings and GitHub's math.
 _INLINE = re.compile(r"([\\`*_\[\]<>|~&#$])")
 #: A block marker at the start of a line: a list item, a setext underline, an ordered list item.
-_LEADING = re.compile(r"^([-+=])|^(\d+)([.)])")
+_LEADING = re.compile(r"^([-+](?=\s|$)|=)|^(\d{1,9})([.)])(?=\s|$)")
 #: A mention (``@user``, ``@org/team``) and an issue reference (``#12``, ``owner/repo#12``): GitHub links
 #: them in issue bodies and comments, and notifies the people named.
 _MENTION = re.compile(r"@(?=[A-Za-z0-9])")
@@ -103,13 +103,13 @@ def url(value) -> str:
     return f"<{s}>" if re.fullmatch(r"https?://[^\s<>`\\]+", s) else text(s)
 
 
-_MERMAID = {"#": "#35;", '"': "#34;", "<": "#60;", ">": "#62;", "&": "#38;", "`": "#96;", "|": "#124;",
-            "[": "#91;", "]": "#93;", "{": "#123;", "}": "#125;", "(": "#40;", ")": "#41;"}
+_MERMAID = {"#": "#35;", '"': "#34;", "<": "#60;", ">": "#62;", "&": "#38;", "`": "#96;", "|": "#124;"}
 
 
 def mermaid(value) -> str:
-    """Text for a quoted Mermaid label: on one line, with the characters that would end the label, open
-    a shape or a Markdown string, or make HTML written as Mermaid's entity codes (``#34;``)."""
+    """Text for a quoted Mermaid label (``n1["..."]``, ``-->|"..."|``): on one line, with the characters
+    that would end the label or the edge text, start an entity, open a Markdown string or make HTML
+    written as Mermaid's entity codes (``#34;``)."""
     return "".join(_MERMAID.get(ch, ch) for ch in _one_line(value))
 
 

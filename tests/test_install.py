@@ -258,7 +258,7 @@ def test_the_gate_refuses_a_mix_with_exit_status_4(venv, wheels, tmp_path, capfd
 def test_build_table_escapes_cells():
     row = install.Row("a|b", "1`2", "m", "/x|y\nz", "", ok=True)
     table = ep.build_table([("base build", row)], [])
-    assert "| base build | a\\|b | 1'2 | `m` | - | `/x\\|y z` | ok |" in table
+    assert "| base build | a\\|b | 1\\`2 | `m` | - | `/x\\|y z` | ok |" in table
     assert ep.build_table([], []).startswith("### dlgate: the builds tested")
 
 

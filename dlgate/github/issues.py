@@ -22,6 +22,7 @@ import os
 import zipfile
 from dataclasses import dataclass
 
+from dlgate import markdown as md
 from dlgate.gate.report import run_url
 from dlgate.reduce.bundle import read_repro
 from dlgate.secrets import redact
@@ -104,41 +105,42 @@ def _inline_files(repro_dir: str) -> str | None:
 def body(f: Finding, run: dict) -> str:
     d = f.doc
     read = lambda name: open(os.path.join(f.repro, name)).read()  # noqa: E731
-    rows = [("verdict", f"`{d['verdict']}`"), ("backend", f"{d['backend']} ({_versions(d)})"),
-            ("cluster", f"`{f.cluster}`"),
-            ("fingerprints", "<br>".join(f"`{fp}` {typed.replace('|', '/')}" for fp, typed, _ in f.fingerprints[:20])),
-            ("cases", f"{f.cases} in this run ({run.get('campaign', '')}, {run.get('commit', '')[:12]})"),
-            ("reduced", f"{d.get('original_nodes')} → {d.get('nodes')} operators, opset {d.get('opset')}"),
-            ("found by", f"dlgate {d.get('dlgate')} (generator {d.get('generator')})")]
+    rows = [("verdict", md.code(d["verdict"], table=True)),
+            ("backend", md.text(f"{d['backend']} ({_versions(d)})")),
+            ("cluster", md.code(f.cluster, table=True)),
+            ("fingerprints", "<br>".join(f"{md.code(fp, table=True)} {md.text(typed)}"
+                                         for fp, typed, _ in f.fingerprints[:20])),
+            ("cases", md.text(f"{f.cases} in this run ({run.get('campaign', '')}, {run.get('commit', '')[:12]})")),
+            ("reduced", md.text(f"{d.get('original_nodes')} → {d.get('nodes')} operators, opset {d.get('opset')}")),
+            ("found by", md.text(f"dlgate {d.get('dlgate')} (generator {d.get('generator')})"))]
     env = d.get("environment") or {}
     if env:
-        rows.append(("environment", ", ".join(f"{k} {v}" for k, v in env.items())))
+        rows.append(("environment", md.text(", ".join(f"{k} {v}" for k, v in env.items()))))
     if run.get("url"):
-        rows.append(("run", run["url"]))
+        rows.append(("run", md.url(run["url"])))
     also = (f" The same cause was met through {len(f.fingerprints) - 1} more reduced pattern(s) "
-            f"(operators: {', '.join(f.operators)}), listed below." if len(f.fingerprints) > 1 else "")
+            f"(operators: {md.text(', '.join(f.operators))}), listed below." if len(f.fingerprints) > 1 else "")
     out = [marker(f.cluster)] + ([occurrence_marker(f.cluster, run["key"])] if run.get("key") else []) + ["",
-           f"dlgate found a **{d['verdict'].replace('_', ' ')}** in **{d['backend']}** on a generated model, "
-           f"reduced to {d.get('nodes')} operator(s): `{d.get('typed') or d['pattern']}`.{also}", "", "| | |",
-           "|---|---|"]
-    out += [f"| {k} | {v} |" for k, v in rows]
-    out += ["", "### What goes wrong", "", "```text", (d.get("detail") or "").strip()[:3000], "```", "",
-            "### The model", "", "```mermaid", read("graph.mmd").rstrip(), "```", "",
-            "<details><summary>Graph listing</summary>", "", "```text", read("graph.txt").rstrip(), "```", "",
+           f"dlgate found a **{md.text(d['verdict'].replace('_', ' '))}** in **{md.text(d['backend'])}** on a "
+           f"generated model, reduced to {md.text(d.get('nodes'))} operator(s): "
+           f"{md.code(d.get('typed') or d['pattern'])}.{also}", ""]
+    out += md.table(["", ""], rows)
+    out += ["", "### What goes wrong", "", md.fence((d.get("detail") or "").strip()[:3000], "text"), "",
+            "### The model", "", md.fence(read("graph.mmd"), "mermaid"), "",
+            "<details><summary>Graph listing</summary>", "", md.fence(read("graph.txt"), "text"), "",
             "</details>", "", "### Reproduce", "",
             "`repro.py` needs only NumPy, onnx and the compiler under test. It prints what goes wrong and exits 1 "
             "while the bug is present, 0 once it is fixed. It reads `model.onnx`, `inputs.npz` and "
             "`reference.npz` from its own folder: the run's `repros` artifact holds the whole folder"
-            + (f" ({run['url']})" if run.get("url") else "") + "."]
+            + (f" ({md.url(run['url'])})" if run.get("url") else "") + "."]
     files = _inline_files(f.repro)
     if files:
         out += ["", "Or recreate the folder from this issue: save the block below as `files.b64`, then run "
                 "`python -c \"import base64,io,zipfile; zipfile.ZipFile(io.BytesIO(base64.b64decode("
                 "open('files.b64').read()))).extractall()\"` next to `repro.py`.", "",
-                "<details><summary>files.b64 (model.onnx, inputs.npz, reference.npz)</summary>", "", "```text"]
-        out += [files[i:i + 100] for i in range(0, len(files), 100)]
-        out += ["```", "", "</details>"]
-    out += ["", "<details><summary>repro.py</summary>", "", "```python", read("repro.py").rstrip(), "```", "",
+                "<details><summary>files.b64 (model.onnx, inputs.npz, reference.npz)</summary>", "",
+                md.fence("\n".join(files[i:i + 100] for i in range(0, len(files), 100)), "text"), "", "</details>"]
+    out += ["", "<details><summary>repro.py</summary>", "", md.fence(read("repro.py"), "python"), "",
             "</details>", ""]
     text = "\n".join(out)
     if len(text) > BODY_LIMIT:  # drop the inline files first, then cut
@@ -146,13 +148,20 @@ def body(f: Finding, run: dict) -> str:
     return text
 
 
+def _heading(text: str) -> str:
+    """An issue title as a Markdown heading: dlgate's own ``[dlgate]`` prefix as it is (no link
+    definition exists for it to resolve to), the rest escaped."""
+    prefix = "[dlgate] "
+    return prefix + md.text(text[len(prefix):]) if text.startswith(prefix) else md.text(text)
+
+
 def comment(f: Finding, run: dict) -> str:
     key = run.get("key", run.get("commit", ""))
     lines = [occurrence_marker(f.cluster, key), "",
-             f"Seen again by dlgate: {f.cases} case(s) in campaign `{run.get('campaign', '')}` at commit "
-             f"`{run.get('commit', '')[:12]}`" + (f", run {run['url']}" if run.get("url") else "") + ".",
-             f"Backend: {f.doc['backend']} ({_versions(f.doc)}); fingerprints: "
-             + ", ".join(f"`{fp}` ({typed})" for fp, typed, _ in f.fingerprints) + "."]
+             f"Seen again by dlgate: {f.cases} case(s) in campaign {md.code(run.get('campaign', ''))} at commit "
+             f"{md.code(run.get('commit', '')[:12])}" + (f", run {md.url(run['url'])}" if run.get("url") else "") + ".",
+             f"Backend: {md.text(f.doc['backend'])} ({md.text(_versions(f.doc))}); fingerprints: "
+             + ", ".join(f"{md.code(fp)} ({md.text(typed)})" for fp, typed, _ in f.fingerprints) + "."]
     return "\n".join(lines) + "\n"
 
 
@@ -183,7 +192,7 @@ def publish(results_dir: str, client, label: str = "dlgate", max_issues: int = 5
         for f in found:
             path = os.path.join(dry_run, f"issue-{f.cluster}.md")
             with open(path, "w") as fh:
-                fh.write(redact(f"# {title(f)}\n\n{body(f, run)}"))
+                fh.write(redact(f"# {_heading(title(f))}\n\n{body(f, run)}"))
             log(f"dlgate: dry run: wrote {path}")
         return stats
     if found:

@@ -14,6 +14,7 @@ import os
 import numpy as np
 
 from dlgate import GENERATOR_VERSION, __version__
+from dlgate import markdown as md
 from dlgate.backends.base import BackendSpec
 from dlgate.backends.registry import load
 from dlgate.check import Prepared, save_bundle
@@ -53,7 +54,7 @@ def _attr_text(node) -> str:
             v = v.decode(errors="replace")
         if isinstance(v, (list, tuple)) and len(v) > 8 or isinstance(v, onnx.TensorProto):
             continue
-        parts.append(f"{a.name}={v}")
+        parts.append(md.mermaid(f"{a.name}={v}"))
     return "<br/>" + ", ".join(parts) if parts else ""
 
 
@@ -74,14 +75,14 @@ def mermaid(model: bytes) -> str:
     inits = {t.name: t for t in g.initializer}
     for v in g.input:
         if v.name not in inits:
-            lines.append(f'  {node_id(v.name)}(["input {v.name}<br/>{types.get(v.name, "")}"])')
+            lines.append(f'  {node_id(v.name)}(["input {md.mermaid(v.name)}<br/>{md.mermaid(types.get(v.name, ""))}"])')
     for t in g.initializer:
         dims = ", ".join(str(d) for d in t.dims)
         dtype = onnx.helper.tensor_dtype_to_np_dtype(t.data_type).name
-        lines.append(f'  {node_id(t.name)}[("const {t.name}<br/>{dtype}[{dims}]")]')
+        lines.append(f'  {node_id(t.name)}[("const {md.mermaid(t.name)}<br/>{dtype}[{dims}]")]')
     producer = {}
     for k, n in enumerate(g.node):
-        lines.append(f'  n{k}["{n.op_type}{_attr_text(n)}"]')
+        lines.append(f'  n{k}["{md.mermaid(n.op_type)}{_attr_text(n)}"]')
         for o in n.output:
             producer[o] = f"n{k}"
     for k, n in enumerate(g.node):
@@ -89,10 +90,10 @@ def mermaid(model: bytes) -> str:
             if not i:
                 continue
             src = producer.get(i) or node_id(i)
-            label = types.get(i, "") if i in producer else ""
+            label = md.mermaid(types.get(i, "")) if i in producer else ""
             lines.append(f'  {src} -->|"{label}"| n{k}' if label else f"  {src} --> n{k}")
     for v in g.output:
-        lines.append(f'  out_{node_id(v.name)}(("output {v.name}<br/>{types.get(v.name, "")}"))')
+        lines.append(f'  out_{node_id(v.name)}(("output {md.mermaid(v.name)}<br/>{md.mermaid(types.get(v.name, ""))}"))')
         lines.append(f"  {producer.get(v.name, node_id(v.name))} --> out_{node_id(v.name)}")
     return "\n".join(lines) + "\n"
 
