@@ -588,23 +588,21 @@ def verify_builds(p: Plan, ctx: Context, env: dict, base, ids: tuple | None) -> 
     return EXIT_OK
 
 
-def _cell(text: str) -> str:
-    return str(text).replace("\n", " ").replace("|", "\\|").replace("`", "'")
-
-
 def build_table(rows: list, removed: list) -> str:
     """Markdown: which distribution, version and file each build imports ((side, Row)
-    pairs), and what was uninstalled first ((side, Dist) pairs)."""
+    pairs), and what was uninstalled first ((side, Dist) pairs). Every value is escaped
+    (dlgate.markdown): names, versions and paths come from the build under test."""
+    from dlgate import markdown as md
+
     lines = ["### dlgate: the builds tested", ""]
     if rows:
-        lines += ["| build | distribution | version | import | `__version__` | from | check |",
-                  "|---|---|---|---|---|---|---|"]
-        lines += [f"| {side} | {_cell(r.dist)} | {_cell(r.version)} | `{_cell(r.module)}` | "
-                  f"{_cell(r.module_version) or '-'} | `{_cell(r.file) or '-'}` | "
-                  f"{'ok' if r.ok else '**not the installed build**'} |" for side, r in rows]
+        lines += md.table(["build", "distribution", "version", "import", "`__version__`", "from", "check"],
+                          [[side, md.text(r.dist), md.text(r.version), md.code(r.module, table=True),
+                            md.text(r.module_version) or "-", md.code(r.file, table=True) or "-",
+                            "ok" if r.ok else "**not the installed build**"] for side, r in rows])
     for side, d in removed:
-        lines += ["", f"Uninstalled first ({side}): {_cell(d.name)} {_cell(d.version)}, which provides "
-                      f"{', '.join('`' + _cell(t) + '`' for t in d.top)} under another name."]
+        lines += ["", f"Uninstalled first ({side}): {md.text(d.name)} {md.text(d.version)}, which provides "
+                      f"{', '.join(md.code(t) for t in d.top)} under another name."]
     return "\n".join(lines) + "\n"
 
 
