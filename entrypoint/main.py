@@ -868,13 +868,16 @@ def novelty_notice(p: Plan, ctx: Context) -> str:
 
 
 def append_summary(env: dict, text: str) -> None:
-    """A paragraph at the end of the job summary ($GITHUB_STEP_SUMMARY), when there is one."""
+    """A paragraph at the end of the job summary ($GITHUB_STEP_SUMMARY), when there is one;
+    ``text`` (which quotes inputs) is escaped (dlgate.markdown)."""
+    from dlgate import markdown as md
+
     path = env.get("GITHUB_STEP_SUMMARY")
     if not path or not text:
         return
     try:
         with open(path, "a", encoding="utf-8") as f:
-            f.write(f"\n> **dlgate:** {text}\n")
+            f.write(f"\n> **dlgate:** {md.text(text)}\n")
     except OSError as e:
         log(f"cannot write the job summary {path}: {e}")
 
