@@ -2,7 +2,7 @@
 
 Every key is declared once in ``FIELDS`` with its type, default and help text; the same
 table validates files, applies command-line overrides and renders the config reference in
-the README (``dlgate config --reference``). An unknown key, a wrong type or an unknown
+docs/configuration.md (``dlgate config --reference``). An unknown key, a wrong type or an unknown
 backend is a :class:`ConfigError` naming the file, the key and what is allowed.
 """
 from __future__ import annotations
@@ -387,7 +387,7 @@ def embedded_default(overrides: dict | None = None) -> Campaign:
 
 
 def reference_markdown() -> str:
-    """The config reference, as a Markdown table (the README embeds it)."""
+    """The config reference, as a Markdown table (docs/configuration.md embeds it)."""
     rows = ["| key | type | default | meaning |", "|---|---|---|---|"]
     for f in FIELDS:
         default = "null" if f.default is None else json.dumps(f.default)
