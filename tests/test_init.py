@@ -19,7 +19,7 @@ import yaml
 from dlgate.cli import main
 from dlgate.gate import baseline as B
 from dlgate.gate import config as C
-from dlgate.init import compilers
+from dlgate.init import compilers, steps
 from dlgate.init.steps import IMAGE_PYTHON
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -220,3 +220,86 @@ def test_the_shipped_examples_are_what_init_writes_for_tvm(tmp_path):
     # dlgate's own actionlint settings know the examples' GPU label, as init's would
     ours = yaml.safe_load((ROOT / ".github/actionlint.yaml").read_text())["self-hosted-runner"]["labels"]
     assert set(yaml.safe_load((repo / ".github/actionlint.yaml").read_text())["self-hosted-runner"]["labels"]) <= set(ours)
+
+
+def _step(job: dict, name_start: str) -> dict:
+    found = [s for s in job["steps"] if s.get("name", "").startswith(name_start)]
+    assert len(found) == 1, (name_start, [s.get("name") for s in job["steps"]])
+    return found[0]
+
+
+def _gate(job: dict) -> dict:
+    return next(s for s in job["steps"] if s.get("uses") == ACTION)
+
+
+@pytest.mark.parametrize("name", ["tvm", "onnxruntime"])
+def test_the_support_probes_are_cached_per_build_under_test_and_a_fork_saves_nothing(tmp_path, name):
+    """The gate jobs restore the probes keyed on the head wheel's hash (the newest entry as a
+    start), hand the folder to the action as cache-dir, and save it only without an exact hit,
+    from one shard, when something was probed, and on a pull request never from a fork's."""
+    repo = _repo(tmp_path)
+    assert _init(repo, *_args(name)) == 0
+    pr, weekly = _workflow(repo / WORKFLOWS[0]), _workflow(repo / WORKFLOWS[2])
+    for wf, job_name, is_pr in ((pr, "gate-cpu", True), (weekly, "campaign", False)):
+        job = wf["jobs"][job_name]
+        uses = [s.get("uses", "") for s in job["steps"]]
+        restore, save = _step(job, "Restore dlgate's support probes"), _step(job, "Save dlgate's support probes")
+        assert restore["uses"].split(" ")[0] == steps.RESTORE.split(" ")[0]  # the templates' pins
+        assert save["uses"].split(" ")[0] == steps.SAVE.split(" ")[0]
+        assert restore["id"] == "probe-cache"
+        assert restore["with"] == {"path": ".dlgate-cache", "key": "dlgate-probe-${{ hashFiles('dist/head/*.whl') }}",
+                                   "restore-keys": "dlgate-probe-"}
+        assert save["with"] == {"path": ".dlgate-cache", "key": "${{ steps.probe-cache.outputs.cache-primary-key }}"}
+        gate = _gate(job)
+        assert gate["with"]["cache-dir"] == restore["with"]["path"] and gate["with"]["compiler"] == "dist/head/*.whl"
+        # the key hashes the downloaded wheel: restore after the download, save after the gate
+        download = next(i for i, u in enumerate(uses) if u.startswith("actions/download-artifact@")
+                        and job["steps"][i]["with"].get("name") == "compiler-wheel")
+        assert download < job["steps"].index(restore) < job["steps"].index(gate) < job["steps"].index(save)
+        cond = save["if"]
+        assert cond.startswith("${{ ") and cond.endswith(" }}")
+        terms = set(cond[4:-3].split(" && "))
+        expected = {"!cancelled()", "steps.probe-cache.outputs.cache-hit != 'true'", "strategy.job-index == 0",
+                    "hashFiles('.dlgate-cache/**') != ''"}
+        if is_pr:
+            expected.add("github.event.pull_request.head.repo.full_name == github.repository")  # never a fork's
+        assert terms == expected, cond
+    assert set(weekly["on"]) == {"schedule", "workflow_dispatch"}  # trusted events only: no fork guard needed
+    # no other job saves to the cache from a pull request
+    saves = [(j, s) for j, spec in pr["jobs"].items() for s in spec["steps"]
+             if s.get("uses", "").startswith("actions/cache/save@")]
+    assert [j for j, _ in saves] == ["gate-cpu"]
+    res = _lint(repo)
+    assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_the_pull_request_workflow_keeps_its_committed_baseline_and_caches_no_baseline(tmp_path):
+    """Head versus base decides novelty with the base build, and a pull request never updates
+    a baseline: a per-branch baseline cache would never be saved, so there is none."""
+    repo = _repo(tmp_path)
+    assert _init(repo, "--compiler", "tvm", "--action-ref", ACTION) == 0
+    pr = _workflow(repo / WORKFLOWS[0])
+    paths = [str(s["with"]["path"]) for spec in pr["jobs"].values() for s in spec["steps"]
+             if s.get("uses", "").startswith("actions/cache/")]
+    assert not any("baseline" in p for p in paths)
+    assert "update-baseline" not in (repo / WORKFLOWS[0]).read_text()
+    assert C.load(str(repo / ".dlgate/campaign.yaml")).baseline == ".dlgate/baseline.json"
+
+
+def test_the_weekly_shards_are_time_bounded_and_their_plan_stays_the_campaigns_models(tmp_path):
+    repo = _repo(tmp_path)
+    assert _init(repo, "--compiler", "tvm", "--action-ref", ACTION) == 0
+    weekly = _workflow(repo / WORKFLOWS[2])
+    job = weekly["jobs"]["campaign"]
+    gate = _gate(job)
+    budget = int(gate["with"]["budget"])
+    assert 0 < budget <= 86400 and "models" not in gate["with"]  # the campaign's models: the deterministic plan
+    assert C.load(str(repo / ".dlgate/weekly.yaml")).models == 5000
+    # a case in flight may overrun the budget by its runs and reductions: the job's limit leaves room
+    assert job["timeout-minutes"] * 60 - budget >= 3600
+    # the report artifact names each folder once (the repros output is OUT/repros)
+    merge = weekly["jobs"]["merge"]
+    report = next(s for s in merge["steps"] if s.get("with", {}).get("name") == "dlgate-weekly-report")
+    assert report["with"]["path"].splitlines() == ["${{ steps.gate.outputs.junit }}",
+                                                   "${{ steps.gate.outputs.summary }}",
+                                                   "${{ steps.gate.outputs.repros }}"]

@@ -2,7 +2,7 @@
 settings naming a self-hosted runner's labels."""
 from __future__ import annotations
 
-from dlgate.init.steps import BASELINE, CAMPAIGN, WEEKLY, WEEKLY_STATE, Setup
+from dlgate.init.steps import BASELINE, CAMPAIGN, PROBE_CACHE, WEEKLY, WEEKLY_STATE, Setup
 
 __all__ = ["BASELINE", "CAMPAIGN", "WEEKLY", "actionlint_config", "campaign"]
 
@@ -29,7 +29,8 @@ def campaign(s: Setup, is_weekly: bool) -> str:
             lines.append(f"{k}: {v}")
     lines += ["fail_on: new",
               "# Not restricted to what the backends were probed to support: what one refuses is cut out",
-              "# of the model and the rest still runs (findings_per_case).",
+              "# of the model and the rest still runs (findings_per_case). Set true to generate only what",
+              f"# they support: the workflows keep the probes in the Actions cache ({PROBE_CACHE}).",
               "restrict_to_support: false", "findings_per_case: 4"]
     return "\n".join(lines) + "\n"
 

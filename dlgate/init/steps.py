@@ -27,6 +27,12 @@ RESTORE = "actions/cache/restore@5a3ec84eff668545956fd18022155c47e93e2684 # v4.2
 SAVE = "actions/cache/save@5a3ec84eff668545956fd18022155c47e93e2684 # v4.2.3"
 JUNIT = "mikepenz/action-junit-report@db71d41eb79864e25ab0337e395c352e84523afe # v4.3.1"
 PIP = "--disable-pip-version-check"
+#: The action's ``cache-dir`` (dlgate's DLGATE_CACHE): the support probes of ``restrict_to_support``.
+PROBE_CACHE = ".dlgate-cache"
+#: The probe cache's key: the build under test, by its wheel's hash; any older entry is a start.
+PROBE_KEY, PROBE_PREFIX = "dlgate-probe-${{ hashFiles('dist/head/*.whl') }}", "dlgate-probe-"
+#: A pull request from a fork saves nothing in the cache.
+SAME_REPO = "github.event.pull_request.head.repo.full_name == github.repository"
 
 
 @dataclass(frozen=True)
@@ -99,6 +105,33 @@ def upload(n: int, name: str, path: str, always: bool = False, required: bool = 
 def download(n: int, path: str, name: str = "", pattern: str = "") -> str:
     key = f"name: {name}" if name else f"pattern: {pattern}"
     return indent(f"- uses: {DOWNLOAD}\n  with:\n    {key}\n    path: {path}", n)
+
+
+def probe_restore(n: int) -> str:
+    """Restore dlgate's support probes (after the wheel under test is downloaded: the key hashes it)."""
+    return indent(f"""- name: Restore dlgate's support probes
+  id: probe-cache
+  uses: {RESTORE}
+  with:
+    path: {PROBE_CACHE} # the action's cache-dir
+    # keyed on the build under test (its wheel's hash); a probe file's name carries the
+    # compiler's version and dlgate's probe version, so an older entry is only a start
+    key: {PROBE_KEY}
+    restore-keys: {PROBE_PREFIX}""", n)
+
+
+def probe_save(n: int, pull_request: bool) -> str:
+    """Save the probes once per build: only without an exact hit, from the first shard, when
+    something was probed, and (on a pull request) never from a fork's."""
+    cond = ["!cancelled()", "steps.probe-cache.outputs.cache-hit != 'true'", "strategy.job-index == 0",
+            f"hashFiles('{PROBE_CACHE}/**') != ''"] + ([SAME_REPO] if pull_request else [])
+    why = "(first shard; not from a fork)" if pull_request else "(first shard)"
+    return indent(f"""- name: Save dlgate's support probes {why}
+  if: ${{{{ {" && ".join(cond)} }}}}
+  uses: {SAVE}
+  with:
+    path: {PROBE_CACHE}
+    key: ${{{{ steps.probe-cache.outputs.cache-primary-key }}}}""", n)
 
 
 def build_job(s: Setup, why: str) -> str:

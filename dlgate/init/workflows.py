@@ -3,15 +3,18 @@ default branch (the base wheel, cached) and weekly (the deep campaign, sharded, 
 """
 from __future__ import annotations
 
-from dlgate.init.steps import (BASELINE, CAMPAIGN, JUNIT, RESTORE, SAVE, WEEKLY, WEEKLY_STATE, Setup, build,
-                               build_job, checkout, download, gpu_job, indent, python, upload)
+from dlgate.init.steps import (BASELINE, CAMPAIGN, JUNIT, PROBE_CACHE, RESTORE, SAVE, WEEKLY, WEEKLY_STATE, Setup,
+                               build, build_job, checkout, download, gpu_job, indent, probe_restore, probe_save,
+                               python, upload)
 
 PR_PATH = ".github/workflows/dlgate-pr.yml"
 BASE_WHEEL_PATH = ".github/workflows/dlgate-base-wheel.yml"
 WEEKLY_PATH = ".github/workflows/dlgate-weekly.yml"
 
-_REPORT = ("${{ steps.gate.outputs.junit }}\n${{ steps.gate.outputs.summary }}\n${{ steps.gate.outputs.repros }}\n"
-           "dlgate-out/repros")
+_REPORT = "${{ steps.gate.outputs.junit }}\n${{ steps.gate.outputs.summary }}\n${{ steps.gate.outputs.repros }}"
+#: The weekly shards' time bound (seconds of cases, per shard): the job's 340 minutes less the
+#: action's start, one case's overrun (its runs and reductions) and the reports.
+WEEKLY_BUDGET = 16200
 
 
 def pull_request(s: Setup) -> str:
@@ -38,7 +41,10 @@ def pull_request(s: Setup) -> str:
 # dlgate-base-wheel.yml keeps in the Actions cache for every push to {s.branch}; the base-build
 # job builds it itself when the cache has none. Without a build of the base commit, a release
 # is the other way: drop the base-build job and set `base-compiler: {c.release}` (the
-# release {s.branch} is at). Failures accepted for good go to {BASELINE}.
+# release {s.branch} is at). Failures accepted for good go to {BASELINE}, committed: the
+# base build decides what is new, and a pull request never updates a baseline, so there is
+# no cached one to keep per branch. The Actions cache keeps dlgate's support probes
+# ({PROBE_CACHE}, per build under test; a fork's pull request saves none).
 #
 # Security: a read-only token everywhere but the job that publishes the JUnit check; a fork's
 # pull request never gets a write token{" and never runs on the self-hosted runner" if gpu else ""}; this
@@ -93,6 +99,7 @@ jobs:
 {checkout(s, 6, submodules=False)}
 {download(6, "dist/head", name="compiler-wheel")}
 {download(6, "dist/base", name="compiler-wheel-base")}
+{probe_restore(6)}
       - name: dlgate
         id: gate
         uses: {s.action}
@@ -101,6 +108,8 @@ jobs:
           shard: ${{{{ matrix.shard }}}}
           compiler: dist/head/*.whl # the build under test
           base-compiler: dist/base/*.whl # the base commit's build (or: {c.release})
+          cache-dir: {PROBE_CACHE}
+{probe_save(6, pull_request=True)}
 {upload(6, "dlgate-out-cpu-${{ strategy.job-index }}", "dlgate-out", always=True)}
 """]
     if gpu:
@@ -210,6 +219,9 @@ jobs:
 # repository: the merge job accepts each week's failures into the baseline after opening
 # their issues, so next week they count as known, and a failure that stops showing is listed
 # as fixed; the coverage state the merged campaign ends with guides next week's generation.
+# Each shard spends at most {WEEKLY_BUDGET} s ({WEEKLY_BUDGET / 3600:g} hours) on cases (`budget`);
+# what the budget leaves unstarted is not judged that week. dlgate's support probes are
+# cached per build.
 name: dlgate weekly
 
 on:
@@ -239,6 +251,7 @@ jobs:
 {checkout(s, 6, submodules=False)}
 {_weekly_cache(6, RESTORE, "Restore the weekly baseline and corpus", restore_key)}
 {download(6, "dist/head", name="compiler-wheel")}
+{probe_restore(6)}
       - name: dlgate (weekly shard)
         uses: {s.action}
         with:
@@ -247,6 +260,12 @@ jobs:
           compiler: dist/head/*.whl
           # every shard starts from last week's coverage, so guidance aims at what it missed
           coverage-state: {WEEKLY_STATE[2]}
+          # A time bound per shard: the campaign's `models` stays the deterministic plan, and
+          # a shard the budget cuts ends at a tail of its plan, still merged (the report says
+          # how many of the planned cases ran).
+          budget: {WEEKLY_BUDGET}
+          cache-dir: {PROBE_CACHE}
+{probe_save(6, pull_request=False)}
 {upload(6, "dlgate-weekly-${{ strategy.job-index }}", "dlgate-out", always=True)}
 
   merge:
