@@ -87,7 +87,7 @@ def test_working_directory_resolves_relative_paths_and_outputs_stay_relative_to_
     warnings = [c for c in active_commands(res.stdout) if c.startswith("::warning title=dlgate%3A no baseline")]
     assert len(warnings) == 1 and "no baseline at compiler/ci/nope/baseline.json: every failure counts as new" \
         in warnings[0]
-    assert "no baseline at nope/baseline.json: every failure counts as new" in r.summary.read_text()
+    assert "no baseline at `nope/baseline.json`: every failure counts as new" in r.summary.read_text()
     assert json.loads((sub / "out" / "verdict.json").read_text())["baseline_missing"] is True
 
 

@@ -244,3 +244,23 @@ def test_action_job_summary_table_escapes_build_values():
     assert len(rows) == 2 and all(len(r) == 7 for r in rows)
     assert [plain(c) for c in rows[1]] == ["build under test", "evil|dist", "1.0`<b>`", "mod", "@me",
                                            "/site/x|y # z", "not the installed build"]
+
+
+@pytest.mark.parametrize("path", ["ci/base`line|x.json", "a | b/``c``/[x](https://evil.example)/*b*.json",
+                                  "`edge` |", "#12 @octocat/<b>.json"])
+@pytest.mark.parametrize("mode", ["baseline", "base"])
+def test_a_missing_baseline_path_shows_literally_in_summary_md(monkeypatch, path, mode):
+    from dlgate.gate.report import missing_baseline_text
+
+    monkeypatch.delenv("GITHUB_SERVER_URL", raising=False)
+    d = D.Decision(root="0123456789abcdef", campaign="pr", complete=True, backends=["tvm[cpu]"], mode=mode,
+                   baseline_path=path, baseline_missing=True)
+    tokens = PARSER.parse(summary(d, "new"))
+    assert not injected(tokens)
+    shown = [plain(t) for t in tokens if t.type == "inline" and "no baseline at" in plain(t)]
+    assert len(shown) == 1
+    # the log line's words, with the path exactly as it is
+    assert shown[0] == "⚠️ " + missing_baseline_text(d).replace("`dlgate baseline update`", "dlgate baseline update")
+    spans = [c.content for t in tokens if t.type == "inline" for c in t.children if c.type == "code_inline"]
+    assert path in spans
+    assert missing_baseline_text(d).startswith(f"no baseline at {path}: ")  # the log keeps the raw path

@@ -126,7 +126,7 @@ def summary(decision: D.Decision, fail_on: str, shard: str | None = None) -> str
                   "again to continue where it stopped."]
     lines += ["", novelty_line(decision), ""]
     if decision.baseline_missing:
-        lines += [f"⚠️ {missing_baseline_text(decision)}", ""]
+        lines += [f"⚠️ {missing_baseline_text(decision, markdown=True)}", ""]
     link = run_link()
     if link:
         lines += [link, ""]
@@ -221,11 +221,13 @@ def novelty_line(decision: D.Decision) -> str:
             "only what the change introduced fails the check.")
 
 
-def missing_baseline_text(decision: D.Decision) -> str:
-    """What a baseline file that is named but not there means for this run."""
+def missing_baseline_text(decision: D.Decision, markdown: bool = False) -> str:
+    """What a baseline file that is named but not there means for this run: a log line, or with
+    ``markdown`` a line of summary.md, where the path is a code span (it shows literally)."""
     means = ("no failure counts as known (the base build still decides what is new)" if decision.mode == "base"
              else "every failure counts as new")
-    return (f"no baseline at {decision.baseline_path}: {means}. Check the path (relative to the working "
+    path = md.code(decision.baseline_path) if markdown else decision.baseline_path
+    return (f"no baseline at {path}: {means}. Check the path (relative to the working "
             "directory), or create the file with `dlgate baseline update`.")
 
 
