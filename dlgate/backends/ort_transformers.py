@@ -67,18 +67,24 @@ TRANSFORMERS: dict = {
     "GeluFusionL2": (COVERED, "GeluErfFusion (and the idiom GeluErfIdiom)"),
     "LayerNormFusionL2": (COVERED, "LayerNormFusion (before opset 17)"),
     "SimplifiedLayerNormFusion": (COVERED, "SimplifiedLayerNormFusion"),
-    "AttentionFusion": (GAP, "matches BERT's attention block with its exact Reshape/Transpose/mask spelling and "
-                             "square QKV weights; AttentionIdiom's spelling is not it"),
-    "EmbedLayerNormFusion": (GAP, "needs int64 word, position and segment ids gathered from three embedding "
-                                  "tables into a LayerNormalization; not generated"),
+    "AttentionFusion": (GAP, "fires on BERT's block only at opsets 11-12 (attention_fusion.cc's q-side MatMul "
+                             "{1, 9} and q-path LayerNormalization {1}, attention_fusion_helper.h's mask "
+                             "Unsqueeze {1, 11}), there only with a symbolic dim (else MatMulAddFusion at level 1 "
+                             "turns the Q/K/V MatMul + Add into Gemm: its attention guard needs an opset-17 "
+                             "LayerNormalization); dlgate generates opsets 13+, where only the DistilBert "
+                             "spelling remains, which needs symbolic dims and Reshape/Expand shapes computed by "
+                             "Shape -> Gather -> Unsqueeze -> Concat"),
+    "EmbedLayerNormFusion": (GAP, "embed_layer_norm_fusion.cc fuses only a LayerNormalization {1} (fused at "
+                                  "opsets below 17) that feeds a com.microsoft Attention, which on the CPU only "
+                                  "AttentionFusion makes (a GAP, above); with one it fires (opset 12, symbolic "
+                                  "batch, Range-made position ids)"),
     "GatherSliceToSplitFusion": (COVERED, "GatherSliceToSplit"),
     "GatherToSliceFusion": (GAP, "needs Gather indices computed by Range; dlgate's Gather takes constant indices"),
     "MatmulTransposeFusion": (COVERED, "MatMulTransposeFusion"),
     "BiasGeluFusion": (COVERED, "BiasGeluFusion"),
     "GroupQueryAttentionFusion": (UNREACHABLE, _CUDA),
     "SkipLayerNormFusion": (COVERED, "SkipLayerNormFusion"),
-    "BiasSkipLayerNormFusion": (GAP, "not reached by the spellings tried: MatMul -> Add bias -> Add skip -> "
-                                     "LayerNormalization is taken by MatMulAddFusion and SkipLayerNormFusion first"),
+    "BiasSkipLayerNormFusion": (COVERED, "BiasSkipLayerNormFusion"),
     "FastGeluFusion": (COVERED, "FastGeluFusion"),
     "QuickGeluFusion": (COVERED, "QuickGeluFusion (and SiluIdiom)"),
     "SwiGluFusion": (UNREACHABLE, _CUDA),

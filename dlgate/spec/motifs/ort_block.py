@@ -6,7 +6,8 @@ new enough opset, the standard one): Gelu's tanh approximation into ``FastGelu``
 (``bias_gelu_fusion.cc``), the mean/variance decomposition of layer normalization into
 ``LayerNormalization`` and its RMS form into ``SimplifiedLayerNormalization``
 (``layer_norm_fusion.cc``), and a residual Add before LayerNormalization into
-``SkipLayerNormalization`` (``skip_layer_norm_fusion.cc``). (``SwiGluFusion`` and
+``SkipLayerNormalization`` (``skip_layer_norm_fusion.cc``), and a bias Add before that
+into the SkipLayerNormalization's bias (``bias_skip_layer_norm_fusion.cc``). (``SwiGluFusion`` and
 ``BiasSoftmaxFusion`` take only nodes placed on CUDA or ROCm: see
 ``dlgate.backends.ort_transformers``.)
 
@@ -271,5 +272,59 @@ class SkipLayerNormFusion(_Block):
         return i >= 2
 
 
+class BiasSkipLayerNormFusion(_Block):
+    """``bias_skip_layer_norm_fusion.cc``: a SkipLayerNormalization without bias (made by
+    SkipLayerNormFusion from Add + LayerNormalization) whose input is ``Add(bias, MatMul)``,
+    the bias a constant vector of the hidden size, takes the bias in as its fifth input.
+
+    Two earlier rewrites take the pattern otherwise. MatMulAddFusion (level 1) turns
+    MatMul + Add into Gemm unless the MatMul has another reader or a weight of rank 3
+    (``form``: ``reread`` or ``batched``). SkipLayerNormFusion takes a bias Add whose bias
+    is its second input into the SkipLayerNormalization itself, leaving nothing to fuse
+    (the broken condition ``bias_first``). A live bias (``bias_constant``) or a 2-D bias
+    (``bias_shape``) is declined."""
+
+    name = "BiasSkipLayerNormFusion"
+    onnx_op = "LayerNormalization"
+    onnx_ops = ("MatMul", "Add")
+    rewrite = "BiasSkipLayerNormFusion"
+    expects = ("transformer:BiasSkipLayerNormFusion",)
+    conditions = ("bias_first", "bias_constant", "bias_shape", "dtype")
+    min_opset = 17
+    arity = 6  # x, weight, bias, skip, gamma, beta
+    ranks = (3,)
+    dtypes = tuple((t,) * 6 for t in (F32, F64))  # float16 LayerNormalization: see LayerNormFusion
+
+    def draw(self, ctx, ins, violate):
+        x = ins[0]
+        n = max(2, ctx.dim(16))
+        form = ctx.choice(("reread", "batched"))
+        weight = (x.shape[0], x.shape[2], n) if form == "batched" else (x.shape[2], n)
+        bias = (x.shape[1], n) if violate == "bias_shape" else (n,)
+        return {"form": form, "weight": weight, "bias": bias, "n": n, "out": (x.shape[0], x.shape[1], n),
+                "skip_first": ctx.coin(0.5),
+                "ln": {"epsilon": ctx.choice((1e-5, 1e-12)), "axis": -1, "stash_type": 1}}
+
+    def steps(self, a):
+        mm = Step("MatMul", {}, (In(0), In(1)))
+        biased = Step("Add", {}, (Out(0), In(2)) if a["violate"] == "bias_first" else (In(2), Out(0)))
+        skipped = Step("Add", {}, (In(3), Out(1)) if a["skip_first"] else (Out(1), In(3)))
+        s = [mm, biased, skipped, Step("LayerNormalization", a["ln"], (Out(2), In(4), In(5)))]
+        if a["form"] == "reread":  # the MatMul read once more: MatMulAddFusion leaves it
+            s.append(Step("Add", {}, (Out(3), Out(0))))
+        return s
+
+    def input_type(self, ctx, i, ins, a, dtype):
+        shape = {1: a["weight"], 2: a["bias"], 3: a["out"]}.get(i, (a["n"],))
+        return TensorType(dtype, shape)
+
+    def constant_input(self, a, i):
+        if i == 2:
+            return a["violate"] != "bias_constant"
+        if i == 3:
+            return False  # a skip of its own: x itself (when K is 1) would broadcast
+        return True if i in (1, 4, 5) else None
+
+
 OPS = [FastGeluFusion, QuickGeluFusion, GeluErfFusion, BiasGeluFusion, LayerNormFusion, SimplifiedLayerNormFusion,
-       SkipLayerNormFusion]
+       SkipLayerNormFusion, BiasSkipLayerNormFusion]
