@@ -263,3 +263,55 @@ def test_bias_skip_layer_norm_fusion_takes_the_bias_skip_layer_norm_fusion_leave
             sides.setdefault(intent, []).append(fired)
     assert sides["fires"] and all(sides["fires"]), sides
     assert sides["declines:bias_first"] and not any(sides["declines:bias_first"]), sides
+
+
+# -- GatherToSlice, SliceConcatSpaceToDepth, DynamicQuantizeMatMul -----------------------------
+# (their firing and declining runs through the parametrized tests above; these pin what the
+# transformer table says of them and that the fused models compute what the reference does)
+
+NEW_FUSIONS = {"GatherToSliceFusion": "GatherToSlice", "SliceConcatToSpaceToDepthFusion": "SliceConcatSpaceToDepth",
+               "DynamicQuantizeMatMulFusion": "DynamicQuantizeMatMul"}
+
+
+def test_range_focus_and_dynamic_quantization_fusions_are_covered_by_their_motifs():
+    for transformer, motif in NEW_FUSIONS.items():
+        kind, what = T.TRANSFORMERS[transformer]
+        assert kind == T.COVERED and T.covering_specs((kind, what)) == [motif], transformer
+        assert f"transformer:{transformer}" in MOTIFS[motif].expects
+
+
+@pytest.mark.parametrize("name", sorted(NEW_FUSIONS.values()))
+def test_fused_models_agree_with_the_reference(name):
+    import numpy as np
+    import onnxruntime as ort
+
+    from dlgate.graph.ir import random_values
+
+    spec = MOTIFS[name]
+    gen = Generator(GenConfig(ops=(name,), min_nodes=1, max_nodes=1, dynamic_share=0.0, const_prob=0.0,
+                              extra_output_prob=0.0, opset_range=_opsets(spec)))
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED
+    rng = np.random.default_rng(0)
+    checked = 0
+    for seed in range(12):
+        try:
+            g = gen.generate(seed)
+        except GenerationError:
+            continue
+        xs = [random_values(rng, g.tensors[t]) for t in g.inputs]
+        if name == "DynamicQuantizeMatMul":
+            xs[0] = xs[0] + np.float32(0.5)  # never all zeros (DynamicQuantizeLinear's scale 0)
+        sess = ort.InferenceSession(to_onnx(g, 1).SerializeToString(), so, providers=["CPUExecutionProvider"])
+        got = sess.run(None, {i.name: x for i, x in zip(sess.get_inputs(), xs)})[0]
+        import torch
+
+        args = [torch.from_numpy(np.array(x)) for x in xs]
+        consts = {t: torch.from_numpy(np.array(v)) for t, v in g.values.items()}
+        node = g.nodes[0]
+        ins = [args[g.inputs.index(t)] if t in g.inputs else consts[t] for t in node.inputs]
+        want = spec.torch(node.attrs, *ins)
+        want = want[0] if isinstance(want, tuple) else want
+        np.testing.assert_allclose(got, want.numpy(), rtol=1e-5, atol=1e-5)
+        checked += 1
+    assert checked >= 4

@@ -45,8 +45,7 @@ TRANSFORMERS: dict = {
                                "not constant-folded first)"),
     "FreeDimensionOverrideTransformer": (UNREACHABLE, "needs the session option free_dimension_overrides, which "
                                                       "dlgate does not set"),
-    "SliceConcatToSpaceToDepthFusion": (GAP, "needs four stride-2 Slices joined by one Concat of four inputs; "
-                                             "dlgate's Concat specs take 2, 3 or 5"),
+    "SliceConcatToSpaceToDepthFusion": (COVERED, "SliceConcatSpaceToDepth"),
     "GeluFusionL1": (COVERED, "GeluErfFusion (and the idiom GeluErfIdiom)"),
     "LayerNormFusionL1": (COVERED, "LayerNormFusion"),
     "QDQPropagationTransformer": (COVERED, "QDQPropagation"),
@@ -61,8 +60,7 @@ TRANSFORMERS: dict = {
     "QDQSelectorActionTransformer": (COVERED, "QDQDropPair (and the QDQ idioms QDQConv, QDQMatMul, QDQAdd)"),
     "GemmActivationFusion": (COVERED, "GemmActivationFusion"),
     "MatMulIntegerToFloatFusion": (COVERED, "MatMulIntegerToFloat"),
-    "DynamicQuantizeMatMulFusion": (GAP, "needs DynamicQuantizeLinear's zero point fed to MatMulInteger; "
-                                         "dlgate's MatMulInteger spec writes constant zero points"),
+    "DynamicQuantizeMatMulFusion": (COVERED, "DynamicQuantizeMatMul"),
     "ConvActivationFusion": (COVERED, "ConvActivationFusion"),
     "GeluFusionL2": (COVERED, "GeluErfFusion (and the idiom GeluErfIdiom)"),
     "LayerNormFusionL2": (COVERED, "LayerNormFusion (before opset 17)"),
@@ -79,7 +77,8 @@ TRANSFORMERS: dict = {
                                   "AttentionFusion makes (a GAP, above); with one it fires (opset 12, symbolic "
                                   "batch, Range-made position ids)"),
     "GatherSliceToSplitFusion": (COVERED, "GatherSliceToSplit"),
-    "GatherToSliceFusion": (GAP, "needs Gather indices computed by Range; dlgate's Gather takes constant indices"),
+    "GatherToSliceFusion": (COVERED, "GatherToSlice (a Range whose limit is Size of a graph input: ConstantFolding "
+                                     "folds a Range of constants first)"),
     "MatmulTransposeFusion": (COVERED, "MatMulTransposeFusion"),
     "BiasGeluFusion": (COVERED, "BiasGeluFusion"),
     "GroupQueryAttentionFusion": (UNREACHABLE, _CUDA),

@@ -9,6 +9,8 @@ attributes emitted as constants.
 """
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numpy as np
 import torch
 
@@ -104,6 +106,75 @@ class Gather(OpSpec):
         idx = torch.where(idx < 0, idx + x.shape[ax], idx)
         y = x.index_select(ax, idx.reshape(-1))
         return y.reshape(x.shape[:ax] + idx.shape + x.shape[ax + 1:])
+
+
+class GatherArange(OpSpec):
+    """``x.index_select(axis, torch.arange(start, t.numel(), delta) + shift)``: Gather whose
+    indices a Range computes at run time, its limit the element count of a second input
+    ``t`` (``Size``, which onnxruntime does not fold; only ``t``'s shape matters, not its
+    values), as exporters write position ids. ``start`` >= 0, ``delta`` >= 1; ``shift``
+    (usually 0) adds a constant to the indices. Every index lies in [0, n - 1]
+    (n = x.shape[axis])."""
+
+    name = "GatherArange"
+    keeps_range = True
+    nonfinite = IEEE
+    onnx_op = "Gather"
+    onnx_ops = ("Size", "Range", "Add")
+    dtypes = tuple((t, t) for t in dt.ALL)
+    ranks = (1, 2, 3, 4, 5)
+    arity = 2
+    symbolic_ok = False
+    value_inputs = (0,)
+    gaps: ClassVar[tuple] = (
+        ("index ranges with negative indices", "a Range crossing 0 reads both ends of the axis through Gather's "
+                                               "wrapping, which a Slice does not: generated only non-negative"),
+    )
+
+    @staticmethod
+    def _idx(a) -> list:
+        return [v + a["shift"] for v in range(a["start"], a["limit"], a["delta"])]
+
+    def sample(self, ctx, ins):
+        x = ins[0]
+        ax = ctx.rng.randrange(x.rank)
+        d = x.shape[ax]
+        start = ctx.choice((0, 0, ctx.rng.randint(0, d - 1)))
+        delta = ctx.choice((1, 1, 2, 3))
+        limit = ctx.rng.randint(start + 1, d)
+        last = start + delta * ((limit - start - 1) // delta)
+        shift = 0
+        if ctx.coin(0.2):
+            shift = ctx.rng.randint(-start, d - 1 - last)
+        return {"axis": _spell(ctx, ax, x.rank), "start": start, "limit": limit, "delta": delta, "shift": shift,
+                "t1": ctx.coin()}
+
+    def input_type(self, ctx, i, ins, a, dtype):
+        return TensorType(dtype, (a["limit"],) if a["t1"] else (1, a["limit"]))
+
+    def requires(self, ins, a):
+        x, t = ins
+        if x.rank < 1 or a["delta"] < 1 or a["start"] < 0:
+            return [False]
+        idx = self._idx(a)
+        n = x.shape[a["axis"] % x.rank]
+        return [t.numel == a["limit"], len(idx) >= 1, len(idx) <= MAX_INDICES, min(idx) >= 0, max(idx) <= n - 1]
+
+    def infer(self, ins, a):
+        s, ax = ins[0].shape, a["axis"] % ins[0].rank
+        return [ins[0].with_shape(s[:ax] + (len(self._idx(a)),) + s[ax + 1:])]
+
+    def onnx(self, b, a, xs, ys):
+        i64 = lambda v: b.const(np.asarray(v, dtype=np.int64))  # noqa: E731
+        limit = b.node("Size", [xs[1]], 1)[0]
+        r = b.node("Range", [i64(a["start"]), limit, i64(a["delta"])], 1)[0]
+        if a["shift"]:
+            r = b.node("Add", [r, i64(a["shift"])], 1)[0]
+        b.node("Gather", [xs[0], r], ys, axis=b.opt(a["axis"], 0))
+
+    def torch(self, a, x, t):
+        idx = torch.arange(a["start"], t.numel(), a["delta"], dtype=torch.int64) + a["shift"]
+        return x.index_select(a["axis"] % x.dim(), idx)
 
 
 class GatherElements(Gather):
@@ -1045,5 +1116,5 @@ class ReverseSequence(Same):
         return xt[bi, src].movedim((0, 1), (ba, ta))
 
 
-OPS = [Gather, GatherElements, TopK, CumSum, Trilu, OneHot, Resize, EyeLike, GatherND, ScatterND,
+OPS = [Gather, GatherArange, GatherElements, TopK, CumSum, Trilu, OneHot, Resize, EyeLike, GatherND, ScatterND,
        ScatterElements, ReverseSequence]

@@ -385,7 +385,8 @@ class Tile(Layout):
 # -- Concat / Split -------------------------------------------------------------------
 
 class Concat(Layout):
-    """Two inputs (``Concat3``: three, ``Concat5``: five) that differ only along ``axis``."""
+    """Two inputs (``Concat3``: three, ``Concat4``: four, ``Concat5``: five) that differ only
+    along ``axis``."""
     preserves_values = True
 
     onnx_op = "Concat"
@@ -434,6 +435,12 @@ class Concat3(Concat):
     name = "Concat3"
     arity = 3
     dtypes = tuple((t,) * 3 for t in dt.ALL)
+
+
+class Concat4(Concat):
+    name = "Concat4"
+    arity = 4
+    dtypes = tuple((t,) * 4 for t in dt.ALL)
 
 
 class Concat5(Concat):
@@ -732,5 +739,5 @@ class Size(OpSpec):
         return torch.tensor(x.numel(), dtype=torch.int64)
 
 
-OPS = [Reshape, Flatten, Transpose, Squeeze, Unsqueeze, Expand, Tile, Concat, Concat3, Concat5,
+OPS = [Reshape, Flatten, Transpose, Squeeze, Unsqueeze, Expand, Tile, Concat, Concat3, Concat4, Concat5,
        Split, Split3, Split5, DepthToSpace, SpaceToDepth, Shape, Size]

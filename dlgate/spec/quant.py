@@ -827,6 +827,52 @@ class MatMulInteger(MatMul):
         return torch.matmul(xa, yb).to(torch.int32)
 
 
+class MatMulIntegerZp(MatMulInteger):
+    """MatMulInteger whose a_zero_point is a third tensor input, a scalar of A's type
+    computed in the graph (DynamicQuantizeLinear's y_zero_point, as dynamic quantization
+    writes it); b_zero_point as MatMulInteger's. Any zero point value is valid."""
+
+    name = "MatMulIntegerZp"
+    arity = 3
+    dtypes = tuple((ta, tb, ta) for ta, tb in INT_PAIRS)
+
+    def sample(self, ctx, ins):
+        return dict(super().sample(ctx, ins), za=None)
+
+    def input_type(self, ctx, i, ins, a, dtype):
+        return TensorType(dtype, ()) if i == 2 else super().input_type(ctx, i, ins, a, dtype)
+
+    def requires(self, ins, a):
+        return super().requires(ins[:2], a) + [len(ins) == 3 and ins[2].rank == 0 and ins[2].dtype == ins[0].dtype]
+
+    def infer(self, ins, a):
+        return super().infer(ins[:2], a)
+
+    def backward(self, ctx, out):
+        res = _matmul_backward(ctx, out, INT_PAIRS) if out.dtype == I32 else None
+        if res is None:
+            return None
+        x, y = res
+        a = self._attrs(ctx, x.dtype, y.dtype, y.shape[-1] if y.rank >= 2 else 1)
+        return [x, y, TensorType(x.dtype, ())], dict(a, za=None)
+
+    def value_range(self, a, ranges, ins):
+        k = ins[0].shape[-1]
+        zb = a["zb"] if isinstance(a["zb"], list) else (None if a["zb"] is None else [a["zb"]])
+        lo, hi = QR[ins[0].dtype]
+        za = (max(lo, ranges[2][0]), min(hi, ranges[2][1]))
+        ra = _shifted(ranges[0], ins[0].dtype, za)
+        rb = _shifted(ranges[1], ins[1].dtype, zb)
+        return [sum_bounds(product_bounds(ra, rb), k, k)]
+
+    def onnx(self, b, a, xs, ys):
+        zb = "" if a["zb"] is None else _zp_const(b, self._zb(a, a["n"]), a["bt"], a["zb1"])
+        b.node("MatMulInteger", list(xs[:3]) + ([zb] if zb else []), ys)
+
+    def torch(self, a, x, y, za):
+        return super().torch(a, x.long() - za.long(), y)
+
+
 class ConvInteger(_ConvBase):
     """``conv(x - x_zero_point, w - w_zero_point)`` accumulated in int32, Conv's attributes
     (groups, strides, dilations, explicit pads or auto_pad; padding holds the zero point,
@@ -1501,5 +1547,5 @@ QDQConv.dtypes = ((F32,),)
 
 
 OPS = [QuantizeLinear, DequantizeLinear, QuantizeLinearScaleInput, DequantizeLinearScaleInput,
-       DynamicQuantizeLinear, MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv,
+       DynamicQuantizeLinear, MatMulInteger, MatMulIntegerZp, ConvInteger, QLinearMatMul, QLinearConv,
        FakeQuant, QDQConv, QDQMatMul, QDQAdd, QDQRelu, QDQSigmoid]

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from dlgate import dtypes as dt
 from dlgate.spec.base import TensorType
-from dlgate.spec.motif import In, Out, Step
+from dlgate.spec.motif import In, Out, Step, const_values
 from dlgate.spec.motifs.ort_common import F16, F32, F64, OrtMotif, activation, second_read
+from dlgate.spec.quant import QR
 from dlgate.spec.registry import get
 
 FLOATS = (F32, F16, F64)
@@ -299,5 +300,54 @@ class MatMulIntegerToFloat(OrtMotif):
         return i == 1
 
 
+class DynamicQuantizeMatMul(OrtMotif):
+    """``dynamic_quantize_matmul_fusion.cc`` (level 2): DynamicQuantizeLinear(x) -> (y,
+    y_scale, y_zero_point); MatMulInteger(y, B, y_zero_point[, b_zero_point]) -> Cast to
+    float -> Mul by (y_scale * b_scale), which ``MatMulIntegerToFloatFusion`` first makes
+    ``com.microsoft:MatMulIntegerToFloat``, becomes ``com.microsoft:DynamicQuantizeMatMul``
+    when B (int8 or uint8, made inside the motif) is a constant initializer and the three
+    outputs of the DynamicQuantizeLinear feed it and nothing else. A constant
+    a_zero_point (the DynamicQuantizeLinear's own left unread), or y_scale read once more
+    (the product scaled by it again), breaks it. b_scale is a scalar constant here
+    (onnxruntime 1.32 fuses a live one too, and then crashes on a b_scale that is not a
+    scalar or a vector of N)."""
+
+    name = "DynamicQuantizeMatMul"
+    onnx_op = "DynamicQuantizeLinear"
+    onnx_ops = ("MatMulInteger", "Cast", "Mul")
+    rewrite = "DynamicQuantizeMatMulFusion"
+    expects = ("transformer:DynamicQuantizeMatMulFusion", "fused:com.microsoft:DynamicQuantizeMatMul")
+    conditions = ("zero_point_from_dql", "outputs_read_once")
+    level = "extended"
+    arity = 2
+    ranks = (2, 3)
+    dtypes = ((F32, F32),)
+
+    def draw(self, ctx, ins, violate):
+        y = ins[0].with_dtype(dt.UINT8)
+        mmi = get("MatMulIntegerZp").sample(ctx, [y])
+        if violate == "zero_point_from_dql":
+            mmi["za"] = get("MatMulInteger").sample(ctx, [y])["za"]
+        return {"mmi": mmi, "k": ins[0].shape[-1]}
+
+    def steps(self, a):
+        m = a["mmi"]
+        w = const_values(a, "w", m["bt"], (a["k"], m["n"]), *QR[m["bt"]])
+        if a["violate"] == "zero_point_from_dql":
+            mmi = Step("MatMulInteger", m, (Out(0, 0), w))
+        else:
+            mmi = Step("MatMulIntegerZp", m, (Out(0, 0), w, Out(0, 2)))
+        s = [Step("DynamicQuantizeLinear", {}, (In(0),)), mmi, Step("Cast", {"to": F32}, (Out(1),)),
+             Step("Mul", {}, (Out(0, 1), In(1))), Step("Mul", {}, (Out(2), Out(3)))]
+        if a["violate"] == "outputs_read_once":
+            s.append(Step("Mul", {}, (Out(4), Out(0, 1))))
+        return s
+
+    def input_type(self, ctx, i, ins, a, dtype):
+        return TensorType(dtype, ())
+
+    def constant_input(self, a, i):
+        return True  # b_scale, a scalar weight scale
+
 OPS = [MatMulAddFusion, MatMulBnFusion, GemmTransposeFusion, GemmActivationFusion, MatMulScaleFusion,
-       MatMulTransposeFusion, MatMulIntegerToFloat]
+       MatMulTransposeFusion, MatMulIntegerToFloat, DynamicQuantizeMatMul]
