@@ -918,9 +918,9 @@ def normalize_exit(rc: int) -> int:
 
 def outputs(p: Plan, rc: int, verdict: dict | None) -> dict:
     """The step outputs. The verdict is verdict.json's when it agrees with the exit status
-    n = {key: len(v.get(key) or []) for key, _ in COUNTS}
     (a crash after the report was written is an internal error whatever the report says)."""
     v = verdict or {}
+    n = {key: len(v.get(key) or []) for key, _ in COUNTS}
     return {"verdict": v["result"] if v.get("exit_code") == rc and v.get("result") else VERDICT_OF_EXIT[rc],
             "new-failures": str(n["new"] + n["regressions"]),
             "junit": display_path(p, "junit.xml"), "summary": display_path(p, "summary.md"),
@@ -1135,9 +1135,9 @@ def finish(p: Plan, ctx: Context, env: dict, token: str, ids: tuple | None, noti
     if notice:
         append_summary(env, notice)  # after dlgate's report, which it appends to the job summary
     verdict = read_verdict(p, ctx, started) if rc != EXIT_USAGE else None
-    for line in run_notes(verdict, p) if verdict else []:
-        emit(line)
     for line in annotations(verdict, p) if verdict else []:
+        emit(line)
+    for line in run_notes(verdict, p) if verdict else []:
         emit(line)
     if rc == EXIT_INTERNAL:
         emit(command("error", "dlgate's own internal error (a defect in dlgate, not a failure of the compiler under "
