@@ -9,8 +9,6 @@ attributes emitted as constants.
 """
 from __future__ import annotations
 
-from typing import ClassVar
-
 import numpy as np
 import torch
 
@@ -109,12 +107,13 @@ class Gather(OpSpec):
 
 
 class GatherArange(OpSpec):
-    """``x.index_select(axis, torch.arange(start, t.numel(), delta) + shift)``: Gather whose
-    indices a Range computes at run time, its limit the element count of a second input
-    ``t`` (``Size``, which onnxruntime does not fold; only ``t``'s shape matters, not its
-    values), as exporters write position ids. ``start`` >= 0, ``delta`` >= 1; ``shift``
-    (usually 0) adds a constant to the indices. Every index lies in [0, n - 1]
-    (n = x.shape[axis])."""
+    """``Gather(x, Range(start, Size(t), delta) + shift, axis)``: Gather whose indices a
+    Range computes at run time, its limit the element count of a second input ``t``
+    (``Size``, which onnxruntime does not fold; only ``t``'s shape matters, not its
+    values), as exporters write position ids. ``delta`` >= 1; ``shift`` (usually 0) adds a
+    constant to the indices. Every index lies in [-n, n - 1] (n = x.shape[axis]); a
+    quarter of the draws start below 0, so the Range crosses 0 (or stays below it) and
+    Gather wraps the negative indices from the end of the axis, as ONNX defines."""
 
     name = "GatherArange"
     keeps_range = True
@@ -126,10 +125,8 @@ class GatherArange(OpSpec):
     arity = 2
     symbolic_ok = False
     value_inputs = (0,)
-    gaps: ClassVar[tuple] = (
-        ("index ranges with negative indices", "a Range crossing 0 reads both ends of the axis through Gather's "
-                                               "wrapping, which a Slice does not: generated only non-negative"),
-    )
+    #: Share of draws whose Range starts below 0.
+    negative_share = 0.25
 
     @staticmethod
     def _idx(a) -> list:
@@ -139,13 +136,19 @@ class GatherArange(OpSpec):
         x = ins[0]
         ax = ctx.rng.randrange(x.rank)
         d = x.shape[ax]
-        start = ctx.choice((0, 0, ctx.rng.randint(0, d - 1)))
         delta = ctx.choice((1, 1, 2, 3))
-        limit = ctx.rng.randint(start + 1, d)
+        if ctx.coin(self.negative_share):  # from -d up to a limit of at least 1
+            start = ctx.rng.randint(-d, -1)
+            limit = ctx.rng.randint(1, d)
+            lo = -d
+        else:
+            start = ctx.choice((0, 0, ctx.rng.randint(0, d - 1)))
+            limit = ctx.rng.randint(start + 1, d)
+            lo = 0
         last = start + delta * ((limit - start - 1) // delta)
         shift = 0
         if ctx.coin(0.2):
-            shift = ctx.rng.randint(-start, d - 1 - last)
+            shift = ctx.rng.randint(lo - start, d - 1 - last)
         return {"axis": _spell(ctx, ax, x.rank), "start": start, "limit": limit, "delta": delta, "shift": shift,
                 "t1": ctx.coin()}
 
@@ -154,11 +157,11 @@ class GatherArange(OpSpec):
 
     def requires(self, ins, a):
         x, t = ins
-        if x.rank < 1 or a["delta"] < 1 or a["start"] < 0:
+        if x.rank < 1 or a["delta"] < 1 or a["limit"] < 1:
             return [False]
         idx = self._idx(a)
         n = x.shape[a["axis"] % x.rank]
-        return [t.numel == a["limit"], len(idx) >= 1, len(idx) <= MAX_INDICES, min(idx) >= 0, max(idx) <= n - 1]
+        return [t.numel == a["limit"], len(idx) >= 1, len(idx) <= MAX_INDICES, min(idx) >= -n, max(idx) <= n - 1]
 
     def infer(self, ins, a):
         s, ax = ins[0].shape, a["axis"] % ins[0].rank
@@ -173,8 +176,10 @@ class GatherArange(OpSpec):
         b.node("Gather", [xs[0], r], ys, axis=b.opt(a["axis"], 0))
 
     def torch(self, a, x, t):
+        ax = a["axis"] % x.dim()
         idx = torch.arange(a["start"], t.numel(), a["delta"], dtype=torch.int64) + a["shift"]
-        return x.index_select(a["axis"] % x.dim(), idx)
+        idx = torch.where(idx < 0, idx + x.shape[ax], idx)  # Gather wraps negative indices
+        return x.index_select(ax, idx)
 
 
 class GatherElements(Gather):

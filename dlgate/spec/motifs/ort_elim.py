@@ -530,7 +530,9 @@ class GatherToSlice(OrtMotif):
     limit, delta). The Range's limit is ``Size(t)`` of a graph input ``t`` (``GatherArange``):
     with constant bounds level 1's ConstantFolding folds the Range into constant indices
     first, so a constant ``t`` breaks ``live_range``; indices shifted by an Add after the
-    Range break ``indices_from_range``."""
+    Range break ``indices_from_range``. A quarter of the Ranges start below 0 (Gather wraps
+    those indices from the end): onnxruntime 1.32 fuses them all the same, into a Slice
+    whose negative start means something else (a defect the firing side keeps finding)."""
 
     name = "GatherToSlice"
     onnx_op = "Range"
