@@ -1,15 +1,24 @@
 """Rewrite and graph coverage of three generator settings on the same number of models.
 
     python bench/coverage.py [--count 2000] [--backend onnxruntime@all --backend tvm]
-                             [--jobs 2] [--settings a,b,c] [--json FILE]
+                             [--jobs 2] [--settings a,b,c] [--runs 4] [--json FILE]
 
 Settings, each over ``--count`` models of 1-10 operators (static shapes, so every model
 compiles once):
 
 * **a**: the generator without motifs and without guidance (every spec but the motifs);
 * **b**: with motifs (every spec), without guidance;
-* **c**: with motifs and coverage guidance (:mod:`dlgate.coverage.guide`), starting from
-  an empty state, the batch generated in index order as ``dlgate run`` does;
+* **c**: with motifs and coverage guidance (:mod:`dlgate.coverage.guide`), as a recurring
+  campaign with a ``coverage_state`` makes them: ``--runs`` consecutive runs of
+  ``count / runs`` models each (their own roots, one campaign), the first from an empty
+  state, each later one from the state the one before ended with: its start, every
+  case's graph features and every rewrite kind its backends applied, as
+  ``dlgate.gate.run.write_coverage`` writes ``coverage-state.json``. Within a run, as in
+  ``dlgate run``, the batch is generated in index order and each case's features join
+  the state before the next; rewrite kinds join it only between runs (a run's cases
+  depend on its start state and seeds alone, never on what a compiler did mid-run). So
+  guidance's ``MOTIF_UNFIRED`` weight (motifs whose rewrite no backend of their optimizer
+  applied yet) acts from the second run on; ``--runs 1`` is one campaign's first run;
 * **d**: as c, restricted to what the backend was probed to support (``dlgate probe``;
   the campaign key ``restrict_to_support``): a model holding one operator the compiler
   refuses is never compiled, so none of its rewrites can fire.
@@ -66,19 +75,52 @@ SETTINGS = {"a": "no motifs, no guidance", "b": "motifs, no guidance", "c": "mot
             "d": "motifs and guidance, within the backend's support"}
 
 
-def generate(setting: str, count: int, seed: str, max_opset: int, support=None) -> list:
+def generator(setting: str, max_opset: int, support=None) -> Generator:
     plain = tuple(n for n, s in all_specs().items() if not isinstance(s, Motif))
-    cfg = GenConfig(max_nodes=10, ops=plain if setting == "a" else None, dynamic_share=0.0,
-                    opset_range=(13, max_opset), support=support if setting == "d" else None)
-    gen = Generator(cfg)
-    batch = GuidedBatch(gen, seed, "coverage", CoverageState()) if setting in "cd" else None
+    return Generator(GenConfig(max_nodes=10, ops=plain if setting == "a" else None, dynamic_share=0.0,
+                               opset_range=(13, max_opset), support=support if setting == "d" else None))
+
+
+def generate(setting: str, count: int, seed: str, max_opset: int, support=None, start=None) -> tuple:
+    """(cases, the coverage state the batch ended with: None without guidance). Guided
+    settings start from ``start`` (default: empty)."""
+    gen = generator(setting, max_opset, support)
+    batch = GuidedBatch(gen, seed, "coverage", start or CoverageState()) if setting in "cd" else None
     cases = []
     for i in range(count):
         try:
             cases.append(batch.case(i)[0] if batch else make_case(gen, seed, "coverage", i))
         except GenerationError:
             continue
-    return cases
+    return cases, (batch.state.copy() if batch else None)
+
+
+def run_root(seed: str, run: int, runs: int) -> str:
+    """The root of run ``run`` of ``runs`` (a single run keeps the bench's seed)."""
+    return seed if runs == 1 else f"{seed}/run{run}"
+
+
+def campaign(setting: str, count: int, runs: int, backends: list, args, support=None) -> tuple:
+    """Setting c or d as ``runs`` consecutive runs (see the module docstring): (cases, per
+    backend label (rewrite kind counter, status counter, seconds), the end state)."""
+    state, cases = CoverageState(), []
+    got = {b.label(): (Counter(), Counter(), 0.0) for b in backends}
+    for r in range(runs):
+        n = count // runs + (1 if r < count % runs else 0)
+        mine, end = generate(setting, n, run_root(args.seed, r, runs), args.max_opset, support, state)
+        cases += mine
+        for b in backends:
+            t1 = time.perf_counter()
+            kinds, status = compile_all(mine, b, args.jobs, args.timeout)
+            k0, s0, sec = got[b.label()]
+            got[b.label()] = (k0 + kinds, s0 + status, sec + time.perf_counter() - t1)
+            end.add_rewrites(b.label(), kinds)
+        state = end
+        if runs > 1:
+            fired = {b: len(k) for b, k in sorted(state.rewrites.items())}
+            print(f"   run {r + 1}/{runs}: {len(mine)} models; the state now holds {len(state.features)} features, "
+                  f"rewrite kinds {fired}", flush=True)
+    return cases, got, state
 
 
 def compile_all(cases: list, spec: BackendSpec, jobs: int, timeout_s: float) -> tuple:
@@ -137,12 +179,17 @@ def main() -> None:
     ap.add_argument("--count", type=int, default=2000)
     ap.add_argument("--backend", action="append", help="NAME[@LEVEL] (default: onnxruntime@all and tvm)")
     ap.add_argument("--settings", default="a,b,c")
+    ap.add_argument("--runs", type=int, default=4, help="settings c and d: consecutive campaign runs the models "
+                                                        "are split into, each starting from the state the one "
+                                                        "before ended with (1: a first run alone)")
     ap.add_argument("--seed", default="bench-coverage")
     ap.add_argument("--jobs", type=int, default=2, help="workers per backend")
     ap.add_argument("--timeout", type=float, default=60.0)
     ap.add_argument("--max-opset", type=int, default=28)
     ap.add_argument("--json", help="write the figures here")
     args = ap.parse_args()
+    if args.runs < 1 or args.runs > args.count:
+        ap.error("--runs must be between 1 and --count")
     backends = [BackendSpec.parse(b) for b in (args.backend or ["onnxruntime@all", "tvm"])]
     res: dict = {}
     for s in args.settings.split(","):
@@ -150,24 +197,36 @@ def main() -> None:
             for b in backends:
                 from dlgate.probe.support import load_or_probe, support_set
 
-                cases = generate(s, args.count, args.seed, args.max_opset, support_set(load_or_probe(b.name)))
-                measure(f"d:{b.name}", cases, [b], args, res)
+                sup = support_set(load_or_probe(b.name))
+                measure(f"d:{b.name}", *campaign(s, args.count, args.runs, [b], args, sup)[:2], [b], res)
             continue
-        cases = generate(s, args.count, args.seed, args.max_opset)
-        measure(s, cases, backends, args, res)
+        if s == "c":
+            measure(s, *campaign(s, args.count, args.runs, backends, args)[:2], backends, res)
+            continue
+        cases = generate(s, args.count, args.seed, args.max_opset)[0]
+        measure(s, cases, compile_each(cases, backends, args), backends, res)
     report(res, args)
 
 
-def measure(s: str, cases: list, backends: list, args, res: dict) -> None:
-    """Compile ``cases`` on each backend; print and keep the figures under ``res[s]``."""
-    row = {"models": len(cases), "graph": graph_coverage(cases), "backends": {}}
+def compile_each(cases: list, backends: list, args) -> dict:
+    """Per backend label: (rewrite kind counter, status counter, seconds)."""
+    got = {}
     for b in backends:
         t1 = time.perf_counter()
         kinds, status = compile_all(cases, b, args.jobs, args.timeout)
+        got[b.label()] = (kinds, status, time.perf_counter() - t1)
+    return got
+
+
+def measure(s: str, cases: list, got: dict, backends: list, res: dict) -> None:
+    """Print and keep the figures of ``cases``, compiled as ``got`` says, under ``res[s]``."""
+    row = {"models": len(cases), "graph": graph_coverage(cases), "backends": {}}
+    for b in backends:
+        kinds, status, seconds = got[b.label()]
         aim = targeted(b.name)
         r = row["backends"][b.label()] = {"kinds": len(kinds), "fired": dict(sorted(kinds.items())),
                                           "targeted": len(aim & set(kinds)), "targeted_of": len(aim),
-                                          "status": dict(status), "seconds": round(time.perf_counter() - t1, 1)}
+                                          "status": dict(status), "seconds": round(seconds, 1)}
         if b.name == "onnxruntime":
             r["transformers"] = transformer_report(set(kinds))
     res[s] = row
