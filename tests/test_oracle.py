@@ -202,3 +202,12 @@ def test_lrn_window_sum_drift_of_onnxruntime_is_excused_a_wrong_lrn_is_not():
     wrong = ref.copy()
     wrong[0, 5] *= 1.5
     assert ub.instability(g, [x], candidate=[wrong]) is None
+
+
+def test_names_a_compiler_derives_from_dlgates_tensor_names_normalize_alike():
+    # onnxruntime names the Q node it inserts after tensor tmp_12 "tmp_12_q", after a motif's m_35 "m_35_q",
+    # and the Cast it inserts for t13 "InsertedPrecisionFreeCast_t13": one cause, one signature
+    assert normalize("Node (tmp_12_q) Op (QuantizeLinear) bad") == normalize("Node (m_35_q) Op (QuantizeLinear) bad")
+    assert normalize("output arg (InsertedPrecisionFreeCast_t13) of node (n5_X)") == \
+        normalize("output arg (InsertedPrecisionFreeCast_t4) of node (n1_X)")
+    assert normalize("Node (Conv_3) failed") != normalize("Node (Gemm_3) failed")

@@ -15,7 +15,9 @@ _RULES = [
     (re.compile(r"0x[0-9a-fA-F]+"), "<addr>"),
     (re.compile(r"(/[\w.\-+]+)+/?"), "<path>"),
     (re.compile(r"\b[tn]\d+(_\w+)?\b"), "<name>"),
-    (re.compile(r"\b(c|tmp|axes|lv|gv|v)_?\d+\b"), "<name>"),
+    # dlgate's tensor names (tmp_12, a motif's m_18) with what a compiler appends (tmp_12_q, m_18_q)
+    (re.compile(r"\b(c|tmp|axes|lv|gv|v|m)_?\d+(_\w+)?\b"), "<name>"),
+    (re.compile(r"_[tnm]\d+\b"), "_<name>"),  # appended to a compiler's own node name: InsertedCast_t13
     (re.compile(r"\b(lv|gv)\b"), "<name>"),  # Relax's binding names, numbered or not
     (re.compile(r"\[[\d,\s]*\]"), "<shape>"),
     (re.compile(r"\(\s*\d+(\s*,\s*\d+)*\s*,?\s*\)"), "<shape>"),
