@@ -205,15 +205,16 @@ class LayerNormFusion(_Block):
 
 class SimplifiedLayerNormFusion(_Block):
     """``layer_norm_fusion.cc``'s ``SimplifiedLayerNormFusion`` (RMSNorm): ``x /
-    sqrt(mean(x^2) + eps) * gamma`` over the last axis becomes
-    ``com.microsoft:SimplifiedLayerNormalization``. (RMSNormIdiom's spellings, with
-    Reciprocal or a Cast, are matched otherwise or not at all.)"""
+    sqrt(mean(x^2) + eps) * gamma`` over the last axis becomes onnxruntime's
+    ``SimplifiedLayerNormalization`` (in the default domain). (RMSNormIdiom's spellings,
+    with Reciprocal or a Cast, are matched otherwise or not at all.)"""
 
     name = "SimplifiedLayerNormFusion"
     onnx_op = "Mul"
     onnx_ops = ("Pow", "ReduceMean", "Add", "Sqrt", "Div")
     rewrite = "SimplifiedLayerNormFusion"
-    expects = ("transformer:SimplifiedLayerNormFusion", "fused:com.microsoft:SimplifiedLayerNormalization")
+    # onnxruntime 1.32 writes the fused node in the default domain
+    expects = ("transformer:SimplifiedLayerNormFusion", "fused:SimplifiedLayerNormalization")
     conditions = ("last_axis", "dtype")
     arity = 2
     ranks = (2, 3, 4)
