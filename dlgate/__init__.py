@@ -1,6 +1,6 @@
 """dlgate: a CI regression gate for deep-learning compilers."""
 
-__version__ = "0.1.0"
+__version__ = "1.0.0"
 
 #: Bumped whenever a change alters the bytes generated for a given seed.
-GENERATOR_VERSION = "10"
+GENERATOR_VERSION = "11"
