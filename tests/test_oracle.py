@@ -211,3 +211,23 @@ def test_names_a_compiler_derives_from_dlgates_tensor_names_normalize_alike():
     assert normalize("output arg (InsertedPrecisionFreeCast_t13) of node (n5_X)") == \
         normalize("output arg (InsertedPrecisionFreeCast_t4) of node (n1_X)")
     assert normalize("Node (Conv_3) failed") != normalize("Node (Gemm_3) failed")
+
+
+def test_tan_a_rounding_step_from_its_pole_is_unbounded_but_far_from_it_is_checked():
+    # float16 Tan of 1.5703125, a step below pi/2: a compiler computing the product feeding it in
+    # float32 lands a step above and returns a large value of the other sign; nothing bounds it
+    g = _graph([Node("Mul", {}, [0, 1], [2]), Node("Tan", {}, [2], [3])], [T("float16", (4,))] * 4, [0, 1], [3])
+    x = np.array([1.5703125, 0.5, 1.0, 0.25], np.float16)
+    one = np.ones(4, np.float16)
+    ref = np.tan(x.astype(np.float32)).astype(np.float16)
+    cand = ref.copy()
+    cand[0] = np.float16(np.tan(np.float32(1.5709)))  # past the pole: about -9000
+    assert ref[0] > 1000 > 0 > cand[0]
+    assert "Tan" in ub.instability(g, [x, one], candidate=[cand])
+    wrong = ref.copy()
+    wrong[2] += 5  # Tan(1) off by 5, far from any pole
+    x2 = np.array([1.25, 0.5, 1.0, 0.25], np.float16)
+    ref2 = np.tan(x2.astype(np.float32)).astype(np.float16)
+    wrong = ref2.copy()
+    wrong[2] += 5
+    assert ub.instability(g, [x2, one], candidate=[wrong]) is None

@@ -331,3 +331,16 @@ def test_tvm_declares_the_family_unsupported(name):
         backend.compile(Model(single_op_model(g), g))
     assert backend.unsupported(info.value), info.value
     assert get(name).onnx_op in str(info.value)
+
+
+def test_recurrent_thresholded_relu_is_zero_at_the_threshold_as_onnx_defines():
+    # ONNX ThresholdedRelu: x where x > alpha, else 0; a gate clipped to exactly alpha (clip == alpha is
+    # common) must give 0, as onnxruntime's GRU does, and as the standalone operator's spec computes
+    import torch
+
+    from dlgate.spec.recurrent import act
+    from dlgate.spec.registry import get
+
+    x = torch.tensor([0.5, 1.0, 1.5, -2.0])
+    assert act("ThresholdedRelu", 1.0, None, x).tolist() == [0.0, 0.0, 1.5, 0.0]
+    assert torch.equal(act("ThresholdedRelu", 1.0, None, x), get("ThresholdedRelu").torch({"alpha": 1.0}, x))

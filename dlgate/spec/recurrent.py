@@ -85,7 +85,7 @@ def act(name: str, alpha, beta, x):
     if name == "LeakyRelu":
         return torch.where(x >= 0, x, alpha * x)
     if name == "ThresholdedRelu":
-        return torch.where(x >= alpha, x, torch.zeros_like(x))
+        return torch.where(x > alpha, x, torch.zeros_like(x))  # ONNX: x if x > alpha, else 0
     if name == "ScaledTanh":
         return alpha * torch.tanh(beta * x)
     if name == "HardSigmoid":
