@@ -287,3 +287,18 @@ def test_tvm_returns_shape_outputs_as_int64_arrays():
     got = tvm.run(tvm.compile(Model(single_op_model(g, 0), g)), xs)
     want = g.tensors[g.inputs[0]].shape[g.nodes[0].attrs["lo"]:g.nodes[0].attrs["hi"]]
     assert got[0].dtype == np.int64 and got[0].tolist() == list(want)
+
+
+def test_tvm_declined_features_are_unsupported_but_crashes_are_not():
+    from dlgate.backends.tvm import TVM
+
+    tvm_backend = TVM.__new__(TVM)
+    for msg in ("DequantizeLinear blocked quantization is not supported yet.",
+                "QuantizeLinear with non-default precision attribute is not supported yet.",
+                "Unsupported coordinate_transformation_mode: half_pixel_symmetric",
+                "GroupNormalization currently only supports stash_type=1."):
+        assert tvm_backend.unsupported(ValueError(msg)), msg
+    for msg in ("Binary operators must have the same datatype for both operands.",
+                "Missing outputs during conversion. Expected 2 but Got 1 in MaxPool.",
+                "unknown intrinsic tirx.cosh"):
+        assert not tvm_backend.unsupported(TypeError(msg)), msg
