@@ -272,7 +272,7 @@ def _past_a_pole(graph: Graph, trace: list) -> set:
     """The tensors downstream of a node whose floating-point input lies within a few units of
     rounding of one of its operator's poles (Tan's pi/2 + k pi): their values are unbounded."""
     hot = set()
-    for node, (ins, outs) in zip(graph.nodes, trace):
+    for node, (ins, _outs) in zip(graph.nodes, trace):
         if hot.intersection(node.inputs):
             hot.update(node.outputs)
             continue
