@@ -233,6 +233,11 @@ def test_shrink(dtype):
         _check("Shrink", a, [(dtype, (4, 5))], 13, seed=i)
     assert get("Shrink").undefined({"lambd": 0.5, "bias": -2.0}, [torch.tensor([127], dtype=torch.int8)],
                                     [TensorType("int8", (1,))])
+    # beyond 2**24 x - bias has no defined precision: the most negative int64 too (its abs wraps)
+    big = {"lambd": 1.5, "bias": 1.0}
+    assert get("Shrink").undefined(big, [torch.tensor([-2**63, 3])], [TensorType("int64", (2,))])
+    assert get("Shrink").undefined(big, [torch.tensor([-2**24 - 1, 3])], [TensorType("int64", (2,))])
+    assert get("Shrink").undefined(big, [torch.tensor([-2**24, 2**24])], [TensorType("int64", (2,))]) is None
 
 
 def test_gelu_draws_both_approximations_and_layer_norm_its_regimes():

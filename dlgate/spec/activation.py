@@ -420,7 +420,8 @@ class Shrink(Activation):
         x = ins[0]
         if not x.is_floating_point() and x.numel():
             lam = a.get("lambd", 0.5)
-            big = (x.abs() > 2**24) & ((x < -lam) | (x > lam))  # the values x -/+ bias is taken of
+            # not x.abs(): the most negative integer is its own absolute value (it wraps)
+            big = ((x > 2**24) | (x < -2**24)) & ((x < -lam) | (x > lam))  # the values x -/+ bias is taken of
             if bool(big.any()):
                 return "integer Shrink of a value beyond 2**24: the precision of x - bias (a float) is not defined"
         return super().undefined(a, ins, out_types)
