@@ -21,11 +21,24 @@ OPSETS = (13, 17, 21)
 #: Keys are (operator, first input dtype or None for all).
 REFERENCE_DEFECTS = {
     ("Mean", None): "onnx.reference's Mean adds in place into its first input, so it cannot broadcast it",
-    ("Gelu", "float64"): "onnx.reference's Gelu is only float32-accurate (1e-5 relative) in float64",
     ("InstanceNormalization", "float16"): "onnx.reference computes float16 variances in float16; "
                                           "onnxruntime (and our implementation) use float32 statistics",
 }
+#: Defects of onnxruntime where it fails a valid model it means to decline (an operator it
+#: has no kernel for) with an error other than NOT_IMPLEMENTED. Keys are (operator, opset),
+#: values (a fragment of its error, the reason).
+ORT_DEFECTS = {
+    ("DequantizeLinear", 28): (
+        "InsertedPrecisionFreeCast",
+        "onnxruntime (1.32) has no DequantizeLinear(28) kernel: with output_dtype float16 its "
+        "InsertCastTransformer wraps the node in Casts to and from float32 that contradict output_dtype, "
+        "and the session fails with a Type Error instead of NOT_IMPLEMENTED (as for a float32 output)"),
+}
 SEEDS = 4
+#: Specs whose single-operator draws rarely fit: how many indexes to try instead. AffineGrid's
+#: theta must be (N, 2, 3) (a 3-D grid is rank 5, beyond the probe's rank 4), which about one
+#: index in eight draws.
+MORE_SEEDS = {"AffineGrid": 16}
 
 
 def _opsets(spec) -> list:
@@ -54,7 +67,7 @@ def test_spec(name):
     spec = SPECS[name]
     built = 0
     for opset, sig in _cases(spec):
-        for k in range(SEEDS):
+        for k in range(MORE_SEEDS.get(name, SEEDS)):
             g = single_op_graph(name, sig, opset, k)
             if g is None:
                 continue
@@ -87,7 +100,9 @@ def test_spec(name):
             try:
                 got = ort_run(model, g, feeds)
             except Exception as e:  # an operator/dtype onnxruntime does not implement
-                assert "NOT_IMPLEMENTED" in str(e) or "not supported" in str(e).lower(), f"{where}: {e}"
+                known = ORT_DEFECTS.get((name, opset))
+                assert "NOT_IMPLEMENTED" in str(e) or "not supported" in str(e).lower() or \
+                    (known is not None and known[0] in str(e)), f"{where}: {e}"
                 continue
             for a, b in zip(got, ours):
                 err = mismatch(a, b)

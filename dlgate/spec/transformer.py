@@ -1633,8 +1633,8 @@ class RotaryIdiom(OpSpec):
         return y if rot == x.shape[-1] else torch.cat([y, xp], dim=-1)
 
     def value_range(self, a, ranges, ins):
-        rx, rc, rs = ranges
-        return [_hull(plus_bounds(mul_bounds(rx, rc), mul_bounds(rx, rs)), rx)]
+        # rotate_half(x) holds -x2 as well as x1: each rotated value is x * cos -+ x' * sin
+        return [rotary_bounds(*ranges)]
 
 
 class MatMulTransposed(OpSpec):
