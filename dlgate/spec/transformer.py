@@ -1111,6 +1111,12 @@ class AttentionIdiom(OpSpec):
             # and Softmax in float32) the scores survive. Where(mask, scores, fill) is uniform
             # either way.
             a["mask"] = "causal_where"
+        if t == dt.FLOAT16 and self.mask_input == "add" and a["mask"] == "causal_where" and not rows_ok:
+            # the graph mask is added to the fill of a fully masked row: rounded to float16
+            # the row is the fill alone (uniform), kept wider (onnxruntime casts float16
+            # Where/Add/Softmax to float32) the graph mask alone decides it. Top alignment
+            # leaves a key in every row; no draw is spent.
+            a["align"] = "top"
         a["fill"] = ctx.choice(fills + (("-inf",) if a["mask"] == "causal_add" and rows_ok else ()))
         if self.mask_input is not None:
             a["mask_shape"] = list(_bcast_form(ctx, tuple(bdims), sq0, total))
@@ -1147,6 +1153,8 @@ class AttentionIdiom(OpSpec):
         if q.dtype == dt.FLOAT16:
             out += [q.shape[-1] <= MAX_HEAD, a["past_len"] + a["kv_len"] <= MAX_SEQ,
                     a["mask"] != "causal_add" or a["align"] == "top" or a["past_len"] + a["kv_len"] >= a["sq"]]
+            if self.mask_input == "add":
+                out += [a["mask"] == "none" or a["align"] == "top" or a["past_len"] + a["kv_len"] >= a["sq"]]
         if self.mask_input is not None:
             m = tuple(a["mask_shape"])
             full = tuple(q.shape[:-1]) + (a["past_len"] + a["kv_len"],)
@@ -1257,7 +1265,9 @@ class AttentionIdiom(OpSpec):
 
 class AttentionIdiomAddMask(AttentionIdiom):
     """AttentionIdiom with a float graph mask added to the scores (broadcast: (q, k), the
-    full score shape, padding style (batch, 1, 1, k), or dims of 1)."""
+    full score shape, padding style (batch, 1, 1, k), or dims of 1). In float16 a causal
+    mask leaves a key in every row: the graph mask added to a fully masked row's fill
+    rounds away in float16 but decides the row when kept wider (ill-conditioned)."""
 
     name = "AttentionIdiomAddMask"
     arity = 4
