@@ -270,7 +270,10 @@ def test_onnxruntime_declined_features_are_unsupported_not_findings():
     for msg in ("[ONNXRuntimeError] : 9 : NOT_IMPLEMENTED : Could not find an implementation for Det(22)",
                 "[ONNXRuntimeError] : 1 : FAIL : LSTM operator does not support double yet",
                 "[ONNXRuntimeError] : 1 : FAIL : layout_ == 0 was false. Batchwise recurrent operations "
-                "(layout == 1) are not supported. If you need support create a github issue with justification."):
+                "(layout == 1) are not supported. If you need support create a github issue with justification.",
+                "[ONNXRuntimeError] : 1 : FAIL : Type Error: Type (tensor(float)) of output arg "
+                "(InsertedPrecisionFreeCast_t1) of node (n0_DequantizeLinear) does not match expected type "
+                "(tensor(float16))."):
         assert ort_backend.unsupported(RuntimeError(msg)), msg
     assert not ort_backend.unsupported(RuntimeError("[ONNXRuntimeError] : 1 : FAIL : Non-zero status code returned "
                                                     "while running Conv node"))
