@@ -110,11 +110,14 @@ def test_without_guidance_cases_are_independent_and_unchanged():
 
 
 def test_guidance_covers_more_than_plain_draws():
+    # paired: the plain draws use the guided batch's seeds, so both batches hold graphs of the
+    # same sizes and only guidance differs (unpaired, seeds that draw 7% more nodes gave the
+    # plain batch more edges: 1125 of 1441 nodes against guidance's 1073 of 1350)
     n = 250
     gen = Generator(GenConfig(max_nodes=10, dynamic_share=0))
     plain = CoverageState()
     for i in range(n):
-        plain.add_features(F.graph_features(make_case(gen, "cover", "t", i).graph))
+        plain.add_features(F.graph_features(make_case(gen, "guided", "t", i).graph))
     _, b = _batch(n=n, max_nodes=10)
     count = lambda s, c: sum(1 for f in s.features if F.criterion(f) == c)  # noqa: E731
     for c in ("op_dtype", "edge", "path3"):
