@@ -231,3 +231,41 @@ def test_tan_a_rounding_step_from_its_pole_is_unbounded_but_far_from_it_is_check
     wrong = ref2.copy()
     wrong[2] += 5
     assert ub.instability(g, [x2, one], candidate=[wrong]) is None
+
+
+def test_dft_rounding_of_its_twiddle_angles_is_excused_a_wrong_bin_is_not():
+    import onnxruntime as ort
+    import torch
+    from onnx import TensorProto, helper
+
+    from dlgate.spec.registry import get
+
+    # a real signal of length 10 whose first sample dominates: the imaginary parts of bins 0 and 5
+    # are exactly 0, onnxruntime's (Bluestein: a float32 chirp) a few units of L * sum|x| off
+    # it, -2e-3 here; Sign turns that into -1 against 0
+    attrs = {"axis": 1, "inverse": 0, "onesided": 1, "dft_length": 10}
+    g = _graph([Node("DFT", attrs, [0], [1]), Node("Sign", {}, [1], [2])],
+               [T("float32", (1, 10, 1)), T("float32", (1, 6, 2)), T("float32", (1, 6, 2))], [0], [2])
+    x = np.array([3516.7456, 14.75032, 5.772068, 4.605674, 3.791766, 3.264421, 2.949136, 3.394504, 3.604177,
+                  2.882706], np.float32).reshape(1, 10, 1)
+    n1 = helper.make_node("DFT", ["x", "L"], ["d"], axis=1, inverse=0, onesided=1)
+    n2 = helper.make_node("Sign", ["d"], ["y"])
+    m = helper.make_model(helper.make_graph(
+        [n1, n2], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, (1, 10, 1))],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, (1, 6, 2))],
+        initializer=[helper.make_tensor("L", TensorProto.INT64, [], [10])]), opset_imports=[helper.make_opsetid("", 17)])
+    got = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
+    ref = np.sign(np.stack([np.fft.rfft(x[0, :, 0].astype(np.float64)).real,
+                            np.fft.rfft(x[0, :, 0].astype(np.float64)).imag], -1))[None].astype(np.float32)
+    assert ref[0, 0, 1] == 0 and not compare([ref], [got]).ok  # onnxruntime's bin 0 has an imaginary part
+    assert "Sign" in ub.instability(g, [x], candidate=[got])
+    # the DFT alone: onnxruntime's output is within the tolerance (scaled by the output's magnitude),
+    # a bin wrong by more than rounding is caught, and the bound is a few units of L * sum|x|
+    g1 = _graph([Node("DFT", attrs, [0], [1])], [T("float32", (1, 10, 1)), T("float32", (1, 6, 2))], [0], [1])
+    full = np.fft.rfft(x[0, :, 0].astype(np.float64))
+    ref1 = np.stack([full.real, full.imag], -1)[None].astype(np.float32)
+    wrong = ref1.copy()
+    wrong[0, 2, 0] *= 1.5
+    assert not compare([ref1], [wrong]).ok and ub.instability(g1, [x], candidate=[wrong]) is None
+    bound = ub.rounding_bound(get("DFT"), attrs, [torch.from_numpy(x)], torch.from_numpy(ref1))
+    assert float(bound.max()) < 1e-4 * float(np.abs(x).sum())

@@ -28,7 +28,8 @@ Three checks on the *reference* run, made only when a candidate disagrees:
   perturbations rarely land)... The node where the perturbed run
   first departs is named. Where a node's error is bounded by its operands rather than its
   result (a multi-node idiom or motif that compilers fuse into one kernel, an Add or Sub that
-  cancels, a normalization that subtracts a mean, LRN's sliding window sum), the perturbation
+  cancels, a normalization that subtracts a mean, LRN's sliding window sum, a DFT's twiddle
+  angles), the perturbation
   also adds a few units of that magnitude (``_error_scale``), and one more
   run makes exactly 0 of the values within them: a fused Gelu whose Tanh saturates to -1
   returns 0 where the reference keeps -2e-7, which a Cast to bool or a Ceil turns into a
@@ -125,9 +126,30 @@ def _error_scale(spec, attrs: dict, ins: list, y: torch.Tensor) -> torch.Tensor 
         base = x.abs() / yw
         rel = 8 * beta * (alpha / size) * x.shape[1] * top / base.clamp_min(1e-300) ** (1 / beta)
         return (yw * rel).nan_to_num(nan=0.0, posinf=0.0)
+    if spec.onnx_op == "DFT" and ins and ins[0].is_floating_point() and ins[0].dim() >= 2:
+        return _dft_magnitude(spec, attrs, ins[0], shape)
     if _absolute(spec):
         return _magnitude(ins, shape)
     return None
+
+
+def _dft_magnitude(spec, attrs: dict, x: torch.Tensor, shape: tuple) -> torch.Tensor:
+    """DFT: a transform of length L rounds its twiddle angles (2 pi j k / L, or Bluestein's chirp
+    pi j**2 / L) to a few units of up to 2 pi L, so every bin is off by a few units of
+    L * sum|x| over its slice, whatever its own size: the imaginary part of a real signal's
+    first bin, exactly 0, comes out as such a value. onnxruntime 1.32's float32 DFT is off
+    by up to 9.3 units of L * sum|x| at lengths other than powers of two (Bluestein), 11 units
+    of sum|x| at powers of two; 4 * L * sum|x| (an inverse divides by L) bounds both."""
+    ax = attrs["axis"] % x.dim()
+    n = x.shape[ax]
+    length = spec._length(attrs, n)
+    xs = x.double().abs().nan_to_num(nan=0.0, posinf=0.0, neginf=0.0).narrow(ax, 0, min(n, length))
+    total = xs.sum(dim=(ax, x.dim() - 1), keepdim=True)  # over the slice, real and imaginary parts
+    if attrs["inverse"]:
+        total = total * (2 if attrs["onesided"] else 1)  # IRFFT: each bin stands for two
+    else:
+        total = total * length
+    return torch.broadcast_to(4 * total, shape)
 
 
 def _magnitude(ins: list, shape: tuple) -> torch.Tensor:
@@ -143,6 +165,23 @@ def _magnitude(ins: list, shape: tuple) -> torch.Tensor:
         return torch.full(shape, max(float(x.max()) for x in floats), dtype=torch.float64)
 
 
+def _scale(ins: list, y: torch.Tensor) -> float:
+    """The relative rounding a node's floating-point output ``y`` is perturbed by: a few units
+    in its dtype, times the square root of the terms per output element (a reduction)."""
+    n_in = max((x.numel() for x in ins), default=1)
+    return NOISE[str(y.dtype).replace("torch.", "")] * max(1.0, (n_in / y.numel()) ** 0.5)
+
+
+def rounding_bound(spec, attrs: dict, ins: list, y: torch.Tensor) -> torch.Tensor | None:
+    """How far a correct compiler's output ``y`` of a node may lie from the reference's, element
+    by element, where its rounding error is bounded by its operands rather than by ``y``
+    (``_error_scale``), or None: the extra noise the instability check adds there."""
+    if str(y.dtype).replace("torch.", "") not in NOISE or not y.numel():
+        return None
+    magnitude = _error_scale(spec, attrs, ins, y)
+    return None if magnitude is None else _scale(ins, y) * magnitude
+
+
 def _perturb(rng, ins: list, outs: list, spec=None, attrs: dict | None = None) -> list:
     """Each floating-point output times (1 + a few units of rounding in its dtype). A
     reduction's rounding error grows like the square root of the number of terms
@@ -154,12 +193,11 @@ def _perturb(rng, ins: list, outs: list, spec=None, attrs: dict | None = None) -
     magnitude too, and the ``"flush"`` run makes exactly 0 of every element within them
     (a fused kernel that cancels exactly, or saturates a Tanh to -1, where the reference
     keeps a tiny value) and leaves the others as they are."""
-    n_in = max((x.numel() for x in ins), default=1)
     noisy = []
     for y in outs:
         name = str(y.dtype).replace("torch.", "")
         if name in NOISE and y.numel():
-            scale = NOISE[name] * max(1.0, (n_in / y.numel()) ** 0.5)
+            scale = _scale(ins, y)
             magnitude = _error_scale(spec, attrs or {}, ins, y)
             if isinstance(rng, str):  # flush
                 if magnitude is not None:
