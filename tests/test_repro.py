@@ -29,14 +29,16 @@ def _fresh(script: str, cwd: str) -> subprocess.CompletedProcess:
 
 @pytest.fixture(scope="module")
 def injected_run(tmp_path_factory):
-    """A gate run with the injected TVM miscompilation: new failures, reduced."""
+    """A gate run with the injected TVM miscompilation: new failures, reduced. No extreme
+    values: TVM's default pipeline folds ``Sub(x, x)`` to 0 where x is inf (IEEE and
+    onnxruntime: NaN; TVM's lowest opt level agrees), a real finding this run is not about."""
     tmp = tmp_path_factory.mktemp("gate")
     cfg = tmp / "c.yaml"
     cfg.write_text(yaml.safe_dump({
         "campaign": "repro", "models": 6, "min_nodes": 4, "max_nodes": 8, "opset": 18, "dtypes": ["float32"],
         "operators": ["Sigmoid", "Add", "Relu", "Mul", "Abs", "Neg", "Tanh", "Exp", "Sub"],
         "backends": [{"name": "tvm", "options": {"extra_passes": ["dlgate.backends.testing:sigmoid_to_tanh"]}}],
-        "crosscheck": False, "reduce_seconds": 60}))
+        "crosscheck": False, "reduce_seconds": 60, "extreme_share": 0}))
     out = str(tmp / "out")
     assert main(["run", "--config", str(cfg), "--seed", "repro", "--out", out]) == 1
     return out

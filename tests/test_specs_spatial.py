@@ -550,9 +550,9 @@ def grid_cases(tmp_path_factory):
 
     out = tmp_path_factory.mktemp("spatial")
     gen = Generator(GenConfig(ops=("GridSample", "Relu", "Add"), dtypes=("float32",), min_nodes=3, max_nodes=4,
-                               opset=20))  # three nodes or more: half the batch holds a GridSample
+                               opset=20))  # three nodes or more: seed e2e-2 puts a GridSample in 5 of 8 cases
     for i in range(8):  # (this batch compiles in seconds: some GridSample chains take TVM ~20 s)
-        make_case(gen, "e2e", "grid", i).write(str(out))
+        make_case(gen, "e2e-2", "grid", i).write(str(out))
     return [prepare(*load_case(os.path.join(out, d))) for d in sorted(os.listdir(out))]
 
 
