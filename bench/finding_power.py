@@ -74,8 +74,11 @@ def main() -> None:
             budget = first_wall if args.same_budget else None
             yaml.safe_dump(config(setting, args.backend, args.models, args.seed, budget), f)
         t0 = time.perf_counter()
-        subprocess.run([args.python, "-m", "dlgate", "run", "--config", cfg, "--seed", args.seed, "--out", d,
-                        "--no-progress"], cwd=REPO, check=False)
+        rc = subprocess.run([args.python, "-m", "dlgate", "run", "--config", cfg, "--seed", args.seed, "--out", d,
+                             "--no-progress"], cwd=REPO, check=False).returncode
+        if not os.path.exists(os.path.join(d, "verdict.json")):  # a usage error, an interruption: said above
+            print(f"\n== {args.backend} {setting}: no verdict (dlgate run exited {rc}); rerun to resume", flush=True)
+            continue
         wall = time.perf_counter() - t0
         first_wall = wall if first_wall is None else first_wall
         v = json.load(open(os.path.join(d, "verdict.json")))
