@@ -15,6 +15,7 @@ import sys
 
 import yaml
 
+from dlgate import docblocks
 from dlgate import markdown as md
 
 #: action.yml at the repository root (the Action's own metadata, beside the package).
@@ -64,47 +65,17 @@ def blocks(action: dict | None = None) -> dict:
     return {"action-inputs": inputs_table(action), "action-outputs": outputs_table(action)}
 
 
-def _pattern(name: str) -> re.Pattern:
-    return re.compile(rf"(<!-- BEGIN generated: {re.escape(name)} -->\n).*?(<!-- END generated: {re.escape(name)} -->)",
-                      re.S)
-
-
 def stale(text: str, action: dict | None = None) -> list:
     """The names of the generated blocks whose text in ``text`` is not what action.yml says."""
-    bad = []
-    for name, body in blocks(action).items():
-        m = _pattern(name).search(text)
-        if m is None or text[m.end(1):m.start(2)] != body:
-            bad.append(name)
-    return bad
+    return docblocks.stale(text, blocks(action))
 
 
 def update(text: str, action: dict | None = None) -> str:
-    for name, body in blocks(action).items():
-        pat = _pattern(name)
-        if not pat.search(text):
-            raise ValueError(f"no block '{name}' (<!-- BEGIN generated: {name} --> ... <!-- END generated: {name} -->)")
-        text = pat.sub(lambda m, body=body: m.group(1) + body + m.group(2), text)
-    return text
+    return docblocks.update(text, blocks(action))
 
 
 def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if len(argv) != 1:
-        print("usage: python -m dlgate.actiondoc docs/action.md", file=sys.stderr)
-        return 2
-    with open(argv[0], encoding="utf-8") as f:
-        text = f.read()
-    try:
-        new = update(text)
-    except ValueError as e:
-        print(f"{argv[0]}: {e}", file=sys.stderr)
-        return 2
-    if new != text:
-        with open(argv[0], "w", encoding="utf-8") as f:
-            f.write(new)
-    print(f"{argv[0]}: " + ("updated" if new != text else "up to date"))
-    return 0
+    return docblocks.main(argv, "dlgate.actiondoc", "docs/action.md", blocks)
 
 
 if __name__ == "__main__":

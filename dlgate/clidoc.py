@@ -4,9 +4,9 @@ of the page in place (tests/test_cli_usage.py checks that the page is up to date
 from __future__ import annotations
 
 import argparse
-import re
 import sys
 
+from dlgate import docblocks
 from dlgate.cliparse import RUN_EXIT_STATUSES, subcommands, walk
 
 
@@ -79,43 +79,17 @@ def blocks() -> dict:
     return {"commands": reference_markdown(build_parser()), "exit-statuses": exit_status_markdown()}
 
 
-def _pattern(name: str) -> re.Pattern:
-    return re.compile(rf"(<!-- BEGIN generated: {re.escape(name)} -->\n).*?(<!-- END generated: {re.escape(name)} -->)",
-                      re.S)
-
-
 def stale(text: str) -> list:
     """The names of the generated blocks whose text in ``text`` is not what the parser says."""
-    bad = []
-    for name, body in blocks().items():
-        m = _pattern(name).search(text)
-        if m is None or text[m.end(1):m.start(2)] != body:
-            bad.append(name)
-    return bad
+    return docblocks.stale(text, blocks())
 
 
 def update(text: str) -> str:
-    for name, body in blocks().items():
-        pat = _pattern(name)
-        if not pat.search(text):
-            raise ValueError(f"no block '{name}' (<!-- BEGIN generated: {name} --> ... <!-- END generated: {name} -->)")
-        text = pat.sub(lambda m, body=body: m.group(1) + body + m.group(2), text)
-    return text
+    return docblocks.update(text, blocks())
 
 
 def main(argv=None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
-    if len(argv) != 1:
-        print("usage: python -m dlgate.clidoc docs/cli.md", file=sys.stderr)
-        return 2
-    with open(argv[0]) as f:
-        text = f.read()
-    new = update(text)
-    if new != text:
-        with open(argv[0], "w") as f:
-            f.write(new)
-    print(f"{argv[0]}: " + ("updated" if new != text else "up to date"))
-    return 0
+    return docblocks.main(argv, "dlgate.clidoc", "docs/cli.md", blocks)
 
 
 if __name__ == "__main__":
