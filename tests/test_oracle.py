@@ -269,3 +269,32 @@ def test_dft_rounding_of_its_twiddle_angles_is_excused_a_wrong_bin_is_not():
     assert not compare([ref1], [wrong]).ok and ub.instability(g1, [x], candidate=[wrong]) is None
     bound = ub.rounding_bound(get("DFT"), attrs, [torch.from_numpy(x)], torch.from_numpy(ref1))
     assert float(bound.max()) < 1e-4 * float(np.abs(x).sum())
+
+
+def test_bicubic_grid_sample_rounding_before_a_fmod_jump_is_excused_a_wrong_remainder_is_not():
+    # onnxruntime's bicubic GridSample sums 16 taps of an image near 4 and lands 5e-7 from the
+    # reference on a value of 0.0046 (a few units of max|X|, not of the result); fmod(t2, that)
+    # with t2 / t3 = -234.03 then takes the next quotient: -0.0046 instead of -0.00013
+    import torch
+
+    from dlgate.spec.registry import get
+
+    attrs = {"align_corners": 0, "mode": "cubic", "out": [1, 1], "padding_mode": "border", "volumetric_ok": False}
+    g = _graph([Node("GridSample", attrs, [0, 1], [3]), Node("Mod", {}, [2, 3], [4])],
+               [T("float32", (1, 1, 4, 4)), T("float32", (1, 2, 2, 2)), T("float32", (1, 1, 2, 2)),
+                T("float32", (1, 1, 2, 2)), T("float32", (1, 1, 2, 2))], [0, 1, 2], [3, 4])
+    rng = np.random.default_rng(3)
+    x = rng.uniform(-4, 4, (1, 1, 4, 4)).astype(np.float32)
+    grid = rng.uniform(-0.9, 0.9, (1, 2, 2, 2)).astype(np.float32)
+    t3 = get("GridSample").torch(attrs, torch.from_numpy(x), torch.from_numpy(grid)).numpy()
+    t2 = (-234.0005 * t3.astype(np.float64)).astype(np.float32)  # each remainder a hair from a jump
+    fmod = get("Mod").torch({"fmod": 1}, torch.from_numpy(t2), torch.from_numpy(t3)).numpy()
+    assert ub.instability(g, [x, grid, t2]) is not None
+    kernel = t3.copy()
+    kernel[0, 0, 0, 0] += np.float32(1e-5) * np.sign(t3[0, 0, 0, 0])  # a few units of max|X| = 4 over 16 taps
+    got = np.fmod(t2, kernel)
+    assert np.abs(got - fmod).max() > 1e-3 * max(1.0, float(np.abs(fmod).max()))  # a jump beyond the tolerance
+    assert ub.instability(g, [x, grid, t2], candidate=[kernel, got]) is not None
+    wrong = fmod.copy()
+    wrong[0, 0, 1, 1] += 50  # a remainder is below |t3| whatever t3's rounding
+    assert ub.instability(g, [x, grid, t2], candidate=[t3, wrong]) is None
