@@ -183,14 +183,8 @@ def _weekly_cache(n: int, step: str, name: str, key: str, extra: str = "") -> st
     return indent(f"- name: {name}\n{extra}  uses: {step}\n  with:\n    path: |\n{paths}\n    {key}", n)
 
 
-def weekly(s: Setup) -> str:
-    c = s.compiler
-    head = f"""# dlgate's weekly deep campaign for {c.title}, written by `dlgate init --compiler {c.name}`:
-# thousands of larger models (campaign: {WEEKLY}) """
-    if c.gpu_only:
-        return head + """on the self-hosted GPU runner,
-# every Monday and on demand. Report only: read the job summary and the dlgate-out-gpu artifact.
-name: dlgate weekly
+#: The weekly workflow's name, triggers, permissions and concurrency, GPU-only or not.
+_WEEKLY_HEADER = """name: dlgate weekly
 
 on:
   schedule:
@@ -205,7 +199,17 @@ concurrency:
   cancel-in-progress: false
 
 jobs:
-""" + gpu_job(s, WEEKLY, "${{ github.sha }}", base=False, report_only=True, guard=False)
+"""
+
+
+def weekly(s: Setup) -> str:
+    c = s.compiler
+    head = f"""# dlgate's weekly deep campaign for {c.title}, written by `dlgate init --compiler {c.name}`:
+# thousands of larger models (campaign: {WEEKLY}) """
+    if c.gpu_only:
+        return head + """on the self-hosted GPU runner,
+# every Monday and on demand. Report only: read the job summary and the dlgate-out-gpu artifact.
+""" + _WEEKLY_HEADER + gpu_job(s, WEEKLY, "${{ github.sha }}", base=False, report_only=True, guard=False)
     restore_key = ("key: dlgate-weekly-${{ github.run_id }}-${{ github.run_attempt }}\n"
                    "    restore-keys: dlgate-weekly-")
     restore_merge = _weekly_cache(6, RESTORE, "Restore the weekly baseline and corpus", restore_key, "  id: cache\n")
@@ -222,22 +226,7 @@ jobs:
 # Each shard spends at most {WEEKLY_BUDGET} s ({WEEKLY_BUDGET / 3600:g} hours) on cases (`budget`);
 # what the budget leaves unstarted is not judged that week. dlgate's support probes are
 # cached per build.
-name: dlgate weekly
-
-on:
-  schedule:
-    - cron: "23 2 * * 1" # Mondays, 02:23 UTC
-  workflow_dispatch:
-
-permissions:
-  contents: read
-
-concurrency:
-  group: dlgate-weekly
-  cancel-in-progress: false
-
-jobs:
-{build_job(s, "Build the compiler once; every shard tests the same wheel.")}
+{_WEEKLY_HEADER}{build_job(s, "Build the compiler once; every shard tests the same wheel.")}
   campaign:
     needs: build
     runs-on: ubuntu-latest
