@@ -350,7 +350,7 @@ def judge_backend(pool: W.Pool, case: Prepared, cfg: CheckConfig, spec: BackendS
     at_lowest = (lambda: pool.execute(spec.at(lowest), model, case.inputs)) \
         if cross and (spec.opt_level or levels[-1]) != lowest else None
     onnx_ref = (lambda: pool.execute(BackendSpec("onnx-reference"), model, case.inputs)) if cross else None
-    why = (lambda: ub.explain(case.graph, case.inputs, cfg.tolerances, out.outputs)) if explain else None
+    why = (lambda: ub.explain_outputs(case.graph, case.inputs, cfg.tolerances, out.outputs)) if explain else None
     v = V.judge(spec.name, spec.label(), out, reference, cfg.tolerances, explain=why, at_lowest=at_lowest,
                 onnx_reference=onnx_ref, op_pattern=op_pattern(case.graph))
     if v.verdict != V.PASS or not more:
@@ -358,7 +358,7 @@ def judge_backend(pool: W.Pool, case: Prepared, cfg: CheckConfig, spec: BackendS
     # compiled once, run at each further binding: judged there against the reference
     for k, ((b, g, xs), ref_k, out_k) in enumerate(zip(case.shapes, case.shape_refs, out.more), start=1):
         out_k.compile_s, out_k.wall_s = out.compile_s, out.wall_s
-        why_k = (lambda g=g, xs=xs, o=out_k: ub.explain(g, xs, cfg.tolerances, o.outputs)) if explain else None
+        why_k = (lambda g=g, xs=xs, o=out_k: ub.explain_outputs(g, xs, cfg.tolerances, o.outputs)) if explain else None
         vk = V.judge(spec.name, spec.label(), out_k, ref_k, cfg.tolerances, explain=why_k,
                      op_pattern=op_pattern(case.graph) + " | dynamic")
         if vk.verdict != V.PASS:

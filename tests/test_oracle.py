@@ -298,3 +298,53 @@ def test_bicubic_grid_sample_rounding_before_a_fmod_jump_is_excused_a_wrong_rema
     wrong = fmod.copy()
     wrong[0, 0, 1, 1] += 50  # a remainder is below |t3| whatever t3's rounding
     assert ub.instability(g, [x, grid, t2], candidate=[t3, wrong]) is None
+
+
+def test_a_wrong_shape_describes_a_case_before_another_outputs_wrong_values():
+    ref = [np.ones(3, np.float32), np.ones((2, 2), np.float32)]
+    got = [np.full(3, 9.0, np.float32), np.ones((2, 0), np.float32)]
+    c = compare(ref, got)
+    assert c.kind == "shape" and c.output == 1
+    assert compare(ref, [got[0], ref[1]]).kind == "values"  # and the values when the shapes agree
+
+
+def _tan_and_gather():
+    """Two outputs: float16 Tan of a product a rounding step from pi/2 (unbounded), and a
+    well-conditioned float32 Neg."""
+    g = _graph([Node("Mul", {}, [0, 1], [2]), Node("Tan", {}, [2], [3]), Node("Neg", {}, [4], [5])],
+               [T("float16", (4,))] * 4 + [T("float32", (3,))] * 2, [0, 1, 4], [3, 5])
+    x = np.array([1.5703125, 0.5, 1.0, 0.25], np.float16)
+    one = np.ones(4, np.float16)
+    y = np.array([1.0, 2.0, 3.0], np.float32)
+    tan = np.tan(x.astype(np.float32)).astype(np.float16)
+    past = tan.copy()
+    past[0] = np.float16(np.tan(np.float32(1.5709)))  # the other side of the pole
+    return g, [x, one, y], tan, past, -y
+
+
+def _judge_outputs(g, inputs, ref, candidate):
+    out = Outcome("ok", candidate, None, 0.1, 0.01, 0.2, {"name": "fake", "version": "1"})
+    return V.judge("fake", "fake[cpu]", out, ref, explain=lambda: ub.explain_outputs(g, inputs, None, candidate))
+
+
+def test_an_unstable_output_does_not_stand_for_another_outputs_error():
+    g, inputs, tan, past, neg = _tan_and_gather()
+    # silent: only the output past the pole differs, which rounding explains
+    v = _judge_outputs(g, inputs, [tan, neg], [past, neg])
+    assert v.verdict == V.UNDEFINED and "Tan" in v.detail
+    reason, explained = ub.explain_outputs(g, inputs, None, [past, neg])
+    assert reason and explained == {0, 1}
+    # caught: the well-conditioned output is wrong too; the finding is described by it
+    wrong = neg.copy()
+    wrong[1] += 1.0
+    v = _judge_outputs(g, inputs, [tan, neg], [past, wrong])
+    assert v.verdict == V.MISMATCH and v.comparison["output"] == 1
+    assert v.detail.startswith("output 1:") and "output 0 also differs" in v.detail
+    assert ub.explain_outputs(g, inputs, None, [past, wrong]) == (None, frozenset({0}))
+    # a wrong shape there is a shape mismatch, whatever the unstable output holds
+    v = _judge_outputs(g, inputs, [tan, neg], [past, neg[:2]])
+    assert v.verdict == V.SHAPE_MISMATCH and v.comparison["output"] == 1
+    # without the explanation's outputs (a plain reason), the first differing output describes it
+    out = Outcome("ok", [past, wrong], None, 0.1, 0.01, 0.2, {"name": "fake", "version": "1"})
+    v = V.judge("fake", "fake[cpu]", out, [tan, neg], explain=lambda: None)
+    assert v.verdict == V.MISMATCH and v.comparison["output"] == 0

@@ -36,20 +36,42 @@ class Comparison:
                 "first_index": list(self.first_index) if self.first_index is not None else None}
 
 
+#: Failure kinds that no rounding explains: a model's wrong shape or dtype describes it
+#: before any output's wrong values do.
+STRUCTURAL = ("count", "shape", "dtype")
+
+
 def compare(ref: list, got: list, tolerances: dict | None = None) -> Comparison:
+    """The first differing output's comparison, a wrong shape or dtype before wrong values
+    (another output's values may be off by rounding only), or an ok one."""
+    failed = compare_each(ref, got, tolerances)
+    return most_telling(failed) if failed else Comparison(True)
+
+
+def compare_each(ref: list, got: list, tolerances: dict | None = None) -> list:
+    """Every differing output's comparison, in output order (one ``count`` comparison when
+    the number of outputs differs); empty when all agree."""
     tol = dict(DEFAULT_TOLERANCES, **(tolerances or {}))
     if len(ref) != len(got):
-        return Comparison(False, "count", None, f"{len(got)} outputs, expected {len(ref)}")
+        return [Comparison(False, "count", None, f"{len(got)} outputs, expected {len(ref)}")]
+    failed = []
     for i, (r, g) in enumerate(zip(ref, got)):
         r, g = np.asarray(r), np.asarray(g)
         if r.shape != g.shape:
-            return Comparison(False, "shape", i, f"output {i}: shape {list(g.shape)}, expected {list(r.shape)}")
-        if r.dtype != g.dtype:
-            return Comparison(False, "dtype", i, f"output {i}: dtype {g.dtype}, expected {r.dtype}")
-        c = _compare_one(i, r, g, tol)
-        if not c.ok:
-            return c
-    return Comparison(True)
+            failed.append(Comparison(False, "shape", i, f"output {i}: shape {list(g.shape)}, expected {list(r.shape)}"))
+        elif r.dtype != g.dtype:
+            failed.append(Comparison(False, "dtype", i, f"output {i}: dtype {g.dtype}, expected {r.dtype}"))
+        else:
+            c = _compare_one(i, r, g, tol)
+            if not c.ok:
+                failed.append(c)
+    return failed
+
+
+def most_telling(failed: list) -> Comparison:
+    """Of several outputs' failed comparisons, the one to describe the case by: the first
+    wrong shape or dtype, else the first wrong values."""
+    return next((c for c in failed if c.kind in STRUCTURAL), failed[0])
 
 
 def _compare_one(i: int, r: np.ndarray, g: np.ndarray, tol: dict) -> Comparison:

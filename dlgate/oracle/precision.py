@@ -91,23 +91,36 @@ def rounding(graph: Graph, inputs: list, tolerances: dict | None = None, candida
     """Why the disagreement is the reference's own float16 rounding, or None: the float64
     evaluation moves the outputs beyond the tolerance, and the ``candidate`` (when given)
     lies, element by element, between the reference and the float64 evaluation."""
+    reason, within = rounding_outputs(graph, inputs, tolerances, candidate)
+    return reason if reason is not None and all(within) else None
+
+
+def rounding_outputs(graph: Graph, inputs: list, tolerances: dict | None = None,
+                     candidate: list | None = None) -> tuple:
+    """``(reason, within)``: why the reference is dominated by its float16 rounding (or
+    None), and for each of the candidate's outputs whether it lies between the reference
+    and the float64 evaluation. Without a candidate, or a reason, every output is within."""
+    n = len(graph.outputs)
     if not any(t.dtype in LOW for t in graph.tensors):
-        return None
+        return None, [True] * n
     env, steps = trace(graph, inputs)
     try:
         wide_env, wide_steps = trace(graph, inputs, wide=True, overflow=True)
     except Exception:  # an operator without a float64 implementation: no explanation
-        return None
+        return None, [True] * n
     ref = [env[t].numpy() for t in graph.outputs]
     wide = [wide_env[t].numpy() for t in graph.outputs]
     cmp = compare(ref, _rounded(wide, ref), tolerances)
     if cmp.ok:
-        return None
-    if candidate is not None and (len(candidate) != len(ref) or not all(
-            _between(c, r, w, tolerances) for c, r, w in zip(candidate, ref, wide))):
-        return None  # the candidate is further off than the reference's rounding explains
+        return None, [True] * n
     where = _departure(graph, steps, wide_steps, tolerances) or f"the outputs depart: {cmp.detail}"
-    return f"float16 rounding dominates: evaluated in float64, {where}"
+    reason = f"float16 rounding dominates: evaluated in float64, {where}"
+    if candidate is None:
+        return reason, [True] * n
+    if len(candidate) != len(ref):
+        return reason, [False] * n
+    # an output the candidate holds further off than the reference's rounding explains is not within
+    return reason, [_between(c, r, w, tolerances) for c, r, w in zip(candidate, ref, wide)]
 
 
 def _rounded(wide: list, like: list) -> list:

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Callable
 
 from dlgate.exec import worker as W
-from dlgate.oracle.compare import Comparison, compare
+from dlgate.oracle.compare import Comparison, compare, compare_each, most_telling
 from dlgate.oracle.signature import signature
 
 PASS = "pass"
@@ -88,8 +88,12 @@ def judge(backend_name: str, label: str, outcome, reference: list, tolerances: d
           op_pattern: str = "") -> Verdict:
     """The verdict for ``outcome`` (a worker Outcome) against the reference outputs.
 
-    ``explain`` returns why the case is undefined or unstable (or None); ``at_lowest`` and
-    ``onnx_reference`` run the cross-checks on demand, only for disagreements.
+    ``explain`` returns why the case is undefined or unstable (or None), or the pair
+    ``(reason, explained outputs)`` of ``ub.explain_outputs``: then an output that rounding
+    explains does not describe the finding while another output differs beyond it.
+    ``at_lowest`` and ``onnx_reference`` run the cross-checks on demand, only for
+    disagreements. Of several differing outputs, a wrong shape or dtype describes the
+    case before wrong values.
     """
     times = {"compile_s": outcome.compile_s, "run_s": outcome.run_s, "wall_s": outcome.wall_s,
              "versions": dict(outcome.backend), "rewrites": getattr(outcome, "rewrites", None)}
@@ -99,12 +103,24 @@ def judge(backend_name: str, label: str, outcome, reference: list, tolerances: d
         detail = f"{err.get('type', '')}: {err.get('message', '')}".strip(": ")
         sig = None if kind in (SKIPPED,) else signature(kind, backend_name, err)
         return Verdict(label, kind, detail[:2000], sig, error=err, **times)
-    cmp: Comparison = compare(reference, outcome.outputs, tolerances)
-    if cmp.ok:
-        return Verdict(label, PASS, comparison=cmp.to_json(), **times)
-    reason = explain() if explain else None
+    failed = compare_each(reference, outcome.outputs, tolerances)
+    if not failed:
+        return Verdict(label, PASS, comparison=compare(reference, outcome.outputs, tolerances).to_json(), **times)
+    cmp: Comparison = most_telling(failed)
+    answer = explain() if explain else None
+    reason, explained = answer if isinstance(answer, tuple) else (answer, frozenset())
     if reason:
         return Verdict(label, UNDEFINED, reason, comparison=cmp.to_json(), **times)
+    detail = cmp.detail
+    unexplained = [c for c in failed if c.output not in explained] or failed
+    if len(unexplained) < len(failed):
+        # described by an output no rounding explains, not by an unstable one before it
+        cmp = most_telling(unexplained)
+        also = ", ".join(str(c.output) for c in failed if c.output in explained)
+        detail = f"{cmp.detail} (output {also} also differs, by what rounding in this case explains)"
+    comparison = cmp.to_json()
+    if len(unexplained) > 1:  # every wrong output, for head versus base (gate.triage.on_base)
+        comparison["differing"] = [c.output for c in unexplained]
     cross: dict = {}
     low = at_lowest() if at_lowest else None
     if low is not None:
@@ -117,7 +133,7 @@ def judge(backend_name: str, label: str, outcome, reference: list, tolerances: d
     blame = _blame(cross)
     kind = _COMPARISON.get(cmp.kind, MISMATCH)
     sig = signature(kind, backend_name, extra=f"{cmp.kind} | {op_pattern}")
-    return Verdict(label, kind, cmp.detail, sig, cmp.to_json(), cross, blame, **times)
+    return Verdict(label, kind, detail, sig, comparison, cross, blame, **times)
 
 
 def _blame(cross: dict) -> str:
