@@ -289,6 +289,30 @@ def test_head_versus_base(tmp_path, monkeypatch, base_has_bug, expect_exit, cls)
                 assert x["base"]["reproduces"] is base_has_bug
 
 
+def test_a_base_build_wrong_in_another_output_does_not_hide_a_new_error(tmp_path, monkeypatch):
+    import onnx
+
+    # head is wrong in each model's last float output, base (an older bug) in its first: in a model
+    # with two or more float outputs those are two bugs, and head's is new; with one, base shares it
+    monkeypatch.setenv("FAKE_BUG", "last")
+    base = {"python": sys.executable, "env": {"FAKE_BUG": "first", "PYTHONPATH": REPO}}
+    cfg = write_config(str(tmp_path), models=6, backends=[{"name": "tests.fake_backends:EnvBug"}], crosscheck=False,
+                       base=base, dtypes=["float32"], findings_per_case=1, reduce=False)
+    out = str(tmp_path / "o")
+    rc = main(["run", "--config", cfg, "--seed", "outputs", "--out", out])
+    seen = set()
+    for rec in results(out):
+        for x in rec["verdicts"]:
+            if x["verdict"] != "mismatch":
+                continue
+            model = onnx.load(os.path.join(out, rec["bundle"], "model.onnx"))
+            floats = sum(o.type.tensor_type.elem_type == onnx.TensorProto.FLOAT for o in model.graph.output)
+            assert x["base"]["reproduces"] is (floats == 1), (rec["case"], floats, x["base"])
+            seen.add(floats > 1)
+    assert seen == {True, False}  # both kinds of model in the batch
+    assert rc == 1 and verdict(out)["new"]
+
+
 # -- corpus ---------------------------------------------------------------------------------------
 def test_corpus_regression_and_fix(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)

@@ -12,8 +12,10 @@ not a pass), in order:
    written once per fingerprint to ``OUT/repros/<fingerprint>/``.
 3. **base**: in head-versus-base mode, run the same model on the same inputs on the base
    build. The base *shares* the failure when it fails in the same class with the same
-   cause; a case the base build passes is a regression of the head build, whatever its
-   class on head (a wrong answer, an error, or a model head no longer supports).
+   cause, and for a wrong answer at the same output: a base build wrong in another output
+   of the model (an older bug) does not hide a new error in this one. A case the base
+   build passes is a regression of the head build, whatever its class on head (a wrong
+   answer, an error, or a model head no longer supports).
 """
 from __future__ import annotations
 
@@ -65,11 +67,22 @@ def _values(comparison: dict) -> tuple:
 
 def on_base(base_pool, case, ccfg, spec, ref_out: list, v: dict) -> None:
     bv = judge_backend(base_pool, case, ccfg, spec, ref_out, crosscheck=False, explain=True)
-    shares = bv.verdict not in (V.PASS, V.UNDEFINED) and _cause_of(bv) == _cause_of(v)
+    shares = bv.verdict not in (V.PASS, V.UNDEFINED) and _cause_of(bv) == _cause_of(v) and \
+        _same_output(v.get("comparison"), bv.comparison)
     v["base"] = {"verdict": bv.verdict, "signature": (bv.signature or {}).get("id"), "reproduces": shares,
                  "versions": bv.versions}
     if bv.verdict not in (V.PASS, V.UNDEFINED) and not shares:
         v["base"]["detail"] = bv.detail[:300]
+
+
+def _same_output(head: dict | None, base: dict | None) -> bool:
+    """For wrong answers: whether the base build is wrong at the output head's finding is
+    described by (every output the base gets wrong beyond rounding counts). Errors, and a
+    wrong number of outputs, concern the whole model."""
+    hout, bout = (head or {}).get("output"), (base or {}).get("output")
+    if hout is None or bout is None:
+        return True
+    return hout in (base.get("differing") or [bout])
 
 
 def identify(pool, case, ccfg, spec, ref_out: list, v: dict, out: str, campaign: str, root: str,
