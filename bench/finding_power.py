@@ -16,6 +16,10 @@ operators, its search steps and confirmation runs) against the one backend, no b
 one's wall time as its ``budget`` (seconds), with ten times the models so the budget, not the
 count, stops it: distinct causes at the same CPU time (run ``aimed,plain``).
 
+``--budget S``: every setting gets the same ``budget`` of S seconds, and ``--models`` still
+caps it. Run the settings as two concurrent invocations on an otherwise equal machine to
+give both arms the same CPU time when one arm alone would take hours (TVM).
+
 ``--python`` runs the gate in another environment (an older onnxruntime release installed
 beside dlgate). Prints, per setting: cases, wall and backend seconds, verdict counts and
 each distinct cause (cluster) with its verdict, operators and first case, to hand-check;
@@ -43,12 +47,13 @@ def plain_ops() -> list:
     return [n for n, s in all_specs().items() if not isinstance(s, Motif)]
 
 
-def config(setting: str, backend: str, models: int, seed: str, budget: float | None = None) -> dict:
+def config(setting: str, backend: str, models: int, seed: str, budget: float | None = None,
+           scale: int = 10) -> dict:
     weekly = yaml.safe_load(open(os.path.join(REPO, "configs", "weekly.yaml")))
     doc = {k: weekly[k] for k in ("min_nodes", "max_nodes", "timeout_s", "memory_mb", "search_steps", "confirm_runs")}
     doc.update(campaign=f"power-{seed}", models=models, backends=[backend], reference="torch")
     if budget is not None:
-        doc.update(budget=round(budget, 1), models=models * 10)
+        doc.update(budget=round(budget, 1), models=models * scale)
     if setting == "plain":
         doc.update(operators=plain_ops(), guidance=False, extreme_share=0.0, findings_per_case=1)
     return doc
@@ -64,15 +69,22 @@ def main() -> None:
     ap.add_argument("--out", default="power-out")
     ap.add_argument("--same-budget", action="store_true",
                     help="later settings run for the first one's wall time (budget), with 10x the models")
+    ap.add_argument("--budget", type=float, default=None,
+                    help="every setting's budget in seconds (--models still caps it)")
     args = ap.parse_args()
+    if args.budget is not None and (args.same_budget or args.budget <= 0):
+        ap.error("--budget takes a positive number of seconds and excludes --same-budget")
     os.makedirs(args.out, exist_ok=True)
     first_wall = None
     for setting in args.settings.split(","):
         d = os.path.join(args.out, f"{args.backend.replace(':', '_').replace('@', '_')}-{setting}")
         cfg = os.path.join(args.out, f"{os.path.basename(d)}.yaml")
         with open(cfg, "w") as f:
-            budget = first_wall if args.same_budget else None
-            yaml.safe_dump(config(setting, args.backend, args.models, args.seed, budget), f)
+            if args.budget is not None:
+                doc = config(setting, args.backend, args.models, args.seed, args.budget, scale=1)
+            else:
+                doc = config(setting, args.backend, args.models, args.seed, first_wall if args.same_budget else None)
+            yaml.safe_dump(doc, f)
         t0 = time.perf_counter()
         rc = subprocess.run([args.python, "-m", "dlgate", "run", "--config", cfg, "--seed", args.seed, "--out", d,
                              "--no-progress"], cwd=REPO, check=False).returncode
