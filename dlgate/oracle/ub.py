@@ -28,8 +28,8 @@ Three checks on the *reference* run, made only when a candidate disagrees:
   perturbations rarely land)... The node where the perturbed run
   first departs is named. Where a node's error is bounded by its operands rather than its
   result (a multi-node idiom or motif that compilers fuse into one kernel, an Add or Sub that
-  cancels, a normalization that subtracts a mean, LRN's sliding window sum, a DFT's twiddle
-  angles), the perturbation
+  cancels, a normalization that subtracts a mean, LRN's sliding window sum, a DFT's or an
+  STFT's twiddle angles), the perturbation
   also adds a few units of that magnitude (``_error_scale``), and one more
   run makes exactly 0 of the values within them: a fused Gelu whose Tanh saturates to -1
   returns 0 where the reference keeps -2e-7, which a Cast to bool or a Ceil turns into a
@@ -137,6 +137,8 @@ def _error_scale(spec, attrs: dict, ins: list, y: torch.Tensor) -> torch.Tensor 
         return (yw * rel).nan_to_num(nan=0.0, posinf=0.0)
     if spec.onnx_op == "DFT" and ins and ins[0].is_floating_point() and ins[0].dim() >= 2:
         return _dft_magnitude(spec, attrs, ins[0], shape)
+    if spec.onnx_op == "STFT" and ins and ins[0].is_floating_point() and ins[0].dim() == 3 and len(shape) == 4:
+        return _stft_magnitude(spec, attrs, ins, shape)
     if _absolute(spec):
         return _magnitude(ins, shape)
     return None
@@ -159,6 +161,24 @@ def _dft_magnitude(spec, attrs: dict, x: torch.Tensor, shape: tuple) -> torch.Te
     else:
         total = total * length
     return torch.broadcast_to(4 * total, shape)
+
+
+def _stft_magnitude(spec, attrs: dict, ins: list, shape: tuple) -> torch.Tensor:
+    """STFT: each frame is a DFT of length ``frame_length`` of the windowed samples, with the
+    same twiddle-angle rounding (``_dft_magnitude``): a few units of L * sum|x * w| over the
+    frame, for every bin of that frame (onnxruntime 1.32 gives an imaginary part of -3e-4
+    for a real signal's bin 0, exactly 0, which a Sign turns into -1)."""
+    fl, step = attrs["frame_length"], attrs["frame_step"]
+    x = ins[0].double().abs().nan_to_num(nan=0.0, posinf=0.0, neginf=0.0)
+    frames = x.unfold(1, fl, step)[:, :shape[1]]  # [batch, frames, real/imaginary, fl]
+    if attrs.get("window") == "const":
+        w = torch.from_numpy(spec._window(attrs)).double().abs()
+    elif attrs.get("window") == "input" and len(ins) > 1:
+        w = ins[1].double().abs().nan_to_num(nan=0.0, posinf=0.0, neginf=0.0)
+    else:
+        w = torch.ones(fl, dtype=torch.float64)
+    total = (frames * w).sum(dim=(2, 3))  # [batch, frames]
+    return torch.broadcast_to(4 * fl * total[:, :, None, None], shape)
 
 
 def _magnitude(ins: list, shape: tuple) -> torch.Tensor:
