@@ -41,6 +41,11 @@ Three measures of rewrite kinds, since the first counts combinations more than r
 * **targeted kinds**: the kinds that name a rewrite of the optimizer's own rewrite list,
   as the motifs written from it expect them (``Motif.expects`` of that optimizer's
   motifs: ``transformer:ConvActivationFusion``, ``fused:conv2d_add_relu``...), that fired;
+* **families**: the optimizer's rewrite families dlgate targets (one motif each, written
+  from that optimizer's rewrite list) of which at least one expected kind fired, naming
+  the others. A family's kinds are alternatives (TVM's fused-function name for each
+  activation after a conv1d, conv2d or conv3d), so this, not the kinds, says whether a
+  rewrite was reached;
 * for onnxruntime, **transformers**: the graph transformers it registers on this CPU
   (``dlgate.backends.ort_transformers.registered``) that changed some model, against
   those that can fire on standard-domain CPU models, naming the ones that never did.
@@ -152,6 +157,15 @@ def targeted(optimizer: str) -> set:
     return {k for s in all_specs().values() if isinstance(s, Motif) and s.optimizer == optimizer for k in s.expects}
 
 
+def family_report(optimizer: str, fired: set) -> dict:
+    """The optimizer's motifs (rewrite families) of which some expected kind fired, and the
+    names of those none of whose kinds did."""
+    motifs = sorted({s.name: s for s in all_specs().values()
+                     if isinstance(s, Motif) and s.optimizer == optimizer and s.expects}.items())
+    missed = [name for name, m in motifs if not fired & set(m.expects)]
+    return {"families": len(motifs), "fired": len(motifs) - len(missed), "not_fired": missed}
+
+
 def transformer_report(fired: set) -> dict:
     """Registered CPU transformers that fired, and the reachable ones that did not."""
     from dlgate.backends import ort_transformers as T
@@ -226,7 +240,8 @@ def measure(s: str, cases: list, got: dict, backends: list, res: dict) -> None:
         aim = targeted(b.name)
         r = row["backends"][b.label()] = {"kinds": len(kinds), "fired": dict(sorted(kinds.items())),
                                           "targeted": len(aim & set(kinds)), "targeted_of": len(aim),
-                                          "status": dict(status), "seconds": round(seconds, 1)}
+                                          "status": dict(status), "seconds": round(seconds, 1),
+                                          "families": family_report(b.name, set(kinds))}
         if b.name == "onnxruntime":
             r["transformers"] = transformer_report(set(kinds))
     res[s] = row
@@ -237,6 +252,9 @@ def measure(s: str, cases: list, got: dict, backends: list, res: dict) -> None:
     for label, r in row["backends"].items():
         print(f"   {label}: {r['kinds']} distinct rewrite kinds, {r['targeted']} of the {r['targeted_of']} targeted "
               f"({r['seconds']} s; {r['status']})", flush=True)
+        f = r["families"]
+        print(f"      rewrite families (motifs) fired: {f['fired']} of {f['families']} "
+              f"(not fired: {', '.join(f['not_fired']) or 'none'})", flush=True)
         if "transformers" in r:
             t = r["transformers"]
             print(f"      transformers: {t['fired']} of {t['registered']} registered fired ({t['reachable']} can "
@@ -251,7 +269,9 @@ def report(res: dict, args) -> None:
             a, c = res["a"]["backends"][label], res[other]["backends"][label]
             ratio = c["kinds"] / max(1, a["kinds"])
             print(f"{label}: all kinds {other}/a = {c['kinds']}/{a['kinds']} = {ratio:.2f}x; targeted kinds {other}/a = "
-                  f"{c['targeted']}/{a['targeted']} = {c['targeted'] / max(1, a['targeted']):.2f}x (target >= 3x)")
+                  f"{c['targeted']}/{a['targeted']} = {c['targeted'] / max(1, a['targeted']):.2f}x (target >= 3x); "
+                  f"rewrite families {other}/a = {c['families']['fired']}/{a['families']['fired']} "
+                  f"of {c['families']['families']}")
             print(f"   fired in {other}, not in a: {', '.join(sorted(set(c['fired']) - set(a['fired'])))}")
     if args.json:
         with open(args.json, "w") as f:

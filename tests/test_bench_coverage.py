@@ -63,3 +63,15 @@ def test_unfired_motifs_weigh_more_only_once_rewrites_are_known():
     fired = Guide(CoverageState(rewrites={"onnxruntime[cpu]@all": {"transformer:MatMulIntegerToFloatFusion"}}))
     assert other.spec_weight(motif, sigs) == empty.spec_weight(motif, sigs) + MOTIF_UNFIRED
     assert fired.spec_weight(motif, sigs) == empty.spec_weight(motif, sigs)
+
+
+def test_a_rewrite_family_counts_once_whichever_of_its_kinds_fired():
+    bench = _bench()
+    none = bench.family_report("tvm", set())
+    assert none["fired"] == 0 and none["families"] == len(none["not_fired"]) > 20
+    conv = bench.family_report("tvm", {"fused:conv2d_add_relu", "fused:conv3d_add_tanh", "pass:FoldConstant"})
+    # two kinds of the conv family are one family; FoldConstant is the aim of three constant-folding motifs
+    assert "TvmConvBiasActivation" not in conv["not_fired"] and conv["fired"] == 4
+    assert conv["families"] == none["families"]
+    ort = bench.family_report("onnxruntime", {"transformer:ConvActivationFusion"})
+    assert 1 <= ort["fired"] < ort["families"]
