@@ -159,3 +159,21 @@ def test_generated_models_mostly_valid():
     for (seed, g), r in zip(graphs, results):
         if r.valid:
             assert _all_finite(g, r), (seed, r.method)
+
+
+def test_scatter_reductions_differentiate_when_only_the_updates_need_gradients():
+    # the input search differentiates through a ScatterElements whose data is not a search variable
+    # (made by OneHot) and whose updates are: max, min and mul keep the row they read, which must not
+    # be overwritten in place (onnxruntime 1.31.1 campaign, case 01435: an internal error)
+    from dlgate.spec.registry import get
+
+    spec = get("ScatterElements")
+    x = torch.zeros((3, 2), dtype=torch.float32)
+    for reduction in ("max", "min", "mul", "add"):
+        u = torch.tensor([[1.0, -2.0], [3.0, 4.0]], requires_grad=True)
+        a = {"axis": 0, "indices": [[1, 1], [1, 0]], "reduction": reduction}
+        y = spec.torch(a, x, u)
+        y.sum().backward()
+        assert u.grad is not None and torch.isfinite(u.grad).all(), reduction
+    # and the values are ONNX's, the repeated index applied in turn: max(max(0, 1), 3) at [1, 0]
+    assert spec.torch(dict(a, reduction="max"), x, u.detach()).tolist() == [[0.0, 4.0], [3.0, 0.0], [0.0, 0.0]]

@@ -947,7 +947,9 @@ def _reduce_into(out, lin, upd, reduction):
     combine = {"add": torch.add, "mul": torch.mul, "max": torch.maximum}.get(reduction, torch.minimum)
     for r in range(len(lin)):  # in turn, as ONNX reads: a repeated index adds twice
         row = combine(out[lin[r]], upd[r])
-        if out.requires_grad:  # the input search differentiates: mul, max and min keep their operands
+        # the input search differentiates: mul, max and min keep their operands, so the row
+        # just read must not be overwritten in place, also where only the updates need gradients
+        if out.requires_grad or row.requires_grad:
             out = out.clone()
         out[lin[r]] = row
     return out
