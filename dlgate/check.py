@@ -6,7 +6,7 @@ import glob
 import hashlib
 import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import onnx
@@ -339,6 +339,8 @@ def judge_backend(pool: W.Pool, case: Prepared, cfg: CheckConfig, spec: BackendS
     cross = cfg.crosscheck if crosscheck is None else crosscheck
     more = [xs for _, _, xs in case.shapes] if len(case.shape_refs) == len(case.shapes) else []
     out = pool.execute(spec, model, case.inputs, more)
+    if out.status == W.UNSUPPORTED:
+        out = _refused_by_optimization(pool, spec, model, case.inputs, out)
     if case.graph.dynamic and out.status == W.COMPILE_ERROR:
         # a compiler that cannot take symbolic dimensions: not a bug (a crash still is)
         err = dict(out.error or {}, message=f"the model with symbolic input dimensions is not accepted: "
@@ -367,6 +369,25 @@ def judge_backend(pool: W.Pool, case: Prepared, cfg: CheckConfig, spec: BackendS
                         f"{dynamic.describe(dynamic.first_binding(case.graph))}): {vk.detail}"
             return vk
     return v
+
+
+def _refused_by_optimization(pool: W.Pool, spec: BackendSpec, model: Model, inputs: list, out):
+    """A refusal (``out``) that the backend's lowest optimization level does not make: the
+    model compiles without optimizations, so a rewrite made the node it has no kernel for
+    (onnxruntime's MatMulIntegerToFloatFusion on int8 x uint8): a ``compile_error``, a bug of
+    that rewrite, not a missing feature. Only for backends whose refusals can depend on the
+    level (``Backend.refusals_by_level``); ``out`` otherwise."""
+    cls = load(spec.name)
+    lowest = cls.opt_levels[0]
+    if not getattr(cls, "refusals_by_level", False) or (spec.opt_level or cls.opt_levels[-1]) == lowest:
+        return out
+    low = pool.execute(spec.at(lowest), model, inputs)
+    if low.status in (W.UNSUPPORTED, W.UNAVAILABLE):
+        return out
+    err = dict(out.error or {})
+    err["message"] = (f"refused only with optimizations (at level {lowest} the model "
+                      f"{'runs' if low.status == W.OK else 'gets past it: ' + low.status}): {err.get('message', '')}")
+    return replace(out, status=W.COMPILE_ERROR, error=err)
 
 
 def case_dirs(directory: str) -> list:

@@ -78,3 +78,43 @@ def test_cli_check_writes_results_and_exit_status(tmp_path, capsys):
     assert main(["check", str(tmp_path), "--backend", "tests.fake_backends:Raises", "--no-crosscheck"]) == 1
     assert main(["check", str(tmp_path), "--backend", "nosuch"]) == 2
     assert main(["check", str(tmp_path), "--backend", "tvm@O9"]) == 2
+
+
+def _motif_cases(tmp_path, name: str, want, count: int = 40, dtype: str = "float32"):
+    """Cases of one operator or motif ``name`` whose attributes satisfy ``want``."""
+    from dlgate.spec.registry import get
+
+    spec = get(name)
+    gen = Generator(GenConfig(ops=(name,), min_nodes=1, max_nodes=1, dynamic_share=0.0, const_prob=0.0,
+                              extra_output_prob=0.0, dtypes=(dtype,), opset_range=(max(13, spec.min_opset), 21)))
+    out = []
+    for i in range(count):
+        c = make_case(gen, "refusal", "check", i)
+        if want(c.graph.nodes[0].attrs):
+            c.write(str(tmp_path))
+            out.append(prepare(*load_case(os.path.join(str(tmp_path), c.id))))
+    return out
+
+
+def test_a_refusal_only_an_optimization_makes_is_its_bug_a_refusal_at_every_level_is_not(tmp_path):
+    # onnxruntime's MatMulIntegerToFloatFusion (level extended) fuses int8 A x uint8 B into a node the
+    # CPU has no kernel for: "Failed to find kernel" (NOT_IMPLEMENTED) for a model it runs unoptimized
+    fused = _motif_cases(tmp_path / "f", "MatMulIntegerToFloat",
+                         lambda a: a.get("violate") is None and (a["mmi"]["at"], a["mmi"]["bt"]) == ("int8", "uint8"))
+    same = _motif_cases(tmp_path / "s", "MatMulIntegerToFloat",
+                        lambda a: a.get("violate") is None and (a["mmi"]["at"], a["mmi"]["bt"]) == ("uint8", "uint8"))
+    assert fused and same
+    cfg = CheckConfig([BackendSpec("onnxruntime")], crosscheck=False)
+    with Pool(timeout_s=120) as pool:
+        v = check(pool, fused[0], cfg)["verdicts"][0]
+        assert v["verdict"] == V.COMPILE_ERROR, v
+        assert "refused only with optimizations (at level disable the model runs)" in v["detail"]
+        assert check(pool, same[0], cfg)["verdicts"][0]["verdict"] == V.PASS
+        # at the lowest level itself there is nothing lower to ask: the refusal stands
+        low = CheckConfig([BackendSpec("onnxruntime", opt_level="disable")], crosscheck=False)
+        assert check(pool, fused[0], low)["verdicts"][0]["verdict"] == V.PASS
+        # a model onnxruntime refuses unoptimized too stays a refusal, not a finding: it has no
+        # float64 Conv kernel at any level
+        conv = _motif_cases(tmp_path / "c", "Conv", lambda a: True, count=2, dtype="float64")
+        v = check(pool, conv[0], cfg)["verdicts"][0]
+        assert v["verdict"] == V.UNSUPPORTED and "refused only" not in v["detail"], v

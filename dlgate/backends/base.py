@@ -87,6 +87,12 @@ class Backend:
     #: its own ``check_options``); ``option_names`` follows from it.
     option_kinds: ClassVar[dict] = {}
     option_names: ClassVar[tuple] = ()
+    #: Whether its optimizations can make a node it has no kernel for (onnxruntime's fusions
+    #: into contrib operators): a refusal above the lowest level is then checked at the
+    #: lowest, and one that level accepts is the optimization's bug, a ``compile_error``
+    #: (``dlgate.check.judge_backend``). False where refusals come before any optimization
+    #: (TVM's importer), which spares the extra compile.
+    refusals_by_level: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)

@@ -126,6 +126,7 @@ class OnnxRuntime(Backend):
     #: no kernel for its types (DequantizeLinear-28 with output_dtype float16) is wrapped in the
     #: float32 Casts of its fallback, which its own type constraints then reject at session
     #: creation; the same model at an opset with a kernel runs.
+    refusals_by_level = True  # MatMulIntegerToFloatFusion makes a node with no int8 x uint8 kernel
     DECLINES = ("does not support double yet", "Batchwise recurrent operations (layout == 1) are not supported",
                 "InsertedPrecisionFreeCast")
 
