@@ -103,6 +103,20 @@ class Raises(Good):
         raise RuntimeError("internal error at 0x7f3a12 in pass FuseOps")
 
 
+class QuantRaises(Good):
+    """Raises on every model that holds a QuantizeLinear, whatever its values: a compiler
+    error a reduction can keep while it shrinks the quantization's scale."""
+
+    name = "quantraises"
+
+    def compile(self, model):
+        import onnx
+
+        if any(n.op_type == "QuantizeLinear" for n in onnx.load_from_string(model.onnx).graph.node):
+            raise RuntimeError("QuantizeLinear lowering failed")
+        return model.graph
+
+
 class Broken(Good):
     name = "broken"
 

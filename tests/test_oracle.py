@@ -381,3 +381,26 @@ def test_stft_rounding_of_its_twiddle_angles_is_excused_a_wrong_bin_is_not():
     wrong = spectrum.astype(np.float32)
     wrong[0, 1, 0, 0] *= 1.5  # the second frame, which misses the large sample: sum 35, off by 17
     assert not compare([spectrum.astype(np.float32)], [wrong]).ok and ub.instability(g1, [x], candidate=[wrong]) is None
+
+
+def test_a_window_rounds_relative_to_its_cosine_terms_a_wrong_window_is_still_caught():
+    # a symmetric Blackman window of size 2 is 0.42 - 0.5 + 0.08 = 0 at both ends: onnxruntime gives
+    # +1.5e-8 and PyTorch -1.5e-8 in float32, which Sign turns into +1 against -1
+    attrs = {"periodic": 0, "dtype": "float32", "size": 2, "int_dtype": "int64", "from_shape": False}
+    g = _graph([Node("BlackmanWindow", attrs, [0], [1]), Node("Sign", {}, [1], [2])],
+               [T("int64", (2,)), T("float32", (2,)), T("float32", (2,))], [0], [2])
+    g.opset = 17
+    size = np.array([2, 2], np.int64)
+    from dlgate.oracle.precision import trace
+
+    env, _ = trace(g, [size])
+    ref = env[2].numpy()
+    assert ref.tolist() == [-1.0, -1.0]
+    got = np.array([1.0, 1.0], np.float32)
+    assert not compare([ref], [got]).ok and "Sign" in ub.instability(g, [size], candidate=[got])
+    # the window itself off by far more than its rounding is caught
+    g1 = _graph([Node("BlackmanWindow", attrs, [0], [1])], [T("int64", (2,)), T("float32", (2,))], [0], [1])
+    g1.opset = 17
+    wrong = np.array([0.25, 0.0], np.float32)
+    ref1 = trace(g1, [size])[0][1].numpy()
+    assert not compare([ref1], [wrong]).ok and ub.instability(g1, [size], candidate=[wrong]) is None

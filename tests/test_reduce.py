@@ -71,3 +71,35 @@ def test_reduce_command_writes_a_reduced_case_that_still_fails(tmp_path):
         again = check(pool, load_bundle(out), cfg)["verdicts"][0]
     assert again["verdict"] == "mismatch"
     assert json.load(open(os.path.join(out, "meta.json")))["graph"]["nodes"][0]["op"] == "Sigmoid"
+
+
+def test_an_error_reduces_without_leaving_the_domain_the_spec_defines():
+    # a compiler error kept whatever the values: rounding a scale of 1/64 to one decimal makes it 0,
+    # which still raises it, but x / 0 has no integer in ONNX, and a repro resting on it would go on
+    # failing (on its values) once the error is fixed
+    import numpy as np
+
+    from dlgate.oracle import ub
+
+    spec = BackendSpec("tests.fake_backends:QuantRaises")
+    cfg = CheckConfig([spec], crosscheck=False)
+    gen = Generator(GenConfig(ops=("QuantizeLinear",), min_nodes=1, max_nodes=1, dtypes=("float32",), opset=21))
+    reduced = 0
+    with Pool(120) as pool:
+        for i in range(200):
+            c = make_case(gen, "reduce", "q", i)
+            scale = c.graph.nodes[0].attrs["scale"]
+            if not isinstance(scale, float) or scale >= 0.05:
+                continue  # a scale that rounds to 0 at one decimal
+            case = prepare(c.meta(), c.graph, c.model_bytes)
+            v = check(pool, case, cfg)["verdicts"][0]
+            assert v["verdict"] == "compile_error", v
+            res = Reducer(pool, cfg, Target.of(spec, v)).reduce(case)
+            g = res.case.graph
+            assert g.op_names() == ["QuantizeLinear"], res.log
+            assert ub.undefined_values(g, res.case.inputs) is None, res.log
+            assert np.asarray(g.nodes[0].attrs["scale"]).all(), res.log
+            reduced += 1
+            if reduced == 2:
+                break
+    assert reduced == 2

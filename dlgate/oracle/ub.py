@@ -29,7 +29,7 @@ Three checks on the *reference* run, made only when a candidate disagrees:
   first departs is named. Where a node's error is bounded by its operands rather than its
   result (a multi-node idiom or motif that compilers fuse into one kernel, an Add or Sub that
   cancels, a normalization that subtracts a mean, LRN's sliding window sum, a DFT's or an
-  STFT's twiddle angles), the perturbation
+  STFT's twiddle angles, a Hann, Hamming or Blackman window's cosine terms), the perturbation
   also adds a few units of that magnitude (``_error_scale``), and one more
   run makes exactly 0 of the values within them: a fused Gelu whose Tanh saturates to -1
   returns 0 where the reference keeps -2e-7, which a Cast to bool or a Ceil turns into a
@@ -51,6 +51,7 @@ from dlgate.graph.ir import Graph
 from dlgate.oracle import precision
 from dlgate.oracle.compare import compare
 from dlgate.spec import nonfinite
+from dlgate.spec.signal import WINDOWS
 from dlgate.spec.registry import get
 
 #: Relative perturbation per dtype: a few units in the last place.
@@ -139,6 +140,10 @@ def _error_scale(spec, attrs: dict, ins: list, y: torch.Tensor) -> torch.Tensor 
         return _dft_magnitude(spec, attrs, ins[0], shape)
     if spec.onnx_op == "STFT" and ins and ins[0].is_floating_point() and ins[0].dim() == 3 and len(shape) == 4:
         return _stft_magnitude(spec, attrs, ins, shape)
+    if spec.onnx_op in WINDOWS:
+        # a0 - a1 cos + a2 cos: terms near 1 that cancel (a symmetric Blackman window's ends are 0,
+        # which onnxruntime computes as +1.5e-8 and PyTorch as -3e-8 in float32)
+        return torch.full(shape, float(sum(abs(c) for c in WINDOWS[spec.onnx_op])), dtype=torch.float64)
     if _absolute(spec):
         return _magnitude(ins, shape)
     return None

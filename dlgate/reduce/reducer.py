@@ -65,6 +65,7 @@ from dlgate.graph.ir import Graph, Node
 from dlgate.materialize.onnx_model import to_onnx
 from dlgate.materialize.torch_model import GraphModule
 from dlgate.oracle import signature as S
+from dlgate.oracle import ub
 from dlgate.oracle import verdict as V
 from dlgate.oracle.compare import all_finite
 from dlgate.reduce.identity import regime
@@ -373,6 +374,9 @@ class Reducer:
         self.max_seconds, self.max_probes, self.matter_probes = max_seconds, max_probes, matter_probes
         self.probes = 0
         self._seen: dict = {}
+        #: Whether the case being reduced stays in the domain the specification defines; its
+        #: candidates must then stay there too (``judge``).
+        self._defined = True
 
     def _case(self, base: Prepared, graph: Graph, inputs: list) -> Prepared:
         return as_case(base, graph, inputs)
@@ -390,6 +394,11 @@ class Reducer:
         if ref.ok and (all_finite(ref.outputs) or getattr(case.graph, "extreme", None) is not None):
             v = judge_backend(self.pool, case, self.cfg, self.target.backend, ref.outputs, crosscheck=False,
                               explain=True)
+        if v is not None and self._defined and v.verdict not in V.VALUE_CLASSES + (V.UNDEFINED,) \
+                and ub.undefined_values(case.graph, case.inputs):
+            # an error still raised, but on values the specification leaves open (a scale shrunk
+            # to 0): a repro resting on them would go on failing, for another reason, once fixed
+            v = None
         self._seen[key] = v
         return v
 
@@ -402,6 +411,7 @@ class Reducer:
         """The reduced case. ``max_seconds`` bounds the whole reduction: no probe runs past
         it (the workers' timeout is shortened to what is left, plus a second's grace)."""
         self.probes, self._seen = 0, {}
+        self._defined = ub.undefined_values(case.graph, case.inputs) is None
         had = getattr(self.pool, "deadline", None)
         self.pool.deadline = time.monotonic() + self.max_seconds
         try:

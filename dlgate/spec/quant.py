@@ -250,6 +250,15 @@ class _QDQParams:
         return s, _expand(z, xshape, a["mode"], a["axis"], a["block"])
 
 
+def _bad_scale(a: dict) -> str | None:
+    """A constant scale of 0, Inf or NaN: generation never draws one, but reduction shrinks
+    values towards 0, and x / 0 is then inf or (0 / 0) NaN, which no integer stands for."""
+    scale = np.asarray(a["scale"], dtype=np.float64)
+    if not np.isfinite(scale).all() or (scale == 0).any():
+        return "a scale of 0, Inf or NaN (ONNX defines no quantization for it)"
+    return None
+
+
 def _scale_values(ctx, shape: tuple, sdt: str, pow2: bool, f16_exact: bool = False, lo: int = -6, hi: int = 2):
     """Nested scale values: powers of two (a base exponent and small offsets per element),
     or values in [0.01, 0.5] as ``sdt`` stores them (and float16 holds, if asked)."""
@@ -370,7 +379,7 @@ class QuantizeLinear(OpSpec):
         x = ins[0]
         if x.is_floating_point() and bool(torch.isnan(x).any()):
             return "quantizes NaN (ONNX defines no integer for it)"
-        return None
+        return _bad_scale(a)
 
     def reference_defect(self, a, ins, opset):
         if opset >= 23 and ins[0].dtype == F32 and a["sdt"] == F16 and not a.get("pattr"):
@@ -1233,6 +1242,11 @@ class FakeQuant(_Idiom):
 
     def requires(self, ins, a):
         return [a["xdt"] == ins[0].dtype] + _QDQParams.valid(ins[0], a)
+
+    def undefined(self, a, ins, out_types):
+        if bool(torch.isnan(ins[0]).any()):
+            return "quantizes NaN (ONNX defines no integer for it)"
+        return _bad_scale(a)
 
     def infer(self, ins, a):
         return [ins[0]]
