@@ -373,7 +373,8 @@ def judge_backend(pool: W.Pool, case: Prepared, cfg: CheckConfig, spec: BackendS
 
 def _refused_by_optimization(pool: W.Pool, spec: BackendSpec, model: Model, inputs: list, out):
     """A refusal (``out``) that the backend's lowest optimization level does not make: the
-    model compiles without optimizations, so a rewrite made the node it has no kernel for
+    model compiles there (runs, or fails only at run time), so a rewrite made the node it
+    has no kernel for
     (onnxruntime's MatMulIntegerToFloatFusion on int8 x uint8): a ``compile_error``, a bug of
     that rewrite, not a missing feature. Only for backends whose refusals can depend on the
     level (``Backend.refusals_by_level``); ``out`` otherwise."""
@@ -382,11 +383,13 @@ def _refused_by_optimization(pool: W.Pool, spec: BackendSpec, model: Model, inpu
     if not getattr(cls, "refusals_by_level", False) or (spec.opt_level or cls.opt_levels[-1]) == lowest:
         return out
     low = pool.execute(spec.at(lowest), model, inputs)
-    if low.status in (W.UNSUPPORTED, W.UNAVAILABLE):
+    if low.status not in (W.OK, W.RUN_ERROR):
+        # refused there too, or failing to compile for another reason that may hide the same
+        # refusal: nothing shows the optimization made it
         return out
     err = dict(out.error or {})
     err["message"] = (f"refused only with optimizations (at level {lowest} the model "
-                      f"{'runs' if low.status == W.OK else 'gets past it: ' + low.status}): {err.get('message', '')}")
+                      f"{'runs' if low.status == W.OK else 'compiles'}): {err.get('message', '')}")
     return replace(out, status=W.COMPILE_ERROR, error=err)
 
 

@@ -117,6 +117,24 @@ class QuantRaises(Good):
         return model.graph
 
 
+class LevelRefuses(Good):
+    """Declines every model at its higher optimization level, as a fusion into a node without
+    a kernel does; at the lower one it runs, or (option ``low`` = "error") fails to compile
+    for another reason."""
+
+    name = "levelrefuses"
+    opt_levels = ("low", "high")
+    refusals_by_level = True
+    option_kinds = {"low": ""}
+
+    def compile(self, model):
+        if self.opt_level == "high":
+            raise NotImplementedError("no kernel for the fused node")
+        if self.options.get("low") == "error":
+            raise RuntimeError("type inference failed")
+        return model.graph
+
+
 class Broken(Good):
     name = "broken"
 

@@ -118,3 +118,14 @@ def test_a_refusal_only_an_optimization_makes_is_its_bug_a_refusal_at_every_leve
         conv = _motif_cases(tmp_path / "c", "Conv", lambda a: True, count=2, dtype="float64")
         v = check(pool, conv[0], cfg)["verdicts"][0]
         assert v["verdict"] == V.UNSUPPORTED and "refused only" not in v["detail"], v
+
+
+def test_a_refusal_stands_when_the_lowest_level_fails_to_compile_for_another_reason(cases):
+    # a compile error at the lowest level may hide the same refusal: nothing shows the
+    # optimization made it, so it stays a refusal (and a model that runs there is a finding)
+    runs = BackendSpec("tests.fake_backends:LevelRefuses")
+    fails = BackendSpec("tests.fake_backends:LevelRefuses", options=(("low", "error"),))
+    with Pool(timeout_s=60) as pool:
+        got = check(pool, cases[0], CheckConfig([runs, fails], crosscheck=False))["verdicts"]
+    assert got[0]["verdict"] == V.COMPILE_ERROR and "at level low the model runs" in got[0]["detail"], got[0]
+    assert got[1]["verdict"] == V.UNSUPPORTED and "refused only" not in got[1]["detail"], got[1]
