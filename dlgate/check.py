@@ -338,19 +338,20 @@ def judge_backend(pool: W.Pool, case: Prepared, cfg: CheckConfig, spec: BackendS
     model = Model(case.model, case.graph)
     cross = cfg.crosscheck if crosscheck is None else crosscheck
     more = [xs for _, _, xs in case.shapes] if len(case.shape_refs) == len(case.shapes) else []
+    cls = load(spec.name)
+    lowest = cls.opt_levels[0]
+    above_lowest = (spec.opt_level or cls.opt_levels[-1]) != lowest
+    run_lowest = lambda: pool.execute(spec.at(lowest), model, case.inputs)  # noqa: E731
     out = pool.execute(spec, model, case.inputs, more)
-    if out.status == W.UNSUPPORTED:
-        out = _refused_by_optimization(pool, spec, model, case.inputs, out)
+    if out.status == W.UNSUPPORTED and cls.refusals_by_level and above_lowest:
+        out = _refused_by_optimization(out, lowest, run_lowest())
     if case.graph.dynamic and out.status == W.COMPILE_ERROR:
         # a compiler that cannot take symbolic dimensions: not a bug (a crash still is)
         err = dict(out.error or {}, message=f"the model with symbolic input dimensions is not accepted: "
                                             f"{(out.error or {}).get('message', '')}")
         return V.judge(spec.name, spec.label(), W.Outcome(W.UNSUPPORTED, error=err, compile_s=out.compile_s,
                                                           wall_s=out.wall_s, backend=out.backend), reference)
-    levels = load(spec.name).opt_levels
-    lowest = levels[0]
-    at_lowest = (lambda: pool.execute(spec.at(lowest), model, case.inputs)) \
-        if cross and (spec.opt_level or levels[-1]) != lowest else None
+    at_lowest = run_lowest if cross and above_lowest else None
     onnx_ref = (lambda: pool.execute(BackendSpec("onnx-reference"), model, case.inputs)) if cross else None
     why = (lambda: ub.explain_outputs(case.graph, case.inputs, cfg.tolerances, out.outputs)) if explain else None
     v = V.judge(spec.name, spec.label(), out, reference, cfg.tolerances, explain=why, at_lowest=at_lowest,
@@ -371,18 +372,13 @@ def judge_backend(pool: W.Pool, case: Prepared, cfg: CheckConfig, spec: BackendS
     return v
 
 
-def _refused_by_optimization(pool: W.Pool, spec: BackendSpec, model: Model, inputs: list, out):
-    """A refusal (``out``) that the backend's lowest optimization level does not make: the
-    model compiles there (runs, or fails only at run time), so a rewrite made the node it
-    has no kernel for
-    (onnxruntime's MatMulIntegerToFloatFusion on int8 x uint8): a ``compile_error``, a bug of
-    that rewrite, not a missing feature. Only for backends whose refusals can depend on the
-    level (``Backend.refusals_by_level``); ``out`` otherwise."""
-    cls = load(spec.name)
-    lowest = cls.opt_levels[0]
-    if not getattr(cls, "refusals_by_level", False) or (spec.opt_level or cls.opt_levels[-1]) == lowest:
-        return out
-    low = pool.execute(spec.at(lowest), model, inputs)
+def _refused_by_optimization(out, lowest: str, low):
+    """A refusal (``out``) that the backend's lowest optimization level (``low``, the same
+    model run at ``lowest``) does not make: the model compiles there (runs, or fails only at
+    run time), so a rewrite made the node it has no kernel for (onnxruntime's
+    MatMulIntegerToFloatFusion on int8 x uint8): a ``compile_error``, a bug of that rewrite,
+    not a missing feature. Asked only of backends whose refusals can depend on the level
+    (``Backend.refusals_by_level``); ``out`` otherwise."""
     if low.status not in (W.OK, W.RUN_ERROR):
         # refused there too, or failing to compile for another reason that may hide the same
         # refusal: nothing shows the optimization made it

@@ -51,8 +51,8 @@ from dlgate.graph.ir import Graph
 from dlgate.oracle import precision
 from dlgate.oracle.compare import compare
 from dlgate.spec import nonfinite
-from dlgate.spec.signal import WINDOWS
 from dlgate.spec.registry import get
+from dlgate.spec.signal import WINDOWS
 
 #: Relative perturbation per dtype: a few units in the last place.
 NOISE = {"float16": 4 * 2.0**-11, "float32": 4 * 2.0**-24, "float64": 4 * 2.0**-53}
@@ -105,7 +105,6 @@ CENTRED = ("InstanceNormalization", "LayerNormalization", "GroupNormalization")
 #: a result far smaller than the image's values keeps an error of a few units of max|X| per
 #: tap (onnxruntime's bicubic GridSample: 0.004599046 for 0.004598502 from values near 4).
 INTERPOLATING = ("GridSample", "Resize")
-
 
 
 def _error_scale(spec, attrs: dict, ins: list, y: torch.Tensor) -> torch.Tensor | None:

@@ -105,7 +105,7 @@ def judge(backend_name: str, label: str, outcome, reference: list, tolerances: d
         return Verdict(label, kind, detail[:2000], sig, error=err, **times)
     failed = compare_each(reference, outcome.outputs, tolerances)
     if not failed:
-        return Verdict(label, PASS, comparison=compare(reference, outcome.outputs, tolerances).to_json(), **times)
+        return Verdict(label, PASS, comparison=Comparison(True).to_json(), **times)
     cmp: Comparison = most_telling(failed)
     answer = explain() if explain else None
     reason, explained = answer if isinstance(answer, tuple) else (answer, frozenset())
