@@ -1,10 +1,14 @@
 """Rewrite and graph coverage of three generator settings on the same number of models.
 
     python bench/coverage.py [--count 2000] [--backend onnxruntime@all --backend tvm]
-                             [--jobs 2] [--settings a,b,c] [--runs 4] [--json FILE]
+                             [--jobs 2] [--settings a,b,c] [--runs 4] [--dynamic-share 0.25]
+                             [--json FILE]
 
-Settings, each over ``--count`` models of 1-10 operators (static shapes, so every model
-compiles once):
+Settings, each over ``--count`` models of 1-10 operators, a share ``--dynamic-share``
+(default 0.25, the campaigns' default) with symbolic batch/sequence dims, compiled once
+and run at their first binding (a motif whose rewrite needs symbolic dims,
+``Motif.needs_dynamic``, gets them whenever the share is above 0; ``--dynamic-share 0``
+measures static models only):
 
 * **a**: the generator without motifs and without guidance (every spec but the motifs);
 * **b**: with motifs (every spec), without guidance;
@@ -80,16 +84,17 @@ SETTINGS = {"a": "no motifs, no guidance", "b": "motifs, no guidance", "c": "mot
             "d": "motifs and guidance, within the backend's support"}
 
 
-def generator(setting: str, max_opset: int, support=None) -> Generator:
+def generator(setting: str, max_opset: int, support=None, dynamic_share: float = 0.25) -> Generator:
     plain = tuple(n for n, s in all_specs().items() if not isinstance(s, Motif))
-    return Generator(GenConfig(max_nodes=10, ops=plain if setting == "a" else None, dynamic_share=0.0,
+    return Generator(GenConfig(max_nodes=10, ops=plain if setting == "a" else None, dynamic_share=dynamic_share,
                                opset_range=(13, max_opset), support=support if setting == "d" else None))
 
 
-def generate(setting: str, count: int, seed: str, max_opset: int, support=None, start=None) -> tuple:
+def generate(setting: str, count: int, seed: str, max_opset: int, support=None, start=None,
+             dynamic_share: float = 0.25) -> tuple:
     """(cases, the coverage state the batch ended with: None without guidance). Guided
     settings start from ``start`` (default: empty)."""
-    gen = generator(setting, max_opset, support)
+    gen = generator(setting, max_opset, support, dynamic_share)
     batch = GuidedBatch(gen, seed, "coverage", start or CoverageState()) if setting in "cd" else None
     cases = []
     for i in range(count):
@@ -112,7 +117,8 @@ def campaign(setting: str, count: int, runs: int, backends: list, args, support=
     got = {b.label(): (Counter(), Counter(), 0.0) for b in backends}
     for r in range(runs):
         n = count // runs + (1 if r < count % runs else 0)
-        mine, end = generate(setting, n, run_root(args.seed, r, runs), args.max_opset, support, state)
+        mine, end = generate(setting, n, run_root(args.seed, r, runs), args.max_opset, support, state,
+                             args.dynamic_share)
         cases += mine
         for b in backends:
             t1 = time.perf_counter()
@@ -200,6 +206,8 @@ def main() -> None:
     ap.add_argument("--jobs", type=int, default=2, help="workers per backend")
     ap.add_argument("--timeout", type=float, default=60.0)
     ap.add_argument("--max-opset", type=int, default=28)
+    ap.add_argument("--dynamic-share", type=float, default=0.25,
+                    help="share of models with symbolic batch/sequence dims (the campaigns' default)")
     ap.add_argument("--json", help="write the figures here")
     args = ap.parse_args()
     if args.runs < 1 or args.runs > args.count:
@@ -217,7 +225,7 @@ def main() -> None:
         if s == "c":
             measure(s, *campaign(s, args.count, args.runs, backends, args)[:2], backends, res)
             continue
-        cases = generate(s, args.count, args.seed, args.max_opset)[0]
+        cases = generate(s, args.count, args.seed, args.max_opset, dynamic_share=args.dynamic_share)[0]
         measure(s, cases, compile_each(cases, backends, args), backends, res)
     report(res, args)
 

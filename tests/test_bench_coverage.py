@@ -24,7 +24,7 @@ def _bench():
 
 
 def _args(**kw):
-    return argparse.Namespace(**{"seed": "test-bench", "max_opset": 21, "jobs": 1, "timeout": 60.0, **kw})
+    return argparse.Namespace(**{"seed": "test-bench", "max_opset": 21, "jobs": 1, "timeout": 60.0, "dynamic_share": 0.25, **kw})
 
 
 def test_runs_carry_features_and_rewrites_to_the_next_run():

@@ -197,3 +197,12 @@ def test_conv_bounds_hold_on_random_instances(name):
         e = s.exact(a, [None] * len(ins), ins)
         if e is not None:
             assert bool((y == e).any())
+
+
+def test_det_bounds_beyond_float64_are_unbounded_not_an_error():
+    # Hadamard's bound (sqrt(M) max|a|)^M overflows float64 for wide inputs: no bound, no crash
+    det = get("Det")
+    x = TensorType("float32", (2, 16, 16))
+    assert det.value_range({}, [(-1e30, 1e30)], [x]) == [(-INF, INF)]
+    lo, hi = det.value_range({}, [(-2.0, 1.0)], [x])[0]
+    assert hi == (4.0 * 2.0) ** 16 and lo == -hi

@@ -129,3 +129,57 @@ def test_a_refusal_stands_when_the_lowest_level_fails_to_compile_for_another_rea
         got = check(pool, cases[0], CheckConfig([runs, fails], crosscheck=False))["verdicts"]
     assert got[0]["verdict"] == V.COMPILE_ERROR and "at level low the model runs" in got[0]["detail"], got[0]
     assert got[1]["verdict"] == V.UNSUPPORTED and "refused only" not in got[1]["detail"], got[1]
+
+
+def test_a_4bit_weight_matmul_is_compared_exactly_onnxruntime_int8_activations_are_caught(tmp_path):
+    # DequantizeLinear of constant int4/uint4 weights -> MatMul becomes onnxruntime's MatMulNBits
+    # (level extended). With the float32 activations dlgate asks for, it gives the spec's result;
+    # with onnxruntime's default accuracy level 4 it quantizes the activations to int8, 0.5% off,
+    # which the oracle reports: the 4-bit weights are compared, not excused
+    fused = _motif_cases(tmp_path, "DQMatMulNBits",
+                         lambda a: a.get("violate") is None and a["dq"]["bits"] == 4, count=30)
+    assert len(fused) >= 3
+    cfg = CheckConfig([BackendSpec("onnxruntime"), BackendSpec("tests.fake_backends:OrtDefaultAccuracy")],
+                      crosscheck=False)
+    caught = 0
+    with Pool(timeout_s=120) as pool:
+        for case in fused[:3]:
+            exact, approx = check(pool, case, cfg)["verdicts"]
+            assert exact["verdict"] == V.PASS, exact
+            assert "fused:com.microsoft:MatMulNBits" in exact["rewrites"], exact["rewrites"]
+            caught += approx["verdict"] == V.MISMATCH
+    assert caught >= 2
+
+
+def test_embed_layer_norm_fusion_is_checked_on_ids_and_its_negative_index_failure_is_caught(tmp_path):
+    # BERT embeddings + DistilBert attention at opset 13 with symbolic dims: onnxruntime fuses
+    # Attention and EmbedLayerNormalization. Non-negative ids: the fused model agrees with the
+    # reference. Negative ids (valid for Gather, which counts them from the end of the table):
+    # the fused EmbedLayerNormalization fails, though the model runs at level disable.
+    gen = Generator(GenConfig(ops=("EmbedLayerNormAttention",), dtypes=("int64",), min_nodes=1, max_nodes=1,
+                              dynamic_share=1.0, const_prob=0.0, extra_output_prob=0.0, opset=13))
+    ok, negative = [], []
+    for i in range(60):
+        try:
+            c = make_case(gen, "eln", "check", i)
+        except Exception:  # noqa: BLE001 - a draw that fits nothing
+            continue
+        a = c.graph.nodes[0].attrs
+        if a["violate"] is None and c.graph.dynamic:
+            c.write(str(tmp_path))
+            (ok if a["abs"] else negative).append(prepare(*load_case(os.path.join(str(tmp_path), c.id))))
+    assert ok and negative
+    cfg = CheckConfig([BackendSpec("onnxruntime"), BackendSpec("onnxruntime", opt_level="disable")], crosscheck=False)
+    with Pool(timeout_s=120) as pool:
+        for case in ok[:2]:
+            fused, plain = check(pool, case, cfg)["verdicts"]
+            assert fused["verdict"] == V.PASS and plain["verdict"] == V.PASS, (fused, plain)
+            assert "transformer:EmbedLayerNormFusion" in fused["rewrites"]
+        caught = 0
+        for case in negative[:3]:
+            fused, plain = check(pool, case, cfg)["verdicts"]
+            assert plain["verdict"] == V.PASS, plain
+            if any(int(x.min()) < 0 for x in case.inputs):
+                assert fused["verdict"] in (V.RUN_ERROR, V.MISMATCH), fused
+                caught += 1
+        assert caught

@@ -147,6 +147,55 @@ def test_a_motif_whose_rewrite_never_fired_is_favoured_once_the_backend_is_known
     assert w(unfired) > w(fired) == w(unknown) == w(other) == 1.0
 
 
+def test_a_narrow_motif_that_wants_coverage_draws_its_opset_and_is_inserted_first():
+    # EmbedLayerNormAttention exists at opset 13 only: even draws over 13-28 rarely meet it
+    eln = get("EmbedLayerNormAttention")
+    sides = {F.motif(eln.name, "fires")}
+    want = Guide(CoverageState(set(sides), {"onnxruntime[cpu]@all": {"removed:Identity"}}))  # drawn, never fired
+    done = Guide(CoverageState(set(sides), {"onnxruntime[cpu]@all": set(eln.expects)}))
+    assert want.wants(eln) and not done.wants(eln) and Guide(CoverageState()).wants(eln)
+    specs = [get("Relu"), eln, get("AttentionFusionClip")]
+    assert want.focus(specs, 13, 28) == [(eln, [13])] and done.focus(specs, 13, 28) == []
+    assert want.focus(specs, 13, 14) == []  # within a range this narrow, no motif is narrow
+
+    def batch(state):
+        gen = Generator(GenConfig(max_nodes=6, dynamic_share=0.25))
+        b = GuidedBatch(gen, "focus", "t", state)
+        return [b.case(i)[0] for i in range(120)]
+
+    state = CoverageState(set(), {"onnxruntime[cpu]@all": {"removed:Identity"}})
+    cases = batch(state.copy())
+    focused = [c for c in cases if c.graph.opset == 13 and c.graph.nodes and
+               any(n.op == eln.name and n.inputs[0] in c.graph.inputs for n in c.graph.nodes)]
+    assert len(focused) >= 3
+    # the ids are a graph input, and the model has symbolic dims there
+    assert any(c.graph.dynamic and any(c.graph.inputs[p] in
+                                       {n.inputs[0] for n in c.graph.nodes if n.op == eln.name}
+                                       for p, _, _ in c.graph.dynamic["dims"]) for c in focused)
+    assert [c.model_bytes for c in batch(state.copy())] == [c.model_bytes for c in cases]  # deterministic
+    # once drawn on its firing side and its rewrite fired, no case is drawn for it: the motif
+    # is met by chance only
+    fired = CoverageState(set(sides), {"onnxruntime[cpu]@all": set(eln.expects)})
+    held = [c for c in batch(fired) if any(n.op == eln.name for n in c.graph.nodes)]
+    assert len(held) < len(focused)
+
+
+def test_a_motif_that_needs_symbolic_dims_gets_them_whenever_any_model_may():
+    eln = get("EmbedLayerNormAttention")
+    for share, dynamic in ((0.0, False), (0.01, True)):
+        gen = Generator(GenConfig(ops=(eln.name, "Relu"), dtypes=("int64", "float32"), min_nodes=1, max_nodes=2,
+                                  opset=13, dynamic_share=share))
+        graphs = []
+        for i in range(40):
+            try:
+                graphs.append(make_case(gen, "dyn", "t", i).graph)
+            except Exception:  # noqa: BLE001 - a draw that fits nothing
+                continue
+        held = [g for g in graphs if any(n.op == eln.name for n in g.nodes)]
+        assert len(held) >= 3
+        assert all(bool(g.dynamic) == dynamic for g in held if len(g.nodes) == 1), share
+
+
 # -- the gate records and reuses the state --------------------------------------------------------
 def _config(tmp_path, **kw) -> str:
     doc = {"campaign": "cov", "models": 5, "max_nodes": 4, "opset": 18, "operators": OPS, "dtypes": ["float32"],

@@ -422,11 +422,11 @@ def tvm_cases(tmp_path_factory):
 
     out = tmp_path_factory.mktemp("quant_batch")
     # opset 20: no blocked quantization (TVM 0.27 refuses it), onnx.reference has DequantizeLinear;
-    # seed quant-e2e-3: six cases hold a quantization motif (all four kinds), two do not
+    # seed quant-e2e-5: six cases hold a quantization motif (all four kinds), two do not
     gen = Generator(GenConfig(ops=("FakeQuant", "QDQAdd", "QDQRelu", "QDQMatMul", "Add", "Relu", "Neg", "Mul"),
                               dtypes=("float32",), max_nodes=4, opset=20))
     for i in range(8):
-        make_case(gen, "quant-e2e-3", "check", i).write(str(out))
+        make_case(gen, "quant-e2e-5", "check", i).write(str(out))
     return [prepare(*load_case(os.path.join(out, d))) for d in sorted(os.listdir(out))]
 
 

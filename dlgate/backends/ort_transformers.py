@@ -65,17 +65,13 @@ TRANSFORMERS: dict = {
     "GeluFusionL2": (COVERED, "GeluErfFusion (and the idiom GeluErfIdiom)"),
     "LayerNormFusionL2": (COVERED, "LayerNormFusion (before opset 17)"),
     "SimplifiedLayerNormFusion": (COVERED, "SimplifiedLayerNormFusion"),
-    "AttentionFusion": (GAP, "fires on BERT's block only at opsets 11-12 (attention_fusion.cc's q-side MatMul "
-                             "{1, 9} and q-path LayerNormalization {1}, attention_fusion_helper.h's mask "
-                             "Unsqueeze {1, 11}), there only with a symbolic dim (else MatMulAddFusion at level 1 "
-                             "turns the Q/K/V MatMul + Add into Gemm: its attention guard needs an opset-17 "
-                             "LayerNormalization); dlgate generates opsets 13+, where only the DistilBert "
-                             "spelling remains, which needs symbolic dims and Reshape/Expand shapes computed by "
-                             "Shape -> Gather -> Unsqueeze -> Concat"),
-    "EmbedLayerNormFusion": (GAP, "embed_layer_norm_fusion.cc fuses only a LayerNormalization {1} (fused at "
-                                  "opsets below 17) that feeds a com.microsoft Attention, which on the CPU only "
-                                  "AttentionFusion makes (a GAP, above); with one it fires (opset 12, symbolic "
-                                  "batch, Range-made position ids)"),
+    "AttentionFusion": (COVERED, "AttentionFusionClip (its vision-block spelling, fused into MultiHeadAttention at "
+                                 "every opset; BERT's spelling, fused into Attention, needs opsets 11-12, or the "
+                                 "DistilBert one at opset 13, with symbolic batch and sequence dims)"),
+    "EmbedLayerNormFusion": (COVERED, "EmbedLayerNormAttention (embeddings, a layer norm and DistilBert's attention "
+                                      "block at opset 13, in a model with symbolic dims: the fusion takes only a "
+                                      "layer norm that feeds a com.microsoft Attention, which AttentionFusion makes "
+                                      "of that spelling only with symbolic batch and sequence dims)"),
     "GatherSliceToSplitFusion": (COVERED, "GatherSliceToSplit"),
     "GatherToSliceFusion": (COVERED, "GatherToSlice (a Range whose limit is Size of a graph input: ConstantFolding "
                                      "folds a Range of constants first)"),
@@ -92,9 +88,9 @@ TRANSFORMERS: dict = {
     "BiasDropoutFusion": (UNREACHABLE, "registered for CUDA and ROCm only"),
     "MatMulScaleFusion": (COVERED, "MatMulScaleFusion"),
     "MatMulActivationFusion": (UNREACHABLE, "registered for DirectML only"),
-    "MatMulNBitsFusion": (GAP, _CONTRIB_ONLY.format(op="MatMulNBits") + " except QDQSelectorActionTransformer "
-                                                                       "from 4-bit blockwise DequantizeLinear "
-                                                                       "weights: dlgate has no int4/uint4 dtypes"),
+    "MatMulNBitsFusion": (COVERED, "MatMulNBitsBias (a MatMulNBits, which QDQSelectorActionTransformer makes of a "
+                                   "4-bit DequantizeLinear -> MatMul: DQMatMulNBits, with a [N] bias Add that "
+                                   "MatMulAddFusion left: an attention block's projections)"),
     "GroupQueryAttentionPreNormFusion": (UNREACHABLE, _CONTRIB_ONLY.format(op="GroupQueryAttention") +
                                          " (GroupQueryAttentionFusion, CUDA only, does)"),
     "QDQFinalCleanupTransformer": (COVERED, "QDQFinalCleanup (where QDQS8ToU8Transformer is registered: with the "

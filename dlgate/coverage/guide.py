@@ -12,7 +12,13 @@ wasted and no operator is ever ruled out:
 * **which signature**: ``1 + SIG_UNSEEN`` for one not yet seen with that operator;
 * **which tensor to build on** (the connection): the generator's use-count weight times
   ``1 + EDGE_UNSEEN`` when the edge from the tensor's producer to the operator is new,
-  ``+ PATH_UNSEEN`` when a three-operator path through it is.
+  ``+ PATH_UNSEEN`` when a three-operator path through it is;
+* **which opset**: a motif that exists at a few opsets only (``NARROW_OPSETS`` or fewer of
+  the campaign's range, as EmbedLayerNormAttention at opset 13) is rarely drawn where the
+  opset is drawn evenly. While such a motif still *wants* coverage (its firing side not yet
+  drawn, or no backend of its optimizer has applied its rewrite), a share ``OPSET_FOCUS``
+  of the cases draw their opset from one such motif's opsets instead, and insert that
+  motif first, on the case's first graph input.
 
 Spec weights are computed once per case from the state (the campaign's starting state and
 every case generated before this one) and updated for the chosen spec after each
@@ -33,6 +39,10 @@ INTENT_UNSEEN = 4.0
 MOTIF_UNFIRED = 6.0
 EDGE_UNSEEN = 4.0
 PATH_UNSEEN = 2.0
+#: Share of cases whose opset is drawn from a narrow motif's opsets while it wants coverage,
+#: and the most opsets (of the campaign's range) a motif may exist at to count as narrow.
+OPSET_FOCUS = 0.05
+NARROW_OPSETS = 3
 
 
 class Guide:
@@ -76,6 +86,28 @@ class Guide:
             if fired is not None and spec.expects and not fired.intersection(spec.expects):
                 w += MOTIF_UNFIRED
         return w
+
+    def wants(self, spec) -> bool:
+        """Whether a motif still wants coverage: its firing side never drawn, or no backend
+        of its optimizer has applied its rewrite (where the state knows that)."""
+        if not self.seen(F.motif(spec.name, "fires")):
+            return True
+        fired = self._fired_by(spec.optimizer)
+        return fired is not None and bool(spec.expects) and not fired.intersection(spec.expects)
+
+    def focus(self, specs, lo: int, hi: int) -> list:
+        """(motif, its opsets) for each narrow motif among ``specs`` that wants coverage (see
+        the module docstring), in ``specs``' order."""
+        from dlgate.spec.motif import Motif
+
+        out = []
+        for spec in specs:
+            if not isinstance(spec, Motif):
+                continue
+            ops = [o for o in range(lo, hi + 1) if spec.available(o)]
+            if ops and len(ops) <= NARROW_OPSETS < hi - lo + 1 and self.wants(spec):
+                out.append((spec, ops))
+        return out
 
     def sig_weights(self, op: str, sigs) -> list:
         return [1.0 + (0.0 if self.seen(F.op_dtype(op, s)) else SIG_UNSEEN) for s in sigs]

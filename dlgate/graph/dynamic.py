@@ -98,11 +98,18 @@ def make_dynamic(graph: Graph, rng: random.Random, limits: Limits = Limits()) ->
     """The graph with symbolic input dimensions and further bindings, when some symbol can
     take other sizes; else the graph unchanged. Deterministic in ``rng``."""
     dims = []
+    # inputs read by a motif whose rewrite needs symbolic dims (``Motif.needs_dynamic``) first,
+    # so the symbols take their sizes
+    from dlgate.spec.registry import get
+
+    wanting = {t for n in graph.nodes if getattr(get(n.op), "needs_dynamic", False) for t in n.inputs}
+    order = sorted(range(len(graph.inputs)), key=lambda pos: graph.inputs[pos] not in wanting)
     for sym, axis, min_rank in SYMBOLS:
         # the axis of every input whose size there equals the first such input's: exporters
         # give related inputs one symbol
         size = None
-        for pos, t in enumerate(graph.inputs):
+        for pos in order:
+            t = graph.inputs[pos]
             ty = graph.tensors[t]
             if ty.rank >= max(min_rank, axis + 1) and (size is None or ty.shape[axis] == size):
                 size = ty.shape[axis]

@@ -54,7 +54,8 @@ class GenConfig:
     support: frozenset | None = None
     #: Share of graphs given symbolic batch/sequence input dimensions (``graph.dynamic``),
     #: where further sizes keep them valid; drawn after the graph is final, so the graph
-    #: itself does not depend on it.
+    #: itself does not depend on it. A graph holding a motif whose rewrite needs symbolic
+    #: dimensions (``Motif.needs_dynamic``) gets them whenever the share is above 0.
     dynamic_share: float = 0.0
     #: Share of graphs whose inputs and constants carry extreme values (``graph.extreme``,
     #: see ``dlgate.graph.extreme``); drawn last, from its own stream.
@@ -146,7 +147,14 @@ class Generator:
         # A fresh solver per case: an incremental solver keeps learned lemmas across
         # push/pop, so reusing one would make a case depend on the cases before it.
         self.solver.reset()
-        opset = self.opset = cfg.opset if cfg.opset is not None else self._draw_opset(rng)
+        if self.guide is not None:
+            self.guide.begin()
+        focus = None  # a narrow motif this case is drawn for (coverage guidance), or None
+        if cfg.opset is not None:
+            opset = cfg.opset
+        else:
+            opset, focus = self._draw_opset(rng)
+        self.opset = opset
         specs = self._available.get(opset)
         if specs is None:
             specs = self._available[opset] = [s for s in self.specs if s.available(opset) and self._sigs(s)]
@@ -157,10 +165,12 @@ class Generator:
         st = _State()
         weights = None
         if self.guide is not None:
-            self.guide.begin()
             weights = [self.guide.spec_weight(s, self._sigs(s)) for s in specs]
-        # The first placeholder fits a random operator, so the first insertion can succeed.
+        # The first placeholder fits a random operator (the focused motif, when there is one),
+        # so the first insertion can succeed.
         seed_spec = specs[rng.randrange(len(specs))]
+        if focus is not None and focus in specs:
+            seed_spec = focus
         ranks = [r for r in seed_spec.ranks if r <= min(4, cfg.limits.max_rank)] or [0]
         rank = ctx.choice(ranks)
         if rng.random() < RANK5_START and 5 in seed_spec.ranks and cfg.limits.max_rank >= 5:
@@ -168,6 +178,8 @@ class Generator:
         first = TensorType(ctx.choice(self._sigs(seed_spec))[0], ctx.shape(rank))
         st.placeholders.append(st.add_tensor(first))
         budget = 40 * target + 40
+        if seed_spec is focus and self._forward(st, focus, ctx, rng) and weights is not None:
+            weights[specs.index(focus)] = self.guide.spec_weight(focus, self._sigs(focus))
         while len(st.nodes) < target and budget > 0:
             budget -= 1
             if weights is None:
@@ -188,14 +200,26 @@ class Generator:
         g = self._finalize(st, seed, opset, rng)
         if cfg.dynamic_share > 0:
             drng = random.Random(sub_seed(seed, "dynamic"))
-            if drng.random() < cfg.dynamic_share:
+            # a motif whose rewrite needs symbolic dimensions gets them whenever any model may
+            if drng.random() < cfg.dynamic_share or any(getattr(get(n.op), "needs_dynamic", False) for n in g.nodes):
                 g = make_dynamic(g, drng, cfg.limits)
         g = extreme.apply(g, seed, cfg.extreme_share)
         return g
 
-    def _draw_opset(self, rng: random.Random) -> int:
+    def _draw_opset(self, rng: random.Random) -> tuple:
+        """(the case's opset, the narrow motif it is drawn for or None): under guidance, a
+        share of the cases is drawn at the opsets of a motif that exists at a few only and
+        still wants coverage (``Guide.focus``), and starts with that motif."""
+        from dlgate.coverage.guide import OPSET_FOCUS
+
         lo, hi = self.cfg.opset_range
-        return hi if rng.random() < NEWEST_SHARE else rng.randint(lo, hi)
+        opset = hi if rng.random() < NEWEST_SHARE else rng.randint(lo, hi)
+        if self.guide is not None:
+            wanting = self.guide.focus([s for s in self.specs if self._sigs(s)], lo, hi)
+            if wanting and rng.random() < OPSET_FOCUS:
+                spec, opsets = rng.choice(wanting)
+                return rng.choice(opsets), spec
+        return opset, None
 
     def _sigs(self, spec: OpSpec, first: str | None = None) -> tuple:
         """Signatures allowed by the config, the probed support set and the ONNX schema
@@ -234,6 +258,9 @@ class Generator:
     # -- forward insertion ------------------------------------------------------------
     def _forward(self, st: _State, spec: OpSpec, ctx: Ctx, rng: random.Random) -> bool:
         cands = [i for i, t in enumerate(st.tensors) if t.rank in spec.ranks and self._sigs(spec, t.dtype)]
+        if getattr(spec, "needs_dynamic", False):
+            # its rewrite needs symbolic dims in its input: a graph input, not a computed tensor
+            cands = [i for i in cands if i in st.placeholders]
         if not cands:
             return False
         weights = [math.exp(-1.5 * st.uses[i]) for i in cands]
@@ -590,8 +617,9 @@ class Generator:
                 st.placeholders.append(j)
             st.uses[j] += 1
             in_ids.append(j)
-            if len(in_ids) > 1 and spec.constant_input(a, len(in_ids) - 1) is not None:
-                st.pinned.add(j)
+            if (len(in_ids) > 1 or getattr(spec, "needs_dynamic", False)) and \
+                    spec.constant_input(a, len(in_ids) - 1) is not None:
+                st.pinned.add(j)  # stays a placeholder: a constant, or a graph input as prescribed
         for i, j in enumerate(in_ids):
             # valid runs keep an input inside its domain: narrow its bounds to it, so a
             # second consumer with a disjoint domain (Atanh and Acosh of one constant)
@@ -662,7 +690,7 @@ class Generator:
         for n in st.nodes:
             spec = get(n.op)
             for i, t in enumerate(n.inputs):
-                if i and t not in prescribed:
+                if (i or getattr(spec, "needs_dynamic", False)) and t not in prescribed:
                     want = spec.constant_input(n.attrs, i)
                     if want is not None:
                         prescribed[t] = want

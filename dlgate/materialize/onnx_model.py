@@ -40,10 +40,15 @@ class Builder:
         self.nodes.append(helper.make_node(op_type, list(inputs), outputs, name=name, **attrs))
         return outputs
 
-    def const(self, value, dtype: str | None = None, hint: str = "c") -> str:
+    def const(self, value, dtype: str | None = None, hint: str = "c", bits: int = 0) -> str:
+        """An initializer of ``value``; ``bits`` 4 writes int8 or uint8 values as INT4 or
+        UINT4 (packed two to a byte, as ONNX stores them)."""
         arr = np.asarray(value, dtype=dtype) if dtype else np.asarray(value)
         name = self.fresh(hint)
-        self.initializers.append(numpy_helper.from_array(arr, name))
+        if bits == 4:
+            self.initializers.append(int4_tensor(arr, name))
+        else:
+            self.initializers.append(numpy_helper.from_array(arr, name))
         return name
 
     def ints(self, values, hint: str = "c") -> str:
@@ -55,6 +60,19 @@ class Builder:
         if value == default and self.rng.random() < 0.5:
             return None
         return value
+
+
+def int4_tensor(arr: np.ndarray, name: str) -> onnx.TensorProto:
+    """An INT4 (int8 ``arr``) or UINT4 (uint8) initializer of the same values; each value
+    must fit in 4 bits."""
+    signed = arr.dtype == np.int8
+    if arr.dtype not in (np.int8, np.uint8):
+        raise TypeError(f"4-bit constants are written from int8 or uint8 values, not {arr.dtype}")
+    lo, hi = (-8, 7) if signed else (0, 15)
+    if arr.size and (int(arr.min()) < lo or int(arr.max()) > hi):
+        raise ValueError(f"{name}: values outside {lo}..{hi} do not fit in 4 bits")
+    kind = onnx.TensorProto.INT4 if signed else onnx.TensorProto.UINT4
+    return helper.make_tensor(name, kind, list(arr.shape), arr.reshape(-1).astype(np.int64).tolist())
 
 
 def value_info(name: str, t, shape=None) -> onnx.ValueInfoProto:

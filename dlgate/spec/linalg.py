@@ -421,7 +421,10 @@ class Det(OpSpec):
         if sym.is_sym(m):
             return None
         top = max(abs(ranges[0][0]), abs(ranges[0][1]))
-        bound = (math.sqrt(m) * top) ** m if math.isfinite(top) else INF
+        try:
+            bound = (math.sqrt(m) * top) ** m if math.isfinite(top) else INF
+        except OverflowError:  # beyond float64: no bound
+            bound = INF
         return [(-bound, bound)]
 
     def reference_defect(self, a, ins, opset):

@@ -48,9 +48,14 @@ class Out(NamedTuple):
 
 @dataclass(frozen=True)
 class Const:
-    """A constant made inside the motif (the lowering writes an initializer)."""
+    """A constant made inside the motif (the lowering writes an initializer). ``bits`` 4
+    writes int8/uint8 values (within -8..7 / 0..15) as an INT4/UINT4 initializer: dlgate's
+    dtypes have no 4-bit types, so the motif's steps and the PyTorch reference see the
+    values as int8/uint8, which compute the same (a DequantizeLinear subtracts and scales
+    them exactly)."""
     value: np.ndarray
     hint: str = "m"
+    bits: int = 0
 
     @property
     def type(self) -> TensorType:
@@ -101,6 +106,10 @@ class Motif(OpSpec):
     conditions: ClassVar[tuple] = ()
     #: Share of draws that break one condition.
     violate_share: ClassVar[float] = 0.5
+    #: The rewrite fires only on a model with symbolic dimensions (``graph.dynamic``): the
+    #: generator gives a model holding such a motif symbolic dimensions whenever its
+    #: campaign gives any model them (``GenConfig.dynamic_share`` > 0).
+    needs_dynamic: ClassVar[bool] = False
     symbolic_ok = False
 
     # -- what a motif defines ------------------------------------------------------------
@@ -222,7 +231,7 @@ class Motif(OpSpec):
         names: list = []
         for j, s in enumerate(steps):
             spec = get(s.op)
-            ins = [resolve(r, xs, names, lambda c: b.const(c.value, hint=c.hint)) for r in s.inputs]
+            ins = [resolve(r, xs, names, lambda c: b.const(c.value, hint=c.hint, bits=c.bits)) for r in s.inputs]
             outs = [final.get((j, o)) or b.fresh("m") for o in range(spec.n_outputs)]
             spec.onnx(b, s.attrs, ins, outs)
             names.append(outs)
@@ -265,4 +274,52 @@ class Motif(OpSpec):
             why = get(s.op).undefined(s.attrs, sins, types)
             if why:
                 return f"{s.op} in the motif: {why}"
+        return None
+
+
+class WholeMotif(Motif):
+    """A motif whose ONNX lowering and PyTorch reference are its own, not a chain of step
+    specs: for a rewrite whose pattern computes shapes at run time (a Reshape or Expand to
+    ``Concat(Gather(Shape(x)))``) and must stay valid at every binding of symbolic
+    dimensions, which a chain of specs that record their shapes in their attributes cannot
+    be. Its ``requires``, ``infer``, ``onnx`` and ``torch`` are written whole, like an idiom
+    spec's; ``tests/test_specs.py`` holds them to onnx.reference like every spec."""
+
+    def steps(self, a):
+        raise TypeError(f"{self.name} has no steps: its lowering is its own")
+
+    def requires(self, ins, a):
+        raise NotImplementedError
+
+    def infer(self, ins, a):
+        raise NotImplementedError
+
+    def input_domain(self, a, i):
+        return None
+
+    def input_range(self, a, i):
+        return None
+
+    def input_nonzero(self, a, i):
+        return False
+
+    def input_possible(self, a, i, r, t):
+        return True
+
+    def discontinuous(self, a):
+        return self.jumps
+
+    def reference_defect(self, a, ins, opset):
+        return None
+
+    def onnx(self, b, a, xs, ys):
+        raise NotImplementedError
+
+    def torch(self, a, *xs):
+        raise NotImplementedError
+
+    def losses(self, a, *xs):
+        return []
+
+    def undefined(self, a, ins, out_types):
         return None

@@ -493,8 +493,8 @@ class DequantizeLinear(OpSpec):
 
     def onnx(self, b, a, xs, ys):
         ins = [xs[0], b.const(np.asarray(a["scale"], dtype=dt.NUMPY[a["sdt"]]))]
-        if a["zp"] is not None:
-            ins.append(b.const(np.asarray(a["zp"], dtype=dt.NUMPY[a["zdt"]])))
+        if a["zp"] is not None:  # 4-bit x (a motif's constant, ``Const.bits``): a 4-bit zero point
+            ins.append(b.const(np.asarray(a["zp"], dtype=dt.NUMPY[a["zdt"]]), bits=a.get("bits", 0)))
         attrs = _QDQParams.attrs(b, a)
         if a["odt"]:
             attrs["output_dtype"] = int(dt.ONNX[a["out"]])

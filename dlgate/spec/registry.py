@@ -11,7 +11,8 @@ FAMILIES = ("unary", "binary", "activation", "logic", "cast", "reduce", "linalg"
             "pool", "norm", "layout", "slicing", "index", "bitwise", "criterion", "shapecalc", "transformer", "quant",
             "recurrent", "control", "sequence", "spatial", "signal",
             # motifs: subgraphs aimed at one optimizer rewrite each (dlgate.spec.motif)
-            "motifs.ort_conv", "motifs.ort_matmul", "motifs.ort_elim", "motifs.ort_block", "motifs.ort_qdq",
+            "motifs.ort_conv", "motifs.ort_matmul", "motifs.ort_elim", "motifs.ort_block", "motifs.ort_qdq", "motifs.ort_nbits",
+            "motifs.ort_attention",
             "motifs.tvm_anchor", "motifs.tvm_reduce", "motifs.tvm_injective", "motifs.tvm_frontend",
             "motifs.tvm_fold", "motifs.tvm_lower")
 
