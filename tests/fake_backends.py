@@ -127,6 +127,26 @@ class OrtDefaultAccuracy(OnnxRuntime):
     session_config: dict = {}
 
 
+class SymbolicSigmoidFails(Good):
+    """Fails at run time on a model that declares symbolic input dims and holds a Sigmoid
+    (a rewrite that fires only where shapes are unknown); any other model runs (zeros)."""
+
+    name = "symbolicsigmoidfails"
+
+    def compile(self, model):
+        import onnx
+
+        m = onnx.load_from_string(model.onnx)
+        symbolic = any(d.dim_param for i in m.graph.input for d in i.type.tensor_type.shape.dim)
+        return model.graph, symbolic and any(n.op_type == "Sigmoid" for n in m.graph.node)
+
+    def run(self, compiled, inputs):
+        graph, fails = compiled
+        if fails:
+            raise RuntimeError("fused Sigmoid kernel: unknown batch")
+        return super().run(graph, inputs)
+
+
 class LevelRefuses(Good):
     """Declines every model at its higher optimization level, as a fusion into a node without
     a kernel does; at the lower one it runs, or (option ``low`` = "error") fails to compile

@@ -103,3 +103,36 @@ def test_an_error_reduces_without_leaving_the_domain_the_spec_defines():
             if reduced == 2:
                 break
     assert reduced == 2
+
+
+def test_a_failure_that_needs_symbolic_dims_reduces_keeping_them():
+    # the candidates keep the case's declared symbolic input dims (run at its first binding),
+    # so a failure of a rewrite that fires only on unknown shapes survives the cuts
+    from dlgate.materialize.onnx_model import to_onnx
+
+    spec = BackendSpec("tests.fake_backends:SymbolicSigmoidFails")
+    gen = Generator(GenConfig(min_nodes=4, max_nodes=6, dtypes=("float32",), opset=18, dynamic_share=1.0,
+                              ops=("Sigmoid", "Add", "Relu", "Mul", "Abs", "Neg", "Tanh")))
+    cfg = CheckConfig([spec], crosscheck=False)
+    done = 0
+    with Pool(60) as pool:
+        for i in range(60):
+            c = make_case(gen, "symred", "r", i)
+            if "Sigmoid" not in c.graph.op_names() or not c.graph.dynamic or len(c.graph.nodes) < 4:
+                continue
+            case = prepare(c.meta(), c.graph, c.model_bytes)
+            v = check(pool, case, cfg)["verdicts"][0]
+            if v["verdict"] != "run_error":
+                continue
+            res = Reducer(pool, cfg, Target.of(spec, v)).reduce(case)
+            # the Sigmoid, and at most the one operator between it and a symbolic graph input (a
+            # cut feeds a tensor of the case as a new, static input)
+            ops = res.case.graph.op_names()
+            assert "Sigmoid" in ops and len(ops) <= 2 < len(case.graph.nodes), res.log
+            assert res.case.graph.dynamic and res.case.graph.dynamic["bindings"] == []
+            m = to_onnx(res.case.graph, 1)
+            assert any(d.dim_param for i in m.graph.input for d in i.type.tensor_type.shape.dim)
+            done += 1
+            if done == 2:
+                break
+    assert done == 2

@@ -8,6 +8,9 @@ the *reference's* value of that tensor on the case's inputs: the kept operators 
 the values they saw in the whole model, so what fails there fails in the whole model too,
 and nothing is solved or searched again.
 
+The rest is static, at the case's own shapes, even when the case declares symbolic dims: a
+compiler that refuses those must still be asked about the rest.
+
 A fed tensor is a constant where the compiler could know its value before the run in the
 whole model (it derives only from constants and from input shapes: ``Shape``, ``Size``,
 ``EyeLike``), so a shape computation stays foldable as it was; every other fed tensor is a
@@ -51,6 +54,7 @@ def cut_out(case: Prepared, env: dict, removed, tag: str):
         return None
     static = static_tensors(case.graph)
     g, feeds, _ = cut_map(case.graph, env, keep, as_const=[t for t in fed(case.graph, keep) if t in static])
+    g.dynamic = None  # the rest runs static, at the case's own shapes: a refusal of symbolic dims hides nothing
     if not g.outputs:
         return None
     cut = as_case(case, g, feeds, tag)

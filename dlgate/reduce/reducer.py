@@ -156,8 +156,23 @@ def cut_map(graph: Graph, env: dict, keep: list, as_const=(), need_input: bool =
               nodes=[Node(n.op, n.attrs, [remap[t] for t in n.inputs], [remap[t] for t in n.outputs]) for n in kept],
               inputs=[remap[t] for t in ins], consts=[remap[t] for t in consts],
               outputs=[remap[t] for t in outs], opset=graph.opset, values=values)
+    g.dynamic = declared(graph, g, order)
     feeds = [np.array(env[t], copy=True) for t in ins]
     return g, feeds, order
+
+
+def declared(graph: Graph, g: Graph, order: list | None = None) -> dict | None:
+    """``g``'s symbolic dims, cut from ``graph``'s: every graph input of ``graph`` that ``g``
+    keeps as a graph input keeps its declared symbols (``order[k]`` is the tensor of
+    ``graph`` that tensor ``k`` of ``g`` is; None: the same ids). A candidate is compiled
+    for symbolic dims as the case was, and run at its first binding only (a rewrite that
+    fires only on symbolic dims keeps failing), or None when none is left."""
+    if not graph.dynamic:
+        return None
+    origin = order if order is not None else list(range(len(g.tensors)))
+    at = {origin[t]: k for k, t in enumerate(g.inputs)}
+    dims = [[at[graph.inputs[p]], axis, sym] for p, axis, sym in graph.dynamic["dims"] if graph.inputs[p] in at]
+    return {"dims": sorted(dims), "bindings": []} if dims else None
 
 
 def cut(graph: Graph, env: dict, keep: list) -> tuple:
@@ -180,10 +195,11 @@ def fed(graph: Graph, keep: list) -> list:
 
 
 def reinfer(graph: Graph, types: list, nodes: list) -> Graph | None:
-    """The graph with ``nodes`` re-typed from ``types`` (see ``dlgate.graph.dynamic.reinfer``)."""
+    """The graph with ``nodes`` re-typed from ``types`` (see ``dlgate.graph.dynamic.reinfer``),
+    its inputs' symbolic dims declared as ``graph``'s were (:func:`declared`)."""
     g = dynamic.reinfer(graph, types, nodes)
     if g is not None:
-        g.dynamic = None
+        g.dynamic = declared(graph, g)
     return g
 
 
@@ -306,6 +322,7 @@ def constified(graph: Graph, inputs: list, ks: list):
         values[t] = np.array(inputs[k], copy=True)
     g = Graph(graph.tensors, graph.nodes, [t for t in graph.inputs if t not in ts], list(graph.consts) + ts,
               graph.outputs, graph.opset, values)
+    g.dynamic = declared(graph, g)
     return g, [x for k, x in enumerate(inputs) if k not in ks]
 
 
@@ -329,6 +346,7 @@ def without_inputs(graph: Graph, inputs: list, ks: list):
     """(graph, inputs) with graph inputs ``ks`` (indices), which nothing consumes, dropped."""
     g = Graph(graph.tensors, graph.nodes, [t for k, t in enumerate(graph.inputs) if k not in ks], graph.consts,
               graph.outputs, graph.opset, dict(graph.values))
+    g.dynamic = declared(graph, g)
     return g, [x for k, x in enumerate(inputs) if k not in ks]
 
 
