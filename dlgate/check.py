@@ -384,8 +384,9 @@ def _refused_by_optimization(out, lowest: str, low):
         # refusal: nothing shows the optimization made it
         return out
     err = dict(out.error or {})
-    err["message"] = (f"refused only with optimizations (at level {lowest} the model "
-                      f"{'runs' if low.status == W.OK else 'compiles'}): {err.get('message', '')}")
+    # one wording whether the model then runs there or fails at run time: the message is
+    # the cluster's template, and one refusal must make one cluster
+    err["message"] = f"refused only with optimizations (at level {lowest} the model compiles): {err.get('message', '')}"
     return replace(out, status=W.COMPILE_ERROR, error=err)
 
 

@@ -108,7 +108,7 @@ def test_a_refusal_only_an_optimization_makes_is_its_bug_a_refusal_at_every_leve
     with Pool(timeout_s=120) as pool:
         v = check(pool, fused[0], cfg)["verdicts"][0]
         assert v["verdict"] == V.COMPILE_ERROR, v
-        assert "refused only with optimizations (at level disable the model runs)" in v["detail"]
+        assert "refused only with optimizations (at level disable the model compiles)" in v["detail"]
         assert check(pool, same[0], cfg)["verdicts"][0]["verdict"] == V.PASS
         # at the lowest level itself there is nothing lower to ask: the refusal stands
         low = CheckConfig([BackendSpec("onnxruntime", opt_level="disable")], crosscheck=False)
@@ -127,7 +127,7 @@ def test_a_refusal_stands_when_the_lowest_level_fails_to_compile_for_another_rea
     fails = BackendSpec("tests.fake_backends:LevelRefuses", options=(("low", "error"),))
     with Pool(timeout_s=60) as pool:
         got = check(pool, cases[0], CheckConfig([runs, fails], crosscheck=False))["verdicts"]
-    assert got[0]["verdict"] == V.COMPILE_ERROR and "at level low the model runs" in got[0]["detail"], got[0]
+    assert got[0]["verdict"] == V.COMPILE_ERROR and "at level low the model compiles" in got[0]["detail"], got[0]
     assert got[1]["verdict"] == V.UNSUPPORTED and "refused only" not in got[1]["detail"], got[1]
 
 
@@ -136,8 +136,9 @@ def test_a_4bit_weight_matmul_is_compared_exactly_onnxruntime_int8_activations_a
     # (level extended). With the float32 activations dlgate asks for, it gives the spec's result;
     # with onnxruntime's default accuracy level 4 it quantizes the activations to int8, 0.5% off,
     # which the oracle reports: the 4-bit weights are compared, not excused
+    # K of at least 32: over a few terms int8 activations can be exact (one value a block is)
     fused = _motif_cases(tmp_path, "DQMatMulNBits",
-                         lambda a: a.get("violate") is None and a["dq"]["bits"] == 4, count=30)
+                         lambda a: a.get("violate") is None and a["dq"]["bits"] == 4 and a["dq"]["k"] >= 32, count=120)
     assert len(fused) >= 3
     cfg = CheckConfig([BackendSpec("onnxruntime"), BackendSpec("tests.fake_backends:OrtDefaultAccuracy")],
                       crosscheck=False)

@@ -123,6 +123,7 @@ def test_config_reference_lists_every_key(capsys):
 
 # -- the injected miscompilation: new, then known, then fixed --------------------------------
 def test_injected_miscompilation_new_then_known_then_fixed(tmp_path, capsys, monkeypatch):
+    # seed inject4: four of the eight models hold a Sigmoid, whose error reaches an output in each
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
     baseline = str(tmp_path / "baseline.json")
     # one dtype: a wrong answer's fingerprint names its dtypes, and this bug is one per dtype
@@ -132,7 +133,7 @@ def test_injected_miscompilation_new_then_known_then_fixed(tmp_path, capsys, mon
                            dtypes=["float32"])
 
     out1 = str(tmp_path / "run1")
-    assert main(["run", "--config", broken, "--seed", "inject", "--out", out1]) == 1
+    assert main(["run", "--config", broken, "--seed", "inject4", "--out", out1]) == 1
     v1 = verdict(out1)
     assert v1["result"] == "fail" and v1["new"], v1
     fps = {g["fingerprint"] for g in v1["new"]}
@@ -159,14 +160,14 @@ def test_injected_miscompilation_new_then_known_then_fixed(tmp_path, capsys, mon
     assert set(doc["fingerprints"]) == fps and doc["dlgate_baseline"] == 2
 
     out2 = str(tmp_path / "run2")
-    assert main(["run", "--config", broken, "--seed", "inject", "--out", out2]) == 0
+    assert main(["run", "--config", broken, "--seed", "inject4", "--out", out2]) == 0
     v2 = verdict(out2)
     assert v2["result"] == "pass" and not v2["new"]
     assert {g["fingerprint"] for g in v2["known"]} == fps
     assert "Known failures (in the baseline)" in open(os.path.join(out2, "summary.md")).read()
 
     out3 = str(tmp_path / "run3")
-    assert main(["run", "--config", healthy, "--seed", "inject", "--out", out3]) == 0
+    assert main(["run", "--config", healthy, "--seed", "inject4", "--out", out3]) == 0
     v3 = verdict(out3)
     assert not v3["new"] and not v3["known"]
     assert {f["fingerprint"] for f in v3["fixed"]} == fps  # shown by the baseline's own repro

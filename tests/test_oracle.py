@@ -404,3 +404,38 @@ def test_a_window_rounds_relative_to_its_cosine_terms_a_wrong_window_is_still_ca
     wrong = np.array([0.25, 0.0], np.float32)
     ref1 = trace(g1, [size])[0][1].numpy()
     assert not compare([ref1], [wrong]).ok and ub.instability(g1, [size], candidate=[wrong]) is None
+
+
+def test_underflow_to_zero_before_a_jump_is_excused_a_wrong_floor_is_not():
+    # a float16 product of about -2.4e-8 is -0.0 correctly rounded (below half the smallest
+    # subnormal, 6e-8) and -6e-8 in float16 steps: Floor makes 0 of one and -1 of the other.
+    # Underflow rounds in absolute steps, which relative noise never makes
+    g = _graph([Node("Mul", {}, [0, 1], [2]), Node("Floor", {}, [2], [3])],
+               [T("float16", (2,)), T("float16", (2,)), T("float16", (2,)), T("float16", (2,))], [0, 1], [3])
+    xs = [np.array([2.0 ** -12, 0.5], np.float16), np.array([-2.0 ** -12, 3.0], np.float16)]
+    from dlgate.oracle.precision import trace
+
+    ref = trace(g, xs)[0][3].numpy()
+    assert ref.tolist() == [-1.0, 1.0]
+    flushed = np.array([0.0, 1.0], np.float16)
+    assert not compare([ref], [flushed]).ok and "Floor" in ub.instability(g, xs, candidate=[flushed])
+    # a Floor off by more than the jump can explain is caught (the bound is per output: twice the
+    # largest deviation the perturbations made in it)
+    wrong = np.array([-1.0, 5.0], np.float16)
+    assert not compare([ref], [wrong]).ok and ub.instability(g, xs, candidate=[wrong]) is None
+
+
+def test_a_motifs_steps_are_perturbed_one_by_one_a_wrong_motif_is_still_caught():
+    # Cos of Exp inside one motif node: exp(13) = 442413.39 rounds by 0.03 in float32, which moves
+    # Cos by 0.03; the motif's own output never shows that amplification
+    attrs = {"op1": "Exp", "op2": "Cos", "violate": None, "seed": 0}
+    g = _graph([Node("TvmElementwiseChain", attrs, [0], [1])], [T("float32", (2,)), T("float32", (2,))], [0], [1])
+    xs = [np.array([13.0, 0.5], np.float32)]
+    from dlgate.oracle.precision import trace
+
+    ref = trace(g, xs)[0][1].numpy()
+    one_off = np.array([np.cos(np.float32(442413.375)), ref[1]], np.float32)  # exp(13) one unit lower
+    assert not compare([ref], [one_off]).ok and "TvmElementwiseChain" in ub.instability(g, xs, candidate=[one_off])
+    # a wrong second step where Exp is small is caught
+    sin = np.array([ref[0], np.sin(np.exp(np.float32(0.5)))], np.float32)
+    assert not compare([ref], [sin]).ok and ub.instability(g, xs, candidate=[sin]) is None

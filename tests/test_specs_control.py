@@ -474,7 +474,7 @@ def test_injected_miscompilation_inside_an_if_branch_is_caught(tmp_path, workers
     from dlgate.check import CheckConfig, check
     from dlgate.oracle import verdict as V
 
-    pool_cases = _cases(tmp_path, ("If", "Neg"), 40, "ctl-inject")
+    pool_cases = _cases(tmp_path, ("If", "Neg"), 80, "ctl-inject")
     hit = [c for c in pool_cases if c.search["valid"] and "Sigmoid" in _taken_branches(c)][:3]
     miss = [c for c in pool_cases if c.search["valid"] and "Sigmoid" not in _taken_branches(c)][:2]
     assert len(hit) == 3 and miss

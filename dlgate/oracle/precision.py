@@ -24,18 +24,21 @@ from dlgate import dtypes as dt
 from dlgate.graph.ir import Graph
 from dlgate.materialize.torch_model import GraphModule
 from dlgate.oracle.compare import DEFAULT_TOLERANCES, compare
+from dlgate.spec.motif import Motif
 
 #: The low-precision floating-point types dlgate generates, widened to float64.
 LOW = (dt.FLOAT16,)
 
 
 def trace(graph: Graph, inputs: list, wide: bool = False, perturb: Callable | None = None,
-          overflow: bool = False, skip: set = frozenset()) -> tuple:
+          overflow: bool = False, skip: set = frozenset(), skip_step: Callable | None = None) -> tuple:
     """Run node by node with each spec's PyTorch implementation, as the reference does;
     returns (env, per-node (ins, outs)). ``wide``: float16 tensors in float64; with
     ``overflow``, a conversion to float16 still overflows to +/-inf there. ``skip``: node
     indices whose outputs are not perturbed.
-    ``perturb(ins, outs, spec, attrs)`` returns the outputs the next nodes see (see ``ub.instability``)."""
+    ``perturb(ins, outs, spec, attrs)`` returns the outputs the next nodes see (see ``ub.instability``);
+    a motif's steps are perturbed one by one too (``Motif.torch_steps``), but those whose spec
+    ``skip_step(spec)`` names."""
     mod = GraphModule(graph)
     env = {t: torch.from_numpy(np.array(x, copy=True)) for t, x in zip(graph.inputs, inputs)}
     for t in graph.consts:
@@ -46,7 +49,12 @@ def trace(graph: Graph, inputs: list, wide: bool = False, perturb: Callable | No
     with torch.no_grad():
         for i, (node, spec) in enumerate(zip(graph.nodes, mod.specs)):
             ins = [env[t] for t in node.inputs]
-            outs = spec.torch(_wide_attrs(node.attrs) if wide else node.attrs, *ins)
+            if perturb is not None and not wide and i not in skip and isinstance(spec, Motif):
+                def step(sp, sa, si, so):
+                    return so if skip_step is not None and skip_step(sp) else perturb(si, so, sp, sa)
+                outs = spec.torch_steps(node.attrs, ins, step)
+            else:
+                outs = spec.torch(_wide_attrs(node.attrs) if wide else node.attrs, *ins)
             outs = list(outs) if isinstance(outs, (tuple, list)) else [outs]
             if wide:
                 outs = [_as_wide(y, graph.tensors[t].dtype) for t, y in zip(node.outputs, outs)]

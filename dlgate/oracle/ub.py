@@ -19,7 +19,9 @@ Three checks on the *reference* run, made only when a candidate disagrees:
   reference and that evaluation: the compiler kept more precision than the reference.
 * **Instability.** Compilers round intermediates differently (fused operations, other
   summation orders, float16 computed in float32). The reference is re-run with every
-  floating-point intermediate perturbed by a few units of rounding in its own dtype; if the
+  floating-point intermediate (a motif's steps one by one, ``Motif.torch_steps``) perturbed
+  by a few units of rounding in its own dtype, and by up to two of its smallest subnormals
+  (rounding at underflow, ``UNDERFLOW``); if the
   outputs then move beyond the comparison tolerance, the case amplifies rounding-level
   differences: a value a rounding step from an integer before Floor, Ceil, Round or a cast,
   a near-tie before ArgMax or TopK, operands of a comparison that almost agree, float16
@@ -56,6 +58,11 @@ from dlgate.spec.signal import WINDOWS
 
 #: Relative perturbation per dtype: a few units in the last place.
 NOISE = {"float16": 4 * 2.0**-11, "float32": 4 * 2.0**-24, "float64": 4 * 2.0**-53}
+#: Absolute perturbation per dtype near 0: two of its smallest subnormals. Underflow rounds
+#: in absolute steps, which relative noise never makes: a product that underflows to -0.0 in
+#: one compiler (a float32 accumulator rounded once) and to -6e-8 in another (float16 steps),
+#: where a Floor after it makes -1 of one and -0 of the other.
+UNDERFLOW = {"float16": 2 * 2.0**-24, "float32": 2 * 2.0**-149, "float64": 2 * 2.0**-1074}
 
 
 #: Operators whose float results are exact (no rounding to differ between compilers): they
@@ -78,7 +85,8 @@ def _run(graph: Graph, inputs: list, noise_rng=None) -> tuple:
     if noise_rng is None:
         return precision.trace(graph, inputs)
     skip = {i for i, n in enumerate(graph.nodes) if _exact(get(n.op))} if graph.extreme is not None else set()
-    return precision.trace(graph, inputs, perturb=partial(_perturb, noise_rng), skip=skip)
+    return precision.trace(graph, inputs, perturb=partial(_perturb, noise_rng), skip=skip,
+                           skip_step=_exact if graph.extreme is not None else None)
 
 
 #: Operators whose result can cancel: a compiler that fuses them with what made their
@@ -225,7 +233,9 @@ def _perturb(rng, ins: list, outs: list, spec=None, attrs: dict | None = None) -
     addition that cancels), a random run adds up to that many units of the operands'
     magnitude too, and the ``"flush"`` run makes exactly 0 of every element within them
     (a fused kernel that cancels exactly, or saturates a Tanh to -1, where the reference
-    keeps a tiny value) and leaves the others as they are."""
+    keeps a tiny value) and leaves the others as they are. Every run also moves each
+    element by up to ``UNDERFLOW`` (absolute), and the flush makes 0 of those within it:
+    rounding at underflow."""
     noisy = []
     for y in outs:
         name = str(y.dtype).replace("torch.", "")
@@ -235,11 +245,12 @@ def _perturb(rng, ins: list, outs: list, spec=None, attrs: dict | None = None) -
             if isinstance(rng, str):  # flush
                 if magnitude is not None:
                     y = torch.where(y.double().abs() <= scale * magnitude, torch.zeros_like(y), y)
+                y = torch.where(y.double().abs() <= UNDERFLOW[name], torch.zeros_like(y), y)  # underflow to 0
                 noisy.append(y)
                 continue
             u = torch.full(tuple(y.shape), float(rng), dtype=torch.float64) if isinstance(rng, (int, float)) else \
                 torch.from_numpy(rng.uniform(-1, 1, size=tuple(y.shape))).to(torch.float64)
-            w = y.double() * (1 + scale * u)
+            w = y.double() * (1 + scale * u) + UNDERFLOW[name] * u
             if magnitude is not None:
                 v = torch.full(tuple(y.shape), float(rng), dtype=torch.float64) if isinstance(rng, (int, float)) \
                     else torch.from_numpy(rng.uniform(-1, 1, size=tuple(y.shape))).to(torch.float64)

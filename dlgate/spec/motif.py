@@ -236,8 +236,9 @@ class Motif(OpSpec):
             spec.onnx(b, s.attrs, ins, outs)
             names.append(outs)
 
-    def _run(self, a: dict, xs):
-        """Every step's inputs and outputs, as PyTorch tensors."""
+    def _run(self, a: dict, xs, hook=None):
+        """Every step's inputs and outputs, as PyTorch tensors; ``hook(spec, attrs, ins,
+        outs)``, when given, returns the outputs the next steps see (see ``torch_steps``)."""
         import torch
 
         from dlgate.spec.registry import get
@@ -246,10 +247,22 @@ class Motif(OpSpec):
         for s in self.steps(a):
             sins = [resolve(r, xs, step_outs, lambda c: torch.from_numpy(np.array(c.value, copy=True)))
                     for r in s.inputs]
-            y = get(s.op).torch(s.attrs, *sins)
+            spec = get(s.op)
+            y = spec.torch(s.attrs, *sins)
+            y = list(y) if isinstance(y, (tuple, list)) else [y]
+            if hook is not None:
+                y = hook(spec, s.attrs, sins, y)
             step_ins.append(sins)
-            step_outs.append(list(y) if isinstance(y, (tuple, list)) else [y])
+            step_outs.append(y)
         return step_ins, step_outs
+
+    def torch_steps(self, a: dict, xs, hook) -> list:
+        """The motif's outputs (a list) with ``hook(spec, attrs, ins, outs)`` applied to every
+        step's outputs: the instability check perturbs each step's rounding, as it does each
+        operator's (a rounding step inside the motif can be amplified by a later step, which
+        the motif's outputs alone do not show: Cos of an Exp)."""
+        _, outs = self._run(a, xs, hook)
+        return [outs[r.j][r.o] for r in self.outputs(a)]
 
     def torch(self, a, *xs):
         _, outs = self._run(a, xs)
@@ -287,6 +300,10 @@ class WholeMotif(Motif):
 
     def steps(self, a):
         raise TypeError(f"{self.name} has no steps: its lowering is its own")
+
+    def torch_steps(self, a: dict, xs, hook) -> list:
+        y = self.torch(a, *xs)
+        return list(y) if isinstance(y, (tuple, list)) else [y]
 
     def requires(self, ins, a):
         raise NotImplementedError

@@ -357,6 +357,11 @@ class Erf(Unary):
     onnx_op = "Erf"
     fn = torch.erf
 
+    def reference_defect(self, a, ins, opset):
+        if ins and ins[0].dtype == dt.FLOAT64:
+            return "onnx.reference's Erf returns float32 values (np.vectorize(math.erf, otypes=['f']))"
+        return None
+
 
 class IsNaN(Unary):
     onnx_op = "IsNaN"
