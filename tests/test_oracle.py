@@ -439,3 +439,20 @@ def test_a_motifs_steps_are_perturbed_one_by_one_a_wrong_motif_is_still_caught()
     # a wrong second step where Exp is small is caught
     sin = np.array([ref[0], np.sin(np.exp(np.float32(0.5)))], np.float32)
     assert not compare([ref], [sin]).ok and ub.instability(g, xs, candidate=[sin]) is None
+
+
+def test_a_log_sum_exp_past_float64s_range_is_undefined_a_wrong_one_inside_it_is_not():
+    # ONNX's ReduceLogSumExp (its function body) exponentiates in double without shifting by the
+    # max: past exp's float64 range it gives inf (or -inf), a shifting implementation the value
+    attrs = {"keepdims": 0, "axes": [0], "noop": False}
+    g = _graph([Node("ReduceLogSumExp", attrs, [0], [1])], [T("float16", (2,)), T("float16", ())], [0], [1])
+    from dlgate.oracle.precision import trace
+
+    big = [np.array([0.0, 1107.0], np.float16)]
+    assert trace(g, big)[0][1].item() == 1107.0
+    assert "float64" in ub.explain(g, big, candidate=[np.array(np.inf, np.float16)])
+    # within float64's range every reading agrees: a wrong value is a finding
+    small = [np.array([0.0, 700.0], np.float16)]
+    ref = trace(g, small)[0][1].numpy()
+    wrong = np.array(np.inf, np.float16)
+    assert not compare([ref], [wrong]).ok and ub.explain(g, small, candidate=[wrong]) is None

@@ -13,6 +13,7 @@ reduced dims of random size), so z3 is only a fallback.
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 import torch
@@ -458,6 +459,23 @@ class ReduceLogSumExp(Reduce):
         # n terms within [lo - log n, hi - log n] give a log-sum-exp within [lo, hi]
         d = math.log(self._count(a, ins[0]))
         return (span[0] - d, span[1] - d)
+
+    #: exp in float64 (the opset-18 function body casts to double first) overflows to inf for
+    #: a log-sum-exp above this, and every term underflows to 0 below the other
+    DOUBLE_LSE_MAX, DOUBLE_EXP_MIN = math.log(sys.float_info.max), -745.13
+
+    def undefined(self, a, ins, out_types):
+        x = ins[0].detach().double()
+        if not x.numel() or not x.dim():
+            return None
+        dims = self._dims(a, x)
+        lse, top = (torch.logsumexp(x, dims), x.amax(dim=dims)) if dims else (x, x)
+        finite = torch.isfinite(lse)
+        if bool((finite & ((lse > self.DOUBLE_LSE_MAX) | (top < self.DOUBLE_EXP_MIN))).any()):
+            return ("log(sum(exp(x))) overflows (or underflows) even in float64: ONNX's definition (its function "
+                    "body exponentiates in double without shifting by the max) gives +/-inf there, an implementation "
+                    "that shifts gives the value")
+        return None
 
 
 class Arg(OpSpec):
