@@ -82,16 +82,18 @@ class Guide:
             sides = ["fires"] + [f"declines:{c}" for c in spec.conditions]
             missing = sum(1 for s in sides if not self.seen(F.motif(spec.name, s)))
             w += INTENT_UNSEEN * missing / len(sides)
-            fired = self._fired_by(spec.optimizer)
-            if fired is not None and spec.expects and not fired.intersection(spec.expects):
+            if self._unfired(spec):
                 w += MOTIF_UNFIRED
         return w
 
     def wants(self, spec) -> bool:
         """Whether a motif still wants coverage: its firing side never drawn, or no backend
         of its optimizer has applied its rewrite (where the state knows that)."""
-        if not self.seen(F.motif(spec.name, "fires")):
-            return True
+        return not self.seen(F.motif(spec.name, "fires")) or self._unfired(spec)
+
+    def _unfired(self, spec) -> bool:
+        """Whether the state knows the motif's optimizer and none of its backends applied the
+        motif's rewrite (any of its ``expects`` kinds)."""
         fired = self._fired_by(spec.optimizer)
         return fired is not None and bool(spec.expects) and not fired.intersection(spec.expects)
 

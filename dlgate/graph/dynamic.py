@@ -102,7 +102,7 @@ def make_dynamic(graph: Graph, rng: random.Random, limits: Limits = Limits()) ->
     # so the symbols take their sizes
     from dlgate.spec.registry import get
 
-    wanting = {t for n in graph.nodes if getattr(get(n.op), "needs_dynamic", False) for t in n.inputs}
+    wanting = {t for n in graph.nodes if get(n.op).needs_dynamic for t in n.inputs}
     order = sorted(range(len(graph.inputs)), key=lambda pos: graph.inputs[pos] not in wanting)
     for sym, axis, min_rank in SYMBOLS:
         # the axis of every input whose size there equals the first such input's: exporters

@@ -201,7 +201,7 @@ class Generator:
         if cfg.dynamic_share > 0:
             drng = random.Random(sub_seed(seed, "dynamic"))
             # a motif whose rewrite needs symbolic dimensions gets them whenever any model may
-            if drng.random() < cfg.dynamic_share or any(getattr(get(n.op), "needs_dynamic", False) for n in g.nodes):
+            if drng.random() < cfg.dynamic_share or any(get(n.op).needs_dynamic for n in g.nodes):
                 g = make_dynamic(g, drng, cfg.limits)
         g = extreme.apply(g, seed, cfg.extreme_share)
         return g
@@ -258,7 +258,7 @@ class Generator:
     # -- forward insertion ------------------------------------------------------------
     def _forward(self, st: _State, spec: OpSpec, ctx: Ctx, rng: random.Random) -> bool:
         cands = [i for i, t in enumerate(st.tensors) if t.rank in spec.ranks and self._sigs(spec, t.dtype)]
-        if getattr(spec, "needs_dynamic", False):
+        if spec.needs_dynamic:
             # its rewrite needs symbolic dims in its input: a graph input, not a computed tensor
             cands = [i for i in cands if i in st.placeholders]
         if not cands:
@@ -617,7 +617,7 @@ class Generator:
                 st.placeholders.append(j)
             st.uses[j] += 1
             in_ids.append(j)
-            if (len(in_ids) > 1 or getattr(spec, "needs_dynamic", False)) and \
+            if (len(in_ids) > 1 or spec.needs_dynamic) and \
                     spec.constant_input(a, len(in_ids) - 1) is not None:
                 st.pinned.add(j)  # stays a placeholder: a constant, or a graph input as prescribed
         for i, j in enumerate(in_ids):
@@ -690,7 +690,7 @@ class Generator:
         for n in st.nodes:
             spec = get(n.op)
             for i, t in enumerate(n.inputs):
-                if (i or getattr(spec, "needs_dynamic", False)) and t not in prescribed:
+                if (i or spec.needs_dynamic) and t not in prescribed:
                     want = spec.constant_input(n.attrs, i)
                     if want is not None:
                         prescribed[t] = want

@@ -301,6 +301,11 @@ class OpSpec:
     restricted: ClassVar[bool] = False
     #: False when ``sample``/``input_type`` cannot run on a symbolic context.
     symbolic_ok: ClassVar[bool] = True
+    #: A rewrite this spec aims at fires only on a model with symbolic dimensions
+    #: (``graph.dynamic``): the generator gives a model holding it symbolic dimensions whenever
+    #: its campaign gives any model them (``GenConfig.dynamic_share`` > 0), and its first
+    #: input is a graph input (see ``dlgate.spec.motif``, EmbedLayerNormAttention).
+    needs_dynamic: ClassVar[bool] = False
     #: True for arithmetic whose integer results can overflow (see ``undefined``).
     can_overflow: ClassVar[bool] = False
     #: Static bounds on the output values, e.g. (0, 1) for Sigmoid.

@@ -106,10 +106,6 @@ class Motif(OpSpec):
     conditions: ClassVar[tuple] = ()
     #: Share of draws that break one condition.
     violate_share: ClassVar[float] = 0.5
-    #: The rewrite fires only on a model with symbolic dimensions (``graph.dynamic``): the
-    #: generator gives a model holding such a motif symbolic dimensions whenever its
-    #: campaign gives any model them (``GenConfig.dynamic_share`` > 0).
-    needs_dynamic: ClassVar[bool] = False
     symbolic_ok = False
 
     # -- what a motif defines ------------------------------------------------------------
@@ -257,16 +253,15 @@ class Motif(OpSpec):
         return step_ins, step_outs
 
     def torch_steps(self, a: dict, xs, hook) -> list:
-        """The motif's outputs (a list) with ``hook(spec, attrs, ins, outs)`` applied to every
-        step's outputs: the instability check perturbs each step's rounding, as it does each
+        """The motif's outputs (a list) with ``hook(spec, attrs, ins, outs)``, when given,
+        applied to every step's outputs: the instability check perturbs each step's rounding, as it does each
         operator's (a rounding step inside the motif can be amplified by a later step, which
         the motif's outputs alone do not show: Cos of an Exp)."""
         _, outs = self._run(a, xs, hook)
         return [outs[r.j][r.o] for r in self.outputs(a)]
 
     def torch(self, a, *xs):
-        _, outs = self._run(a, xs)
-        ys = [outs[r.j][r.o] for r in self.outputs(a)]
+        ys = self.torch_steps(a, xs, None)
         return ys[0] if len(ys) == 1 else tuple(ys)
 
     def losses(self, a, *xs):
@@ -311,32 +306,18 @@ class WholeMotif(Motif):
     def infer(self, ins, a):
         raise NotImplementedError
 
-    def input_domain(self, a, i):
-        return None
-
-    def input_range(self, a, i):
-        return None
-
-    def input_nonzero(self, a, i):
-        return False
-
-    def input_possible(self, a, i, r, t):
-        return True
-
-    def discontinuous(self, a):
-        return self.jumps
-
-    def reference_defect(self, a, ins, opset):
-        return None
-
     def onnx(self, b, a, xs, ys):
         raise NotImplementedError
 
     def torch(self, a, *xs):
         raise NotImplementedError
 
-    def losses(self, a, *xs):
-        return []
-
-    def undefined(self, a, ins, out_types):
-        return None
+    # what Motif derives from its steps, a whole motif takes from OpSpec (or defines itself)
+    input_domain = OpSpec.input_domain
+    input_range = OpSpec.input_range
+    input_nonzero = OpSpec.input_nonzero
+    input_possible = OpSpec.input_possible
+    discontinuous = OpSpec.discontinuous
+    reference_defect = OpSpec.reference_defect
+    losses = OpSpec.losses
+    undefined = OpSpec.undefined
