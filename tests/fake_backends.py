@@ -147,6 +147,46 @@ class SymbolicSigmoidFails(Good):
         return super().run(graph, inputs)
 
 
+def _symbolic(model) -> bool:
+    import onnx
+
+    m = onnx.load_from_string(model.onnx)
+    return any(d.dim_param for i in m.graph.input for d in i.type.tensor_type.shape.dim)
+
+
+class SymbolicCompileFails(Good):
+    """An internal compile error on any model that declares symbolic input dims; the same
+    model with static shapes compiles (zeros)."""
+
+    name = "symboliccompilefails"
+
+    def compile(self, model):
+        if _symbolic(model):
+            raise RuntimeError("InternalError: Check failed: (lhs_extent == rhs_extent) is false")
+        return super().compile(model)
+
+
+class SymbolicDeclines(SymbolicCompileFails):
+    """Declines symbolic input dims in its own words (``symbolic_refusals``)."""
+
+    name = "symbolicdeclines"
+    symbolic_refusals = (r"requires a statically known",)
+
+    def compile(self, model):
+        if _symbolic(model):
+            raise ValueError("Unsqueeze requires a statically known input rank.")
+        return super().compile(model)
+
+
+class AlwaysCompileFails(Good):
+    """An internal compile error on every model, symbolic dims or not."""
+
+    name = "alwayscompilefails"
+
+    def compile(self, model):
+        raise RuntimeError("InternalError: Check failed: (lhs_extent == rhs_extent) is false")
+
+
 class LevelRefuses(Good):
     """Declines every model at its higher optimization level, as a fusion into a node without
     a kernel does; at the lower one it runs, or (option ``low`` = "error") fails to compile

@@ -93,6 +93,11 @@ class Backend:
     #: (``dlgate.check.judge_backend``). False where refusals come before any optimization
     #: (TVM's importer), which spares the extra compile.
     refusals_by_level: ClassVar[bool] = False
+    #: Regular expressions (case-insensitive) of the backend's own words for "this model's
+    #: symbolic dimensions are more than I take": a compile error on a model with symbolic
+    #: input dimensions that matches one is a refusal; any other is a finding when the same
+    #: model compiles with static shapes (``dlgate.oracle.rules.symbolic``).
+    symbolic_refusals: ClassVar[tuple] = ()
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)

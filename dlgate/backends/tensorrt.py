@@ -41,6 +41,8 @@ class TensorRT(Backend):
     """Options: ``workspace_mb`` (default 1024), ``fp16`` (default False: allow FP16 kernels)."""
 
     name = "tensorrt"
+    #: The ONNX parser's error code for a node it cannot take with dynamic shapes.
+    symbolic_refusals = (r"UNSUPPORTED_NODE_DYNAMIC",)
     opt_levels = tuple(LEVELS)
     devices = ("cuda",)
     option_kinds = {"workspace_mb": "positive int", "fp16": "bool"}

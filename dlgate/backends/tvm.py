@@ -56,6 +56,12 @@ class TVM(Backend):
     """
 
     name = "tvm"
+    #: The ONNX importer's words for a converter that needs what symbolic dimensions leave
+    #: open (relax/frontend/onnx/onnx_frontend.py: "Unsqueeze requires a statically known
+    #: input rank", "Squeeze with symbolic axes not supported", "Dynamic pads are not
+    #: supported yet", "Dynamic Tile requires known input rank", "Dynamic size of type ...")
+    symbolic_refusals = (r"requires a statically (known|typed)", r"\b(symbolic|dynamic)\b[^.]*\bnot (yet )?supported",
+                         r"\bdynamic\b[^.]*\brequires\b", r"Dynamic size of type")
     opt_levels = tuple(PIPELINES)
     devices = tuple(TARGETS)
     #: Compiling costs ~60 ms a model: probe three opsets, the others take the nearest lower.

@@ -1,6 +1,7 @@
-"""Undefined and ill-conditioned behaviour: reasons a disagreement is not a compiler bug.
+"""Undefined and ill-conditioned behaviour: the checks behind the oracle's rules.
 
-Three checks on the *reference* run, made only when a candidate disagrees:
+The rules themselves (what each excuses, and how far) are in :mod:`dlgate.oracle.rules`;
+this module holds the machinery they run on the *reference*:
 
 * **Undefined special values.** A NaN or an infinity that reaches (or is made by) an
   operator whose specification does not define its result for it (``OpSpec.nonfinite``:
@@ -399,29 +400,3 @@ def _tolerance_bound(ref: np.ndarray, tolerances: dict | None) -> np.ndarray:
     finite = np.isfinite(x)
     scale = max(1.0, float(np.max(np.abs(x[finite])))) if finite.any() else 1.0
     return np.where(finite, atol * scale + rtol * np.abs(np.where(finite, x, 0.0)), 0.0)  # none at NaN or inf
-
-
-def explain(graph: Graph, inputs: list, tolerances: dict | None = None, candidate: list | None = None) -> str | None:
-    """The reason a disagreement on this case is not evidence of a bug, or None."""
-    return explain_outputs(graph, inputs, tolerances, candidate)[0]
-
-
-def explain_outputs(graph: Graph, inputs: list, tolerances: dict | None = None,
-                    candidate: list | None = None) -> tuple:
-    """``(reason, explained)``: the reason the whole disagreement is not evidence of a bug
-    (or None), and the indices of the candidate's outputs whose difference alone the
-    reference's float16 rounding or the case's instability explains. When an output that
-    neither explains differs too, the case is still a finding, described by that output
-    (``verdict.judge``): an unstable output elsewhere must not stand for it."""
-    why = undefined_values(graph, inputs)
-    if why:
-        return why, frozenset()
-    r_reason, r_within = precision.rounding_outputs(graph, inputs, tolerances, candidate)
-    if r_reason is not None and all(r_within):
-        return r_reason, frozenset(range(len(r_within)))
-    i_reason, i_within = instability_outputs(graph, inputs, tolerances, candidate=candidate)
-    if i_reason is not None and all(i_within):
-        return i_reason, frozenset(range(len(i_within)))
-    explained = frozenset(k for k, ok in enumerate(r_within) if ok and r_reason is not None) | \
-        frozenset(k for k, ok in enumerate(i_within) if ok and i_reason is not None)
-    return None, explained

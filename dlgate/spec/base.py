@@ -343,6 +343,11 @@ class OpSpec:
     #: True for single-input element-wise operators (``y[i] = f(x[i])``): a value the input
     #: holds exactly maps to one the output holds exactly (see ``exact``).
     elementwise: ClassVar[bool] = False
+    #: True when every output element depends only on the inputs' elements at its own
+    #: position, inputs broadcast to the output (element-wise operators, broadcasting
+    #: arithmetic, comparisons, Where): a value the specification leaves open then reaches
+    #: only those elements (``dlgate.oracle.rules.scope``). ``elementwise`` implies it.
+    pointwise: ClassVar[bool] = False
     #: For continuous element-wise operators that fall, then rise (Gelu, Mish, HardSwish):
     #: ``(a, b, fmin)``, the minimum lies in [a, b] and no value is below ``fmin``; the
     #: function is non-increasing before ``a`` and non-decreasing after ``b``.
@@ -642,6 +647,30 @@ class OpSpec:
             if w.numel() and (w.max().item() > info.max or w.min().item() < info.min):
                 return f"signed integer overflow: {t.dtype} results beyond [{info.min}, {info.max}]"
         return None
+
+    def undefined_elements(self, a: dict, ins: list, out_types: list) -> list | None:
+        """Where ``undefined`` finds a reason: for each output, a boolean mask (NumPy) of the
+        elements whose result is undefined, or None when it cannot say (then the whole
+        outputs are). By default, for ``can_overflow`` operators, the signed integer
+        results beyond their type's range; None otherwise."""
+        if not self.can_overflow:
+            return None
+        import torch
+
+        with torch.no_grad():
+            wide = self.torch(a, *[x if x.is_floating_point() else x.double() for x in ins])
+        wide = list(wide) if isinstance(wide, (tuple, list)) else [wide]
+        masks = []
+        for t, w in zip(out_types, wide):
+            if t.dtype not in dt.SIGNED or not isinstance(w, torch.Tensor):
+                masks.append(np.zeros(tuple(getattr(w, "shape", ())), bool))
+                continue
+            info = torch.iinfo(dt.torch_dtype(t.dtype))
+            masks.append(((w > info.max) | (w < info.min)).numpy())
+        return masks
+
+    def is_pointwise(self) -> bool:
+        return self.pointwise or self.elementwise
 
     def constant_input(self, a: dict, i: int) -> bool | None:
         """Whether input ``i`` (i >= 1) must be a constant initializer (True: a fresh

@@ -122,6 +122,7 @@ class Elementwise(OpSpec):
     """``y = f(x1, ..., xn)`` over broadcast inputs of one dtype."""
 
     arity = 2
+    pointwise = True
     types: tuple = dt.COMMON
     out_dtype: str | None = None
     fn = None
@@ -345,6 +346,7 @@ class ConstOperand(OpSpec):
 
     key: ClassVar[str] = "c"
     symbolic_ok = False
+    pointwise = True
 
     def draw(self, ctx: Ctx, dtype: str):
         """One value of the constant."""

@@ -49,6 +49,17 @@ def cast_undefined(x, to: str) -> str | None:
     return None
 
 
+def cast_undefined_elements(x, to: str):
+    """The elements of ``x`` whose conversion to ``to`` is undefined (see ``cast_undefined``),
+    a boolean NumPy mask."""
+    if to not in dt.INTS or not x.is_floating_point():
+        return np.zeros(tuple(x.shape), bool)
+    info = torch.iinfo(dt.torch_dtype(to))
+    v = x.double()
+    t = torch.trunc(torch.nan_to_num(v, nan=0.0, posinf=0.0, neginf=0.0))
+    return (~torch.isfinite(v) | (t > info.max) | (t < info.min)).numpy()
+
+
 def cast_nonfinite(src: str, to: str) -> frozenset:
     """The special values whose conversion from ``src`` to ``to`` the ONNX Cast
     specification defines: between float types NaN stays NaN and +/-Inf (or a value out
@@ -147,6 +158,9 @@ class Cast(OpSpec):
     def undefined(self, a, ins, out_types):
         return cast_undefined(ins[0], a["to"])
 
+    def undefined_elements(self, a, ins, out_types):
+        return [cast_undefined_elements(ins[0], a["to"])]
+
     def defines_nonfinite(self, a, ins):
         return cast_nonfinite(ins[0].dtype, a["to"])
 
@@ -189,6 +203,9 @@ class CastLike(OpSpec):
 
     def undefined(self, a, ins, out_types):
         return cast_undefined(ins[0], out_types[0].dtype)
+
+    def undefined_elements(self, a, ins, out_types):
+        return [cast_undefined_elements(ins[0], out_types[0].dtype)]
 
     def defines_nonfinite(self, a, ins):
         return cast_nonfinite(ins[0].dtype, ins[1].dtype)
