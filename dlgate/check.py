@@ -352,7 +352,7 @@ def judge_backend(pool: W.Pool, case: Prepared, cfg: CheckConfig, spec: BackendS
         # again with static shapes (rules.symbolic)
         out = judge_symbolic(out, cls.symbolic_refusals, lambda: pool.execute(spec, _static(case), case.inputs))
     at_lowest = run_lowest if cross and above_lowest else None
-    onnx_ref = (lambda: pool.execute(BackendSpec("onnx-reference"), model, case.inputs)) if cross else None
+    onnx_ref = (lambda: _onnx_reference(pool, case, model)) if cross else None
     recheck = case.graph.extreme is not None
     # a re-run without the excuses still leaves out what the scoping rules name on an extreme
     # case: a finding there must reproduce (gate.triage.confirm)
@@ -375,6 +375,16 @@ def judge_backend(pool: W.Pool, case: Prepared, cfg: CheckConfig, spec: BackendS
                         f"{dynamic.describe(dynamic.first_binding(case.graph))}): {vk.detail}"
             return vk
     return v
+
+
+def _onnx_reference(pool: W.Pool, case: Prepared, model: Model):
+    """ONNX's reference evaluator on the case, or why it is not consulted (it computes an
+    instance of the model wrongly: ``rules.reference_defect``)."""
+    from dlgate.oracle.rules.base import Context
+    from dlgate.oracle.rules.reference_defect import defect
+
+    why = defect(Context(case.graph, case.inputs))
+    return why if why else pool.execute(BackendSpec("onnx-reference"), model, case.inputs)
 
 
 def _static(case: Prepared) -> Model:

@@ -219,3 +219,30 @@ def test_a_compile_error_on_symbolic_dims_is_judged_against_static_shapes(backen
             assert ("only with symbolic" in v["detail"]) == (backend == "SymbolicCompileFails"), v["detail"]
             return
     pytest.fail("no dynamic case among 20")
+
+
+# -- reference defects --------------------------------------------------------------------------------
+
+def _maxpool(auto_pad: str):
+    a = {"kernel": [2, 2], "strides": [1, 1], "dilations": [1, 1], "pads": [0, 0, 0, 0], "ceil_mode": 0,
+         "auto_pad": auto_pad}
+    x = T("float32", (1, 1, 4, 4))
+    return _graph([Node("MaxPool", a, [0], [1])], [x, T("float32", (1, 1, 4, 4) if auto_pad != "VALID" else
+                                                       (1, 1, 3, 3))], [0], [1], extreme=False)
+
+
+def test_onnx_reference_is_not_consulted_where_it_computes_the_model_wrongly():
+    from dlgate.oracle.rules.base import Context
+    from dlgate.oracle.rules.reference_defect import defect
+
+    x = [np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4)]
+    assert defect(Context(_maxpool("VALID"), x)) is None  # silent: an instance it computes right
+    why = defect(Context(_maxpool("SAME_LOWER"), x))
+    assert why and "SAME_LOWER" in why and "MaxPool (node 0)" in why
+    ref = [np.zeros(3, np.float32)]
+    bad = [np.ones(3, np.float32)]
+    ok = Outcome(W.OK, bad, None, 0.1, 0.0, 0.1, {"name": "x", "version": "1"})
+    # an onnx.reference that sides with the compiler blames the reference, unless it is not consulted
+    assert V.judge("x", "x", ok, ref, onnx_reference=lambda: ok).blame == "reference"
+    v = V.judge("x", "x", ok, ref, onnx_reference=lambda: why)
+    assert v.blame == "unknown" and v.crosscheck["onnx_reference"]["reason"] == why

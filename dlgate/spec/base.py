@@ -348,6 +348,21 @@ class OpSpec:
     #: arithmetic, comparisons, Where): a value the specification leaves open then reaches
     #: only those elements (``dlgate.oracle.rules.scope``). ``elementwise`` implies it.
     pointwise: ClassVar[bool] = False
+    #: Facts the oracle's instability rule reads (``dlgate.oracle.ub``); an idiom or motif
+    #: takes them from the operator it is named after (``onnx_op``) unless it sets its own.
+    #: ``exact_values``: float results are exact in every compiler (the operator selects,
+    #: moves or negates values, or converts, correctly rounded).
+    exact_values: ClassVar[bool] = False
+    #: ``cancels``: the result can cancel (Add, Sub, Sum): a compiler that fuses it with what
+    #: made its operands leaves an error relative to the operands, not to the result.
+    cancels: ClassVar[bool] = False
+    #: ``centred``: a normalization that subtracts a mean from values of their own magnitude.
+    centred: ClassVar[bool] = False
+    #: ``interpolates``: weights can be negative (bicubic): the result keeps an error of a
+    #: few units of the image's magnitude per tap.
+    interpolates: ClassVar[bool] = False
+    #: ``poles``: (the first pole, the period) of a function unbounded there (Tan).
+    poles: ClassVar[tuple | None] = None
     #: For continuous element-wise operators that fall, then rise (Gelu, Mish, HardSwish):
     #: ``(a, b, fmin)``, the minimum lies in [a, b] and no value is below ``fmin``; the
     #: function is non-increasing before ``a`` and non-decreasing after ``b``.

@@ -171,6 +171,7 @@ class Add(Elementwise):
     can_overflow = True
     nonfinite = IEEE
     onnx_op = "Add"
+    cancels = True
     types = dt.NUMERIC
     fn = torch.add
 
@@ -191,6 +192,7 @@ class Sub(Elementwise):
     can_overflow = True
     nonfinite = IEEE
     onnx_op = "Sub"
+    cancels = True
     types = dt.NUMERIC
     fn = torch.sub
 
@@ -521,6 +523,7 @@ class Max(Elementwise):
     keeps_integers = True
     nonfinite = INF_ONLY
     onnx_op = "Max"
+    exact_values = True
     types = dt.NUMERIC
     fn = torch.maximum
 
@@ -538,6 +541,7 @@ class Min(Elementwise):
     keeps_integers = True
     nonfinite = INF_ONLY
     onnx_op = "Min"
+    exact_values = True
     types = dt.NUMERIC
     fn = torch.minimum
 
@@ -557,6 +561,7 @@ class Sum(Elementwise):
 
     can_overflow = True
     onnx_op = "Sum"
+    cancels = True
     arity = 3
     types = dt.FLOATS
 
@@ -578,6 +583,7 @@ class Mean(Sum):
 
     onnx_op = "Mean"
     keeps_range = True
+    cancels = False  # a mean keeps its operands' range; the oracle has not needed more for it
 
     def value_range(self, a, ranges, ins):
         lo, hi = add_bounds(ranges)

@@ -110,6 +110,7 @@ class Cast(OpSpec):
     keeps_integers = True
 
     onnx_op = "Cast"
+    exact_values = True
     dtypes = tuple((t,) for t in dt.ALL)
     restricted = True
 
@@ -176,6 +177,7 @@ class CastLike(OpSpec):
     value_inputs = (0,)
 
     onnx_op = "CastLike"
+    exact_values = True
     arity = 2
     min_opset = 15
     dtypes = tuple((s, t) for s in dt.ALL for t in dt.ALL)
@@ -236,6 +238,7 @@ class Clip(SameType):
 
     nonfinite = INF_ONLY
     onnx_op = "Clip"
+    exact_values = True
     dtypes = same_dtype_sigs(dt.NUMERIC, 1)
 
     def sample(self, ctx, ins):
@@ -290,6 +293,7 @@ class Identity(SameType):
     keeps_range = True
     nonfinite = IEEE
     onnx_op = "Identity"
+    exact_values = True
     dtypes = tuple((t,) for t in dt.ALL)
 
     def torch(self, a, x):
@@ -307,6 +311,7 @@ class Dropout(OpSpec):
 
     nonfinite = IEEE
     onnx_op = "Dropout"
+    exact_values = True
     dtypes = tuple((t,) for t in dt.FLOATS)
     gaps: ClassVar[tuple] = (("training_mode true", "random output: ONNX defines no random generator"),)
 

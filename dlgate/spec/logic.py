@@ -87,6 +87,7 @@ class Where(Elementwise):
 
     nonfinite = IEEE
     onnx_op = "Where"
+    exact_values = True
     arity = 3
     keeps_range = True  # each element is one of the branches'
     value_inputs = (1, 2)  # the condition only chooses

@@ -197,6 +197,7 @@ class _Pool(OpSpec):
 class MaxPool(_Pool):
     keeps_range = True
     onnx_op = "MaxPool"
+    exact_values = True
     dtypes = tuple((t,) for t in dt.FLOATS + (dt.INT8, dt.UINT8))
 
     def reference_defect(self, a, ins, opset):
@@ -382,6 +383,7 @@ class GlobalAveragePool(_GlobalPool):
 class GlobalMaxPool(_GlobalPool):
     keeps_range = True
     onnx_op = "GlobalMaxPool"
+    exact_values = True
 
     def reference_defect(self, a, ins, opset):
         if ins[0].rank != 4:

@@ -219,6 +219,7 @@ class ReduceMax(Reduce):
     keeps_range = True
     nonfinite = INF_ONLY
     onnx_op = "ReduceMax"
+    exact_values = True
     types = dt.NUMERIC + (dt.BOOL,)  # bool from opset 20 (the schema filter applies it)
 
     def fn(self, x, dims, keep):
@@ -229,6 +230,7 @@ class ReduceMin(Reduce):
     keeps_range = True
     nonfinite = INF_ONLY
     onnx_op = "ReduceMin"
+    exact_values = True
     types = dt.NUMERIC + (dt.BOOL,)
 
     def fn(self, x, dims, keep):
