@@ -16,6 +16,8 @@ import pytest
 import yaml
 
 from dlgate.cli import main
+from dlgate.gate import config as C
+from dlgate.gate.run import publish_issues
 from dlgate.github.client import GitHub
 from dlgate.github.issues import findings, marker, publish, title
 from tests.github_fake import FakeGitHub
@@ -305,3 +307,9 @@ def test_the_campaign_option_files_them_as_public_issues(run_dir, tmp_path, monk
                      "--memory-safety", "private"]) == 0
         assert len(gh.advisories_containing(marker(crash.cluster))) == 1 and len(gh.issues) == len(public)
         _assert_nowhere_public(gh, crash)
+    # the gate's own publication (a campaign with `issues:`) passes the option on
+    for option, issues, advisories in (("public", len(public) + 1, 0), ("private", len(public), 1)):
+        with FakeGitHub(token=TOKEN) as gh:
+            publish_issues(results, C.build({"issues": {"repo": "acme/tvm", "api_url": gh.url,
+                                                        "memory_safety": option}}).issues, log=lambda m: None)
+            assert (len(gh.issues), len(gh.advisories)) == (issues, advisories), option

@@ -42,6 +42,12 @@ def test_a_sanitizer_report_is_one_whatever_the_exit():
     assert classify("crash", _crash(None, log))["kind"] == "invalid memory access"
     log = "==9==ERROR: AddressSanitizer: heap-use-after-free on address 0x6020\n"
     assert classify("crash", _crash("SIGABRT", log))["cwe"] == "CWE-416"
+    log = "==9==ERROR: AddressSanitizer: attempting double-free on 0x602000000010 in thread T0:\n"
+    assert classify("crash", _crash(None, log))["kind"] == "double-free"
+    log = "==9==ERROR: AddressSanitizer: attempting free on address which was not malloc()-ed: 0x7ffd\n"
+    assert classify("crash", _crash(None, log))["kind"] == "bad-free"
+    log = "==9==ERROR: LeakSanitizer: detected memory leaks\n"  # a leak is no memory-safety bug
+    assert classify("crash", _crash(None, log)) is None
 
 
 def test_a_record_from_before_the_signal_field_is_read_from_dlgates_own_words():

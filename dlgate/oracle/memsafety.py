@@ -24,12 +24,15 @@ CRASH = "crash"  # dlgate.oracle.verdict.CRASH (not imported: verdict imports th
 SIGNALS = {"SIGSEGV": ("invalid memory access", "CWE-119"), "SIGBUS": ("invalid memory access", "CWE-119")}
 
 #: Sanitizer reports name the fault in a fixed vocabulary: its CWE.
-_SANITIZER = re.compile(r"\b(?:Address|Memory|HWAddress)Sanitizer: ([A-Za-z][\w-]*)")
+_SANITIZER = re.compile(r"\b(?:Address|Memory|HWAddress)Sanitizer: (attempting (?:double-)?free|[A-Za-z][\w-]*)")
+#: How ASan words two of its reports: ``attempting double-free on 0x...``, ``attempting free on
+#: address which was not malloc()-ed``.
+_SANITIZER_WORDS = {"attempting double-free": "double-free", "attempting free": "bad-free"}
 _SANITIZER_CWE = {"heap-buffer-overflow": "CWE-122", "stack-buffer-overflow": "CWE-121",
                   "stack-buffer-underflow": "CWE-124", "global-buffer-overflow": "CWE-119",
                   "dynamic-stack-buffer-overflow": "CWE-121", "container-overflow": "CWE-119",
                   "heap-use-after-free": "CWE-416", "stack-use-after-return": "CWE-562",
-                  "stack-use-after-scope": "CWE-416", "double-free": "CWE-415", "attempting": "CWE-415",
+                  "stack-use-after-scope": "CWE-416", "double-free": "CWE-415",
                   "bad-free": "CWE-763", "alloc-dealloc-mismatch": "CWE-762", "use-of-uninitialized-value": "CWE-457",
                   "negative-size-param": "CWE-787", "memcpy-param-overlap": "CWE-119"}
 #: Messages with which glibc aborts a process that corrupted its heap or stack: (kind, CWE).
@@ -60,9 +63,10 @@ def classify(verdict: str, error: dict | None) -> dict | None:
         sig = m[1] if m else None
     text = f"{error.get('message') or ''}\n{error.get('log') or ''}"
     m = _SANITIZER.search(text)
-    if m and m[1] in _SANITIZER_CWE:
-        return {"kind": m[1], "cwe": _SANITIZER_CWE[m[1]], "signal": sig}
-    if (m and m[1] == "SEGV") or sig in SIGNALS:
+    reported = _SANITIZER_WORDS.get(m[1], m[1]) if m else None
+    if reported in _SANITIZER_CWE:
+        return {"kind": reported, "cwe": _SANITIZER_CWE[reported], "signal": sig}
+    if reported == "SEGV" or sig in SIGNALS:
         kind, cwe = SIGNALS.get(sig, SIGNALS["SIGSEGV"])
         return {"kind": kind, "cwe": cwe, "signal": sig}
     for pattern, kind, cwe in _LIBC:
