@@ -313,3 +313,44 @@ def test_the_campaign_option_files_them_as_public_issues(run_dir, tmp_path, monk
             publish_issues(results, C.build({"issues": {"repo": "acme/tvm", "api_url": gh.url,
                                                         "memory_safety": option}}).issues, log=lambda m: None)
             assert (len(gh.issues), len(gh.advisories)) == (issues, advisories), option
+
+
+def test_a_step_summary_that_cannot_be_written_leaves_the_log_line(run_dir, tmp_path):
+    (crash,), _ = _split(findings(run_dir))
+    logs = []
+    with FakeGitHub(token=TOKEN) as gh:
+        gh.reports_refused = 403
+        stats = publish(run_dir, _client(gh), env=dict(_env("1100"), GITHUB_STEP_SUMMARY=str(tmp_path)),
+                        log=logs.append)  # a folder: not writable as a file
+        assert stats["withheld"] == 1 and not gh.advisories
+        _assert_nowhere_public(gh, crash)
+    assert any(crash.cluster in m and "not filed" in m for m in logs)
+    assert any(m.startswith("dlgate: cannot add the notice to the step summary: ") for m in logs)
+
+
+def test_a_run_from_before_the_record_is_classed_by_its_crash_signal(run_dir, tmp_path):
+    """verdict.json and repro.json written before ``memory_safety`` was recorded: the crash's
+    detail, dlgate's own words for the signal, still keeps it out of public issues."""
+    results = str(tmp_path / "old")
+    shutil.copytree(run_dir, results)
+    with open(os.path.join(results, "verdict.json")) as f:
+        v = json.load(f)
+    stripped = 0
+    for cls in ("new", "regressions", "pre_existing"):
+        for g in v.get(cls, []):
+            stripped += g.pop("memory_safety", None) is not None
+    with open(os.path.join(results, "verdict.json"), "w") as f:
+        json.dump(v, f)
+    for path in glob.glob(os.path.join(results, "repros", "*", "repro.json")):
+        with open(path) as f:
+            doc = json.load(f)
+        stripped += doc.pop("memory_safety", None) is not None
+        with open(path, "w") as f:
+            json.dump(doc, f)
+    assert stripped >= 2
+    (crash,), public = _split(findings(results))
+    assert crash.memory_safety == {"kind": "invalid memory access", "cwe": "CWE-119", "signal": "SIGSEGV"}
+    with FakeGitHub(token=TOKEN) as gh:
+        publish(results, _client(gh), env=_env("1200"), log=lambda m: None)
+        assert len(gh.advisories) == 1 and len(gh.issues) == len(public)
+        _assert_nowhere_public(gh, crash)

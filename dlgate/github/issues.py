@@ -87,13 +87,20 @@ def findings(results_dir: str) -> list:
             if fp not in [x[0] for x in f.fingerprints]:
                 f.fingerprints.append((fp, g.get("typed") or g.get("pattern", ""), d if has else ""))
             f.cases += len(g["cases"])
-            # verdict.json's record; a run before it: the bundle's, else the crash's own detail
-            f.memory_safety = (f.memory_safety or g.get("memory_safety") or (f.doc.get("memory_safety") if has else None)
-                               or MS.classify(g["verdict"], {"message": g.get("detail") or ""}))
+            f.memory_safety = f.memory_safety or _memory_safety(g, d if has else None)
             if cls not in f.classes:
                 f.classes.append(cls)
             f.operators = sorted(set(f.operators) | {p for p in (g.get("pattern") or "").split(">") if p})
     return [by_cl[k] for k in sorted(by_cl, key=lambda k: by_cl[k].repro)]
+
+
+def _memory_safety(group: dict, repro: str | None) -> dict | None:
+    """Whether a failure group may be a memory-safety bug: verdict.json's record of it; for a run
+    from before that record, its bundle's, else what dlgate's own detail of a crash says (the signal)."""
+    if group.get("memory_safety"):
+        return group["memory_safety"]
+    return (read_repro(repro).get("memory_safety") if repro else None) or \
+        MS.classify(group["verdict"], {"message": group.get("detail") or ""})
 
 
 def title(f: Finding) -> str:
@@ -268,8 +275,11 @@ def publish(results_dir: str, client, label: str = "dlgate", max_issues: int = 5
         log(f"dlgate: {f.cluster}: issue #{issue['number']} {'opened' if created else 'exists'}: "
             f"{issue.get('html_url', '')}")
     if withheld and env.get("GITHUB_STEP_SUMMARY"):
-        with open(env["GITHUB_STEP_SUMMARY"], "a") as fh:
-            fh.write(redact(withheld_summary(withheld, client.repo)))
+        try:
+            with open(env["GITHUB_STEP_SUMMARY"], "a") as fh:
+                fh.write(redact(withheld_summary(withheld, client.repo)))
+        except OSError as e:  # the log lines above said it already
+            log(f"dlgate: cannot add the notice to the step summary: {e.strerror or e}")
     return stats
 
 
