@@ -34,6 +34,35 @@ class Segfault(Good):
         ctypes.string_at(0)  # reads address 0: SIGSEGV
 
 
+class BusError(Good):
+    """Reads a mapped page past the end of its file: SIGBUS."""
+
+    name = "buserror"
+
+    def run(self, graph, inputs):
+        import mmap
+        import tempfile
+
+        with tempfile.TemporaryFile() as f:
+            f.write(b"\0" * mmap.PAGESIZE)
+            f.flush()
+            m = mmap.mmap(f.fileno(), mmap.PAGESIZE)
+            f.truncate(0)
+            ctypes.string_at(ctypes.addressof(ctypes.c_char.from_buffer(m)), 1)  # the page is gone: SIGBUS
+
+
+class BadFree(Good):
+    """Frees a pointer into the middle of a heap block: glibc aborts with ``free(): invalid pointer``."""
+
+    name = "badfree"
+
+    def run(self, graph, inputs):
+        libc = ctypes.CDLL(None)
+        libc.calloc.restype = ctypes.c_void_p
+        libc.free.argtypes = [ctypes.c_void_p]
+        libc.free(libc.calloc(1, 64) + 16)  # zeroed: the "chunk header" glibc reads first is 0, never garbage
+
+
 class Abort(Good):
     name = "abort"
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
+from dlgate.oracle import memsafety as MS
 from dlgate.oracle import verdict as V
 
 NEW, KNOWN, FLAKY, PRE_EXISTING, REGRESSION = "new", "known", "flaky", "pre-existing", "regression"
@@ -223,6 +224,11 @@ def _group(groups: dict, cls: str, rec: dict, v: dict, bundle: str | None, behin
             g["repro"] = i["repro"]
     g["cases"].append(rec["case"])
     g["behind"] += behind
+    # a possible memory-safety bug (never filed in public): from the identity, which saw the
+    # worker's output, else from the signal the record keeps
+    ms = "memory_safety" not in g and (i.get("memory_safety") or MS.classify(v["verdict"], v.get("error")))
+    if ms:
+        g["memory_safety"] = ms
     g["varies"] |= bool((v.get("confirm") or {}).get("varies"))
     if v.get("base") and g["base"] is None:
         g["base"] = {k: v["base"].get(k) for k in ("verdict", "reproduces", "detail") if k in v["base"]}

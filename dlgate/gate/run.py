@@ -647,12 +647,12 @@ def publish_issues(out: str, conf: dict, log=print) -> None:
         return
     try:
         stats = publish(out, GitHub(conf["repo"], api_url=conf["api_url"], log=log), conf["label"],
-                        conf["max_per_run"], log=log)
+                        conf["max_per_run"], log=log, memory_safety=conf.get("memory_safety", "private"))
     except GitHubError as e:
         log(f"dlgate: issues: not published: GitHub: {e}")
         return
-    log(f"dlgate: issues: {stats['opened']} opened, {stats['commented']} commented, "
-        f"{stats['unchanged']} up to date, {stats['over_cap']} over the cap")
+    log(f"dlgate: issues: {stats['opened']} opened, {stats['commented']} commented, {stats['reported']} reported "
+        f"privately, {stats['withheld']} withheld, {stats['unchanged']} up to date, {stats['over_cap']} over the cap")
 
 
 def attach_repros(out: str, decision: D.Decision) -> None:

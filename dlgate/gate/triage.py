@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 
 from dlgate.check import judge_backend
+from dlgate.oracle import memsafety as MS
 from dlgate.oracle import signature as S
 from dlgate.oracle import verdict as V
 from dlgate.reduce import identity as I
@@ -112,6 +113,10 @@ def identify(pool, case, ccfg, spec, ref_out: list, v: dict, out: str, campaign:
     error = v.get("error") if res is None else (res.verdict.error or v.get("error"))
     ident = I.identity(v["verdict"], backend_name, error, reduced.graph, matter)
     ident.update(reduced=res is not None, nodes=len(reduced.graph.nodes), original_nodes=len(case.graph.nodes))
+    # read while the worker's output is still on the record (the journal keeps it apart)
+    ms = MS.classify(v["verdict"], v.get("error")) or (res is not None and MS.classify(v["verdict"], error))
+    if ms:
+        ident["memory_safety"] = ms
     if res is not None:
         ident["hit_limit"] = res.hit_limit
     d = os.path.join(out, "repros", ident["fingerprint"])
@@ -121,6 +126,8 @@ def identify(pool, case, ccfg, spec, ref_out: list, v: dict, out: str, campaign:
             info = {"campaign": campaign, "root": root, "case": case.id, "original_nodes": res.original_nodes,
                     "probes": res.probes, "reduce_seconds": round(res.seconds, 2), "hit_limit": res.hit_limit,
                     "identity": {k: ident[k] for k in ("fingerprint", "cluster", "pattern", "typed", "text")}}
+            if ms:
+                info["memory_safety"] = ms
             write_repro(d, reduced, spec, res.verdict.to_json(), ref.outputs, info, ccfg.tolerances)
             log(f"dlgate: reduced {case.id} from {res.original_nodes} to {len(reduced.graph.nodes)} operators "
                 f"({ident['typed']}) in {res.seconds:.1f} s: repros/{ident['fingerprint']}")
