@@ -104,8 +104,6 @@ class TensorRT(Backend):
         return self._trt_logger
 
     def compile(self, model: Model) -> Any:
-        import tensorrt as trt
-
         if self.options.get("fp16"):
             wide = sorted({t.dtype for t in model.graph.tensors if t.dtype in WIDER_FLOATS})
             if wide:
@@ -113,6 +111,8 @@ class TensorRT(Backend):
                     f"option fp16: the model has {', '.join(wide)} tensors, which TensorRT's FP16 kernels may "
                     f"compute in float16, and a {wide[0]} reference cannot judge that without false alarms; "
                     f"with fp16 only models whose floating-point tensors are all float16 are run")
+        import tensorrt as trt
+
         logger = self._logger()
         builder = trt.Builder(logger)
         network = builder.create_network(0)  # explicit batch is the only mode in TensorRT 10+
@@ -242,7 +242,7 @@ def model_output(name: str, y: np.ndarray, declared: str | None) -> np.ndarray:
     return y
 
 
-def _output_allocator(trt, torch):
+def _output_allocator(trt, torch, device: str = "cuda"):
     """A ``trt.IOutputAllocator`` keeping each data-dependent output in a torch CUDA byte
     buffer. TensorRT 10 calls ``reallocate_output_async`` (earlier versions
     ``reallocate_output``) with the size in bytes once it knows it, and ``notify_shape``
@@ -259,7 +259,7 @@ def _output_allocator(trt, torch):
                 size, alignment = max(1, int(size)), max(1, int(alignment))
                 buf = self.buffers.get(name)
                 if buf is None or buf.numel() < size or buf.data_ptr() % alignment:
-                    raw = torch.empty(size + alignment, dtype=torch.uint8, device="cuda")
+                    raw = torch.empty(size + alignment, dtype=torch.uint8, device=device)
                     offset = (-raw.data_ptr()) % alignment
                     buf = raw[offset:offset + size]
                     self.buffers[name] = buf
@@ -286,7 +286,7 @@ def _output_allocator(trt, torch):
             itemsize = torch.empty(0, dtype=dtype).element_size()
             buf = self.buffers.get(name)
             if n == 0:
-                return torch.empty(1, dtype=dtype, device="cuda"), shape
+                return torch.empty(1, dtype=dtype, device=device), shape
             if buf is None or buf.numel() < n * itemsize:
                 raise RuntimeError(f"TensorRT wrote {n} elements of {name!r} beyond the memory it asked for")
             return buf[:n * itemsize].view(dtype), shape
