@@ -132,7 +132,7 @@ def test_tensorrt_codes_are_judged_by_the_parser_not_by_text():
                                     "UNSUPPORTED_NODE_SHAPE", "UNSUPPORTED_GRAPH"])
     # one refusal among the parser's errors makes the model refused
     assert R.refused("tensorrt", parse_error("INVALID_NODE", "UNSUPPORTED_NODE_DATATYPE"))
-    # the old substring match took "UNSUPPORTED_NODE" inside any code: a code is matched whole
+    # a code is matched whole: an unknown code that starts like a refusal is not one
     assert not R.refused("tensorrt", parse_error("UNSUPPORTED_NODE_FUTURE_KIND"))
 
 
