@@ -425,3 +425,40 @@ class OldRuntime(Backend):
 
     def unsupported(self, exc):
         return "NOT_IMPLEMENTED" in str(exc)
+
+
+class OrtGpuBuild(OnnxRuntime):
+    """onnxruntime asked for a GPU provider that its build lists but cannot load (the CUDA
+    or cuDNN libraries missing): the real onnxruntime, with the check that this build lists
+    the provider left out, so asking it for CUDAExecutionProvider gets onnxruntime's real
+    answer to a provider it cannot load: a warning, and a session on the CPU."""
+
+    name = "ortgpubuild"
+
+    @classmethod
+    def unavailable_reason(cls, device):
+        return None
+
+
+class OrtGpuLostMidRun(OrtGpuBuild):
+    """The same, where the provider loaded at start-up (the start-up probe passed, as on a
+    GPU machine) and is lost afterwards: every session then falls back to the CPU."""
+
+    name = "ortgpulostmidrun"
+
+    def self_test(self):
+        return None
+
+
+class OrtWrongProbe(OnnxRuntime):
+    """onnxruntime whose probe session's node runs on the CPU though the CUDA provider is
+    among the session's providers (what the profile shows where a provider takes no node)."""
+
+    name = "ortwrongprobe"
+
+    @classmethod
+    def unavailable_reason(cls, device):
+        return None
+
+    def _check_provider(self, sess):
+        return None
