@@ -246,3 +246,13 @@ def test_onnx_reference_is_not_consulted_where_it_computes_the_model_wrongly():
     assert V.judge("x", "x", ok, ref, onnx_reference=lambda: ok).blame == "reference"
     v = V.judge("x", "x", ok, ref, onnx_reference=lambda: why)
     assert v.blame == "unknown" and v.crosscheck["onnx_reference"]["reason"] == why
+
+
+def test_the_symbolic_words_are_declared_with_the_refusal_table():
+    from dlgate.backends import refusals
+
+    for backend, marks in refusals.SYMBOLIC.items():
+        assert marks and all(m.kind == "regex" and m.where for m in marks), backend
+    assert refusals.symbolic_patterns("onnxruntime") == ()  # takes symbolic dims: every error is judged
+    assert declared(refusals.symbolic_patterns("tensorrt"),
+                    {"type": "TensorRTParseError", "message": "UNSUPPORTED_NODE_DYNAMIC: Reshape"})

@@ -97,7 +97,8 @@ class Backend:
     #: Regular expressions (case-insensitive) of the backend's own words for "this model's
     #: symbolic dimensions are more than I take": a compile error on a model with symbolic
     #: input dimensions that matches one is a refusal; any other is a finding when the same
-    #: model compiles with static shapes (``dlgate.oracle.rules.symbolic``).
+    #: model compiles with static shapes (``dlgate.oracle.rules.symbolic``). The real
+    #: backends take their row of ``dlgate.backends.refusals.SYMBOLIC``.
     symbolic_refusals: ClassVar[tuple] = ()
     #: The compiler's Python package (``tvm``, ``onnxruntime``...), imported explicitly when
     #: the worker starts (``start``): a build that does not import fails start-up, whatever

@@ -94,6 +94,34 @@ TABLE: dict = {
 }
 
 
+#: The backends' own words for "this model's symbolic dimensions are more than I take":
+#: regular expressions (case-insensitive) over ``"<type>: <message>"``. A compile error on a
+#: model with symbolic input dimensions that matches one is a refusal; any other is a
+#: finding when the same model compiles with static shapes (``dlgate.oracle.rules.symbolic``;
+#: a backend reads its row as ``Backend.symbolic_refusals``).
+SYMBOLIC: dict = {
+    "tvm": (
+        Mark("regex", r"requires a statically (known|typed)",
+             "relax/frontend/onnx/onnx_frontend.py: 'Unsqueeze requires a statically known input rank', "
+             "'GroupNormalization requires a statically typed input with rank >= 2'"),
+        Mark("regex", r"\b(symbolic|dynamic)\b[^.]*\bnot (yet )?supported",
+             "onnx_frontend.py: 'Squeeze with symbolic axes not supported', 'Dynamic Split not yet supported'"),
+        Mark("regex", r"\bdynamic\b[^.]*\brequires\b",
+             "onnx_frontend.py: 'Dynamic Tile requires known input rank and repeats length', 'Squeeze with "
+             "dynamic axes requires a statically known input rank'"),
+        Mark("regex", r"Dynamic size of type", "onnx_frontend.py: 'Dynamic size of type X is not supported'"),
+    ),
+    "tensorrt": (
+        Mark("regex", r"UNSUPPORTED_NODE_DYNAMIC", "NvOnnxParser.h: dynamic shapes the importer does not handle"),
+    ),
+}
+
+
+def symbolic_patterns(backend: str) -> tuple:
+    """``backend``'s row of ``SYMBOLIC``, as regular expressions."""
+    return tuple(m.value for m in SYMBOLIC.get(backend, ()))
+
+
 def _type_names(exc: BaseException) -> set:
     return {f"{c.__module__}.{c.__qualname__}" for c in type(exc).__mro__}
 

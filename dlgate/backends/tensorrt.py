@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from dlgate.backends.base import Backend, Model, Unavailable
-from dlgate.backends.refusals import refused
+from dlgate.backends.refusals import refused, symbolic_patterns
 
 NO_GPU = "TensorRT needs an NVIDIA GPU with CUDA; none is visible"
 LEVELS = {f"O{k}": k for k in range(6)}  # IBuilderConfig.builder_optimization_level 0..5 (TensorRT's default: 3)
@@ -58,8 +58,7 @@ class TensorRT(Backend):
     """
 
     name = "tensorrt"
-    #: The ONNX parser's error code for a node it cannot take with dynamic shapes.
-    symbolic_refusals = (r"UNSUPPORTED_NODE_DYNAMIC",)
+    symbolic_refusals = symbolic_patterns("tensorrt")  # dlgate.backends.refusals.SYMBOLIC
     package = "tensorrt"
     opt_levels = tuple(LEVELS)
     devices = ("cuda",)

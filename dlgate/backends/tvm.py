@@ -9,7 +9,7 @@ import numpy as np
 
 from dlgate.backends._cuda import NO_CUDA, missing
 from dlgate.backends.base import Backend, Model, Unavailable
-from dlgate.backends.refusals import refused
+from dlgate.backends.refusals import refused, symbolic_patterns
 
 TARGETS = {"cpu": "llvm", "cuda": "cuda"}
 #: Relax pipelines, lowest first. TVM 0.27's registered "zero" pipeline (legalize + fuse) does
@@ -50,12 +50,7 @@ class TVM(Backend):
     """
 
     name = "tvm"
-    #: The ONNX importer's words for a converter that needs what symbolic dimensions leave
-    #: open (relax/frontend/onnx/onnx_frontend.py: "Unsqueeze requires a statically known
-    #: input rank", "Squeeze with symbolic axes not supported", "Dynamic pads are not
-    #: supported yet", "Dynamic Tile requires known input rank", "Dynamic size of type ...")
-    symbolic_refusals = (r"requires a statically (known|typed)", r"\b(symbolic|dynamic)\b[^.]*\bnot (yet )?supported",
-                         r"\bdynamic\b[^.]*\brequires\b", r"Dynamic size of type")
+    symbolic_refusals = symbolic_patterns("tvm")  # dlgate.backends.refusals.SYMBOLIC
     package = "tvm"
     opt_levels = tuple(PIPELINES)
     devices = tuple(TARGETS)

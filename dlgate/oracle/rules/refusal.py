@@ -1,9 +1,10 @@
 """Refusals: a compiler that declines a model is not wrong about it, unless only an
 optimization made it decline.
 
-Each backend says which of its errors are refusals (``Backend.unsupported``: an operator,
-a dtype or an attribute it has no kernel or converter for); the worker records them as
-``unsupported``, never a finding. One exception is decided here: a refusal that the
+Each backend's refusals are declared in one table, ``dlgate.backends.refusals`` (an
+operator, a dtype or an attribute it has no kernel or converter for, in the compiler's own
+words, types or parser codes), which its ``unsupported`` consults; the worker records them
+as ``unsupported``, never a finding. One exception is decided here: a refusal that the
 backend's lowest optimization level does not make (the model compiles there) was made by a
 rewrite, which built a node the backend then has no kernel for (onnxruntime's
 MatMulIntegerToFloatFusion on int8 x uint8): a ``compile_error``, that rewrite's bug. Asked
