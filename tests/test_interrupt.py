@@ -213,3 +213,46 @@ def test_a_shard_report_says_it_was_interrupted():
     text = report.summary(_decision(True), "new", shard="2/3")
     assert text.splitlines()[0].endswith("shard 2/3 report (interrupted by SIGTERM after 51 of 600 cases: not "
                                          "decided, 1 new failure(s) so far); the merge of all shards decides the check")
+
+
+@LINUX
+def test_the_action_forwards_the_cancel_and_reports_it(tmp_path):
+    """GitHub cancels a container step with SIGINT to its first process, the entrypoint: it
+    reaches dlgate, whose status (130) the step keeps; the outputs say "interrupted" with the
+    counts, an error annotation says the check is not decided, the job summary holds the
+    interrupted report, and the baseline is not updated from an unfinished run."""
+    import subprocess
+    import sys
+
+    from tests.test_action import ENTRYPOINT, SCHEDULE, Runner, active_commands
+    from tests.test_action_io import SLOWCFG
+
+    r = Runner(tmp_path, "schedule", SCHEDULE, SLOWCFG)
+    env = dict(r.env, **{"INPUT_MODELS": "4", "INPUT_UPDATE-BASELINE": "true", "INPUT_BASELINE": "b.json"})
+    proc = subprocess.Popen([sys.executable, str(ENTRYPOINT)], env=env, cwd=r.ws, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    out = r.ws / "dlgate-out"
+    stdout = stderr = ""
+    pids, groups = set(), set()
+    try:
+        wait_for(lambda: (os.path.exists(out / "results.jsonl") and len(records(out)) >= 1) or proc.poll() is not None,
+                 timeout=300, what="a record")
+        assert proc.poll() is None, proc.communicate()
+        pids, groups = tree(proc.pid)
+        proc.send_signal(signal.SIGINT)
+        stdout, stderr = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        reap(pids, groups)
+    n = len(records(out))
+    assert proc.returncode == 130 and 1 <= n < 4, stdout + stderr
+    got = r.outputs()
+    assert (got["verdict"], got["cases"], got["planned"]) == ("interrupted", str(n), "4"), got
+    errors = [c for c in active_commands(stdout) if c.startswith("::error title=dlgate%3A interrupted::")]
+    assert errors == [f"::error title=dlgate%3A interrupted::interrupted by SIGINT after {n} of 4 cases: the check is "
+                      "not decided (the reports cover the cases that ran); a rerun on the same output-dir resumes"]
+    assert f"interrupted by SIGINT after {n} of 4 cases: not decided" in r.summary.read_text()
+    assert "not updating the baseline: the run did not finish (exit status 130)" in stdout
+    assert not (r.ws / "b.json").exists()
+    assert "verdict: interrupted (exit status 130)" in stdout
