@@ -256,3 +256,54 @@ def test_the_action_forwards_the_cancel_and_reports_it(tmp_path):
     assert "not updating the baseline: the run did not finish (exit status 130)" in stdout
     assert not (r.ws / "b.json").exists()
     assert "verdict: interrupted (exit status 130)" in stdout
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory):
+    """A finished run of 2 cases: its folder."""
+    from dlgate.cli import main
+
+    d = tmp_path_factory.mktemp("finished")
+    out = str(d / "o")
+    assert main(["run", "--config", write_config(d, models=2), "--seed", "int", "--out", out]) == 0
+    return out
+
+
+def test_an_interrupted_folder_opens_no_issues(finished, tmp_path, capsys):
+    import shutil
+
+    from dlgate.cli import main
+
+    out = str(tmp_path / "o")
+    shutil.copytree(finished, out)
+    assert main(["issues", "--results", out, "--repo", "acme/tvm", "--dry-run", str(tmp_path / "md")]) == 0  # finished: fine
+    path = os.path.join(out, "verdict.json")
+    doc = json.load(open(path))
+    doc.update(result="interrupted", exit_code=143,
+               interrupted={"signal": "SIGTERM", "exit_code": 143, "cases": 2, "planned": 5, "result_so_far": "pass"})
+    with open(path, "w") as f:
+        json.dump(doc, f)
+    capsys.readouterr()
+    assert main(["issues", "--results", out, "--repo", "acme/tvm", "--dry-run", str(tmp_path / "md")]) == 2
+    err = capsys.readouterr().err
+    assert err.strip() == (f"dlgate issues: {out}: the run was interrupted by SIGTERM after 2 of 5 cases; run it "
+                           "again to finish it first"), err
+
+
+def test_an_unfinished_folder_does_not_update_the_baseline(finished, tmp_path, capsys):
+    import shutil
+
+    from dlgate.cli import main
+
+    out = str(tmp_path / "o")
+    shutil.copytree(finished, out)
+    lines = open(os.path.join(out, "results.jsonl")).readlines()
+    with open(os.path.join(out, "results.jsonl"), "w") as f:
+        f.writelines(lines[:1])  # as a signal (or a kill) leaves it: 1 of 2 cases
+    baseline = str(tmp_path / "b.json")
+    assert main(["baseline", "update", out, "--baseline", baseline, "--prune"]) == 2
+    assert f"{out} is unfinished (1 of 2 cases)" in capsys.readouterr().err
+    assert not os.path.exists(baseline)
+    shutil.rmtree(out)
+    shutil.copytree(finished, out)
+    assert main(["baseline", "update", out, "--baseline", baseline]) == 0

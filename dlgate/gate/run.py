@@ -812,6 +812,9 @@ def update_baseline(run_dir: str, path: str, prune: bool = False, log=print) -> 
     if m.get("shard"):
         raise RunError(f"{run_dir} is shard {m['shard'][0]}/{m['shard'][1]}; merge the shards first (dlgate merge)")
     records = read_records(os.path.join(run_dir, "results.jsonl"))
+    if len(records) < (m.get("planned") or 0) and not m.get("stopped_by_budget"):  # interrupted, or killed
+        raise RunError(f"{run_dir} is unfinished ({len(records)} of {m['planned']} cases); run the same command "
+                       "again to finish it, then update the baseline")
     try:
         base = B.load(path)
     except B.BaselineError as e:
