@@ -653,6 +653,10 @@ def main(argv=None) -> int:
     try:
         args = build_parser().parse_args(argv)
         status = COMMANDS[args.command](args)
+        if args.command == "run" and status in (130, 143):  # interrupted: no later signal changes the status
+            from dlgate.gate.run import hold_stop_signals
+
+            hold_stop_signals()
         sys.stdout.flush()  # a closed stdout pipe shows here, where it is handled, not at exit
         return status
     except UsageError as e:

@@ -425,8 +425,8 @@ def _stopped_by_signals():
     shutdown short, and every report is written atomically, so it leaves none half
     written. The previous handlers come back after a run that was not interrupted; after an
     interrupted one, which the process is about to leave with the first signal's status,
-    both signals stay ignored (SIG_IGN, which outlasts the interpreter's own shutdown), so
-    that none changes that status on the way out. (Only the main thread can take signals.)"""
+    the ignoring handler stays, and :func:`hold_stop_signals` blocks both signals on the way
+    out. (Only the main thread can take signals.)"""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -435,8 +435,6 @@ def _stopped_by_signals():
     def handler(signum, frame):
         if not fired:
             fired.append(signum)
-            for s in STOP_SIGNALS:
-                signal.signal(s, signal.SIG_IGN)
             raise Interrupted(signum)
 
     old = {s: signal.signal(s, handler) for s in STOP_SIGNALS}
@@ -446,6 +444,18 @@ def _stopped_by_signals():
         if not fired:
             for s, h in old.items():
                 signal.signal(s, h if h is not None else signal.SIG_DFL)
+
+
+def hold_stop_signals() -> None:
+    """Ignore SIGTERM and SIGINT for the rest of the process: ``dlgate run``, interrupted,
+    leaves with the first signal's status, and a later signal must not change it while the
+    interpreter shuts down, which puts the default handlers back, except SIG_IGN. (Blocking
+    them would not do: the process's other threads would still take them.) A signal that
+    came before is taken, and ignored, by the handler that :func:`_stopped_by_signals` left
+    in place, when ``signal.signal`` checks for pending signals. Only the process's last
+    steps may call this: the processes it starts after would inherit SIG_IGN."""
+    for s in STOP_SIGNALS:
+        signal.signal(s, signal.SIG_IGN)
 
 
 def _progress_of(out: str) -> str:
