@@ -498,11 +498,26 @@ def cmd_reduce(args) -> int:
     return 0
 
 
+def _interrupted(path: str) -> dict | None:
+    """verdict.json's ``interrupted`` (the run did not finish), or None."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except (OSError, ValueError):
+        return None  # read, and refused with its reason, where the issues are built
+    stopped = doc.get("interrupted") if isinstance(doc, dict) else None
+    return stopped if isinstance(stopped, dict) else None
+
+
 def cmd_issues(args) -> int:
     from dlgate.github.issues import publish
 
     if not os.path.exists(os.path.join(args.results, "verdict.json")):
         raise UsageError(f"dlgate issues: {args.results}: no verdict.json (not a finished dlgate run)")
+    stopped = _interrupted(os.path.join(args.results, "verdict.json"))
+    if stopped:
+        raise UsageError(f"dlgate issues: {args.results}: the run was interrupted by {stopped.get('signal')} after "
+                         f"{stopped.get('cases')} of {stopped.get('planned')} cases; run it again to finish it first")
     if args.max_issues < 0:
         raise UsageError("dlgate issues: --max-issues must be non-negative")
     client = None
@@ -659,6 +674,10 @@ def main(argv=None) -> int:
     try:
         args = build_parser().parse_args(argv)
         status = COMMANDS[args.command](args)
+        if args.command == "run" and status in (130, 143):  # interrupted: no later signal changes the status
+            from dlgate.gate.run import hold_stop_signals
+
+            hold_stop_signals()
         sys.stdout.flush()  # a closed stdout pipe shows here, where it is handled, not at exit
         return status
     except UsageError as e:

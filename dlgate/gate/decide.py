@@ -35,6 +35,10 @@ CLASSES = (NEW, REGRESSION, PRE_EXISTING, KNOWN, FLAKY)
 #: defect (the reference failed); a backend the gate needs could not run (the compiler
 #: under test, the reference, or the base build: not installed, a broken build, no device).
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERNAL, EXIT_CANNOT_RUN = 0, 1, 2, 3, 4
+#: What each status is called in verdict.json's ``result`` (an interrupted run's is 128 + the
+#: signal's number, 130 or 143, called "interrupted").
+RESULTS = {EXIT_OK: "pass", EXIT_FAIL: "fail", EXIT_INTERNAL: "internal-error", EXIT_CANNOT_RUN: "cannot-run"}
+INTERRUPTED = "interrupted"
 
 
 def backend_name(label: str) -> str:
@@ -111,6 +115,9 @@ class Decision:
     budget: float | None = None  # the campaign's ``budget`` (seconds per invocation), None: none
     stopped_by_budget: bool = False  # the budget left planned cases unstarted (a rerun resumes)
     baseline_missing: bool = False  # a baseline file is named but does not exist: none is known
+    #: SIGTERM or SIGINT stopped the run before it finished: {"signal", "exit_code", "cases",
+    #: "planned"}. The check is then undecided, never a pass, whatever the cases that ran show.
+    interrupted: dict | None = None
 
     def of(self, cls: str) -> list:
         return self.groups.get(cls, [])
@@ -127,18 +134,31 @@ class Decision:
         return self.of(NEW) + self.of(REGRESSION)
 
     def exit_code(self, fail_on: str = "new") -> int:
+        """The status of the run: an interrupted one's (130 or 143) whatever it found, else
+        what the cases decide (:meth:`cases_code`)."""
+        if self.interrupted:
+            return self.interrupted["exit_code"]
+        return self.cases_code(fail_on)
+
+    def cases_code(self, fail_on: str = "new") -> int:
+        """What the journaled cases decide: the run's status when it finished; for an
+        interrupted run, what the cases that ran found so far."""
         if self.internal:
             return EXIT_INTERNAL
         if self.cannot_run:
             return EXIT_CANNOT_RUN
         return EXIT_FAIL if self.failing(fail_on) else EXIT_OK
 
+    def result(self, fail_on: str = "new") -> str:
+        return INTERRUPTED if self.interrupted else RESULTS[self.cases_code(fail_on)]
+
     def to_json(self, fail_on: str = "new") -> dict:
-        code = self.exit_code(fail_on)
+        interrupted = None
+        if self.interrupted:  # what the cases that ran found, under a name no reader takes for the result
+            interrupted = dict(self.interrupted, result_so_far=RESULTS[self.cases_code(fail_on)])
         return {
-            "result": {EXIT_OK: "pass", EXIT_FAIL: "fail", EXIT_INTERNAL: "internal-error",
-                       EXIT_CANNOT_RUN: "cannot-run"}[code],
-            "exit_code": code, "fail_on": fail_on, "root": self.root, "campaign": self.campaign,
+            "result": self.result(fail_on), "interrupted": interrupted,
+            "exit_code": self.exit_code(fail_on), "fail_on": fail_on, "root": self.root, "campaign": self.campaign,
             "complete": self.complete, "backends": self.backends, "cases": self.cases, "counts": self.counts,
             "new": self.of(NEW), "regressions": self.of(REGRESSION), "pre_existing": self.of(PRE_EXISTING),
             "known": self.of(KNOWN), "flaky": self.of(FLAKY), "fixed": self.fixed, "internal_errors": self.internal,
