@@ -225,7 +225,8 @@ def _group(groups: dict, cls: str, rec: dict, v: dict, bundle: str | None, behin
     g["behind"] += behind
     g["varies"] |= bool((v.get("confirm") or {}).get("varies"))
     if v.get("base") and g["base"] is None:
-        g["base"] = {k: v["base"].get(k) for k in ("verdict", "reproduces", "detail") if k in v["base"]}
+        g["base"] = {k: v["base"].get(k) for k in ("verdict", "reproduces", "detail", "decided_on", "whole")
+                     if k in v["base"]}
     if bundle:
         g["bundles"].append(bundle)
 

@@ -181,8 +181,8 @@ def summary(decision: D.Decision, fail_on: str, shard: str | None = None) -> str
             if behind:
                 notes.append(f"{behind} found behind another failure of their case (its operators cut out)")
             base = next((x["base"] for x in gs if x.get("base")), None)
-            if base and not base.get("reproduces"):
-                notes.append(f"base build: {base.get('verdict')}")
+            if base:
+                notes += base_notes(base)
             detail = "; ".join(notes + [g["detail"]])
             cells.append([f"{md.code(cl, table=True)} {md.cell(by_cluster.get(cl, {}).get('text', ''), 60)}",
                           md.cell(g["backend"]), md.cell(g["verdict"]), typed, str(sum(len(x["cases"]) for x in gs)),
@@ -209,6 +209,18 @@ def summary(decision: D.Decision, fail_on: str, shard: str | None = None) -> str
         if cmd:
             lines += ["Reproduce the first one locally (from the run's output folder):", "", md.fence(cmd, "sh"), ""]
     return "\n".join(lines)
+
+
+def base_notes(base: dict) -> list:
+    """What a failure group's summary row says of the base build: its verdict when it does
+    not share the failure, and which case decided sharing when it was not the case itself."""
+    on = base.get("decided_on") or "case"
+    where = f" on the {on}" if on != "case" else ""
+    whole = base.get("whole")
+    before = f" (it fails the whole case otherwise: {whole.get('verdict')})" if whole else ""
+    if not base.get("reproduces"):
+        return [f"base build: {base.get('verdict')}{where}{before}"]
+    return [f"the base build shares it{where}{before}"] if where else []
 
 
 def novelty_line(decision: D.Decision) -> str:
