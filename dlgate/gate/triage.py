@@ -154,7 +154,8 @@ def identify(pool, case, ccfg, spec, ref_out: list, v: dict, out: str, campaign:
             log(f"dlgate: cannot reduce {case.id} on {spec.label()}: a defect in dlgate's reducer "
                 f"({type(e).__name__}: {e}); the case is identified whole")
     error = v.get("error") if res is None else (res.verdict.error or v.get("error"))
-    ident = I.identity(v["verdict"], backend_name, error, reduced.graph, matter)
+    comparison = v.get("comparison") if res is None else (res.verdict.comparison or v.get("comparison"))
+    ident = I.identity(v["verdict"], backend_name, error, reduced.graph, matter, comparison)
     ident.update(reduced=res is not None, nodes=len(reduced.graph.nodes), original_nodes=len(case.graph.nodes))
     if res is not None:
         ident["hit_limit"] = res.hit_limit

@@ -519,6 +519,7 @@ class Max(Elementwise):
     keeps_integers = True
     nonfinite = INF_ONLY
     onnx_op = "Max"
+    siblings = "variadic-extremum"
     types = dt.NUMERIC
     fn = torch.maximum
 
@@ -536,6 +537,7 @@ class Min(Elementwise):
     keeps_integers = True
     nonfinite = INF_ONLY
     onnx_op = "Min"
+    siblings = "variadic-extremum"
     types = dt.NUMERIC
     fn = torch.minimum
 

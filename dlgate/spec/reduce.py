@@ -219,6 +219,7 @@ class ReduceMax(Reduce):
     keeps_range = True
     nonfinite = INF_ONLY
     onnx_op = "ReduceMax"
+    siblings = "reduce-extremum"
     types = dt.NUMERIC + (dt.BOOL,)  # bool from opset 20 (the schema filter applies it)
 
     def fn(self, x, dims, keep):
@@ -229,6 +230,7 @@ class ReduceMin(Reduce):
     keeps_range = True
     nonfinite = INF_ONLY
     onnx_op = "ReduceMin"
+    siblings = "reduce-extremum"
     types = dt.NUMERIC + (dt.BOOL,)
 
     def fn(self, x, dims, keep):
@@ -539,11 +541,13 @@ class Arg(OpSpec):
 
 class ArgMax(Arg):
     onnx_op = "ArgMax"
+    siblings = "arg-extremum"
     fn = torch.argmax
 
 
 class ArgMin(Arg):
     onnx_op = "ArgMin"
+    siblings = "arg-extremum"
     fn = torch.argmin
 
 
