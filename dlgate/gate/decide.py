@@ -7,7 +7,8 @@ Every failing verdict lands in exactly one class:
 * **flaky**: no re-run reproduced it at all; never fails. (A failure that reproduces with
   other wrong values is a failure, marked ``varies``.)
 * **new**: fails the check. Head versus base: the base build does not share the failure
-  on the same model and inputs, whatever the head class (a model head no longer supports
+  on the same model and inputs (or, where it fails that model otherwise, on the failure's
+  reduced case: :func:`dlgate.gate.triage.on_base`), whatever the head class (a model head no longer supports
   that the base build runs counts too). Baseline mode: neither its fingerprint nor its
   cluster is in the baseline.
 * **regression**: baseline mode, a corpus case that passed before fails now; fails.

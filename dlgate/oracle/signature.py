@@ -134,16 +134,20 @@ _NODE = re.compile(r"\(node[:\s][^()]*\)|\bnode with name '[^']*'")
 #: A leading ``tvm.error.InternalError: `` or ``tvm._ffi.base.TVMError: ``: the exception's
 #: class, which moves between releases.
 _EXC_PREFIX = re.compile(r"^(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception): ")
-#: The fields of an object's repr that say which object it is; the others (``span``,
-#: ``ty``, ``struct_info_``...) are the build's own.
-_REPR_KEEP = ("name", "op", "op_type", "dtype")
+#: The fields of an object's repr that name the object (kept as their value alone).
+_REPR_NAMES = ("name", "op", "op_type", "dtype")
+#: Fields of TVM's reprs that are the build's own bookkeeping, not what the object is.
+_REPR_OWN = ("span", "ty", "struct_info_", "checked_type_", "_checked_type_", "virtual_device_", "description",
+             "arguments", "attrs_type_key", "num_inputs", "support_level")
+_LITERAL = re.compile(r"-?\d+(\.\d+)?|True|False|[A-Za-z_][\w.]*")
 _REPR_HEAD = re.compile(r"\b([A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*)\((?=\s*[A-Za-z_]\w*=)")
 
 
 def _reprs(text: str) -> str:
     """Object reprs with keyword fields (``ir.Op(span=None, ty=ir.Type(span=None), name="tirx.asinh",
-    ...)``) reduced to their class's last name and identifying fields: ``Op(tirx.asinh)``, the
-    form older releases print."""
+    ...)``) reduced to their class's last name and the fields that say what the object is
+    (its name, and other plain values) without the build's bookkeeping (spans, types, struct
+    info, nested objects): ``Op(tirx.asinh)``, the form older releases print."""
     out, pos = [], 0
     while True:
         m = _REPR_HEAD.search(text, pos)
@@ -164,9 +168,13 @@ def _reprs(text: str) -> str:
             depth += {"(": 1, ")": -1, "[": 1, "]": -1, "{": 1, "}": -1}.get(ch, 0)
             cur.append(ch)
         fields.append("".join(cur))
-        kept = [f.split("=", 1)[1].strip().strip("'\"") for f in fields
-                if "=" in f and f.split("=", 1)[0].strip() in _REPR_KEEP]
-        kept = [x for x in kept if x not in ("None", "")]
+        kept = []
+        for f in fields:
+            key, _, val = (x.strip() for x in f.partition("="))
+            val = val.strip("'\"")
+            if key in _REPR_OWN or val in ("None", "") or not _LITERAL.fullmatch(val):
+                continue  # the build's bookkeeping, nothing, or a nested object's repr
+            kept.append(val if key in _REPR_NAMES else f"{key}={val}")
         out.append(text[pos:m.start()] + f"{m.group(1).rsplit('.', 1)[-1]}({', '.join(kept)})")
         pos = k
 
