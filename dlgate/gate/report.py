@@ -157,7 +157,7 @@ def summary(decision: D.Decision, fail_on: str, shard: str | None = None) -> str
                 (D.PRE_EXISTING, "Pre-existing: the base build fails the same way (do not fail the check)"),
                 (D.KNOWN, "Known failures (in the baseline)"),
                 (D.FLAKY, "Flaky: did not reproduce on re-run (do not fail the check)")]
-    by_cause = {c["cause"]: c for c in decision.clusters}
+    by_cause = {c.get("cause") or c.get("cluster"): c for c in decision.clusters}
     for cls, title in sections:
         groups = decision.of(cls)
         if not groups:
