@@ -295,6 +295,42 @@ class Flaky(EnvBug):
         return outs
 
 
+class EnvFaults(EnvBug):
+    """onnxruntime's answers, with a build's faults set by its environment, met in the
+    model's node order (the first one raises): ``FAKE_REFUSE`` names an operator type the
+    build has no kernel for (a refusal naming it); ``FAKE_FAULT`` one whose lowering fails,
+    with the message spelled as ``FAKE_SPELLING`` says ("old" or "new": another source
+    line, another C++ signature, another stack), as two releases of one compiler spell one
+    failure. Head and base builds of one compiler, for the sharing tests."""
+
+    name = "envfaults"
+
+    def compile(self, model):
+        import onnx
+
+        refuse, fault = os.environ.get("FAKE_REFUSE"), os.environ.get("FAKE_FAULT")
+        for n in onnx.load_from_string(model.onnx).graph.node:
+            if n.op_type == refuse:
+                raise NotImplementedError(f"Failed to find kernel for {n.op_type}(13) (node {n.name}). "
+                                          "Kernel not found")
+            if n.op_type == fault:
+                self._lower_failed(n.op_type)
+        return super().compile(model)
+
+    def _lower_failed(self, op):
+        if os.environ.get("FAKE_SPELLING") == "new":
+            self._lower_new(op)
+        raise RuntimeError(f"/build/src/lower/lower_{op.lower()}.cc:78 lower::Lower{op}::Lower{op}(const "
+                           f"NodeProtoHelper<ProtoContext>&, const string&) x.rank() == 4 was false. "
+                           f"{op} lowering needs a 4-D input.")
+
+    def _lower_new(self, op):
+        raise RuntimeError(f"/build/src/lower/lower_{op.lower()}.cc:91 lower::Lower{op}::Lower{op}(const "
+                           f"InfoType&, const std::string&) [with InfoType = lower::KernelInfo; std::string = "
+                           f"std::__cxx11::basic_string<char>] x.rank() == 4 was false. {op} lowering needs a "
+                           f"4-D input.")
+
+
 class EnvTVM(TVM):
     """The real TVM, with a Relax pass that miscompiles Sigmoid added wherever ``FAKE_BUG``
     is "1" in the worker: a head build carrying a regression its base build lacks."""

@@ -7,7 +7,8 @@ Every failing verdict lands in exactly one class:
 * **flaky**: no re-run reproduced it at all; never fails. (A failure that reproduces with
   other wrong values is a failure, marked ``varies``.)
 * **new**: fails the check. Head versus base: the base build does not share the failure
-  on the same model and inputs, whatever the head class (a model head no longer supports
+  on the same model and inputs (or, where it fails that model otherwise, on the failure's
+  reduced case: :func:`dlgate.gate.triage.on_base`), whatever the head class (a model head no longer supports
   that the base build runs counts too). Baseline mode: neither its fingerprint nor its
   cluster is in the baseline.
 * **regression**: baseline mode, a corpus case that passed before fails now; fails.
@@ -236,6 +237,8 @@ def _group(groups: dict, cls: str, rec: dict, v: dict, bundle: str | None, behin
             "class": cls, "fingerprint": i["fingerprint"], "cluster": i["cluster"], "signature": sig.get("id"),
             "text": i.get("text") or sig.get("text", ""), "pattern": i.get("pattern", ""),
             "typed": i.get("typed", ""), "cluster_text": i.get("cluster_text", ""),
+            "cause": i.get("cause") or i["cluster"], "cause_text": i.get("cause_text") or i.get("cluster_text", ""),
+            "dtypes": list(i.get("dtypes") or ()),
             "backend": v["backend"], "backend_name": backend_name(v["backend"]), "verdict": v["verdict"],
             "detail": (v.get("detail") or "")[:1000], "blame": v.get("blame"), "cases": [], "bundles": [],
             "varies": False, "base": None, "behind": 0,
@@ -251,31 +254,38 @@ def _group(groups: dict, cls: str, rec: dict, v: dict, bundle: str | None, behin
         g["memory_safety"] = ms
     g["varies"] |= bool((v.get("confirm") or {}).get("varies"))
     if v.get("base") and g["base"] is None:
-        g["base"] = {k: v["base"].get(k) for k in ("verdict", "reproduces", "detail") if k in v["base"]}
+        g["base"] = {k: v["base"].get(k) for k in ("verdict", "reproduces", "detail", "decided_on", "whole")
+                     if k in v["base"]}
     if bundle:
         g["bundles"].append(bundle)
 
 
 def clusters(groups: list) -> list:
-    """Failure groups that share one cause, whatever the operator: one entry per cluster
-    with its fingerprints, operators, classes and case count, in a stable order."""
+    """Failure groups that share one cause (:mod:`dlgate.reduce.identity`: for errors and
+    crashes their cluster, for wrong answers the operators up to dtype and siblings and the
+    wrong-value pattern): one entry per cause with its clusters, fingerprints, operators,
+    dtypes, classes and case count, in a stable order."""
     out: dict = {}
     for g in groups:
-        c = out.setdefault(g["cluster"], {"cluster": g["cluster"], "backend": g["backend"], "verdict": g["verdict"],
-                                          "text": g.get("cluster_text") or g["text"], "fingerprints": [],
-                                          "operators": set(), "classes": set(), "cases": 0})
-        if g["fingerprint"] not in c["fingerprints"]:
-            c["fingerprints"].append(g["fingerprint"])
+        cause = g.get("cause") or g["cluster"]
+        c = out.setdefault(cause, {"cause": cause, "backend": g["backend"], "verdict": g["verdict"],
+                                   "text": g.get("cause_text") or g.get("cluster_text") or g["text"], "clusters": [],
+                                   "fingerprints": [], "operators": set(), "dtypes": set(), "classes": set(),
+                                   "cases": 0})
+        for key, x in (("clusters", g["cluster"]), ("fingerprints", g["fingerprint"])):
+            if x not in c[key]:
+                c[key].append(x)
         c["operators"].update(p for p in g.get("pattern", "").split(">") if p)
+        c["dtypes"].update(g.get("dtypes") or ())
         c["classes"].add(g["class"])
         c["cases"] += len(g["cases"])
     rank = {cls: k for k, cls in enumerate(CLASSES)}
     res = []
     for c in out.values():
-        c["operators"] = sorted(c["operators"])
+        c["operators"], c["dtypes"] = sorted(c["operators"]), sorted(c["dtypes"])
         c["classes"] = sorted(c["classes"], key=rank.get)
         res.append(c)
-    return sorted(res, key=lambda c: (rank[c["classes"][0]], c["backend"], c["text"], c["cluster"]))
+    return sorted(res, key=lambda c: (rank[c["classes"][0]], c["backend"], c["text"], c["cause"]))
 
 
 _KIND_ORDER = {"corpus": 0, "baseline": 1}

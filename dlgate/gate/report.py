@@ -181,14 +181,14 @@ def summary(decision: D.Decision, fail_on: str, shard: str | None = None) -> str
                 (D.PRE_EXISTING, "Pre-existing: the base build fails the same way (do not fail the check)"),
                 (D.KNOWN, "Known failures (in the baseline)"),
                 (D.FLAKY, "Flaky: did not reproduce on re-run (do not fail the check)")]
-    by_cluster = {c["cluster"]: c for c in decision.clusters}
+    by_cause = {c.get("cause") or c.get("cluster"): c for c in decision.clusters}
     for cls, title in sections:
         groups = decision.of(cls)
         if not groups:
             continue
         rows: dict = {}
-        for g in groups:  # one row per cluster: fingerprints sharing one cause
-            rows.setdefault(g["cluster"], []).append(g)
+        for g in groups:  # one row per cause: fingerprints sharing one cause, whatever dtype and sibling
+            rows.setdefault(g.get("cause") or g["cluster"], []).append(g)
         lines += [f"### {_EMOJI[cls]} {title}: {len(rows)} cause(s), {len(groups)} fingerprint(s)", ""]
         cells = []
         for cl, gs in rows.items():
@@ -198,17 +198,17 @@ def summary(decision: D.Decision, fail_on: str, shard: str | None = None) -> str
                 typed += f"<br>… {len(gs) - 5} more"
             where = md.code(f"{g['repro']}/repro.py" if g.get("repro") else (g["bundles"] or [""])[0], table=True)
             blame = ", ".join(sorted({x["blame"] for x in gs if x.get("blame")}))
-            notes = []
+            notes = [_kin(gs)] if _kin(gs) else []  # one cause met in several operators or dtypes
             if any(x.get("varies") for x in gs):
                 notes.append("wrong values change between re-runs (uninitialised memory or a race?)")
             behind = sum(x.get("behind", 0) for x in gs)
             if behind:
                 notes.append(f"{behind} found behind another failure of their case (its operators cut out)")
             base = next((x["base"] for x in gs if x.get("base")), None)
-            if base and not base.get("reproduces"):
-                notes.append(f"base build: {base.get('verdict')}")
+            if base:
+                notes += base_notes(base)
             detail = "; ".join(notes + [g["detail"]])
-            cells.append([f"{md.code(cl, table=True)} {md.cell(by_cluster.get(cl, {}).get('text', ''), 60)}",
+            cells.append([f"{md.code(cl, table=True)} {md.cell(by_cause.get(cl, {}).get('text', ''), 60)}",
                           md.cell(g["backend"]), md.cell(g["verdict"]), typed, str(sum(len(x["cases"]) for x in gs)),
                           md.cell(blame), where, md.cell(detail)])
         lines += md.table(["cause", "backend", "verdict", "reduced to", "cases", "blame", "repro", "detail"], cells)
@@ -233,6 +233,28 @@ def summary(decision: D.Decision, fail_on: str, shard: str | None = None) -> str
         if cmd:
             lines += ["Reproduce the first one locally (from the run's output folder):", "", md.fence(cmd, "sh"), ""]
     return "\n".join(lines)
+
+
+def _kin(gs: list) -> str:
+    """A cause met in several operators or dtypes: which, e.g. ``operators ReduceMax, ReduceMin;
+    dtypes float16, float32``."""
+    ops = sorted({p for g in gs for p in (g.get("pattern") or "").split(">") if p})
+    dts = sorted({d for g in gs for d in g.get("dtypes") or ()})
+    if len(ops) < 2 and len(dts) < 2:
+        return ""
+    return f"operators {', '.join(ops)}; dtypes {', '.join(dts)}"
+
+
+def base_notes(base: dict) -> list:
+    """What a failure group's summary row says of the base build: its verdict when it does
+    not share the failure, and which case decided sharing when it was not the case itself."""
+    on = base.get("decided_on") or "case"
+    where = f" on the {on}" if on != "case" else ""
+    whole = base.get("whole")
+    before = f" (it fails the whole case otherwise: {whole.get('verdict')})" if whole else ""
+    if not base.get("reproduces"):
+        return [f"base build: {base.get('verdict')}{where}{before}"]
+    return [f"the base build shares it{where}{before}"] if where else []
 
 
 def novelty_line(decision: D.Decision) -> str:

@@ -553,7 +553,7 @@ def _run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | No
                             reduced = T.identify(pool, case, ccfg, spec, ref_out, v, out, cfg.campaign, root,
                                                  cfg.reduce, cfg.reduce_seconds, log)
                     if base_pool is not None and v["verdict"] in T.BASE_CHECKED:
-                        T.on_base(base_pool, case, ccfg, spec, ref_out, v)
+                        T.on_base(base_pool, case, ccfg, spec, ref_out, v, reduced, pool)
                         if not head_failed and not v["base"]["reproduces"] and v["base"]["verdict"] == V.PASS:
                             failing = True  # head refuses a model the base build runs: a regression
                             T.identify(pool, case, ccfg, spec, ref_out, v, out, cfg.campaign, root, False, 0, log)

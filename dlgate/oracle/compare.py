@@ -29,11 +29,14 @@ class Comparison:
     max_abs: float = 0.0
     max_rel: float = 0.0
     first_index: tuple | None = None
+    #: How the wrong values relate to the right ones, whatever the dtype (see :func:`pattern`).
+    pattern: str = ""
 
     def to_json(self) -> dict:
         return {"ok": self.ok, "kind": self.kind, "output": self.output, "detail": self.detail,
                 "max_abs": self.max_abs, "max_rel": self.max_rel,
-                "first_index": list(self.first_index) if self.first_index is not None else None}
+                "first_index": list(self.first_index) if self.first_index is not None else None,
+                "pattern": self.pattern}
 
 
 #: Failure kinds that no rounding explains: a model's wrong shape or dtype describes it
@@ -75,9 +78,11 @@ def compare_each(ref: list, got: list, tolerances: dict | None = None, ignore: d
                 failed.append(Comparison(False, "dtype", i, f"output {i}: dtype {g.dtype}, expected {r.dtype}"))
             continue
         if r.shape != g.shape:
-            failed.append(Comparison(False, "shape", i, f"output {i}: shape {list(g.shape)}, expected {list(r.shape)}"))
+            failed.append(Comparison(False, "shape", i, f"output {i}: shape {list(g.shape)}, expected {list(r.shape)}",
+                                     pattern="shape:rank" if r.ndim != g.ndim else "shape:dims"))
         elif r.dtype != g.dtype:
-            failed.append(Comparison(False, "dtype", i, f"output {i}: dtype {g.dtype}, expected {r.dtype}"))
+            failed.append(Comparison(False, "dtype", i, f"output {i}: dtype {g.dtype}, expected {r.dtype}",
+                                     pattern="dtype"))
         else:
             mask = None if skip is None else np.broadcast_to(np.asarray(skip, bool), r.shape)
             c = _compare_one(i, r, g, tol, mask)
@@ -106,7 +111,8 @@ def _compare_one(i: int, r: np.ndarray, g: np.ndarray, tol: dict, skip: np.ndarr
             wide_r, wide_g = r.astype(np.float64), g.astype(np.float64)
             max_abs = float(np.max(np.abs(wide_r - wide_g)))
             return Comparison(False, "values", i, f"output {i}: {int(diff.sum())} of {r.size} elements differ; "
-                              f"first at {list(idx)}: {g[idx].item()!r} instead of {r[idx].item()!r}", max_abs, 0.0, idx)
+                              f"first at {list(idx)}: {g[idx].item()!r} instead of {r[idx].item()!r}", max_abs, 0.0, idx,
+                              pattern("values", wide_r[diff], wide_g[diff], np.zeros(int(diff.sum())), r.dtype == bool))
         return Comparison(True)
     rtol, atol = tol[str(r.dtype)]
     x, y = r.astype(np.float64), g.astype(np.float64)
@@ -115,7 +121,8 @@ def _compare_one(i: int, r: np.ndarray, g: np.ndarray, tol: dict, skip: np.ndarr
         if not np.array_equal(fr, fg):
             idx = tuple(int(k) for k in np.argwhere(fr != fg)[0])
             return Comparison(False, "nonfinite", i, f"output {i}: {name} positions differ; first at {list(idx)}: "
-                              f"{y[idx].item()!r} instead of {x[idx].item()!r}", first_index=idx)
+                              f"{y[idx].item()!r} instead of {x[idx].item()!r}", first_index=idx,
+                              pattern=f"nonfinite:{name}:{'extra' if fg[idx] else 'missing'}")
     finite = np.isfinite(x)
     if not finite.any():
         return Comparison(True)
@@ -130,8 +137,35 @@ def _compare_one(i: int, r: np.ndarray, g: np.ndarray, tol: dict, skip: np.ndarr
         idx = tuple(int(k) for k in np.argwhere(bad)[0])
         return Comparison(False, "values", i, f"output {i}: {int(bad.sum())} of {x.size} elements differ; "
                           f"max abs error {max_abs:.3g}, max rel error {max_rel:.3g}; first at {list(idx)}: "
-                          f"{y[idx].item()!r} instead of {x[idx].item()!r}", max_abs, max_rel, idx)
+                          f"{y[idx].item()!r} instead of {x[idx].item()!r}", max_abs, max_rel, idx,
+                          pattern("values", x[bad], y[bad], bound[bad]))
     return Comparison(True, max_abs=max_abs, max_rel=max_rel)
+
+
+def pattern(kind: str, ref: np.ndarray, got: np.ndarray, bound: np.ndarray, boolean: bool = False) -> str:
+    """How wrong values (``got`` where ``ref`` was right, float64, ``bound`` the tolerance at
+    each) relate to the right ones, in terms no dtype changes: ``zero`` (zeros instead),
+    ``negated``, ``offset`` (one constant added), ``scaled`` (one factor), ``bool`` (a
+    boolean flipped), else ``near`` (relative errors under 10%) or ``far``. One converter
+    bug met in several dtypes, or in sibling operators, leaves one pattern."""
+    if boolean:
+        return f"{kind}:bool"
+    if not np.any(ref != 0):
+        return f"{kind}:zero" if not np.any(got) else f"{kind}:far"
+    slack = bound + 1e-12
+    if np.all(got == 0):
+        return f"{kind}:zero"
+    if np.all(np.abs(got + ref) <= slack):
+        return f"{kind}:negated"
+    d = got - ref
+    if d.size > 1 and np.all(np.abs(d - d[0]) <= slack):
+        return f"{kind}:offset"
+    nz = ref != 0
+    q = got[nz] / ref[nz]
+    if q.size > 1 and np.all(np.abs(got[nz] - q[0] * ref[nz]) <= slack[nz]):
+        return f"{kind}:scaled"
+    rel = np.abs(d[nz]) / np.abs(ref[nz])
+    return f"{kind}:near" if float(np.median(rel)) < 0.1 else f"{kind}:far"
 
 
 def all_finite(arrays) -> bool:

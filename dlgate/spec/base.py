@@ -291,6 +291,11 @@ class OpSpec:
     #: attribute regime a backend refuses for a documented reason...).
     gaps: ClassVar[tuple] = ()
     family: ClassVar[str] = ""  # set by the registry from the module
+    #: Operators one converter or kernel of the compilers handles alike, mirror images of
+    #: one another (ReduceMax and ReduceMin, Less and Greater): a name they share, empty
+    #: for an operator with no such siblings. A wrong answer met in several of them, with
+    #: one wrong-value pattern, is reported as one cause (:mod:`dlgate.reduce.identity`).
+    siblings: ClassVar[str] = ""
     arity: ClassVar[int] = 1
     n_outputs: ClassVar[int] = 1
     dtypes: ClassVar[tuple] = ()

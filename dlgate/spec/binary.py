@@ -524,6 +524,7 @@ class Max(Elementwise):
     nonfinite = INF_ONLY
     onnx_op = "Max"
     exact_values = True
+    siblings = "variadic-extremum"
     types = dt.NUMERIC
     fn = torch.maximum
 
@@ -542,6 +543,7 @@ class Min(Elementwise):
     nonfinite = INF_ONLY
     onnx_op = "Min"
     exact_values = True
+    siblings = "variadic-extremum"
     types = dt.NUMERIC
     fn = torch.minimum
 

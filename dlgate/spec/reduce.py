@@ -220,6 +220,7 @@ class ReduceMax(Reduce):
     nonfinite = INF_ONLY
     onnx_op = "ReduceMax"
     exact_values = True
+    siblings = "reduce-extremum"
     types = dt.NUMERIC + (dt.BOOL,)  # bool from opset 20 (the schema filter applies it)
 
     def fn(self, x, dims, keep):
@@ -231,6 +232,7 @@ class ReduceMin(Reduce):
     nonfinite = INF_ONLY
     onnx_op = "ReduceMin"
     exact_values = True
+    siblings = "reduce-extremum"
     types = dt.NUMERIC + (dt.BOOL,)
 
     def fn(self, x, dims, keep):
@@ -541,11 +543,13 @@ class Arg(OpSpec):
 
 class ArgMax(Arg):
     onnx_op = "ArgMax"
+    siblings = "arg-extremum"
     fn = torch.argmax
 
 
 class ArgMin(Arg):
     onnx_op = "ArgMin"
+    siblings = "arg-extremum"
     fn = torch.argmin
 
 
