@@ -78,8 +78,10 @@ class RefusesAbsHealthy(RefusesAbs):
 
 
 class RefusesSymbolic(TVM):
-    """TVM that cannot compile symbolic input dimensions (unsupported, for a dynamic model)
-    and gets every Sigmoid wrong."""
+    """TVM that cannot compile symbolic input dimensions, and says so (unsupported, for a
+    dynamic model), and gets every Sigmoid wrong."""
+
+    symbolic_refusals = TVM.symbolic_refusals + (r"symbolic dimensions are not handled",)
 
     def compile(self, model):
         import onnx

@@ -184,6 +184,8 @@ def test_symbolic_rule_refuses_only_in_the_compilers_own_words():
     assert declared(patterns, {"type": "ValueError", "message": "Unsqueeze requires a statically known input rank."})
     assert declared(patterns, {"type": "NotImplementedError", "message": "Squeeze with symbolic axes not supported"})
     assert declared(patterns, {"type": "ValueError", "message": "Dynamic pads are not supported yet."})
+    assert declared(patterns, {"type": "AssertionError",
+                               "message": "emit_te now only supports Tensor that has ShapeExpr shape"})
     assert not declared(patterns, {"type": "InternalError", "message": "Check failed: (lhs == rhs) is false"})
     assert not declared(patterns, {"type": "TVMError", "message": "dynamic_cast failed in a pass"})
     declined = judge_symbolic(_outcome(W.COMPILE_ERROR, "Unsqueeze requires a statically known input rank."),

@@ -110,6 +110,9 @@ SYMBOLIC: dict = {
              "onnx_frontend.py: 'Dynamic Tile requires known input rank and repeats length', 'Squeeze with "
              "dynamic axes requires a statically known input rank'"),
         Mark("regex", r"Dynamic size of type", "onnx_frontend.py: 'Dynamic size of type X is not supported'"),
+        Mark("regex", r"only supports Tensor that has ShapeExpr shape",
+             "relax/block_builder.py emit_te: 'emit_te now only supports Tensor that has ShapeExpr shape', a "
+             "converter's tensor whose shape symbolic dimensions left without an expression"),
     ),
     "tensorrt": (
         Mark("regex", r"UNSUPPORTED_NODE_DYNAMIC", "NvOnnxParser.h: dynamic shapes the importer does not handle"),
