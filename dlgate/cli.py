@@ -219,7 +219,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def cmd_gen(args) -> int:
     from dlgate.case import make_case
-    from dlgate.graph.generator import GenConfig, Generator
+    from dlgate.graph.generator import GenConfig, GenerationError, Generator
     from dlgate.spec.registry import select
 
     ops = tuple(o.strip() for o in args.ops.split(",") if o.strip()) if args.ops else None
@@ -241,6 +241,10 @@ def cmd_gen(args) -> int:
     cfg = GenConfig(min_nodes=args.min_nodes, max_nodes=args.max_nodes, ops=ops, opset=args.opset, support=support,
                     dynamic_share=args.dynamic_share, extreme_share=args.extreme_share)
     gen = Generator(cfg)
+    try:
+        gen.drawable()
+    except GenerationError as e:
+        raise UsageError(f"dlgate gen: {e}") from None
     batch = None
     if not args.no_guidance:
         from dlgate.coverage.guide import GuidedBatch
