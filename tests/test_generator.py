@@ -428,6 +428,10 @@ def test_when_every_redraw_fails_the_fallback_is_one_operator_the_restriction_al
         _check_structure(c.graph)
         assert make_case(_Stuck(cfg, REDRAWS + 1), "fallback", "f", i).model_bytes == c.model_bytes
     assert {c.graph.opset >= 20 for c in cases} == {True, False}
+    # an operator whose rewrite needs symbolic dimensions gets them, where the config gives any
+    cfg = GenConfig(ops=("EmbedLayerNormAttention",), opset=13, dynamic_share=1.0)
+    g = _Stuck(cfg, REDRAWS + 1).generate(case_seed("fallback", "dyn", 0))
+    assert g.redrawn["fallback"] == "EmbedLayerNormAttention" and g.dynamic and g.dynamic["dims"]
 
 
 def test_a_fixed_opset_that_holds_no_allowed_operator_is_a_configuration_error():

@@ -150,8 +150,8 @@ class Generator:
         """The case's graph. A draw that fails (no operator fits what the restriction leaves,
         or none could be inserted) is drawn again from ``sub_seed(seed, "redraw/k")``, up to
         ``REDRAWS`` times, and then a fallback makes a one-operator graph of the first
-        operator, in registry order, that the restriction allows and that can be instantiated
-        (at the failed draw's opset first): a case whose generation is possible at all is
+        operator of the generator's list that the restriction allows and that can be
+        instantiated (at the failed draw's opset first): a case whose generation is possible at all is
         always made, the same on every machine. Such a graph says so in ``graph.redrawn``
         (the case's ``meta.json``); ``GenerationError`` is left only for a configuration under
         which no operator can be drawn at all. ``redraw=False`` raises at the first failure."""
@@ -261,11 +261,12 @@ class Generator:
             raise GenerationError(f"no operator can be drawn at {what} within {', '.join(limits) or 'the registry'}")
 
     def _fallback(self, seed: int, opset: int) -> Graph:
-        """A one-operator graph, for a case no draw could make: the first operator in registry
-        order, at the first of its signatures and ranks (lowest first) that instantiates, at
-        ``opset`` and then, where the opset is not fixed, the others of the range from the
-        newest down. Static, with plain values; operators that need symbolic dimensions are
-        left out. Raises ``GenerationError`` only when nothing at all can be drawn."""
+        """A one-operator graph, for a case no draw could make: the first operator of the
+        generator's list (the registry's order, or the config's ``ops``), at the first of its
+        signatures and ranks (lowest first) that instantiates, at ``opset`` and then, where the
+        opset is not fixed, the others of the range from the newest down. Plain values; static,
+        but for an operator that needs symbolic dimensions (drawn only where the config gives
+        any model some). Raises ``GenerationError`` only when nothing at all can be drawn."""
         cfg = self.cfg
         lo, hi = cfg.opset_range
         opsets = [opset] if cfg.opset is not None else [opset] + [o for o in range(hi, lo - 1, -1) if o != opset]
@@ -274,7 +275,7 @@ class Generator:
         for o in opsets:
             ctx = Ctx(rng, cfg.limits, cfg.dtypes, o)
             for spec in self._specs_at(o):
-                if spec.needs_dynamic:
+                if spec.needs_dynamic and not cfg.dynamic_share:
                     continue
                 ranks = sorted(r for r in spec.ranks if r <= cfg.limits.max_rank)
                 for sig in self._sigs(spec):
@@ -284,7 +285,10 @@ class Generator:
                         st = _State()
                         st.placeholders.append(st.add_tensor(TensorType(sig[0], ctx.shape(rank))))
                         if self._forward(st, spec, ctx, rng):
-                            return self._finalize(st, seed, o, rng)
+                            g = self._finalize(st, seed, o, rng)
+                            if spec.needs_dynamic:
+                                g = make_dynamic(g, random.Random(sub_seed(seed, "dynamic")), cfg.limits)
+                            return g
         self.drawable()
         raise GenerationError(f"no operator can be instantiated within the configuration (seed {seed})")
 
