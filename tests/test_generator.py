@@ -441,3 +441,24 @@ def test_a_fixed_opset_that_holds_no_allowed_operator_is_a_configuration_error()
     with pytest.raises(GenerationError):
         gen.generate(1)
     Generator(GenConfig(ops=("Gelu",), opset=20)).drawable()  # silent where one is
+
+
+def test_checking_that_a_configuration_can_draw_changes_no_case():
+    # the check walks the opsets; the next case's draw reads the generator's current one
+    # (coverage guidance's narrow-motif candidates), so the check must leave it as it was
+    from dlgate.coverage.guide import GuidedBatch
+    from dlgate.coverage.state import CoverageState
+
+    def cases(check):
+        gen = Generator(GenConfig(max_nodes=5, dynamic_share=0.25, extreme_share=0.2))
+        if check:
+            gen.drawable()
+        batch = GuidedBatch(gen, "drawable", "d", CoverageState())
+        return [batch.case(i)[0].model_bytes for i in range(6)], gen
+
+    plain, _ = cases(False)
+    checked, gen = cases(True)
+    assert checked == plain
+    before = gen.opset
+    gen.drawable()
+    assert gen.opset == before

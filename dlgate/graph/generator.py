@@ -254,7 +254,11 @@ class Generator:
         any opset of the configuration: then no case can be generated, redrawn or not."""
         cfg = self.cfg
         opsets = [cfg.opset] if cfg.opset is not None else range(cfg.opset_range[0], cfg.opset_range[1] + 1)
-        if not any(self._specs_at(o) for o in opsets):
+        # the current opset is left as it was: the next case's draw reads it (Guide.focus's candidates)
+        was = self.opset
+        found = any(self._specs_at(o) for o in opsets)
+        self.opset = was
+        if not found:
             what = f"opset {cfg.opset}" if cfg.opset is not None else f"opsets {cfg.opset_range[0]}-{cfg.opset_range[1]}"
             limits = [w for w, on in (("the operator list", cfg.ops is not None), ("the dtypes", cfg.dtypes != dt.ALL),
                                       ("the probed support", cfg.support is not None)) if on]
