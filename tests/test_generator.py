@@ -344,10 +344,17 @@ def _pinned_support(path="onnxruntime-1.32.0-support.txt") -> frozenset:
 
 
 def _guided_case(cfg, root, campaign, index):
+    """The guided batch's case ``index``, after checking that the draw alone (``redraw=False``,
+    as single-operator probing draws) still fails there."""
     from dlgate.coverage.guide import GuidedBatch
     from dlgate.coverage.state import CoverageState
 
-    return GuidedBatch(Generator(cfg), root, campaign, CoverageState()).case(index)[0]
+    gen = Generator(cfg)
+    batch = GuidedBatch(gen, root, campaign, CoverageState())
+    batch._skip_to(index)
+    with pytest.raises(GenerationError, match="could not insert any operator"):
+        gen.generate(case_seed(root, campaign, index), redraw=False)
+    return batch.case(index)[0]
 
 
 @pytest.mark.parametrize("root, campaign, index, cfg", [
@@ -376,11 +383,11 @@ class _Stuck(Generator):
         super().__init__(cfg)
         self.stuck, self.draws, self.blocked = stuck, 0, False
 
-    def _draw(self, seed):
+    def _draw(self, seed, insist=True):
         self.draws += 1
         self.blocked = self.draws <= self.stuck
         try:
-            return super()._draw(seed)
+            return super()._draw(seed, insist)
         finally:
             self.blocked = False
 

@@ -154,9 +154,10 @@ class Generator:
         instantiated (at the failed draw's opset first): a case whose generation is possible at all is
         always made, the same on every machine. Such a graph says so in ``graph.redrawn``
         (the case's ``meta.json``); ``GenerationError`` is left only for a configuration under
-        which no operator can be drawn at all. ``redraw=False`` raises at the first failure."""
+        which no operator can be drawn at all. ``redraw=False`` is the draw alone, as single-
+        operator probing makes it (its own seeds are its redraws): it raises at the first failure."""
         try:
-            return self._draw(seed)
+            return self._draw(seed, insist=redraw)
         except GenerationError as e:
             if not redraw:
                 raise
@@ -172,7 +173,7 @@ class Generator:
         g.redrawn = {"attempts": REDRAWS + 1, "reason": reason, "fallback": g.nodes[0].op}
         return g
 
-    def _draw(self, seed: int) -> Graph:
+    def _draw(self, seed: int, insist: bool = True) -> Graph:
         cfg = self.cfg
         rng = random.Random(sub_seed(seed, "graph"))
         # A fresh solver per case: an incremental solver keeps learned lemmas across
@@ -223,7 +224,7 @@ class Generator:
                 self.stats["failed"] += 1
             elif weights is not None:
                 weights[k] = self.guide.spec_weight(spec, self._sigs(spec))
-        if not st.nodes:
+        if not st.nodes and insist:
             # the first placeholder was made to fit seed_spec, but the draws need not come back
             # to it (a bool scalar for Or, while guidance weighs unseen motifs up): insert it there
             for _ in range(SEED_TRIES):

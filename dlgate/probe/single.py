@@ -21,7 +21,7 @@ def single_op_graph(name: str, sig: tuple, opset: int, index: int = 0,
     gen = Generator(cfg)
     for k in range(tries):
         try:
-            # its own seeds are the redraws: a probe model is never another operator's fallback
+            # its own seeds are its redraws: the draw alone, never another operator's fallback
             g = gen.generate(case_seed(f"single/{name}/{'-'.join(sig)}", str(opset), index * tries + k), redraw=False)
         except GenerationError:
             continue
