@@ -100,7 +100,7 @@ def main() -> None:
               f"{st.get('backend_s')} s in the backend; {v['clusters']} distinct causes")
         print(f"   verdicts: {json.dumps(v['counts'], sort_keys=True)}")
         for c in v["cluster_list"]:
-            print(f"   [{c['cluster']}] {c['verdict']:16} {c['cases']:3} case(s)  {c['text'][:140]}")
+            print(f"   [{c['cause']}] {c['verdict']:16} {c['cases']:3} case(s)  {c['text'][:140]}")
 
 
 if __name__ == "__main__":

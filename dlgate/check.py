@@ -6,7 +6,7 @@ import glob
 import hashlib
 import json
 import os
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 import onnx
@@ -19,8 +19,10 @@ from dlgate.graph import dynamic
 from dlgate.graph.ir import Graph
 from dlgate.inputs.search import search
 from dlgate.materialize.onnx_model import to_onnx
-from dlgate.oracle import ub
+from dlgate.oracle import rules
 from dlgate.oracle import verdict as V
+from dlgate.oracle.rules.refusal import refused_by_optimization
+from dlgate.oracle.rules.symbolic import judge_symbolic
 from dlgate.oracle.compare import all_finite
 from dlgate.seeds import sub_seed
 from dlgate.spec.registry import get
@@ -318,7 +320,7 @@ def check(pool: W.Pool, case: Prepared, cfg: CheckConfig, reference_out: list | 
         record["shapes"] = [dynamic.describe(dynamic.first_binding(case.graph))] + \
             [dynamic.describe(b) for b, _, _ in case.shapes]
     # an extreme case's outputs may hold NaN and Inf: compared position by position (the
-    # search made sure the specification defines them; ub.explain names any it does not)
+    # search made sure the specification defines them; the oracle's rules scope any it does not)
     invalid = not case.search["valid"] or case.graph.extreme is None and (
         not all_finite(ref.outputs) or not all(all_finite(r) for r in case.shape_refs))
     for spec in cfg.backends:
@@ -344,26 +346,29 @@ def judge_backend(pool: W.Pool, case: Prepared, cfg: CheckConfig, spec: BackendS
     run_lowest = lambda: pool.execute(spec.at(lowest), model, case.inputs)  # noqa: E731
     out = pool.execute(spec, model, case.inputs, more)
     if out.status == W.UNSUPPORTED and cls.refusals_by_level and above_lowest:
-        out = _refused_by_optimization(out, lowest, run_lowest())
+        out = refused_by_optimization(out, lowest, run_lowest())
     if case.graph.dynamic and out.status == W.COMPILE_ERROR:
-        # a compiler that cannot take symbolic dimensions: not a bug (a crash still is)
-        err = dict(out.error or {}, message=f"the model with symbolic input dimensions is not accepted: "
-                                            f"{(out.error or {}).get('message', '')}")
-        return V.judge(spec.name, spec.label(), W.Outcome(W.UNSUPPORTED, error=err, compile_s=out.compile_s,
-                                                          wall_s=out.wall_s, backend=out.backend), reference)
+        # a refusal only in the compiler's own words for symbolic dimensions; otherwise asked
+        # again with static shapes (rules.symbolic)
+        out = judge_symbolic(out, cls.symbolic_refusals, lambda: pool.execute(spec, _static(case), case.inputs))
     at_lowest = run_lowest if cross and above_lowest else None
-    onnx_ref = (lambda: pool.execute(BackendSpec("onnx-reference"), model, case.inputs)) if cross else None
-    why = (lambda: ub.explain_outputs(case.graph, case.inputs, cfg.tolerances, out.outputs)) if explain else None
+    onnx_ref = (lambda: _onnx_reference(pool, case, model)) if cross else None
+    recheck = case.graph.extreme is not None
+    # a re-run without the excuses still leaves out what the scoping rules name on an extreme
+    # case: a finding there must reproduce (gate.triage.confirm)
+    asked = rules.RULES if explain else rules.SCOPING if recheck else None
+    why = rules.explain(case.graph, case.inputs, cfg.tolerances, out.outputs, reference, recheck, asked) \
+        if asked else None
     v = V.judge(spec.name, spec.label(), out, reference, cfg.tolerances, explain=why, at_lowest=at_lowest,
-                onnx_reference=onnx_ref, op_pattern=op_pattern(case.graph))
+                onnx_reference=onnx_ref, op_pattern=op_pattern(case.graph), recheck=recheck)
     if v.verdict != V.PASS or not more:
         return v
     # compiled once, run at each further binding: judged there against the reference
     for k, ((b, g, xs), ref_k, out_k) in enumerate(zip(case.shapes, case.shape_refs, out.more), start=1):
         out_k.compile_s, out_k.wall_s = out.compile_s, out.wall_s
-        why_k = (lambda g=g, xs=xs, o=out_k: ub.explain_outputs(g, xs, cfg.tolerances, o.outputs)) if explain else None
+        why_k = rules.explain(g, xs, cfg.tolerances, out_k.outputs, ref_k, recheck, asked) if asked else None
         vk = V.judge(spec.name, spec.label(), out_k, ref_k, cfg.tolerances, explain=why_k,
-                     op_pattern=op_pattern(case.graph) + " | dynamic")
+                     op_pattern=op_pattern(case.graph) + " | dynamic", recheck=recheck)
         if vk.verdict != V.PASS:
             vk.shape = {"index": k, "binding": dict(b)}
             vk.detail = f"at {dynamic.describe(b)} (compiled for symbolic shapes, first run at " \
@@ -372,22 +377,21 @@ def judge_backend(pool: W.Pool, case: Prepared, cfg: CheckConfig, spec: BackendS
     return v
 
 
-def _refused_by_optimization(out, lowest: str, low):
-    """A refusal (``out``) that the backend's lowest optimization level (``low``, the same
-    model run at ``lowest``) does not make: the model compiles there (runs, or fails only at
-    run time), so a rewrite made the node it has no kernel for (onnxruntime's
-    MatMulIntegerToFloatFusion on int8 x uint8): a ``compile_error``, a bug of that rewrite,
-    not a missing feature. Asked only of backends whose refusals can depend on the level
-    (``Backend.refusals_by_level``); ``out`` otherwise."""
-    if low.status not in (W.OK, W.RUN_ERROR):
-        # refused there too, or failing to compile for another reason that may hide the same
-        # refusal: nothing shows the optimization made it
-        return out
-    err = dict(out.error or {})
-    # one wording whether the model then runs there or fails at run time: the message is
-    # the cluster's template, and one refusal must make one cluster
-    err["message"] = f"refused only with optimizations (at level {lowest} the model compiles): {err.get('message', '')}"
-    return replace(out, status=W.COMPILE_ERROR, error=err)
+def _onnx_reference(pool: W.Pool, case: Prepared, model: Model):
+    """ONNX's reference evaluator on the case, or why it is not consulted (it computes an
+    instance of the model wrongly: ``rules.reference_defect``)."""
+    from dlgate.oracle.rules.base import Context
+    from dlgate.oracle.rules.reference_defect import defect
+
+    why = defect(Context(case.graph, case.inputs))
+    return why if why else pool.execute(BackendSpec("onnx-reference"), model, case.inputs)
+
+
+def _static(case: Prepared) -> Model:
+    """A dynamic case's model with static shapes: its graph at its own first binding."""
+    g = dynamic.at(case.graph, 0)
+    return Model(to_onnx(g, sub_seed(case.meta.get("seed", 0), "onnx"), doc=f"dlgate case {case.id}, static")
+                 .SerializeToString(), g)
 
 
 def case_dirs(directory: str) -> list:

@@ -183,6 +183,10 @@ def build_parser() -> argparse.ArgumentParser:
     iss.add_argument("--label", default="dlgate", help="label carried by dlgate's issues (default dlgate)")
     iss.add_argument("--max-issues", type=int, default=5, help="most new issues one run opens (default 5)")
     iss.add_argument("--dry-run", metavar="DIR", help="write each issue's Markdown to DIR instead of calling GitHub")
+    iss.add_argument("--memory-safety", choices=("private", "public"),
+                     help="where a crash that may be a memory-safety bug (SIGSEGV, SIGBUS, a corrupted heap or stack) "
+                          "goes: private, GitHub's private vulnerability reporting, never an issue; public, an issue "
+                          "(default: the campaign's issues.memory_safety, else private)")
 
     m = sub.add_parser("merge", help="combine shard outputs into one results file and report")
     m.add_argument("dirs", nargs="+", metavar="DIR", help="output folders of `dlgate run --shard`")
@@ -503,11 +507,26 @@ def cmd_reduce(args) -> int:
     return 0
 
 
+def _interrupted(path: str) -> dict | None:
+    """verdict.json's ``interrupted`` (the run did not finish), or None."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except (OSError, ValueError):
+        return None  # read, and refused with its reason, where the issues are built
+    stopped = doc.get("interrupted") if isinstance(doc, dict) else None
+    return stopped if isinstance(stopped, dict) else None
+
+
 def cmd_issues(args) -> int:
     from dlgate.github.issues import publish
 
     if not os.path.exists(os.path.join(args.results, "verdict.json")):
         raise UsageError(f"dlgate issues: {args.results}: no verdict.json (not a finished dlgate run)")
+    stopped = _interrupted(os.path.join(args.results, "verdict.json"))
+    if stopped:
+        raise UsageError(f"dlgate issues: {args.results}: the run was interrupted by {stopped.get('signal')} after "
+                         f"{stopped.get('cases')} of {stopped.get('planned')} cases; run it again to finish it first")
     if args.max_issues < 0:
         raise UsageError("dlgate issues: --max-issues must be non-negative")
     client = None
@@ -521,7 +540,8 @@ def cmd_issues(args) -> int:
         except GitHubError as e:
             raise UsageError(f"dlgate issues: {e}") from None
     try:
-        stats = publish(args.results, client, args.label, args.max_issues, args.dry_run, log=_log)
+        stats = publish(args.results, client, args.label, args.max_issues, args.dry_run, log=_log,
+                        memory_safety=args.memory_safety or _campaign_memory_safety(args.results))
     except Exception as e:
         from dlgate.github.client import GitHubError
 
@@ -530,8 +550,24 @@ def cmd_issues(args) -> int:
             return 1
         raise
     _log(f"dlgate issues: {stats['findings']} distinct failures; {stats['opened']} opened, {stats['commented']} "
-         f"commented, {stats['unchanged']} already up to date, {stats['over_cap']} over the cap")
+         f"commented, {stats['reported']} reported privately, {stats['withheld']} withheld (possible memory-safety "
+         f"bugs the repository could not take privately), {stats['unchanged']} already up to date, "
+         f"{stats['over_cap']} over the cap")
     return 0
+
+
+def _campaign_memory_safety(results: str) -> str:
+    """The campaign's ``issues.memory_safety`` as the run recorded it (``run.json``), else private."""
+    from dlgate.gate.journal import MANIFEST
+
+    try:
+        with open(os.path.join(results, MANIFEST)) as f:
+            manifest = json.load(f)
+    except (OSError, ValueError):
+        return "private"
+    config = manifest.get("config") if isinstance(manifest, dict) else None
+    issues = config.get("issues") if isinstance(config, dict) else None
+    return "public" if isinstance(issues, dict) and issues.get("memory_safety") == "public" else "private"
 
 
 def cmd_merge(args) -> int:
@@ -647,6 +683,10 @@ def main(argv=None) -> int:
     try:
         args = build_parser().parse_args(argv)
         status = COMMANDS[args.command](args)
+        if args.command == "run" and status in (130, 143):  # interrupted: no later signal changes the status
+            from dlgate.gate.run import hold_stop_signals
+
+            hold_stop_signals()
         sys.stdout.flush()  # a closed stdout pipe shows here, where it is handled, not at exit
         return status
     except UsageError as e:

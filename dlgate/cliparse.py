@@ -24,8 +24,8 @@ RUN_EXIT_STATUSES = (
         "one line on stderr"),
     (3, "internal error: a defect in dlgate, or the reference failed; never a failure of the compiler under test"),
     (4, "a backend the gate needs could not run: the compiler under test, the reference or the base build"),
-    (130, "interrupted by SIGINT (Ctrl-C): the workers are stopped, the journal kept; run the same command "
-          "again to resume"),
+    (130, "interrupted by SIGINT (Ctrl-C): the workers are stopped, the journal kept, the reports written for "
+          "the cases that ran, marked interrupted (never a pass); run the same command again to resume"),
     (143, "interrupted by SIGTERM (a cancelled CI job): as for 130, a rerun resumes"),
 )
 

@@ -21,7 +21,9 @@ the hyphenated ``INPUT_OPEN-ISSUES``), does in order:
 7. on trusted events only, opens issues (``dlgate issues``) and updates the baseline.
 
 Its exit status is dlgate's: 0 no new failures, 1 new failures, 2 usage or configuration
-error, 3 dlgate's own internal error.
+error, 3 dlgate's own internal error, 4 a backend the gate needs could not run, 130 or 143
+interrupted (the job was cancelled; the reports of the cases that ran are written, marked
+as interrupted, and the ``verdict`` output is ``interrupted``).
 
 Security rules, each enforced in one place below: inputs become argument lists passed
 to subprocess without a shell, as ``--flag=value`` so that no value can turn into an
@@ -937,9 +939,16 @@ COUNTS = (("new", "new"), ("regressions", "regressions"), ("known", "known"), ("
 
 def run_notes(verdict: dict, p: Plan) -> list:
     """A ``::warning::`` when the run named a baseline file that does not exist (every
-    failure then counts as new; dlgate's summary, in the job summary, says so too), and a
-    ``::notice::`` when the budget stopped the run."""
+    failure then counts as new; dlgate's summary, in the job summary, says so too), a
+    ``::notice::`` when the budget stopped the run, and an ``::error::`` when a signal
+    interrupted it (a cancelled job, or one cut by its time limit): the check is not decided."""
     out = []
+    stopped = verdict.get("interrupted")
+    if isinstance(stopped, dict):
+        out.append(command("error", f"interrupted by {stopped.get('signal')} after {stopped.get('cases')} of "
+                                    f"{stopped.get('planned')} cases: the check is not decided (the reports cover the "
+                                    f"cases that ran); a rerun on the same output-dir resumes",
+                           title="dlgate: interrupted"))
     if verdict.get("baseline_missing") and verdict.get("baseline"):
         where = os.path.normpath(os.path.join(p.wd, str(verdict["baseline"])))  # as later steps see it
         means = "no failure counts as known" if verdict.get("novelty") == "base" else "every failure counts as new"

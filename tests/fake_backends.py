@@ -34,6 +34,35 @@ class Segfault(Good):
         ctypes.string_at(0)  # reads address 0: SIGSEGV
 
 
+class BusError(Good):
+    """Reads a mapped page past the end of its file: SIGBUS."""
+
+    name = "buserror"
+
+    def run(self, graph, inputs):
+        import mmap
+        import tempfile
+
+        with tempfile.TemporaryFile() as f:
+            f.write(b"\0" * mmap.PAGESIZE)
+            f.flush()
+            m = mmap.mmap(f.fileno(), mmap.PAGESIZE)
+            f.truncate(0)
+            ctypes.string_at(ctypes.addressof(ctypes.c_char.from_buffer(m)), 1)  # the page is gone: SIGBUS
+
+
+class BadFree(Good):
+    """Frees a pointer into the middle of a heap block: glibc aborts with ``free(): invalid pointer``."""
+
+    name = "badfree"
+
+    def run(self, graph, inputs):
+        libc = ctypes.CDLL(None)
+        libc.calloc.restype = ctypes.c_void_p
+        libc.free.argtypes = [ctypes.c_void_p]
+        libc.free(libc.calloc(1, 64) + 16)  # zeroed: the "chunk header" glibc reads first is 0, never garbage
+
+
 class Abort(Good):
     name = "abort"
 
@@ -147,6 +176,46 @@ class SymbolicSigmoidFails(Good):
         return super().run(graph, inputs)
 
 
+def _symbolic(model) -> bool:
+    import onnx
+
+    m = onnx.load_from_string(model.onnx)
+    return any(d.dim_param for i in m.graph.input for d in i.type.tensor_type.shape.dim)
+
+
+class SymbolicCompileFails(Good):
+    """An internal compile error on any model that declares symbolic input dims; the same
+    model with static shapes compiles (zeros)."""
+
+    name = "symboliccompilefails"
+
+    def compile(self, model):
+        if _symbolic(model):
+            raise RuntimeError("InternalError: Check failed: (lhs_extent == rhs_extent) is false")
+        return super().compile(model)
+
+
+class SymbolicDeclines(SymbolicCompileFails):
+    """Declines symbolic input dims in its own words (``symbolic_refusals``)."""
+
+    name = "symbolicdeclines"
+    symbolic_refusals = (r"requires a statically known",)
+
+    def compile(self, model):
+        if _symbolic(model):
+            raise ValueError("Unsqueeze requires a statically known input rank.")
+        return super().compile(model)
+
+
+class AlwaysCompileFails(Good):
+    """An internal compile error on every model, symbolic dims or not."""
+
+    name = "alwayscompilefails"
+
+    def compile(self, model):
+        raise RuntimeError("InternalError: Check failed: (lhs_extent == rhs_extent) is false")
+
+
 class LevelRefuses(Good):
     """Declines every model at its higher optimization level, as a fusion into a node without
     a kernel does; at the lower one it runs, or (option ``low`` = "error") fails to compile
@@ -224,6 +293,42 @@ class Flaky(EnvBug):
         if wrong:
             outs = [o + 1 if o.dtype.kind == "f" else o for o in outs]
         return outs
+
+
+class EnvFaults(EnvBug):
+    """onnxruntime's answers, with a build's faults set by its environment, met in the
+    model's node order (the first one raises): ``FAKE_REFUSE`` names an operator type the
+    build has no kernel for (a refusal naming it); ``FAKE_FAULT`` one whose lowering fails,
+    with the message spelled as ``FAKE_SPELLING`` says ("old" or "new": another source
+    line, another C++ signature, another stack), as two releases of one compiler spell one
+    failure. Head and base builds of one compiler, for the sharing tests."""
+
+    name = "envfaults"
+
+    def compile(self, model):
+        import onnx
+
+        refuse, fault = os.environ.get("FAKE_REFUSE"), os.environ.get("FAKE_FAULT")
+        for n in onnx.load_from_string(model.onnx).graph.node:
+            if n.op_type == refuse:
+                raise NotImplementedError(f"Failed to find kernel for {n.op_type}(13) (node {n.name}). "
+                                          "Kernel not found")
+            if n.op_type == fault:
+                self._lower_failed(n.op_type)
+        return super().compile(model)
+
+    def _lower_failed(self, op):
+        if os.environ.get("FAKE_SPELLING") == "new":
+            self._lower_new(op)
+        raise RuntimeError(f"/build/src/lower/lower_{op.lower()}.cc:78 lower::Lower{op}::Lower{op}(const "
+                           f"NodeProtoHelper<ProtoContext>&, const string&) x.rank() == 4 was false. "
+                           f"{op} lowering needs a 4-D input.")
+
+    def _lower_new(self, op):
+        raise RuntimeError(f"/build/src/lower/lower_{op.lower()}.cc:91 lower::Lower{op}::Lower{op}(const "
+                           f"InfoType&, const std::string&) [with InfoType = lower::KernelInfo; std::string = "
+                           f"std::__cxx11::basic_string<char>] x.rank() == 4 was false. {op} lowering needs a "
+                           f"4-D input.")
 
 
 class EnvTVM(TVM):
@@ -356,3 +461,40 @@ class OldRuntime(Backend):
 
     def unsupported(self, exc):
         return "NOT_IMPLEMENTED" in str(exc)
+
+
+class OrtGpuBuild(OnnxRuntime):
+    """onnxruntime asked for a GPU provider that its build lists but cannot load (the CUDA
+    or cuDNN libraries missing): the real onnxruntime, with the check that this build lists
+    the provider left out, so asking it for CUDAExecutionProvider gets onnxruntime's real
+    answer to a provider it cannot load: a warning, and a session on the CPU."""
+
+    name = "ortgpubuild"
+
+    @classmethod
+    def unavailable_reason(cls, device):
+        return None
+
+
+class OrtGpuLostMidRun(OrtGpuBuild):
+    """The same, where the provider loaded at start-up (the start-up probe passed, as on a
+    GPU machine) and is lost afterwards: every session then falls back to the CPU."""
+
+    name = "ortgpulostmidrun"
+
+    def self_test(self):
+        return None
+
+
+class OrtWrongProbe(OnnxRuntime):
+    """onnxruntime whose probe session's node runs on the CPU though the CUDA provider is
+    among the session's providers (what the profile shows where a provider takes no node)."""
+
+    name = "ortwrongprobe"
+
+    @classmethod
+    def unavailable_reason(cls, device):
+        return None
+
+    def _check_provider(self, sess):
+        return None

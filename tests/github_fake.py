@@ -1,6 +1,7 @@
 """A fake GitHub REST API on a real loopback HTTP server, so the client is tested over real sockets.
 
-It serves the endpoints dlgate uses (issues, comments, labels) with GitHub's JSON shapes, status codes,
+It serves the endpoints dlgate uses (issues, comments, labels, repository security advisories and
+private vulnerability reports) with GitHub's JSON shapes, status codes,
 ``per_page``/``page`` pagination and ``Link`` headers, under an optional GitHub Enterprise ``/api/v3``
 prefix, and injects faults into chosen requests. The fault that matters most is ``drop-after``: the
 server applies a write and then closes the connection unanswered, which makes naive clients open duplicates.
@@ -23,6 +24,9 @@ DOCS = "https://docs.github.com/rest"
 FAULTS = ("500", "429", "403-rate", "slow", "drop-before", "drop-after", "error")
 ENTERPRISE_PREFIX = "/api/v3"
 LABEL_COLOR = re.compile(r"[0-9a-fA-F]{6}")
+CWE_ID = re.compile(r"CWE-\d+")
+SEVERITIES = ("critical", "high", "medium", "low")
+GHSA_CHARS = "23456789cfghjmpqrvwx"  # the alphabet of GHSA ids
 
 
 class FakeGitHub:
@@ -30,7 +34,13 @@ class FakeGitHub:
 
     ``requests`` logs every request as ``(method, path with query, headers)``, and ``bodies`` every
     request's body as ``(method, path with query, body text)``. State may be read directly
-    (``issues``, ``comments``, ``labels``) and seeded with :meth:`add_issue` and :meth:`add_label`.
+    (``issues``, ``comments``, ``labels``, ``advisories``) and seeded with :meth:`add_issue`,
+    :meth:`add_label` and :meth:`add_advisory`.
+
+    Private vulnerability reporting is on; ``reports_refused`` set to 403, 404 or 422 makes the
+    repository refuse private reports as GitHub does where the feature is not enabled, and
+    ``advisories_readable`` False makes the advisory listing answer 403, as it does for a token
+    without the repository-advisories permission.
     """
 
     def __init__(self, token: str | None = "t0k3n-secret", owner: str = "acme", repo: str = "tvm"):
@@ -38,6 +48,9 @@ class FakeGitHub:
         self.issues: list = []      # oldest first
         self.comments: dict = {}    # issue number -> comments, oldest first
         self.labels: dict = {}      # lower-case name -> label
+        self.advisories: list = []  # repository security advisories, private reports among them, oldest first
+        self.reports_refused: int | None = None
+        self.advisories_readable = True
         self.requests: list = []
         self.bodies: list = []      # (method, path with query, body as text), in arrival order
         self.url = None
@@ -93,6 +106,15 @@ class FakeGitHub:
         with self._lock:
             return self._new_label(name, color, description)
 
+    def add_advisory(self, summary: str, description: str, state: str = "triage") -> dict:
+        with self._lock:
+            adv = self._new_advisory({"summary": summary, "description": description})
+            adv["state"] = state
+            return adv
+
+    def advisories_containing(self, marker: str) -> list:
+        return [a for a in self.advisories if marker in (a["description"] or "")]
+
     def issues_containing(self, marker: str) -> list:
         return [i for i in self.issues if marker in (i["body"] or "")]
 
@@ -137,6 +159,8 @@ class FakeGitHub:
             ("POST", rf"{repo}/issues/(\d+)/comments", lambda m: self._create_comment(int(m[1]), payload)),
             ("GET", rf"{repo}/labels/([^/]+)", lambda m: self._get_label(unquote(m[1]))),
             ("POST", rf"{repo}/labels", lambda m: self._create_label(payload)),
+            ("GET", rf"{repo}/security-advisories", lambda m: self._list_advisories(query, base + path)),
+            ("POST", rf"{repo}/security-advisories/reports", lambda m: self._report(payload)),
         ]
         for verb, pattern, handle in routes:
             match = re.fullmatch(pattern, path)
@@ -182,6 +206,35 @@ class FakeGitHub:
             return _invalid("Label", "invalid", "color")
         return 201, self._new_label(payload["name"], color, payload.get("description") or ""), {}
 
+    def _list_advisories(self, query, url):
+        if not self.advisories_readable:
+            return 403, {"message": "Resource not accessible by integration", "documentation_url": DOCS}, {}
+        state = query.get("state")
+        return _page([a for a in reversed(self.advisories) if state in (None, a["state"])], query, url)
+
+    def _report(self, payload):
+        """``POST .../security-advisories/reports``: 201 and the advisory, in state ``triage``."""
+        if self.reports_refused is not None:
+            message = {403: "Private vulnerability reporting is not enabled for this repository.",
+                       404: "Not Found", 422: "Private vulnerability reporting is disabled for this repository."}
+            return self.reports_refused, {"message": message.get(self.reports_refused, "Error"),
+                                          "documentation_url": DOCS}, {}
+        if not isinstance(payload, dict):
+            return _invalid("RepositoryAdvisory", "missing_field", "summary")
+        for name in ("summary", "description"):
+            if not isinstance(payload.get(name), str) or not payload[name]:
+                return _invalid("RepositoryAdvisory", "missing_field", name)
+        if len(payload["summary"]) > 1024:
+            return _invalid("RepositoryAdvisory", "invalid", "summary")
+        if payload.get("severity") is not None and payload.get("cvss_vector_string") is not None:
+            return _invalid("RepositoryAdvisory", "invalid", "severity")
+        if payload.get("severity") not in (None,) + SEVERITIES:
+            return _invalid("RepositoryAdvisory", "invalid", "severity")
+        cwes = payload.get("cwe_ids") or []
+        if not isinstance(cwes, list) or not all(isinstance(c, str) and CWE_ID.fullmatch(c) for c in cwes):
+            return _invalid("RepositoryAdvisory", "invalid", "cwe_ids")
+        return 201, self._new_advisory(payload), {}
+
     # State, under the lock
 
     def _issue(self, number):
@@ -207,6 +260,21 @@ class FakeGitHub:
         self.comments.setdefault(number, []).append(comment)
         issue["comments"] += 1
         return comment
+
+    def _new_advisory(self, payload):
+        n = next(self._ids)
+        digits = "".join(GHSA_CHARS[n // len(GHSA_CHARS) ** k % len(GHSA_CHARS)] for k in range(12))
+        ghsa = f"GHSA-{digits[:4]}-{digits[4:8]}-{digits[8:]}"
+        adv = {"ghsa_id": ghsa, "cve_id": None,
+               "url": f"https://api.github.com/repos/{self.owner}/{self.repo}/security-advisories/{ghsa}",
+               "html_url": f"https://github.com/{self.owner}/{self.repo}/security/advisories/{ghsa}",
+               "summary": payload["summary"], "description": payload["description"],
+               "severity": payload.get("severity"), "state": "triage",
+               "cwe_ids": list(payload.get("cwe_ids") or []), "vulnerabilities": payload.get("vulnerabilities"),
+               "author": {"login": "dlgate-bot", "type": "Bot"}, "submission": {"accepted": False},
+               "created_at": _now(), "updated_at": _now(), "published_at": None, "closed_at": None}
+        self.advisories.append(adv)
+        return adv
 
     def _new_label(self, name, color, description):
         label = {"id": next(self._ids), "name": name, "color": color, "description": description, "default": False}

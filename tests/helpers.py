@@ -220,3 +220,18 @@ def check_against_reference(spec_name, attrs, input_types, opset, *, seed=0, fee
         got = ort_outputs(model, xs, feeds, level, declines=declines)
         assert_agree({"onnxruntime": got or []}, ours, where)
     return Checked(ours, model, ref, got)
+
+
+def judge_candidate(g: Graph, inputs: list, candidate: list, reference: list | None = None, tolerances=None):
+    """The oracle's verdict on ``candidate`` against the PyTorch reference (or ``reference``),
+    through the same rules ``check.judge_backend`` hands to ``verdict.judge``."""
+    from dlgate.exec.worker import Outcome
+    from dlgate.materialize.torch_model import run_numpy
+    from dlgate.oracle import rules
+    from dlgate.oracle import verdict as V
+
+    ref = run_numpy(g, inputs) if reference is None else reference
+    out = Outcome("ok", candidate, None, 0.1, 0.01, 0.2, {"name": "fake", "version": "1"})
+    recheck = g.extreme is not None
+    return V.judge("fake", "fake[cpu]", out, ref, tolerances,
+                   explain=rules.explain(g, inputs, tolerances, candidate, ref, recheck), recheck=recheck)

@@ -11,8 +11,8 @@ import torch
 from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
 
+from tests.helpers import judge_candidate
 from dlgate import dtypes as dt
-from dlgate.exec.worker import Outcome
 from dlgate.graph.ir import Graph, Node
 from dlgate.materialize.torch_model import run_numpy
 from dlgate.oracle import ub
@@ -38,8 +38,7 @@ def _cast_graph(src: str, to: str, n: int) -> Graph:
 
 
 def _judge(g: Graph, inputs: list, candidate: list) -> V.Verdict:
-    out = Outcome("ok", candidate, None, 0.1, 0.01, 0.2, {"name": "fake", "version": "1"})
-    return V.judge("fake", "fake[cpu]", out, run_numpy(g, inputs), explain=lambda: ub.explain(g, inputs, None, candidate))
+    return judge_candidate(g, inputs, candidate)
 
 
 def _same(a: np.ndarray, b: np.ndarray) -> bool:

@@ -97,6 +97,8 @@ def _write(tmp_path, doc, name="bad.yaml"):
     ({"issues": {"label": "x"}}, ["issues.repo: missing; expected OWNER/NAME"], []),
     ({"issues": {"repo": "tvm"}}, ["issues.repo: expected OWNER/NAME, got a string 'tvm'"], []),
     ({"issues": {"repo": "a/b", "api_url": "ftp://x"}}, ["issues.api_url: expected an http(s) URL"], []),
+    ({"issues": {"repo": "a/b", "memory_safety": "secret"}}, ["issues.memory_safety: expected private or public"],
+     []),
     ({"base": {"pyton": "/usr/bin/python3"}}, ["base.pyton: unknown key; did you mean 'python'?"], []),
     ({"base": {"python": "/usr/bin/python3", "env": {"A=B": "1"}}}, ["base.env: expected a mapping of env"], []),
     ("base: {python: /usr/bin/python3, env: {1: x}}\n", ["base.env: expected a mapping of env"], []),
@@ -162,6 +164,8 @@ def test_nested_values_are_normalized_after_the_schema(tmp_path):
                    "issues": {"repo": "acme/tvm"}, "tolerances": {"float32": [1, 0]},
                    "base": {"python": "/usr/bin/python3", "env": {"B": 2, "A": "x"}}})
     assert cfg.backends == [{"name": "onnxruntime", "options": {"intra_op_threads": 2}}]
-    assert cfg.issues == {"repo": "acme/tvm", "label": "dlgate", "max_per_run": 5, "api_url": "https://api.github.com"}
+    assert cfg.issues == {"repo": "acme/tvm", "label": "dlgate", "max_per_run": 5, "api_url": "https://api.github.com",
+                          "memory_safety": "private"}
+    assert C.build({"issues": {"repo": "acme/tvm", "memory_safety": "public"}}).issues["memory_safety"] == "public"
     assert cfg.tolerances == {"float32": (1.0, 0.0)}
     assert cfg.base == {"python": "/usr/bin/python3", "env": {"A": "x", "B": "2"}}

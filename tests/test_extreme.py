@@ -13,12 +13,12 @@ import pytest
 import torch
 from onnx.reference import ReferenceEvaluator
 
+from tests.helpers import judge_candidate
 from dlgate import dtypes as dt
 from dlgate.backends.base import BackendSpec
 from dlgate.case import make_case
 from dlgate.check import CaseError, CheckConfig, Prepared, check, load_case, prepare
 from dlgate.exec import worker as W
-from dlgate.exec.worker import Outcome
 from dlgate.gate import config as C
 from dlgate.graph import extreme as E
 from dlgate.graph.generator import GenConfig, GenerationError, Generator
@@ -43,9 +43,8 @@ def _graph(nodes, tensors, inputs, outputs, consts=(), values=None, extreme=True
 
 def _judge(g: Graph, inputs: list, candidate: list) -> V.Verdict:
     """The oracle's verdict on ``candidate`` against the PyTorch reference, through the
-    same ``ub.explain`` that ``check.judge_backend`` hands to ``verdict.judge``."""
-    out = Outcome("ok", candidate, None, 0.1, 0.01, 0.2, {"name": "fake", "version": "1"})
-    return V.judge("fake", "fake[cpu]", out, run_numpy(g, inputs), explain=lambda: ub.explain(g, inputs, None, candidate))
+    same rules that ``check.judge_backend`` hands to ``verdict.judge``."""
+    return judge_candidate(g, inputs, candidate)
 
 
 # -- generation ----------------------------------------------------------------------------------
@@ -352,9 +351,11 @@ def test_an_out_of_range_float_to_int_cast_is_undefined_and_excused():
     other[0] = ref[0] + 7  # any value: the specification leaves it open
     v = _judge(g, [x], [other])
     assert v.verdict == V.UNDEFINED and "outside" in v.detail
+    assert v.rule == "undefined" and v.excused[0]["outputs"] == {"0": 1}
     other = ref.copy()
-    other[1] = 4  # the in-range element is still defined, but one undefined element excuses the case
-    assert _judge(g, [x], [other]).verdict == V.UNDEFINED
+    other[1] = 4  # the in-range element is defined: an undefined neighbour does not excuse it
+    v = _judge(g, [x], [other])
+    assert v.verdict == V.MISMATCH and v.comparison["first_index"] == [1], v.detail
 
 
 def test_an_unstable_case_does_not_excuse_a_lost_infinity():

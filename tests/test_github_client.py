@@ -3,6 +3,7 @@ rate limits, errors, token secrecy and GitHub Enterprise URLs."""
 from __future__ import annotations
 
 import email.utils
+import json
 import socket
 import time
 
@@ -292,6 +293,59 @@ def test_ensure_label_tolerates_losing_a_creation_race(gh, client):
     gh.inject("error", method="GET", path_contains="/labels/", status=404, message="Not Found")
     client().ensure_label("dlgate")
     assert posts(gh, "/labels") == 1 and len(gh.labels) == 1
+
+
+# Private vulnerability reports
+
+def report(github: GitHub, marker: str = MARKER, body: str = BODY):
+    return github.report_once(marker, "tvm: crash (SIGSEGV) in Conv", body, ["CWE-119"])
+
+
+@pytest.mark.parametrize("kind,params", FAULTS)
+def test_report_once_under_fault(gh, client, kind, params):
+    gh.inject(kind, method="POST", path_contains="/security-advisories/reports", **params)
+    github = client(timeout=0.3)
+    adv, created = report(github)
+    assert created and len(gh.advisories_containing(MARKER)) == 1 and len(gh.advisories) == 1
+    assert adv["ghsa_id"].startswith("GHSA-") and adv["html_url"].endswith(f"/security/advisories/{adv['ghsa_id']}")
+    check_waits(kind, client.sleeps)
+    again, created = report(github)
+    assert not created and again["ghsa_id"] == adv["ghsa_id"] and len(gh.advisories) == 1
+    assert not gh.issues and posts(gh, "/issues") == 0
+
+
+def test_a_report_carries_githubs_fields_and_finds_its_marker_on_any_page(gh, client):
+    for k in range(150):
+        gh.add_advisory(f"other {k}", f"unrelated advisory {k}", state="published" if k % 2 else "closed")
+    github = client()
+    adv, created = report(github)
+    assert created and adv["state"] == "triage" and adv["cwe_ids"] == ["CWE-119"] and adv["severity"] is None
+    body = next(json.loads(b) for m, p, b in gh.bodies if p.endswith("/security-advisories/reports"))
+    assert body == {"summary": "tvm: crash (SIGSEGV) in Conv", "description": BODY, "cwe_ids": ["CWE-119"]}
+    for k in range(150):  # now the report is the newest: put it behind a page of others
+        gh.add_advisory(f"later {k}", f"unrelated advisory {k}")
+    assert github.find_advisory(MARKER)["ghsa_id"] == adv["ghsa_id"]
+    assert report(github)[1] is False and len(gh.advisories) == 301
+
+
+@pytest.mark.parametrize("status", [403, 404, 422])
+def test_a_repository_without_private_reporting_is_a_clear_error(gh, client, status):
+    gh.reports_refused = status
+    with pytest.raises(GitHubError, match=f"POST /repos/acme/tvm/security-advisories/reports: HTTP {status}") as e:
+        report(client())
+    assert e.value.status == status and not gh.advisories and client.sleeps == []
+
+
+def test_a_token_that_cannot_read_advisories_is_a_clear_error(gh, client):
+    gh.advisories_readable = False
+    with pytest.raises(GitHubError, match="GET /repos/acme/tvm/security-advisories: HTTP 403") as e:
+        report(client())
+    assert e.value.status == 403 and posts(gh, "/reports") == 0
+
+
+def test_report_once_rejects_a_description_without_its_marker(client):
+    with pytest.raises(ValueError, match="marker"):
+        client().report_once(MARKER, "summary", "no marker here")
 
 
 # Errors

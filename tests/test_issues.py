@@ -1,10 +1,14 @@
 """GitHub issues from a run's reduced failures, against a real HTTP server on loopback
 that speaks GitHub's REST shapes and injects faults: one issue per cluster (cause), comments on
-repeat runs, no duplicates and no losses under faults, and the token never leaks."""
+repeat runs, no duplicates and no losses under faults, and the token never leaks. A crash that
+may be a memory-safety bug (SIGSEGV, SIGBUS, glibc's ``free(): invalid pointer``) goes to
+GitHub's private vulnerability reporting, once, and never into anything public."""
 from __future__ import annotations
 
 import glob
+import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -12,8 +16,10 @@ import pytest
 import yaml
 
 from dlgate.cli import main
+from dlgate.gate import config as C
+from dlgate.gate.run import publish_issues
 from dlgate.github.client import GitHub
-from dlgate.github.issues import findings, marker, publish
+from dlgate.github.issues import findings, marker, publish, title
 from tests.github_fake import FakeGitHub
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -44,12 +50,51 @@ def run_dir(tmp_path_factory):
     return out
 
 
+@pytest.fixture(scope="module")
+def crash_dir(tmp_path_factory):
+    """A finished gate run whose compilers die by SIGBUS, by glibc's abort on an invalid free(),
+    by a plain SIGABRT (an assertion: no memory-safety bug) and with an exception."""
+    tmp = tmp_path_factory.mktemp("crashes")
+    cfg = tmp / "c.yaml"
+    cfg.write_text(yaml.safe_dump({
+        "campaign": "sec", "models": 2, "max_nodes": 3, "opset": 18, "dtypes": ["float32"],
+        "operators": ["Sigmoid", "Add", "Relu"], "crosscheck": False, "timeout_s": 20, "reduce_seconds": 20,
+        "backends": [{"name": f"tests.fake_backends:{b}"} for b in ("BusError", "BadFree", "Abort", "Raises")],
+        "findings_per_case": 1}))
+    out = str(tmp / "out")
+    assert main(["run", "--config", str(cfg), "--seed", "sec", "--out", out]) == 1
+    return out
+
+
 def _env(run_id: str) -> dict:
     return {"GITHUB_SERVER_URL": "https://github.com", "GITHUB_REPOSITORY": "acme/tvm", "GITHUB_RUN_ID": run_id}
 
 
 def _client(gh) -> GitHub:
     return GitHub("acme/tvm", token=TOKEN, api_url=gh.url, timeout=2, backoff_s=0.01, sleep=lambda s: None)
+
+
+def _split(found) -> tuple:
+    """(possible memory-safety bugs, the rest)."""
+    return [f for f in found if f.memory_safety], [f for f in found if not f.memory_safety]
+
+
+def _public_texts(gh) -> list:
+    """Everything public: issues' titles and bodies, comments, and every request body sent to an issues
+    or labels endpoint (whatever its outcome)."""
+    texts = [t for i in gh.issues for t in (i["title"], i["body"] or "")]
+    texts += [c["body"] for cs in gh.comments.values() for c in cs]
+    texts += [b for m, p, b in gh.bodies if m == "POST" and "/security-advisories" not in p]
+    return texts
+
+
+def _assert_nowhere_public(gh, f) -> None:
+    """Nothing of cause ``f`` in anything public: neither its marker, its cluster, its fingerprints,
+    its title, nor its signature (which its repro.py holds)."""
+    needles = [marker(f.cluster), f.cluster, title(f), f.doc["signature"]] + [fp for fp, _, _ in f.fingerprints]
+    for text in _public_texts(gh):
+        for needle in needles:
+            assert needle not in text, needle
 
 
 def test_one_issue_per_cluster_then_one_comment_per_repeat_run(run_dir):
@@ -60,21 +105,26 @@ def test_one_issue_per_cluster_then_one_comment_per_repeat_run(run_dir):
     assert len(found) == len(kinds) >= 2
     crash = [f for f in found if f.doc["verdict"] == "crash"]
     assert len(crash) == 1 and crash[0].cases == 4
-    n = len(found)
+    private, public = _split(found)
+    assert private == crash and len(public) >= 1  # the SIGSEGV is reported privately, the rest in public
+    n = len(public)
     with FakeGitHub(token=TOKEN) as gh:
         s1 = publish(run_dir, _client(gh), env=_env("100"), log=lambda m: None)
-        assert s1["opened"] == n and len(gh.issues) == n
-        for f in found:
+        assert s1["opened"] == n and len(gh.issues) == n and s1["reported"] == 1 and len(gh.advisories) == 1
+        for f in public:
             (issue,) = gh.issues_containing(marker(f.cluster))
             assert [lb["name"] for lb in issue["labels"]] == ["dlgate"]
             assert "```mermaid" in issue["body"] and "def run(" in issue["body"] and "repro.py" in issue["body"]
             assert issue["title"].startswith("[dlgate] tests.fake_backends:")
         s2 = publish(run_dir, _client(gh), env=_env("101"), log=lambda m: None)
         assert s2["opened"] == 0 and s2["commented"] == n and len(gh.issues) == n
+        assert s2["reported"] == 0 and s2["unchanged"] == 1 and len(gh.advisories) == 1
         assert all(len(gh.comments.get(i["number"], [])) == 1 for i in gh.issues)
         s3 = publish(run_dir, _client(gh), env=_env("101"), log=lambda m: None)  # a retried publication
-        assert s3["commented"] == 0 and s3["unchanged"] == n
+        assert s3["commented"] == 0 and s3["unchanged"] == n + 1
         assert all(len(gh.comments.get(i["number"], [])) == 1 for i in gh.issues)
+        assert len(gh.advisories) == 1
+        _assert_nowhere_public(gh, crash[0])
 
 
 @pytest.mark.parametrize("fault", ["500", "drop-after", "drop-before", "429", "slow"])
@@ -85,20 +135,28 @@ def test_faults_neither_duplicate_nor_lose(run_dir, fault):
         publish(run_dir, _client(gh), env=_env("200"), log=lambda m: None)
         gh.inject(fault, count=2, method="POST", **params)
         publish(run_dir, _client(gh), env=_env("201"), log=lambda m: None)
-        assert len(gh.issues) == len(findings(run_dir))
-        for f in findings(run_dir):
+        private, public = _split(findings(run_dir))
+        assert len(gh.issues) == len(public) and len(gh.advisories) == len(private) == 1
+        for f in public:
             (issue,) = gh.issues_containing(marker(f.cluster))
             assert len(gh.comments.get(issue["number"], [])) == 1
+        (adv,) = gh.advisories_containing(marker(private[0].cluster))
+        _assert_nowhere_public(gh, private[0])
 
 
 def test_cap_on_new_issues_and_dry_run(run_dir, tmp_path):
     with FakeGitHub(token=TOKEN) as gh:
         stats = publish(run_dir, _client(gh), max_issues=1, env=_env("300"), log=lambda m: None)
         n = len(findings(run_dir))
-        assert stats["opened"] == 1 and stats["over_cap"] == n - 1 and len(gh.issues) == 1
+        # issues and private reports share the cap
+        assert stats["opened"] + stats["reported"] == 1 and stats["over_cap"] == n - 1
+        assert len(gh.issues) + len(gh.advisories) == 1
     assert main(["issues", "--results", run_dir, "--repo", "acme/tvm", "--dry-run", str(tmp_path / "dry")]) == 0
+    private, public = _split(findings(run_dir))
     pages = sorted(glob.glob(str(tmp_path / "dry" / "issue-*.md")))
-    assert len(pages) == len(findings(run_dir)) and all(open(p).read().startswith("# [dlgate]") for p in pages)
+    assert len(pages) == len(public) and all(open(p).read().startswith("# [dlgate]") for p in pages)
+    (report,) = glob.glob(str(tmp_path / "dry" / "private-report-*.md"))
+    assert report.endswith(f"private-report-{private[0].cluster}.md") and "memory-safety" in open(report).read()
 
 
 def test_the_gate_publishes_when_configured(tmp_path, monkeypatch):
@@ -137,7 +195,7 @@ def test_one_comment_per_issue_per_workflow_run_whatever_the_attempt(run_dir):
     """A GitHub re-run of the same workflow run (GITHUB_RUN_ATTEMPT 2, 3) is the same
     occurrence: the run that opened the issues never comments on them, and a later run
     comments once on each however often it is re-run."""
-    n = len(findings(run_dir))
+    n = len(_split(findings(run_dir))[1])
     with FakeGitHub(token=TOKEN) as gh:
         for attempt in ("1", "2", "3"):
             publish(run_dir, _client(gh), env=dict(_env("500"), GITHUB_RUN_ATTEMPT=attempt), log=lambda m: None)
@@ -150,3 +208,149 @@ def test_one_comment_per_issue_per_workflow_run_whatever_the_attempt(run_dir):
             assert [len(gh.comments.get(i["number"], [])) for i in gh.issues] == [1] * n, attempt
         posts = [p for m, p, _ in gh.requests if m == "POST" and p.endswith("/comments")]
         assert len(posts) == n  # found before posting: no attempt posted a second one
+
+
+def test_a_segfault_is_reported_privately_once_and_nowhere_public(run_dir, tmp_path):
+    (crash,), public = _split(findings(run_dir))
+    assert crash.memory_safety == {"kind": "invalid memory access", "cwe": "CWE-119", "signal": "SIGSEGV"}
+    summary, logs = tmp_path / "summary.md", []
+    with FakeGitHub(token=TOKEN) as gh:
+        for run_id in ("600", "601", "601"):
+            stats = publish(run_dir, _client(gh), env=dict(_env(run_id), GITHUB_STEP_SUMMARY=str(summary)),
+                            log=logs.append)
+            assert stats["withheld"] == 0 and len(gh.advisories) == 1
+        (adv,) = gh.advisories_containing(marker(crash.cluster))
+        assert adv["summary"] == title(crash) and "killed by SIGSEGV" in adv["summary"]
+        assert adv["cwe_ids"] == ["CWE-119"] and adv["state"] == "triage"
+        assert "memory-safety bug" in adv["description"] and "def run(" in adv["description"]
+        reports = [p for m, p, _ in gh.requests if m == "POST" and p.endswith("/security-advisories/reports")]
+        assert reports == ["/repos/acme/tvm/security-advisories/reports"]  # the reruns found it
+        assert len(gh.issues) == len(public)
+        _assert_nowhere_public(gh, crash)
+    assert not summary.exists()  # nothing withheld, nothing to say
+    assert any(adv["ghsa_id"] in m and "reported privately" in m for m in logs)
+
+
+def test_sigbus_and_an_invalid_free_are_private_an_abort_and_an_exception_are_public(crash_dir):
+    found = findings(crash_dir)
+    by = {f.doc["backend"].split("[")[0].split(":")[1]: f for f in found}
+    assert set(by) == {"BusError", "BadFree", "Abort", "Raises"}
+    assert by["BusError"].memory_safety == {"kind": "invalid memory access", "cwe": "CWE-119", "signal": "SIGBUS"}
+    assert by["BadFree"].memory_safety == {"kind": "invalid free", "cwe": "CWE-763", "signal": "SIGABRT"}
+    assert by["Abort"].memory_safety is None and by["Abort"].doc["verdict"] == "crash"  # an assertion's abort
+    assert by["Raises"].memory_safety is None
+    with FakeGitHub(token=TOKEN) as gh:
+        stats = publish(crash_dir, _client(gh), env=_env("700"), log=lambda m: None)
+        assert stats["reported"] == 2 and stats["opened"] == 2
+        for name in ("BusError", "BadFree"):
+            assert len(gh.advisories_containing(marker(by[name].cluster))) == 1
+            _assert_nowhere_public(gh, by[name])
+        for name in ("Abort", "Raises"):  # the public path, as before
+            (issue,) = gh.issues_containing(marker(by[name].cluster))
+            assert issue["title"] == title(by[name]) and not gh.advisories_containing(marker(by[name].cluster))
+        assert not any("SIGBUS" in t or "invalid pointer" in t or "memory-safety" in t for t in _public_texts(gh))
+
+
+@pytest.mark.parametrize("status", [403, 404, 422])
+def test_where_private_reporting_is_not_enabled_the_crash_is_withheld_with_a_notice(run_dir, tmp_path, status):
+    (crash,), public = _split(findings(run_dir))
+    summary, logs = tmp_path / "summary.md", []
+    summary.write_text("## earlier step\n")
+    with FakeGitHub(token=TOKEN) as gh:
+        gh.reports_refused = status
+        for run_id in ("800", "801"):
+            stats = publish(run_dir, _client(gh), env=dict(_env(run_id), GITHUB_STEP_SUMMARY=str(summary)),
+                            log=logs.append)
+            assert stats["withheld"] == 1 and stats["reported"] == 0
+        assert not gh.advisories and len(gh.issues) == len(public)  # the rest is filed as usual
+        _assert_nowhere_public(gh, crash)
+    lines = [m for m in logs if crash.cluster in m]
+    assert len(lines) == 2 and all("not filed" in m and "no public issue" in m and "\n" not in m for m in lines)
+    assert all(f"HTTP {status}" in m and "private vulnerability reporting" in m for m in lines)
+    text = summary.read_text()
+    assert text.startswith("## earlier step\n") and text.count("possible memory-safety bugs, not filed") == 2
+    assert f"`{crash.cluster}`" in text and "invalid memory access (SIGSEGV)" in text and TOKEN not in text
+
+
+def test_a_token_that_cannot_read_advisories_withholds_rather_than_risking_a_duplicate(run_dir):
+    (crash,), public = _split(findings(run_dir))
+    logs = []
+    with FakeGitHub(token=TOKEN) as gh:
+        gh.advisories_readable = False
+        stats = publish(run_dir, _client(gh), env=_env("900"), log=logs.append)
+        assert stats["withheld"] == 1 and not gh.advisories and len(gh.issues) == len(public)
+        assert not [p for m, p, _ in gh.requests if m == "POST" and "/security-advisories" in p]
+        _assert_nowhere_public(gh, crash)
+    assert any("cannot read acme/tvm's security advisories" in m and "HTTP 403" in m for m in logs)
+
+
+def test_the_campaign_option_files_them_as_public_issues(run_dir, tmp_path, monkeypatch):
+    """``issues.memory_safety: public`` in the campaign (as the run recorded it in run.json) opens an
+    issue for the crash like for any failure; ``--memory-safety`` overrides the campaign."""
+    (crash,), public = _split(findings(run_dir))
+    results = str(tmp_path / "results")
+    shutil.copytree(run_dir, results)
+    manifest = json.load(open(os.path.join(results, "run.json")))
+    manifest["config"]["issues"] = {"repo": "acme/tvm", "label": "dlgate", "max_per_run": 5,
+                                    "api_url": "https://api.github.com", "memory_safety": "public"}
+    with open(os.path.join(results, "run.json"), "w") as f:
+        json.dump(manifest, f)
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    for k, v in _env("1000").items():
+        monkeypatch.setenv(k, v)
+    with FakeGitHub(token=TOKEN) as gh:
+        assert main(["issues", "--results", results, "--repo", "acme/tvm", "--api-url", gh.url]) == 0
+        (issue,) = gh.issues_containing(marker(crash.cluster))
+        assert issue["title"] == title(crash) and not gh.advisories and len(gh.issues) == len(public) + 1
+    with FakeGitHub(token=TOKEN) as gh:
+        assert main(["issues", "--results", results, "--repo", "acme/tvm", "--api-url", gh.url,
+                     "--memory-safety", "private"]) == 0
+        assert len(gh.advisories_containing(marker(crash.cluster))) == 1 and len(gh.issues) == len(public)
+        _assert_nowhere_public(gh, crash)
+    # the gate's own publication (a campaign with `issues:`) passes the option on
+    for option, issues, advisories in (("public", len(public) + 1, 0), ("private", len(public), 1)):
+        with FakeGitHub(token=TOKEN) as gh:
+            publish_issues(results, C.build({"issues": {"repo": "acme/tvm", "api_url": gh.url,
+                                                        "memory_safety": option}}).issues, log=lambda m: None)
+            assert (len(gh.issues), len(gh.advisories)) == (issues, advisories), option
+
+
+def test_a_step_summary_that_cannot_be_written_leaves_the_log_line(run_dir, tmp_path):
+    (crash,), _ = _split(findings(run_dir))
+    logs = []
+    with FakeGitHub(token=TOKEN) as gh:
+        gh.reports_refused = 403
+        stats = publish(run_dir, _client(gh), env=dict(_env("1100"), GITHUB_STEP_SUMMARY=str(tmp_path)),
+                        log=logs.append)  # a folder: not writable as a file
+        assert stats["withheld"] == 1 and not gh.advisories
+        _assert_nowhere_public(gh, crash)
+    assert any(crash.cluster in m and "not filed" in m for m in logs)
+    assert any(m.startswith("dlgate: cannot add the notice to the step summary: ") for m in logs)
+
+
+def test_a_run_from_before_the_record_is_classed_by_its_crash_signal(run_dir, tmp_path):
+    """verdict.json and repro.json written before ``memory_safety`` was recorded: the crash's
+    detail, dlgate's own words for the signal, still keeps it out of public issues."""
+    results = str(tmp_path / "old")
+    shutil.copytree(run_dir, results)
+    with open(os.path.join(results, "verdict.json")) as f:
+        v = json.load(f)
+    stripped = 0
+    for cls in ("new", "regressions", "pre_existing"):
+        for g in v.get(cls, []):
+            stripped += g.pop("memory_safety", None) is not None
+    with open(os.path.join(results, "verdict.json"), "w") as f:
+        json.dump(v, f)
+    for path in glob.glob(os.path.join(results, "repros", "*", "repro.json")):
+        with open(path) as f:
+            doc = json.load(f)
+        stripped += doc.pop("memory_safety", None) is not None
+        with open(path, "w") as f:
+            json.dump(doc, f)
+    assert stripped >= 2
+    (crash,), public = _split(findings(results))
+    assert crash.memory_safety == {"kind": "invalid memory access", "cwe": "CWE-119", "signal": "SIGSEGV"}
+    with FakeGitHub(token=TOKEN) as gh:
+        publish(results, _client(gh), env=_env("1200"), log=lambda m: None)
+        assert len(gh.advisories) == 1 and len(gh.issues) == len(public)
+        _assert_nowhere_public(gh, crash)

@@ -284,7 +284,11 @@ def test_sigterm_stops_the_workers_and_says_how_to_resume(tmp_path, sig, status)
         wait_for(lambda: not alive(pids, groups), timeout=10, what=f"the run's processes to end: {alive(pids, groups)}")
     finally:
         reap(pids, groups)
-    assert records(out) == [] and not os.path.exists(out / "verdict.json")
+    assert records(out) == []
+    verdict = json.load(open(out / "verdict.json"))  # the reports say so, for 0 cases
+    assert verdict["result"] == "interrupted" and verdict["exit_code"] == status
+    assert verdict["interrupted"] == {"signal": sig.name, "exit_code": status, "cases": 0, "planned": 3,
+                                      "result_so_far": "pass"}
     assert not glob.glob(str(tmp / "dlgate-worker-*")), os.listdir(tmp)  # worker logs removed
     with OutLock(str(out)):
         pass

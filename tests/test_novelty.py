@@ -113,7 +113,7 @@ def test_clusters_group_fingerprints_and_are_counted():
     recs = [rec("b1", "fpA", "cl1"), rec("b2", "fpB", "cl1"), rec("b3", "fpC", "cl2", verdict="mismatch")]
     d = D.decide(recs, B.Baseline(), "r", "pr", ["tvm[cpu]"], True)
     assert len(d.of(D.NEW)) == 3 and len(d.clusters) == 2
-    c1 = next(c for c in d.clusters if c["cluster"] == "cl1")
+    c1 = next(c for c in d.clusters if c["cause"] == "cl1")
     assert c1["fingerprints"] == ["fpA", "fpB"] and c1["cases"] == 2
     assert d.to_json()["clusters"] == 2
 

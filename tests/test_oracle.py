@@ -4,8 +4,9 @@ from __future__ import annotations
 import numpy as np
 
 from dlgate.exec.worker import Outcome
+from tests.helpers import judge_candidate
 from dlgate.graph.ir import Graph, Node
-from dlgate.oracle import ub
+from dlgate.oracle import rules, ub
 from dlgate.oracle import verdict as V
 from dlgate.oracle.compare import compare
 from dlgate.oracle.signature import normalize, signature
@@ -88,6 +89,17 @@ def _outcome(status="ok", outputs=None, error=None):
     return Outcome(status, outputs, error, 0.1, 0.01, 0.2, {"name": "x", "version": "1"})
 
 
+def _excusing(*excuses):
+    """An ``explain`` for ``verdict.judge`` whose only rule returns ``excuses``."""
+    class Fixed(rules.Rule):
+        name = "fixed"
+
+        def excuses(self, ctx):
+            return list(excuses)
+
+    return lambda ref, got, tol: rules.settle(None, ref, got, tol, rules=(Fixed(),))
+
+
 def test_judge_maps_failures_and_blames_mismatches():
     ref = [np.array([1.0, 2.0], np.float32)]
     bad = [np.array([1.0, 9.0], np.float32)]
@@ -97,9 +109,12 @@ def test_judge_maps_failures_and_blames_mismatches():
     assert V.judge("x", "x", _outcome("timeout", error={"type": "Timeout", "message": ""}), ref).verdict == V.TIMEOUT
     assert V.judge("x", "x", _outcome("unsupported", error={"type": "E", "message": ""}), ref).verdict == V.UNSUPPORTED
     assert V.judge("x", "x", _outcome("unavailable", error={"type": "U", "message": "no GPU"}), ref).verdict == V.SKIPPED
-    v = V.judge("x", "x", _outcome(outputs=bad), ref, explain=lambda: "unstable: Floor")
-    assert v.verdict == V.UNDEFINED and "Floor" in v.detail and not v.failed
-    v = V.judge("x", "x", _outcome(outputs=bad), ref, explain=lambda: None,
+    floor = rules.Excuse("instability", "unstable: Floor", {0: np.ones(2, bool)})
+    v = V.judge("x", "x", _outcome(outputs=bad), ref, explain=_excusing(floor))
+    assert v.verdict == V.UNDEFINED and "Floor" in v.detail and not v.failed and v.rule == "instability"
+    # an excuse scoped to the element that agrees anyway explains nothing
+    v = V.judge("x", "x", _outcome(outputs=bad), ref, explain=_excusing(
+        rules.Excuse("instability", "unstable: Floor", {0: np.array([True, False])})),
                 at_lowest=lambda: _outcome(outputs=ref), onnx_reference=lambda: _outcome(outputs=ref))
     assert v.verdict == V.MISMATCH and v.blame == "optimization" and v.comparison["max_abs"] == 7.0
     v = V.judge("x", "x", _outcome(outputs=bad), ref, at_lowest=lambda: _outcome(outputs=bad),
@@ -323,8 +338,7 @@ def _tan_and_gather():
 
 
 def _judge_outputs(g, inputs, ref, candidate):
-    out = Outcome("ok", candidate, None, 0.1, 0.01, 0.2, {"name": "fake", "version": "1"})
-    return V.judge("fake", "fake[cpu]", out, ref, explain=lambda: ub.explain_outputs(g, inputs, None, candidate))
+    return judge_candidate(g, inputs, candidate, reference=ref)
 
 
 def test_an_unstable_output_does_not_stand_for_another_outputs_error():
@@ -332,21 +346,21 @@ def test_an_unstable_output_does_not_stand_for_another_outputs_error():
     # silent: only the output past the pole differs, which rounding explains
     v = _judge_outputs(g, inputs, [tan, neg], [past, neg])
     assert v.verdict == V.UNDEFINED and "Tan" in v.detail
-    reason, explained = ub.explain_outputs(g, inputs, None, [past, neg])
-    assert reason and explained == {0, 1}
+    assert v.rule == "instability" and rules.why(g, inputs, None, [past, neg])
     # caught: the well-conditioned output is wrong too; the finding is described by it
     wrong = neg.copy()
     wrong[1] += 1.0
     v = _judge_outputs(g, inputs, [tan, neg], [past, wrong])
     assert v.verdict == V.MISMATCH and v.comparison["output"] == 1
-    assert v.detail.startswith("output 1:") and "output 0 also differs" in v.detail
-    assert ub.explain_outputs(g, inputs, None, [past, wrong]) == (None, frozenset({0}))
+    assert v.detail.startswith("output 1:") and "instability: unstable" in v.detail
+    assert v.excused[0]["rule"] == "instability" and list(v.excused[0]["outputs"]) == ["0"]
+    assert rules.why(g, inputs, None, [past, wrong]) is None
     # a wrong shape there is a shape mismatch, whatever the unstable output holds
     v = _judge_outputs(g, inputs, [tan, neg], [past, neg[:2]])
     assert v.verdict == V.SHAPE_MISMATCH and v.comparison["output"] == 1
     # without the explanation's outputs (a plain reason), the first differing output describes it
     out = Outcome("ok", [past, wrong], None, 0.1, 0.01, 0.2, {"name": "fake", "version": "1"})
-    v = V.judge("fake", "fake[cpu]", out, [tan, neg], explain=lambda: None)
+    v = V.judge("fake", "fake[cpu]", out, [tan, neg])
     assert v.verdict == V.MISMATCH and v.comparison["output"] == 0
 
 
@@ -450,9 +464,9 @@ def test_a_log_sum_exp_past_float64s_range_is_undefined_a_wrong_one_inside_it_is
 
     big = [np.array([0.0, 1107.0], np.float16)]
     assert trace(g, big)[0][1].item() == 1107.0
-    assert "float64" in ub.explain(g, big, candidate=[np.array(np.inf, np.float16)])
+    assert "float64" in rules.why(g, big, candidate=[np.array(np.inf, np.float16)])
     # within float64's range every reading agrees: a wrong value is a finding
     small = [np.array([0.0, 700.0], np.float16)]
     ref = trace(g, small)[0][1].numpy()
     wrong = np.array(np.inf, np.float16)
-    assert not compare([ref], [wrong]).ok and ub.explain(g, small, candidate=[wrong]) is None
+    assert not compare([ref], [wrong]).ok and rules.why(g, small, candidate=[wrong]) is None

@@ -7,11 +7,11 @@ import pytest
 import torch
 from onnx.reference import ReferenceEvaluator
 
-from dlgate.exec.worker import Outcome
+from tests.helpers import judge_candidate
 from dlgate.graph.ir import Graph, Node
 from dlgate.materialize.onnx_model import to_onnx
 from dlgate.materialize.torch_model import run_numpy
-from dlgate.oracle import precision, ub
+from dlgate.oracle import precision
 from dlgate.oracle import verdict as V
 from dlgate.oracle.compare import compare
 from dlgate.spec.base import TensorType as T
@@ -26,10 +26,8 @@ def _graph(nodes, tensors, inputs, outputs):
 
 def _judge(g: Graph, inputs: list, candidate: list) -> V.Verdict:
     """The oracle's verdict on ``candidate`` against the PyTorch reference, through the
-    same ``ub.explain`` that ``check.judge_backend`` hands to ``verdict.judge``."""
-    out = Outcome("ok", candidate, None, 0.1, 0.01, 0.2, {"name": "fake", "version": "1"})
-    return V.judge("fake", "fake[cpu]", out, run_numpy(g, inputs),
-                   explain=lambda: ub.explain(g, inputs, None, candidate))
+    same rules that ``check.judge_backend`` hands to ``verdict.judge``."""
+    return judge_candidate(g, inputs, candidate)
 
 
 def _sum_tan():

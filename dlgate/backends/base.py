@@ -9,6 +9,7 @@ ones are declared in ``pyproject.toml`` the same way), or as ``package.module:Cl
 """
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -93,6 +94,16 @@ class Backend:
     #: (``dlgate.check.judge_backend``). False where refusals come before any optimization
     #: (TVM's importer), which spares the extra compile.
     refusals_by_level: ClassVar[bool] = False
+    #: Regular expressions (case-insensitive) of the backend's own words for "this model's
+    #: symbolic dimensions are more than I take": a compile error on a model with symbolic
+    #: input dimensions that matches one is a refusal; any other is a finding when the same
+    #: model compiles with static shapes (``dlgate.oracle.rules.symbolic``). The real
+    #: backends take their row of ``dlgate.backends.refusals.SYMBOLIC``.
+    symbolic_refusals: ClassVar[tuple] = ()
+    #: The compiler's Python package (``tvm``, ``onnxruntime``...), imported explicitly when
+    #: the worker starts (``start``): a build that does not import fails start-up, whatever
+    #: ``version`` reads. None: nothing to import (a backend without a package of its own).
+    package: ClassVar[str | None] = None
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
@@ -122,6 +133,14 @@ class Backend:
         if reason:
             raise Unavailable(f"{self.name} on {device}: {reason}")
 
+    def start(self) -> None:
+        """Worker start-up, before any case: import the compiler (``package``), then prove
+        that the backend runs on its device (``self_test``). Unavailable (or any other
+        error) here makes the gate say it cannot run (exit status 4), never a finding."""
+        if self.package:
+            importlib.import_module(self.package)
+        self.self_test()
+
     def rewrites(self, compiled: Any) -> list | None:
         """The rewrite kinds the compiler applied to the model just compiled (names such as
         ``fused:FusedConv`` or ``removed:Identity``), or None when it cannot tell. Called by
@@ -134,6 +153,11 @@ class Backend:
     def unavailable_reason(cls, device: str) -> str | None:
         """Why the backend cannot run on ``device`` here, or None."""
         return None
+
+    def self_test(self) -> None:
+        """Raise Unavailable saying why when the backend cannot really run on its device
+        (``dlgate.backends.selftest``: a one-node model compiled and run there, checked to
+        have run there); GPU paths must. Default: nothing more than the import."""
 
     def version(self) -> str:
         raise NotImplementedError

@@ -5,7 +5,8 @@ from typing import Any
 
 import numpy as np
 
-from dlgate.backends.base import Model
+from dlgate.backends.base import Model, Unavailable
+from dlgate.backends.refusals import refused
 from dlgate.backends.torch_eager import TorchEager, to_torch
 
 #: opt level -> ``torch.compile`` mode; "eager" compiles nothing (the plain module).
@@ -27,6 +28,7 @@ class Inductor(TorchEager):
     """
 
     name = "inductor"
+    package = "torch._inductor"
     opt_levels = tuple(MODES)
     devices = ("cpu", "cuda")
     reference = False
@@ -50,11 +52,37 @@ class Inductor(TorchEager):
             fn(*to_torch(warm, self.device))
         return fn
 
-    def unsupported(self, exc: BaseException) -> bool:
-        if isinstance(exc, NotImplementedError):
-            return True
+    def self_test(self) -> None:
+        """On cuda (``torch.cuda.is_available()`` is checked before, by
+        ``unavailable_reason``): a tiny function compiled by Inductor for the GPU (Triton
+        kernels) runs there with the exact result. On the CPU the first case is the test
+        (Inductor's first compile costs seconds)."""
+        if self.device != "cuda":
+            return
+        import torch
+
+        from dlgate.backends.selftest import X, Y
+
+        def probe(x, y):
+            return x + y * 2.0
+
         try:
-            from torch._dynamo.exc import Unsupported
-        except ImportError:
-            return False
-        return isinstance(exc, Unsupported)
+            torch._dynamo.reset()
+            fn = torch.compile(probe, backend="inductor", dynamic=False, fullgraph=True)
+            with torch.no_grad():
+                got = fn(torch.from_numpy(X).cuda(), torch.from_numpy(Y).cuda())
+            torch.cuda.synchronize()
+            if got.device.type != "cuda":
+                raise RuntimeError(f"the compiled function returned a tensor on {got.device}")
+            got = got.cpu().numpy()
+        except Exception as e:  # no Triton, no working toolchain or driver: cannot run
+            raise Unavailable(f"{self.name} on cuda: the start-up probe (x + 2y compiled by Inductor) failed: "
+                              f"{type(e).__name__}: {str(e).strip()[:500]}") from None
+        finally:
+            torch._dynamo.reset()
+        want = X + Y * np.float32(2.0)
+        if got.dtype != want.dtype or not np.array_equal(got, want):
+            raise Unavailable(f"{self.name} on cuda: the start-up probe gave {got.ravel()}, expected {want.ravel()}")
+
+    def unsupported(self, exc: BaseException) -> bool:
+        return refused("inductor", exc)

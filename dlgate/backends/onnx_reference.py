@@ -7,10 +7,12 @@ import numpy as np
 
 from dlgate.backends._cuda import missing
 from dlgate.backends.base import Backend, Model
+from dlgate.backends.refusals import refused
 
 
 class OnnxReference(Backend):
     name = "onnx-reference"
+    package = "onnx.reference"
     opt_levels = ("reference",)
     devices = ("cpu",)
     reference = True
@@ -36,5 +38,4 @@ class OnnxReference(Backend):
         return [np.asarray(o) for o in outs]
 
     def unsupported(self, exc: BaseException) -> bool:
-        text = str(exc)
-        return isinstance(exc, NotImplementedError) or "is not implemented" in text or "not implemented yet" in text
+        return refused("onnx-reference", exc)

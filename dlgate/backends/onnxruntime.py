@@ -13,6 +13,7 @@ from collections import Counter
 from dlgate.backends._cuda import NO_CUDA, cuda_device_count, missing
 from dlgate.backends.base import Backend, Model, Unavailable
 from dlgate.backends.ort_log import Fd2Capture, modified
+from dlgate.backends.refusals import refused
 
 PROVIDERS = {
     "cpu": ["CPUExecutionProvider"],
@@ -40,6 +41,7 @@ class OnnxRuntime(Backend):
     """
 
     name = "onnxruntime"
+    package = "onnxruntime"
     opt_levels = tuple(LEVELS)
     devices = tuple(PROVIDERS)
     #: Sessions are cheap, so more instances: support can hinge on an attribute (Gelu's
@@ -72,7 +74,7 @@ class OnnxRuntime(Backend):
 
         return onnxruntime.__version__
 
-    def compile(self, model: Model) -> Any:
+    def _session_options(self):
         import onnxruntime as ort
 
         so = ort.SessionOptions()
@@ -82,11 +84,52 @@ class OnnxRuntime(Backend):
         so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
         for key, value in self.session_config.items():
             so.add_session_config_entry(key, value)
+        so.log_severity_level = 3
+        if self.device != "cpu" and not self.options.get("cpu_fallback", True):
+            so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
+        return so
+
+    def _check_provider(self, sess) -> None:
+        """onnxruntime drops a listed provider it cannot load (its CUDA, cuDNN or TensorRT
+        libraries missing or mismatched) with a warning and runs on the next one, down to
+        the CPU: the session's own providers say whether it did."""
+        want = PROVIDERS[self.device][0]
+        if want not in sess.get_providers():
+            raise Unavailable(f"{self.name} on {self.device}: {want} failed to load; onnxruntime fell back to "
+                              f"{', '.join(sess.get_providers())} (are the CUDA/cuDNN/TensorRT libraries "
+                              f"this onnxruntime build needs installed and on the library path?)")
+
+    def self_test(self) -> None:
+        """The start-up probe (``dlgate.backends.selftest``) in a session on this device's
+        providers: the provider must be among the session's, and the profile onnxruntime
+        writes must show the probe's node ran on it."""
+        import onnxruntime as ort
+
+        from dlgate.backends.selftest import check_outputs, probe_model
+
+        model, inputs, expected = probe_model()
+        so = self._session_options()
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+        want = PROVIDERS[self.device][0]
+        with tempfile.TemporaryDirectory(prefix="dlgate-ort-probe-") as tmp:
+            so.enable_profiling = True
+            so.profile_file_prefix = os.path.join(tmp, "probe")
+            sess = ort.InferenceSession(model.onnx, so, providers=PROVIDERS[self.device])
+            self._check_provider(sess)
+            outs = sess.run(model.output_names, dict(zip(model.input_names, inputs)))
+            ran = node_providers(sess.end_profiling())
+        if ran != {want}:
+            raise Unavailable(f"{self.name} on {self.device}: the start-up probe's node ran on "
+                              f"{', '.join(sorted(ran)) or 'no provider onnxruntime profiled'}, not on {want}")
+        check_outputs(f"{self.name} on {self.device}", [np.asarray(o) for o in outs], expected)
+
+    def compile(self, model: Model) -> Any:
+        import onnxruntime as ort
+
+        so = self._session_options()
         record = self._records_rewrites()
         # INFO names the transformers that changed the graph (see ort_log); ERROR otherwise
         so.log_severity_level = 1 if record else 3
-        if self.device != "cpu" and not self.options.get("cpu_fallback", True):
-            so.add_session_config_entry("session.disable_cpu_ep_fallback", "1")
         providers = PROVIDERS[self.device]
         with tempfile.TemporaryDirectory(prefix="dlgate-ort-") as tmp:
             if record:
@@ -94,9 +137,7 @@ class OnnxRuntime(Backend):
             log = Fd2Capture()
             with log if record else contextlib.nullcontext():
                 sess = ort.InferenceSession(model.onnx, so, providers=providers)
-            if providers[0] not in sess.get_providers():  # ORT drops a provider it cannot load, with a warning
-                raise Unavailable(f"{self.name} on {self.device}: {providers[0]} failed to load "
-                                  f"(session providers: {', '.join(sess.get_providers())})")
+            self._check_provider(sess)  # lost since start-up: cannot run (exit 4), not a compile error
             self._rewrites = rewrite_kinds(model.onnx, so.optimized_model_filepath, log.text) if record else None
         return sess, model.input_names, model.output_names
 
@@ -130,20 +171,27 @@ class OnnxRuntime(Backend):
             "    return sess.run(output_names, dict(zip(input_names, inputs)))",
         ]) + "\n"
 
-    #: What onnxruntime says where it declares a feature unimplemented, though the status
-    #: it raises with is not NOT_IMPLEMENTED (its recurrent kernels).
-    #: Refusals onnxruntime words as something else. ``InsertedPrecisionFreeCast``: a node with
-    #: no kernel for its types (DequantizeLinear-28 with output_dtype float16) is wrapped in the
-    #: float32 Casts of its fallback, which its own type constraints then reject at session
-    #: creation; the same model at an opset with a kernel runs.
-    refusals_by_level = True  # MatMulIntegerToFloatFusion makes a node with no int8 x uint8 kernel
-    DECLINES = ("does not support double yet", "Batchwise recurrent operations (layout == 1) are not supported",
-                "InsertedPrecisionFreeCast")
+    #: MatMulIntegerToFloatFusion makes a node with no int8 x uint8 kernel
+    refusals_by_level = True
 
     def unsupported(self, exc: BaseException) -> bool:
-        text = str(exc)
-        return "NOT_IMPLEMENTED" in text or type(exc).__name__ == "NotImplemented" or \
-            any(d in text for d in self.DECLINES)
+        return refused("onnxruntime", exc)  # dlgate.backends.refusals: what onnxruntime says where it declines
+
+
+def node_providers(profile_path: str) -> set:
+    """The execution providers that ran the nodes of an onnxruntime profile (the JSON its
+    ``end_profiling`` writes: one ``Node`` event per kernel run, ``args.provider``), the
+    copies between host and device left out; the file is removed."""
+    import json
+
+    try:
+        with open(profile_path) as f:
+            events = json.load(f)
+    finally:
+        os.unlink(profile_path)
+    return {e["args"]["provider"] for e in events
+            if e.get("cat") == "Node" and "provider" in (e.get("args") or {})
+            and not str(e["args"].get("op_name", "")).startswith("Memcpy")}
 
 
 def _op_counts(graph) -> Counter:

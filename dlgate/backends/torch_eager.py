@@ -6,7 +6,8 @@ from typing import Any
 import numpy as np
 
 from dlgate.backends._cuda import missing
-from dlgate.backends.base import Backend, Model
+from dlgate.backends.base import Backend, Model, Unavailable
+from dlgate.backends.refusals import refused
 
 
 def torch_cuda_reason() -> str | None:
@@ -35,6 +36,7 @@ class TorchEager(Backend):
     """``GraphModule(model.graph)`` under ``torch.no_grad()``, one intra-op thread."""
 
     name = "torch"
+    package = "torch"
     opt_levels = ("eager",)
     devices = ("cpu", "cuda")
     reference = True
@@ -42,6 +44,20 @@ class TorchEager(Backend):
     @classmethod
     def unavailable_reason(cls, device: str) -> str | None:
         return torch_cuda_reason() if device == "cuda" else missing("torch")
+
+    def self_test(self) -> None:
+        """On cuda: the start-up probe (one Add) runs on the GPU with the right sum."""
+        if self.device != "cuda":
+            return
+        from dlgate.backends.selftest import check_outputs, probe_model
+
+        model, inputs, expected = probe_model()
+        try:
+            outs = self.run(self.compile(model), inputs)
+        except Exception as e:  # a driver or runtime that does not work: cannot run
+            raise Unavailable(f"{self.name} on cuda: the start-up probe (one Add) failed: "
+                              f"{type(e).__name__}: {str(e).strip()[:500]}") from None
+        check_outputs(f"{self.name} on cuda", outs, expected)
 
     def version(self) -> str:
         import torch
@@ -64,3 +80,6 @@ class TorchEager(Backend):
         if self.device == "cuda":
             torch.cuda.synchronize()
         return to_numpy(outs)
+
+    def unsupported(self, exc: BaseException) -> bool:
+        return refused("torch", exc)

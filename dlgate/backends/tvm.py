@@ -8,7 +8,8 @@ from typing import Any
 import numpy as np
 
 from dlgate.backends._cuda import NO_CUDA, missing
-from dlgate.backends.base import Backend, Model
+from dlgate.backends.base import Backend, Model, Unavailable
+from dlgate.backends.refusals import refused, symbolic_patterns
 
 TARGETS = {"cpu": "llvm", "cuda": "cuda"}
 #: Relax pipelines, lowest first. TVM 0.27's registered "zero" pipeline (legalize + fuse) does
@@ -18,18 +19,11 @@ TARGETS = {"cpu": "llvm", "cuda": "cuda"}
 #: "default": ``relax.get_default_pipeline(target)``, TVM's target-specific default (on llvm:
 #: library dispatch, legalize, FoldConstant, FuseOps, FuseTIR, lowering; on cuda: with DLight).
 PIPELINES = {"zero": "default_build", "default": "target-default"}
-#: What TVM says when it declines part of a valid model: no converter for an operator at all,
-#: or a converter that says in words that it does not support an attribute, dtype or mode
-#: ("blocked quantization is not supported yet", "Unsupported coordinate_transformation_mode",
-#: "currently only supports stash_type=1"). That is a missing feature, not a wrong answer:
-#: ``unsupported``, as onnxruntime's "does not support double yet" is (against a base build
-#: that ran the model, head's refusal is still a regression). A converter that crashes on
-#: what it claims to handle (a TypeError, an AssertionError, an unknown intrinsic) stays a
-#: compile error.
-UNSUPPORTED_MARKS = ("OpNotImplemented", "not supported for frontend", "operators are not supported",
-                     "not supported yet", "is not supported", "are not supported", "currently only supports",
-                     "Unsupported ")
-
+#: What TVM says when it declines part of a valid model (no converter for an operator, or a
+#: converter that says in words that it does not support an attribute, dtype or mode) is in
+#: ``dlgate.backends.refusals.TABLE["tvm"]``: a missing feature, not a wrong answer. A
+#: converter that crashes on what it claims to handle (a TypeError, an AssertionError, an
+#: unknown intrinsic) stays a compile error.
 
 def _resolve_pass(item):
     """A pass, a zero-argument callable returning one, or ``"package.module:function"``."""
@@ -56,6 +50,8 @@ class TVM(Backend):
     """
 
     name = "tvm"
+    symbolic_refusals = symbolic_patterns("tvm")  # dlgate.backends.refusals.SYMBOLIC
+    package = "tvm"
     opt_levels = tuple(PIPELINES)
     devices = tuple(TARGETS)
     #: Compiling costs ~60 ms a model: probe three opsets, the others take the nearest lower.
@@ -92,6 +88,26 @@ class TVM(Backend):
             if not tvm.cuda(0).exist:
                 return NO_CUDA
         return None
+
+    def self_test(self) -> None:
+        """On cuda: the device must exist (``tvm.cuda(0).exist``), and the start-up probe
+        (one Add) must compile for the ``cuda`` target and run there with the right sum.
+        On the CPU the first case is the test (a compile costs ~60 ms at every start)."""
+        if self.device != "cuda":
+            return
+        import tvm
+
+        from dlgate.backends.selftest import check_outputs, probe_model
+
+        if not tvm.cuda(0).exist:
+            raise Unavailable(f"{self.name} on cuda: {NO_CUDA} (tvm.cuda(0).exist is False)")
+        model, inputs, expected = probe_model()
+        try:
+            outs = self.run(self.compile(model), inputs)
+        except Exception as e:  # a CUDA toolkit, NVRTC or driver that does not work: cannot run
+            raise Unavailable(f"{self.name} on cuda: the start-up probe (one Add) failed: "
+                              f"{type(e).__name__}: {str(e).strip()[:500]}") from None
+        check_outputs(f"{self.name} on cuda", outs, expected)
 
     def version(self) -> str:
         import tvm
@@ -219,8 +235,7 @@ class TVM(Backend):
         return "\n".join(lines) + "\n"
 
     def unsupported(self, exc: BaseException) -> bool:
-        text = f"{type(exc).__name__}: {exc}"
-        return isinstance(exc, NotImplementedError) or any(k in text for k in UNSUPPORTED_MARKS)
+        return refused("tvm", exc)
 
 
 #: TVM's importer names the operators it has no converter for in the order of a Python set,

@@ -117,6 +117,8 @@ def _run(backend, compiled, inputs) -> dict:
     try:
         outs = backend.run(compiled, inputs)
         return {"status": OK, "outputs": [o for o in outs]}
+    except Unavailable as e:  # the device went away (a provider lost mid-run): cannot run, not a finding
+        return {"status": UNAVAILABLE, "error": _error(e, "run")}
     except MemoryError as e:
         return {"status": OOM, "error": _error(e, "run")}
     except Exception as e:  # every run-time failure becomes a classified outcome
@@ -141,6 +143,7 @@ def _serve(spec: BackendSpec, conn, log_path: str, pdeathsig: bool = False) -> N
 
     try:
         backend = create(spec)
+        backend.start()  # imports the compiler and proves it runs on its device (Backend.start)
         conn.send(("ready", backend.describe()))
     except Unavailable as e:
         conn.send(("unavailable", str(e)))
@@ -162,6 +165,8 @@ def _serve(spec: BackendSpec, conn, log_path: str, pdeathsig: bool = False) -> N
         t0 = time.perf_counter()
         try:
             compiled = backend.compile(model)
+        except Unavailable as e:  # e.g. onnxruntime dropped the provider for this session
+            res.update(status=UNAVAILABLE, error=_error(e, "compile"), compile_s=time.perf_counter() - t0)
         except MemoryError as e:
             res.update(status=OOM, error=_error(e, "compile"), compile_s=time.perf_counter() - t0)
         except Exception as e:  # every compiler failure becomes a classified outcome
@@ -364,6 +369,11 @@ class Worker:
                 if got != job:
                     continue
                 self._busy = False
+                if res["status"] == UNAVAILABLE:
+                    # the backend lost its device mid-run: this case and every later one
+                    # cannot run (the gate fails with exit status 4), none is a finding
+                    self.unavailable = redact_obj(f"{self.spec.label()}: {res['error']['message']}")
+                    self._kill()
                 err = res.get("error")
                 if err is not None:
                     err["log"] = self.log_tail()

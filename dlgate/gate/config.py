@@ -115,8 +115,11 @@ FIELDS = (
           "operators a backend refuses (`unsupported`) are cut the same way. 1: a case stops at its first "
           "failure.", min=1, max=64),
     Field("issues", "issues", None, "Open GitHub issues from the gate: `{repo: OWNER/NAME, label: dlgate, "
-          "max_per_run: 5, api_url: https://api.github.com}`; the token comes from `GITHUB_TOKEN`. Only complete "
-          "runs (unsharded, or `dlgate merge`) publish. Null: off (`dlgate issues` does it on demand).",
+          "max_per_run: 5, api_url: https://api.github.com, memory_safety: private}`; the token comes from "
+          "`GITHUB_TOKEN`. A crash that may be a memory-safety bug (SIGSEGV, SIGBUS, a corrupted heap or stack) is "
+          "reported through GitHub's private vulnerability reporting, never as an issue, unless `memory_safety: "
+          "public`. Only complete runs (unsharded, or `dlgate merge`) publish. Null: off (`dlgate issues` does it "
+          "on demand, with these settings from the run's `run.json`).",
           optional=True),
     Field("fail_on", "str", "new", "What fails the check: `new` failures only, `any` failure, or `none` "
           "(report only).", choices=FAIL_ON),
@@ -215,7 +218,8 @@ def _check(f: Field, value, where: str):
                 {k: x[k] for k in ("name", "device", "opt_level", "options", "optional") if k in x} for x in value]
     if f.kind == "issues":
         return {"repo": value["repo"], "label": value.get("label", "dlgate"),
-                "max_per_run": value.get("max_per_run", 5), "api_url": value.get("api_url", "https://api.github.com")}
+                "max_per_run": value.get("max_per_run", 5), "api_url": value.get("api_url", "https://api.github.com"),
+                "memory_safety": value.get("memory_safety", "private")}
     if f.kind == "dict":
         return _tolerances(value, where)
     if f.kind == "base":

@@ -7,7 +7,8 @@ Every failing verdict lands in exactly one class:
 * **flaky**: no re-run reproduced it at all; never fails. (A failure that reproduces with
   other wrong values is a failure, marked ``varies``.)
 * **new**: fails the check. Head versus base: the base build does not share the failure
-  on the same model and inputs, whatever the head class (a model head no longer supports
+  on the same model and inputs (or, where it fails that model otherwise, on the failure's
+  reduced case: :func:`dlgate.gate.triage.on_base`), whatever the head class (a model head no longer supports
   that the base build runs counts too). Baseline mode: neither its fingerprint nor its
   cluster is in the baseline.
 * **regression**: baseline mode, a corpus case that passed before fails now; fails.
@@ -25,6 +26,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
+from dlgate.oracle import memsafety as MS
 from dlgate.oracle import verdict as V
 
 NEW, KNOWN, FLAKY, PRE_EXISTING, REGRESSION = "new", "known", "flaky", "pre-existing", "regression"
@@ -34,6 +36,10 @@ CLASSES = (NEW, REGRESSION, PRE_EXISTING, KNOWN, FLAKY)
 #: defect (the reference failed); a backend the gate needs could not run (the compiler
 #: under test, the reference, or the base build: not installed, a broken build, no device).
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERNAL, EXIT_CANNOT_RUN = 0, 1, 2, 3, 4
+#: What each status is called in verdict.json's ``result`` (an interrupted run's is 128 + the
+#: signal's number, 130 or 143, called "interrupted").
+RESULTS = {EXIT_OK: "pass", EXIT_FAIL: "fail", EXIT_INTERNAL: "internal-error", EXIT_CANNOT_RUN: "cannot-run"}
+INTERRUPTED = "interrupted"
 
 
 def backend_name(label: str) -> str:
@@ -110,6 +116,9 @@ class Decision:
     budget: float | None = None  # the campaign's ``budget`` (seconds per invocation), None: none
     stopped_by_budget: bool = False  # the budget left planned cases unstarted (a rerun resumes)
     baseline_missing: bool = False  # a baseline file is named but does not exist: none is known
+    #: SIGTERM or SIGINT stopped the run before it finished: {"signal", "exit_code", "cases",
+    #: "planned"}. The check is then undecided, never a pass, whatever the cases that ran show.
+    interrupted: dict | None = None
 
     def of(self, cls: str) -> list:
         return self.groups.get(cls, [])
@@ -126,18 +135,31 @@ class Decision:
         return self.of(NEW) + self.of(REGRESSION)
 
     def exit_code(self, fail_on: str = "new") -> int:
+        """The status of the run: an interrupted one's (130 or 143) whatever it found, else
+        what the cases decide (:meth:`cases_code`)."""
+        if self.interrupted:
+            return self.interrupted["exit_code"]
+        return self.cases_code(fail_on)
+
+    def cases_code(self, fail_on: str = "new") -> int:
+        """What the journaled cases decide: the run's status when it finished; for an
+        interrupted run, what the cases that ran found so far."""
         if self.internal:
             return EXIT_INTERNAL
         if self.cannot_run:
             return EXIT_CANNOT_RUN
         return EXIT_FAIL if self.failing(fail_on) else EXIT_OK
 
+    def result(self, fail_on: str = "new") -> str:
+        return INTERRUPTED if self.interrupted else RESULTS[self.cases_code(fail_on)]
+
     def to_json(self, fail_on: str = "new") -> dict:
-        code = self.exit_code(fail_on)
+        interrupted = None
+        if self.interrupted:  # what the cases that ran found, under a name no reader takes for the result
+            interrupted = dict(self.interrupted, result_so_far=RESULTS[self.cases_code(fail_on)])
         return {
-            "result": {EXIT_OK: "pass", EXIT_FAIL: "fail", EXIT_INTERNAL: "internal-error",
-                       EXIT_CANNOT_RUN: "cannot-run"}[code],
-            "exit_code": code, "fail_on": fail_on, "root": self.root, "campaign": self.campaign,
+            "result": self.result(fail_on), "interrupted": interrupted,
+            "exit_code": self.exit_code(fail_on), "fail_on": fail_on, "root": self.root, "campaign": self.campaign,
             "complete": self.complete, "backends": self.backends, "cases": self.cases, "counts": self.counts,
             "new": self.of(NEW), "regressions": self.of(REGRESSION), "pre_existing": self.of(PRE_EXISTING),
             "known": self.of(KNOWN), "flaky": self.of(FLAKY), "fixed": self.fixed, "internal_errors": self.internal,
@@ -215,6 +237,8 @@ def _group(groups: dict, cls: str, rec: dict, v: dict, bundle: str | None, behin
             "class": cls, "fingerprint": i["fingerprint"], "cluster": i["cluster"], "signature": sig.get("id"),
             "text": i.get("text") or sig.get("text", ""), "pattern": i.get("pattern", ""),
             "typed": i.get("typed", ""), "cluster_text": i.get("cluster_text", ""),
+            "cause": i.get("cause") or i["cluster"], "cause_text": i.get("cause_text") or i.get("cluster_text", ""),
+            "dtypes": list(i.get("dtypes") or ()),
             "backend": v["backend"], "backend_name": backend_name(v["backend"]), "verdict": v["verdict"],
             "detail": (v.get("detail") or "")[:1000], "blame": v.get("blame"), "cases": [], "bundles": [],
             "varies": False, "base": None, "behind": 0,
@@ -223,33 +247,45 @@ def _group(groups: dict, cls: str, rec: dict, v: dict, bundle: str | None, behin
             g["repro"] = i["repro"]
     g["cases"].append(rec["case"])
     g["behind"] += behind
+    # a possible memory-safety bug (never filed in public): from the identity, which saw the
+    # worker's output, else from the signal the record keeps
+    ms = "memory_safety" not in g and (i.get("memory_safety") or MS.classify(v["verdict"], v.get("error")))
+    if ms:
+        g["memory_safety"] = ms
     g["varies"] |= bool((v.get("confirm") or {}).get("varies"))
     if v.get("base") and g["base"] is None:
-        g["base"] = {k: v["base"].get(k) for k in ("verdict", "reproduces", "detail") if k in v["base"]}
+        g["base"] = {k: v["base"].get(k) for k in ("verdict", "reproduces", "detail", "decided_on", "whole")
+                     if k in v["base"]}
     if bundle:
         g["bundles"].append(bundle)
 
 
 def clusters(groups: list) -> list:
-    """Failure groups that share one cause, whatever the operator: one entry per cluster
-    with its fingerprints, operators, classes and case count, in a stable order."""
+    """Failure groups that share one cause (:mod:`dlgate.reduce.identity`: for errors and
+    crashes their cluster, for wrong answers the operators up to dtype and siblings and the
+    wrong-value pattern): one entry per cause with its clusters, fingerprints, operators,
+    dtypes, classes and case count, in a stable order."""
     out: dict = {}
     for g in groups:
-        c = out.setdefault(g["cluster"], {"cluster": g["cluster"], "backend": g["backend"], "verdict": g["verdict"],
-                                          "text": g.get("cluster_text") or g["text"], "fingerprints": [],
-                                          "operators": set(), "classes": set(), "cases": 0})
-        if g["fingerprint"] not in c["fingerprints"]:
-            c["fingerprints"].append(g["fingerprint"])
+        cause = g.get("cause") or g["cluster"]
+        c = out.setdefault(cause, {"cause": cause, "backend": g["backend"], "verdict": g["verdict"],
+                                   "text": g.get("cause_text") or g.get("cluster_text") or g["text"], "clusters": [],
+                                   "fingerprints": [], "operators": set(), "dtypes": set(), "classes": set(),
+                                   "cases": 0})
+        for key, x in (("clusters", g["cluster"]), ("fingerprints", g["fingerprint"])):
+            if x not in c[key]:
+                c[key].append(x)
         c["operators"].update(p for p in g.get("pattern", "").split(">") if p)
+        c["dtypes"].update(g.get("dtypes") or ())
         c["classes"].add(g["class"])
         c["cases"] += len(g["cases"])
     rank = {cls: k for k, cls in enumerate(CLASSES)}
     res = []
     for c in out.values():
-        c["operators"] = sorted(c["operators"])
+        c["operators"], c["dtypes"] = sorted(c["operators"]), sorted(c["dtypes"])
         c["classes"] = sorted(c["classes"], key=rank.get)
         res.append(c)
-    return sorted(res, key=lambda c: (rank[c["classes"][0]], c["backend"], c["text"], c["cluster"]))
+    return sorted(res, key=lambda c: (rank[c["classes"][0]], c["backend"], c["text"], c["cause"]))
 
 
 _KIND_ORDER = {"corpus": 0, "baseline": 1}

@@ -124,10 +124,15 @@ def write_json(path: str, obj) -> None:
     """Atomically (write, fsync, rename), secrets redacted (dlgate.secrets)."""
     from dlgate.secrets import redact_obj
 
+    write_text(path, json.dumps(redact_obj(obj), indent=1, sort_keys=True, default=str) + "\n")
+
+
+def write_text(path: str, text: str) -> None:
+    """Atomically: to ``path.tmp``, fsynced, then renamed over ``path``, so that a kill at
+    any moment leaves ``path`` whole (the new text or the one it had), never cut short."""
     tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(redact_obj(obj), f, indent=1, sort_keys=True, default=str)
-        f.write("\n")
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)

@@ -159,7 +159,7 @@ def search(s: Search, case, spec, v: dict, reduced=None, kind: str = "batch") ->
                 res = T.identify(s.pool, c, s.ccfg, spec, ref, x, s.out, s.campaign, s.root, s.reduce,
                                  s.reduce_seconds, s.log)
             if s.base_pool is not None:
-                T.on_base(s.base_pool, c, s.ccfg, spec, ref, x)
+                T.on_base(s.base_pool, c, s.ccfg, spec, ref, x, res, s.pool, what="cut case")
             record = True
             if res is not None:
                 cut_now, why = [keep[k] for k in res.kept], x["identity"]["fingerprint"]
@@ -168,7 +168,7 @@ def search(s: Search, case, spec, v: dict, reduced=None, kind: str = "batch") ->
                     "the failure was not reduced: its operators are not known"
         elif x["verdict"] == V.UNSUPPORTED:
             if s.base_pool is not None:
-                T.on_base(s.base_pool, c, s.ccfg, spec, ref, x)
+                T.on_base(s.base_pool, c, s.ccfg, spec, ref, x, what="cut case")
                 if not x["base"]["reproduces"] and x["base"]["verdict"] == V.PASS:
                     T.identify(s.pool, c, s.ccfg, spec, ref, x, s.out, s.campaign, s.root, False, 0, s.log)
                     record = True  # head refuses what the base build runs: a regression

@@ -11,7 +11,7 @@ from junit_xml import TestCase, TestSuite, to_xml_report_string
 from dlgate import GENERATOR_VERSION, __version__
 from dlgate import markdown as md
 from dlgate.gate import decide as D
-from dlgate.gate.journal import write_json
+from dlgate.gate.journal import write_json, write_text
 from dlgate.oracle import verdict as V
 
 _EMOJI = {D.NEW: "❌", D.REGRESSION: "❌", D.PRE_EXISTING: "⚠️", D.KNOWN: "ℹ️", D.FLAKY: "🎲"}
@@ -87,10 +87,17 @@ def junit(records: list, decision: D.Decision, baseline, timings: dict, props: d
                 tc.add_skipped_info(f"{v['verdict']}: {detail[:300]}")
             suites.setdefault(label, []).append(tc)
     out = []
+    if decision.interrupted:
+        props = dict(props, interrupted=interrupted_line(decision))
     for label in sorted(suites):
         versions = _versions(records, label)
         p = dict(props, **{f"version.{k}": str(x) for k, x in sorted(versions.items())})
         out.append(TestSuite(f"dlgate {decision.campaign} {label}", suites[label], properties=p))
+    if decision.interrupted:  # an error of its own, so that no JUnit reader shows the unfinished run green
+        tc = TestCase("interrupted", classname=f"dlgate.{decision.campaign}.run",
+                      stdout="run the same command on the same output folder again to resume")
+        tc.add_error_info(f"{interrupted_line(decision)}: the check is not decided", None, "interrupted")
+        out.insert(0, TestSuite(f"dlgate {decision.campaign} run", [tc], properties=props))
     xml = to_xml_report_string(out, encoding="utf-8")
     # junit-xml sums float times (1.2120000000000002); consumers expect at most 3 decimals
     return re.sub(r'time="([0-9.eE+-]+)"', lambda m: f'time="{float(m.group(1)):.3f}"', xml)
@@ -104,20 +111,37 @@ def _versions(records: list, label: str) -> dict:
     return {}
 
 
+def interrupted_line(decision: D.Decision) -> str:
+    """'interrupted by SIGTERM after 51 of 600 cases': the same words in the summary, the
+    JUnit report and the log."""
+    i = decision.interrupted or {}
+    return f"interrupted by {i.get('signal')} after {i.get('cases')} of {i.get('planned')} cases"
+
+
 def summary(decision: D.Decision, fail_on: str, shard: str | None = None) -> str:
-    code = decision.exit_code(fail_on)
+    code = decision.cases_code(fail_on)
     n_new = len(decision.of(D.NEW)) + len(decision.of(D.REGRESSION))
     head = {D.EXIT_OK: "✅ passed", D.EXIT_FAIL: f"❌ failed: {n_new} new failure(s)",
             D.EXIT_INTERNAL: "💥 dlgate internal error (not a compiler failure)",
             D.EXIT_CANNOT_RUN: "💥 failed: a backend the gate needs could not run"}[code]
     if code == D.EXIT_FAIL and fail_on == "any":
         head = f"❌ failed: {len(decision.failure_groups())} failure(s) (fail_on: any)"
+    if decision.interrupted:  # never a pass: the run did not finish; what it found so far still shows
+        found = {D.EXIT_OK: "", D.EXIT_FAIL: f", {head.split(': ', 1)[-1]} so far",
+                 D.EXIT_INTERNAL: ", a dlgate internal error so far",
+                 D.EXIT_CANNOT_RUN: ", a backend the gate needs could not run"}[code]
+        head = f"⏹️ {interrupted_line(decision)}: not decided{found}"
     if shard:
         head = f"shard {shard} report ({head.split(' ', 1)[1]}); the merge of all shards decides the check"
     lines = [f"## dlgate {md.code(decision.campaign)} on {md.code(decision.root[:12])}: {head}", ""]
     where = f", shard {shard}" if shard else ""
     lines.append(f"{decision.cases} cases{where}; backends: {md.text(', '.join(decision.backends))}; "
                  f"{len(decision.clusters)} distinct cause(s) among the failures.")
+    if decision.interrupted:
+        lines += ["", f"⏹️ The run was {interrupted_line(decision)}, so the check is not decided and does not "
+                  "pass: the cases that did not run may hold failures. What the cases that ran found is below, "
+                  "failures included. Run the same command on the same output folder again to resume where it "
+                  "stopped (finished cases are not run again)."]
     if decision.stopped_by_budget:
         from dlgate.gate.budget import stop_line
 
@@ -157,14 +181,14 @@ def summary(decision: D.Decision, fail_on: str, shard: str | None = None) -> str
                 (D.PRE_EXISTING, "Pre-existing: the base build fails the same way (do not fail the check)"),
                 (D.KNOWN, "Known failures (in the baseline)"),
                 (D.FLAKY, "Flaky: did not reproduce on re-run (do not fail the check)")]
-    by_cluster = {c["cluster"]: c for c in decision.clusters}
+    by_cause = {c.get("cause") or c.get("cluster"): c for c in decision.clusters}
     for cls, title in sections:
         groups = decision.of(cls)
         if not groups:
             continue
         rows: dict = {}
-        for g in groups:  # one row per cluster: fingerprints sharing one cause
-            rows.setdefault(g["cluster"], []).append(g)
+        for g in groups:  # one row per cause: fingerprints sharing one cause, whatever dtype and sibling
+            rows.setdefault(g.get("cause") or g["cluster"], []).append(g)
         lines += [f"### {_EMOJI[cls]} {title}: {len(rows)} cause(s), {len(groups)} fingerprint(s)", ""]
         cells = []
         for cl, gs in rows.items():
@@ -174,17 +198,17 @@ def summary(decision: D.Decision, fail_on: str, shard: str | None = None) -> str
                 typed += f"<br>… {len(gs) - 5} more"
             where = md.code(f"{g['repro']}/repro.py" if g.get("repro") else (g["bundles"] or [""])[0], table=True)
             blame = ", ".join(sorted({x["blame"] for x in gs if x.get("blame")}))
-            notes = []
+            notes = [_kin(gs)] if _kin(gs) else []  # one cause met in several operators or dtypes
             if any(x.get("varies") for x in gs):
                 notes.append("wrong values change between re-runs (uninitialised memory or a race?)")
             behind = sum(x.get("behind", 0) for x in gs)
             if behind:
                 notes.append(f"{behind} found behind another failure of their case (its operators cut out)")
             base = next((x["base"] for x in gs if x.get("base")), None)
-            if base and not base.get("reproduces"):
-                notes.append(f"base build: {base.get('verdict')}")
+            if base:
+                notes += base_notes(base)
             detail = "; ".join(notes + [g["detail"]])
-            cells.append([f"{md.code(cl, table=True)} {md.cell(by_cluster.get(cl, {}).get('text', ''), 60)}",
+            cells.append([f"{md.code(cl, table=True)} {md.cell(by_cause.get(cl, {}).get('text', ''), 60)}",
                           md.cell(g["backend"]), md.cell(g["verdict"]), typed, str(sum(len(x["cases"]) for x in gs)),
                           md.cell(blame), where, md.cell(detail)])
         lines += md.table(["cause", "backend", "verdict", "reduced to", "cases", "blame", "repro", "detail"], cells)
@@ -209,6 +233,28 @@ def summary(decision: D.Decision, fail_on: str, shard: str | None = None) -> str
         if cmd:
             lines += ["Reproduce the first one locally (from the run's output folder):", "", md.fence(cmd, "sh"), ""]
     return "\n".join(lines)
+
+
+def _kin(gs: list) -> str:
+    """A cause met in several operators or dtypes: which, e.g. ``operators ReduceMax, ReduceMin;
+    dtypes float16, float32``."""
+    ops = sorted({p for g in gs for p in (g.get("pattern") or "").split(">") if p})
+    dts = sorted({d for g in gs for d in g.get("dtypes") or ()})
+    if len(ops) < 2 and len(dts) < 2:
+        return ""
+    return f"operators {', '.join(ops)}; dtypes {', '.join(dts)}"
+
+
+def base_notes(base: dict) -> list:
+    """What a failure group's summary row says of the base build: its verdict when it does
+    not share the failure, and which case decided sharing when it was not the case itself."""
+    on = base.get("decided_on") or "case"
+    where = f" on the {on}" if on != "case" else ""
+    whole = base.get("whole")
+    before = f" (it fails the whole case otherwise: {whole.get('verdict')})" if whole else ""
+    if not base.get("reproduces"):
+        return [f"base build: {base.get('verdict')}{where}{before}"]
+    return [f"the base build shares it{where}{before}"] if where else []
 
 
 def novelty_line(decision: D.Decision) -> str:
@@ -245,16 +291,15 @@ def run_link() -> str:
 
 def write_all(out_dir: str, records: list, decision: D.Decision, baseline, timings: dict, props: dict,
               fail_on: str, shard: str | None = None, logs: dict | None = None) -> dict:
-    """Write junit.xml, summary.md and verdict.json; returns their paths."""
+    """Write junit.xml, summary.md and verdict.json, each atomically (a kill while they are
+    written leaves each one whole: this run's or the one it had); returns their paths."""
     paths = {k: os.path.join(out_dir, f) for k, f in (("junit", "junit.xml"), ("summary", "summary.md"),
                                                       ("verdict", "verdict.json"))}
     from dlgate.secrets import redact  # no secret value in a report, nor in the job summary
 
-    with open(paths["junit"], "w") as f:
-        f.write(redact(junit(records, decision, baseline, timings, props, fail_on, logs)))
+    write_text(paths["junit"], redact(junit(records, decision, baseline, timings, props, fail_on, logs)))
     text = redact(summary(decision, fail_on, shard))
-    with open(paths["summary"], "w") as f:
-        f.write(text)
+    write_text(paths["summary"], text)
     doc = decision.to_json(fail_on)
     doc.update(shard=shard, dlgate=__version__, generator=GENERATOR_VERSION)
     write_json(paths["verdict"], doc)

@@ -31,7 +31,7 @@ from dlgate.gate import restrict
 from dlgate.gate import triage as T
 from dlgate.gate.config import Campaign, ConfigError, backend_spec, build, is_optional
 from dlgate.gate.journal import (MANIFEST, RESULTS, Journal, OutLock, RunError, read_json, read_manifest,
-                                  read_records, read_timings, write_json)
+                                  read_records, read_timings, write_json, write_text)
 from dlgate.oracle import verdict as V
 
 #: What varies from run to run or machine to machine: timings, and the rewrites a compiler
@@ -366,10 +366,11 @@ def write_coverage(out: str, records: list) -> dict:
     start = os.path.join(out, C_START)
     state = CoverageState.load(start) if os.path.exists(start) else CoverageState()
     cases = sorted((r for r in records if r.get("features") is not None), key=lambda r: r["index"])
-    with open(os.path.join(out, C_CASES), "w") as f:
-        for r in cases:
-            f.write(json_line({"index": r["index"], "case": r["case"], "features": r["features"]}))
-            state.add_features(r["features"])
+    lines = []
+    for r in cases:
+        lines.append(json_line({"index": r["index"], "case": r["case"], "features": r["features"]}))
+        state.add_features(r["features"])
+    write_text(os.path.join(out, C_CASES), "".join(lines))
     for backend, kinds in rewrite_coverage(out).items():
         state.add_rewrites(backend, kinds)
     state.save(os.path.join(out, C_END))
@@ -378,28 +379,60 @@ def write_coverage(out: str, records: list) -> dict:
             "rewrite_kinds": {b: len(k) for b, k in sorted(state.rewrites.items())}}
 
 
+@dataclass
+class _Opened:
+    """What an interrupted run needs to write its reports: this run's manifest, once the
+    output folder is checked as this run's (None before), and what could not start."""
+
+    manifest: dict | None = None
+    cannot_run: dict | None = None
+
+
 def run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | None = None, fresh: bool = False,
         progress: bool | None = None, log=print) -> int:
     """The campaign, holding ``out``'s lock from start to end (a second run there is refused,
     exit status 2). SIGTERM or SIGINT kills the workers, keeps the journal (the case in
-    flight is not recorded) and ends the run with 143 or 130 and a line saying how to
+    flight is not recorded), writes the reports of the cases journaled so far marked as
+    interrupted (never a pass) and ends the run with 143 or 130 and a line saying how to
     resume; a rerun of the same command resumes."""
     from dlgate.exec.worker import close_all
 
+    opened = _Opened()
     with OutLock(out), _stopped_by_signals():
         try:
-            return _run(cfg, root, root_source, out, shard, fresh, progress, log)
+            return _run(cfg, root, root_source, out, shard, fresh, progress, log, opened)
         except Interrupted as e:
             close_all()  # workers started outside a pool's `with` (preflight) too, and their logs
+            _report_interrupted(cfg, out, opened, e, log)
             log(f"dlgate: interrupted by {e} after {_progress_of(out)} cases; run the same command again to resume")
             return e.status
 
 
+def _report_interrupted(cfg: Campaign, out: str, opened: _Opened, stop: Interrupted, log) -> None:
+    """The reports (junit.xml, summary.md, verdict.json) of the cases journaled before
+    ``stop``, marked as interrupted; none when the signal came before the output folder was
+    checked as this run's (its reports, if any, are another run's or none). A report that
+    cannot be written is said in the log: the status stays the interruption's."""
+    if opened.manifest is None:
+        return
+    try:
+        finish(out, cfg, opened.manifest, complete=False, log=log, cannot_run=opened.cannot_run,
+               interrupted=stop)
+    except (RunError, OSError) as e:
+        log(f"dlgate: the reports of the interrupted run could not be written: {e}")
+
+
 @contextmanager
 def _stopped_by_signals():
-    """While a run works, SIGTERM and SIGINT raise Interrupted in the main thread, once: a
-    second signal during the shutdown is ignored, so it is not cut short. The previous
-    handlers come back after. (Only the main thread can take signals.)"""
+    """While a run works, SIGTERM and SIGINT raise Interrupted in the main thread, once. A
+    second signal while the run stops (the workers are killed, the reports of the cases
+    journaled so far are written) is ignored, so that the reports are finished: GitHub
+    Actions, cancelling a job, sends SIGINT and 7.5 s later SIGTERM; only SIGKILL cuts the
+    shutdown short, and every report is written atomically, so it leaves none half
+    written. The previous handlers come back after a run that was not interrupted; after an
+    interrupted one, which the process is about to leave with the first signal's status,
+    the ignoring handler stays, and :func:`hold_stop_signals` blocks both signals on the way
+    out. (Only the main thread can take signals.)"""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -414,8 +447,21 @@ def _stopped_by_signals():
     try:
         yield
     finally:
-        for s, h in old.items():
-            signal.signal(s, h if h is not None else signal.SIG_DFL)
+        if not fired:
+            for s, h in old.items():
+                signal.signal(s, h if h is not None else signal.SIG_DFL)
+
+
+def hold_stop_signals() -> None:
+    """Ignore SIGTERM and SIGINT for the rest of the process: ``dlgate run``, interrupted,
+    leaves with the first signal's status, and a later signal must not change it while the
+    interpreter shuts down, which puts the default handlers back, except SIG_IGN. (Blocking
+    them would not do: the process's other threads would still take them.) A signal that
+    came before is taken, and ignored, by the handler that :func:`_stopped_by_signals` left
+    in place, when ``signal.signal`` checks for pending signals. Only the process's last
+    steps may call this: the processes it starts after would inherit SIG_IGN."""
+    for s in STOP_SIGNALS:
+        signal.signal(s, signal.SIG_IGN)
 
 
 def _progress_of(out: str) -> str:
@@ -431,7 +477,7 @@ def _progress_of(out: str) -> str:
 
 
 def _run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | None, fresh: bool,
-         progress: bool | None, log) -> int:
+         progress: bool | None, log, opened: _Opened) -> int:
     from dlgate.exec.worker import Pool
 
     base = B.load(cfg.baseline)
@@ -444,6 +490,7 @@ def _run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | No
         for case, why in skipped.items():
             log(f"dlgate: skipped {case}: it cannot be loaded: {why}")
     recorded = _open_out(out, manifest, fresh)
+    opened.manifest = manifest  # from here on, an interrupted run reports on its journal
     ccfg = check_config(cfg)
     support = restrict.resolve(cfg, recorded, manifest, log)  # probe errors come before any work
     if support is not None:
@@ -459,7 +506,7 @@ def _run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | No
     t_run = time.perf_counter()
     base_pool = Pool(cfg.timeout_s, cfg.memory_mb, python=cfg.base["python"], env=cfg.base["env"]) if cfg.base else None
     pool = Pool(cfg.timeout_s, cfg.memory_mb)
-    cannot = preflight(pool, base_pool, ccfg, cfg) if todo else {}
+    cannot = opened.cannot_run = preflight(pool, base_pool, ccfg, cfg) if todo else {}
     for what, why in cannot.items():
         log(f"dlgate: cannot run {what}: {why}")
     if cannot:
@@ -479,6 +526,7 @@ def _run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | No
         batch = GuidedBatch(gen, root, cfg.campaign, start)
     finder = M.Search.of(cfg, pool, base_pool, ccfg, out, root, log)
     budget = BG.Budget(cfg.budget)
+    resumed = len(journal.records)
     try:
         with pool, journal:
             for kind, key in todo:
@@ -511,7 +559,7 @@ def _run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | No
                             reduced = T.identify(pool, case, ccfg, spec, ref_out, v, out, cfg.campaign, root,
                                                  cfg.reduce, cfg.reduce_seconds, log)
                     if base_pool is not None and v["verdict"] in T.BASE_CHECKED:
-                        T.on_base(base_pool, case, ccfg, spec, ref_out, v)
+                        T.on_base(base_pool, case, ccfg, spec, ref_out, v, reduced, pool)
                         if not head_failed and not v["base"]["reproduces"] and v["base"]["verdict"] == V.PASS:
                             failing = True  # head refuses a model the base build runs: a regression
                             T.identify(pool, case, ccfg, spec, ref_out, v, out, cfg.campaign, root, False, 0, log)
@@ -524,6 +572,13 @@ def _run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | No
                 journal.append(rec, timing)
                 bar.advance(failing)
             bar.close()
+    except Interrupted:
+        bar.close()
+        if base_pool is not None:
+            base_pool.close(kill=True)
+        ran = len(journal.records) - resumed  # the case in flight is not recorded, nor counted
+        _write_stats(out, ran, t_run, [p for p in (pool, base_pool) if p is not None])
+        raise
     finally:
         bar.close()
         if base_pool is not None:
@@ -534,11 +589,15 @@ def _run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | No
         write_json(os.path.join(out, MANIFEST), manifest)
         log(f"dlgate: {BG.stop_line(len(journal.records), len(items), cfg.budget)} ({budget.ran} in this run, "
             f"{budget.spent():.0f} s); run the same command again to continue")
+    _write_stats(out, budget.ran, t_run, pools)
+    return finish(out, cfg, manifest, complete=shard is None, log=log, cannot_run=cannot)
+
+
+def _write_stats(out: str, ran: int, t_run: float, pools: list) -> None:
     write_json(os.path.join(out, "stats.json"), {
-        "cases_run": budget.ran, "wall_s": round(time.perf_counter() - t_run, 3),
+        "cases_run": ran, "wall_s": round(time.perf_counter() - t_run, 3),
         "backend_s": round(sum(p.busy_s for p in pools), 3), "worker_start_s": round(sum(p.start_s for p in pools), 3),
         "rewrites": rewrite_coverage(out)})
-    return finish(out, cfg, manifest, complete=shard is None, log=log, cannot_run=cannot)
 
 
 def optional_labels(entries: list) -> set:
@@ -581,8 +640,12 @@ def _case_id(item, cfg: Campaign, root: str) -> str:
     return f"{kind}/{key}" if kind in ("corpus", "baseline") else case_id(root, cfg.campaign, key)
 
 
-def finish(out: str, cfg: Campaign, manifest: dict, complete: bool, log=print, cannot_run: dict | None = None) -> int:
-    """Decide from the journal, write the reports, grow the corpus; the exit status."""
+def finish(out: str, cfg: Campaign, manifest: dict, complete: bool, log=print, cannot_run: dict | None = None,
+           interrupted: Interrupted | None = None) -> int:
+    """Decide from the journal, write the reports, grow the corpus; the exit status.
+    ``interrupted``: the signal that stopped the run; the reports cover the cases journaled
+    so far, marked as interrupted (the status is the signal's, the verdict never a pass),
+    and neither the corpus nor the issues change."""
     records = read_records(os.path.join(out, "results.jsonl"))
     base = B.load(cfg.baseline)
     decision = D.decide(records, base, manifest["root"], cfg.campaign, labels(cfg.backends), complete,
@@ -603,6 +666,9 @@ def finish(out: str, cfg: Campaign, manifest: dict, complete: bool, log=print, c
     decision.planned, decision.budget = manifest.get("planned"), cfg.budget
     decision.stopped_by_budget = bool(manifest.get("stopped_by_budget"))
     decision.baseline_missing = bool(cfg.baseline) and not os.path.exists(cfg.baseline)
+    if interrupted is not None:
+        decision.interrupted = {"signal": str(interrupted), "exit_code": interrupted.status,
+                                "cases": decision.cases, "planned": decision.planned}
     covered = write_coverage(out, records)
     stats_path = os.path.join(out, "stats.json")
     if os.path.exists(stats_path):
@@ -653,12 +719,12 @@ def publish_issues(out: str, conf: dict, log=print) -> None:
         return
     try:
         stats = publish(out, GitHub(conf["repo"], api_url=conf["api_url"], log=log), conf["label"],
-                        conf["max_per_run"], log=log)
+                        conf["max_per_run"], log=log, memory_safety=conf.get("memory_safety", "private"))
     except GitHubError as e:
         log(f"dlgate: issues: not published: GitHub: {e}")
         return
-    log(f"dlgate: issues: {stats['opened']} opened, {stats['commented']} commented, "
-        f"{stats['unchanged']} up to date, {stats['over_cap']} over the cap")
+    log(f"dlgate: issues: {stats['opened']} opened, {stats['commented']} commented, {stats['reported']} reported "
+        f"privately, {stats['withheld']} withheld, {stats['unchanged']} up to date, {stats['over_cap']} over the cap")
 
 
 def attach_repros(out: str, decision: D.Decision) -> None:
@@ -762,6 +828,9 @@ def update_baseline(run_dir: str, path: str, prune: bool = False, log=print) -> 
     if m.get("shard"):
         raise RunError(f"{run_dir} is shard {m['shard'][0]}/{m['shard'][1]}; merge the shards first (dlgate merge)")
     records = read_records(os.path.join(run_dir, "results.jsonl"))
+    if len(records) < (m.get("planned") or 0) and not m.get("stopped_by_budget"):  # interrupted, or killed
+        raise RunError(f"{run_dir} is unfinished ({len(records)} of {m['planned']} cases); run the same command "
+                       "again to finish it, then update the baseline")
     try:
         base = B.load(path)
     except B.BaselineError as e:

@@ -36,6 +36,10 @@ _ISSUES_KEYS = {
     "max_per_run": ({"type": "integer", "minimum": 0, "default": 5}, "Most issues one run opens."),
     "api_url": ({"type": "string", "pattern": "^https?://", "default": "https://api.github.com"},
                 "GitHub API base URL (GitHub Enterprise: `https://HOST/api/v3`)."),
+    "memory_safety": ({"enum": ["private", "public"], "default": "private"},
+                      "Where a crash that may be a memory-safety bug goes: `private`, GitHub's private vulnerability "
+                      "reporting (a notice in the log and step summary where the repository takes none), or "
+                      "`public`, an issue like any other failure."),
 }
 _BASE_KEYS = {
     "python": ({"type": "string", "minLength": 1}, "Interpreter of the environment that holds the base build."),
@@ -51,11 +55,12 @@ _EXPECTED = {
     "backends[*]": "`NAME[:DEVICE][@LEVEL]` or a mapping",
     "backends[*].name": "a backend name",
     "tolerances.*": "[rtol, atol], two finite non-negative numbers",
-    "issues": "a mapping with repo (and label, max_per_run, api_url)",
+    "issues": "a mapping with repo (and label, max_per_run, api_url, memory_safety)",
     "issues.repo": "OWNER/NAME",
     "issues.label": "a non-empty string",
     "issues.max_per_run": "a non-negative integer",
     "issues.api_url": "an http(s) URL",
+    "issues.memory_safety": "private or public",
     "base": "a mapping with `python` and optionally `env`",
     "base.python": "the path of a Python interpreter",
     "base.env": "a mapping of environment variable names to values",

@@ -11,17 +11,29 @@ not a pass), in order:
    and cluster from the reduced case (:mod:`dlgate.reduce.identity`); the reduced repro is
    written once per fingerprint to ``OUT/repros/<fingerprint>/``.
 3. **base**: in head-versus-base mode, run the same model on the same inputs on the base
-   build. The base *shares* the failure when it fails in the same class with the same
-   cause, and for a wrong answer at the same output: a base build wrong in another output
-   of the model (an older bug) does not hide a new error in this one. A case the base
-   build passes is a regression of the head build, whatever its class on head (a wrong
-   answer, an error, or a model head no longer supports).
+   build. The base *shares* the failure when it is the same failure (:func:`same`): the
+   same class and, for errors and crashes, the same message whatever the build's spelling
+   (:func:`dlgate.oracle.signature.share_key`: source positions, template arguments,
+   object reprs and stack frames normalized away; operator names and the message's words
+   kept); for a wrong answer, wrong at the same output: a base build wrong in another
+   output of the model (an older bug) does not hide a new error in this one. A case the
+   base build passes is a regression of the head build, whatever its class on head (a
+   wrong answer, an error, or a model head no longer supports).
+4. **base, on the reduced case**: when the base build fails the model otherwise (it stops
+   first at another operator: one it lacks, an older bug, a result it is excused for as
+   undefined), that earlier failure hides whether it has head's. Sharing is then decided
+   on the reduced case (for a finding behind another failure, the cut case's reduction),
+   run on the base build and compared with head's failure on it: only a base build that
+   passes it, or fails it differently, leaves the failure new. ``v["base"]["decided_on"]``
+   says which case decided: ``case``, ``cut case`` or ``reduced case`` (then ``whole``
+   keeps the base build's verdict on the case itself).
 """
 from __future__ import annotations
 
 import os
 
 from dlgate.check import judge_backend
+from dlgate.oracle import memsafety as MS
 from dlgate.oracle import signature as S
 from dlgate.oracle import verdict as V
 from dlgate.reduce import identity as I
@@ -65,14 +77,47 @@ def _values(comparison: dict) -> tuple:
     return (comparison.get("max_abs"), comparison.get("max_rel"), tuple(comparison.get("first_index") or ()))
 
 
-def on_base(base_pool, case, ccfg, spec, ref_out: list, v: dict) -> None:
+def same(head, base) -> bool:
+    """Whether ``base`` (a verdict, or its JSON) is the same failure as ``head`` on one case:
+    both failures of the same class with the same :func:`~dlgate.oracle.signature.share_key`
+    for errors and crashes; for wrong answers, any wrong answer at the output head's is at."""
+    h, b = (x if isinstance(x, dict) else x.to_json() for x in (head, base))
+    if b["verdict"] in (V.PASS, V.UNDEFINED, V.SKIPPED):
+        return False
+    if h["verdict"] in V.VALUE_CLASSES:
+        return b["verdict"] in V.VALUE_CLASSES and _same_output(h.get("comparison"), b.get("comparison"))
+    name = h["backend"].split("[", 1)[0]
+    return h["verdict"] == b["verdict"] and S.share_key(h["verdict"], name, h.get("error")) == \
+        S.share_key(b["verdict"], name, b.get("error"))
+
+
+def on_base(base_pool, case, ccfg, spec, ref_out: list, v: dict, reduced=None, pool=None, what: str = "case") -> None:
+    """Run ``case`` on the base build and record in ``v["base"]`` whether it shares ``v``
+    (``what``: ``case``, or ``cut case`` for a finding behind another failure). When the
+    base build fails the case otherwise and ``reduced`` (the failure's reduction,
+    :class:`dlgate.reduce.reducer.Reduced`) is given, sharing is decided on the reduced case
+    instead (its reference run on ``pool``)."""
     bv = judge_backend(base_pool, case, ccfg, spec, ref_out, crosscheck=False, explain=True)
-    shares = bv.verdict not in (V.PASS, V.UNDEFINED) and _cause_of(bv) == _cause_of(v) and \
-        _same_output(v.get("comparison"), bv.comparison)
+    shares = same(v, bv)
     v["base"] = {"verdict": bv.verdict, "signature": (bv.signature or {}).get("id"), "reproduces": shares,
-                 "versions": bv.versions}
+                 "versions": bv.versions, "decided_on": what}
     if bv.verdict not in (V.PASS, V.UNDEFINED) and not shares:
         v["base"]["detail"] = bv.detail[:300]
+    if shares or bv.verdict in (V.PASS, V.SKIPPED) or reduced is None or pool is None \
+            or v["verdict"] not in V.FAILURES or reduced.case is case:
+        return  # a base build that passes the model: head's failure there is new, whatever the parts do
+    from dlgate.backends.base import Model
+
+    ref = pool.execute(ccfg.reference, Model(reduced.case.model, reduced.case.graph), reduced.case.inputs)
+    if not ref.ok:
+        return
+    rv = judge_backend(base_pool, reduced.case, ccfg, spec, ref.outputs, crosscheck=False, explain=True)
+    whole = {k: v["base"][k] for k in ("verdict", "signature", "detail") if k in v["base"]}
+    shares = same(reduced.verdict, rv)
+    v["base"] = {"verdict": rv.verdict, "signature": (rv.signature or {}).get("id"), "reproduces": shares,
+                 "versions": rv.versions, "decided_on": "reduced case", "whole": whole}
+    if rv.verdict not in (V.PASS, V.UNDEFINED) and not shares:
+        v["base"]["detail"] = rv.detail[:300]
 
 
 def _same_output(head: dict | None, base: dict | None) -> bool:
@@ -110,8 +155,13 @@ def identify(pool, case, ccfg, spec, ref_out: list, v: dict, out: str, campaign:
             log(f"dlgate: cannot reduce {case.id} on {spec.label()}: a defect in dlgate's reducer "
                 f"({type(e).__name__}: {e}); the case is identified whole")
     error = v.get("error") if res is None else (res.verdict.error or v.get("error"))
-    ident = I.identity(v["verdict"], backend_name, error, reduced.graph, matter)
+    comparison = v.get("comparison") if res is None else (res.verdict.comparison or v.get("comparison"))
+    ident = I.identity(v["verdict"], backend_name, error, reduced.graph, matter, comparison)
     ident.update(reduced=res is not None, nodes=len(reduced.graph.nodes), original_nodes=len(case.graph.nodes))
+    # read while the worker's output is still on the record (the journal keeps it apart)
+    ms = MS.classify(v["verdict"], v.get("error")) or (res is not None and MS.classify(v["verdict"], error))
+    if ms:
+        ident["memory_safety"] = ms
     if res is not None:
         ident["hit_limit"] = res.hit_limit
     d = os.path.join(out, "repros", ident["fingerprint"])
@@ -121,6 +171,8 @@ def identify(pool, case, ccfg, spec, ref_out: list, v: dict, out: str, campaign:
             info = {"campaign": campaign, "root": root, "case": case.id, "original_nodes": res.original_nodes,
                     "probes": res.probes, "reduce_seconds": round(res.seconds, 2), "hit_limit": res.hit_limit,
                     "identity": {k: ident[k] for k in ("fingerprint", "cluster", "pattern", "typed", "text")}}
+            if ms:
+                info["memory_safety"] = ms
             write_repro(d, reduced, spec, res.verdict.to_json(), ref.outputs, info, ccfg.tolerances)
             log(f"dlgate: reduced {case.id} from {res.original_nodes} to {len(reduced.graph.nodes)} operators "
                 f"({ident['typed']}) in {res.seconds:.1f} s: repros/{ident['fingerprint']}")

@@ -1,10 +1,10 @@
 """A small GitHub REST client for filing compiler failures as issues, safe to re-run after any failure.
 
-dlgate needs six endpoints and one property generic clients lack: a write that failed half-way (the
+dlgate needs eight endpoints and one property generic clients lack: a write that failed half-way (the
 connection dropped, the client timed out, GitHub answered 5xx) may still have been applied, so
-retrying it blindly opens duplicate issues. The idempotent helpers :meth:`GitHub.open_or_find` and
-:meth:`GitHub.comment_once` key every write on a marker string in its body and look for that marker
-before each retry; the plain writes :meth:`GitHub.create_issue` and :meth:`GitHub.comment` retry only
+retrying it blindly opens duplicate issues. The idempotent helpers :meth:`GitHub.open_or_find`,
+:meth:`GitHub.comment_once` and :meth:`GitHub.report_once` (a private vulnerability report) key every
+write on a marker string in its body and look for that marker before each retry; the plain writes :meth:`GitHub.create_issue` and :meth:`GitHub.comment` retry only
 when the request surely never reached GitHub and otherwise raise :class:`UncertainWrite`.
 
 Retries of a single request are urllib3's :class:`~urllib3.util.Retry`, mounted on the session through
@@ -68,7 +68,7 @@ class _Bearer(AuthBase):
 
 
 class GitHub:
-    """The issues, comments and labels of one repository ``OWNER/NAME`` on github.com or GitHub Enterprise.
+    """The issues, comments, labels and private vulnerability reports of one repository ``OWNER/NAME`` on github.com or GitHub Enterprise.
 
     ``token`` defaults to the ``GITHUB_TOKEN`` environment variable; ``api_url`` is the REST base, e.g.
     ``https://ghe.example.com/api/v3`` for GitHub Enterprise Server. Failed requests are retried up to
@@ -118,6 +118,15 @@ class GitHub:
                 return issue
         return None
 
+    def find_advisory(self, marker: str) -> dict | None:
+        """The newest repository security advisory the token may read (draft, triage, published or
+        closed; its own private reports among them) whose description contains ``marker``. Raises
+        :class:`GitHubError` (status 403 or 404) when the token may read none."""
+        for adv in self._paginate(f"/repos/{self.repo}/security-advisories", {}):
+            if marker in (adv.get("description") or ""):
+                return adv
+        return None
+
     def list_comments(self, number: int) -> list:
         """All comments on issue ``number``, oldest first."""
         return list(self._paginate(f"/repos/{self.repo}/issues/{int(number)}/comments", {}))
@@ -132,6 +141,14 @@ class GitHub:
     def comment(self, number: int, body: str) -> dict:
         """Comment on issue ``number``, retried as :meth:`create_issue` is; prefer :meth:`comment_once`."""
         return self._post(f"/repos/{self.repo}/issues/{int(number)}/comments", {"body": body})
+
+    def report_vulnerability(self, summary: str, description: str, cwe_ids=(), severity: str | None = None) -> dict:
+        """Report a vulnerability to the repository's maintainers through GitHub's private vulnerability
+        reporting (``POST /repos/OWNER/NAME/security-advisories/reports``); the answer is the advisory, with
+        its ``ghsa_id`` and ``html_url``. GitHub answers 403, 404 or 422 when the repository does not take
+        private reports. Retried as :meth:`create_issue` is; prefer :meth:`report_once`."""
+        return self._post(f"/repos/{self.repo}/security-advisories/reports",
+                          _report_payload(summary, description, cwe_ids, severity))
 
     def ensure_label(self, name: str, color: str = "b60205", description: str = "") -> None:
         """Create label ``name`` unless it exists; losing a creation race to another job (422 already_exists)
@@ -162,6 +179,17 @@ class GitHub:
         _require(marker in body, "comment_once: the body must contain the marker")
         path = f"/repos/{self.repo}/issues/{int(number)}/comments"
         return self._write_once(path, {"body": body}, lambda: self._find_comment(number, marker))
+
+    def report_once(self, marker: str, summary: str, description: str, cwe_ids=(),
+                    severity: str | None = None) -> tuple[dict, bool]:
+        """``(advisory, created)``: the security advisory whose description holds ``marker``, reported
+        privately now (:meth:`report_vulnerability`) if there is none. ``description`` must contain
+        ``marker``; the token must be able to read the repository's advisories (:meth:`find_advisory`),
+        or no re-check could see the report this call filed."""
+        _require(marker in description, "report_once: the description must contain the marker")
+        return self._write_once(f"/repos/{self.repo}/security-advisories/reports",
+                                _report_payload(summary, description, cwe_ids, severity),
+                                lambda: self.find_advisory(marker))
 
     # Internals
 
@@ -326,6 +354,16 @@ def _without_userinfo(url: str) -> str:
     if "@" not in parts.netloc:
         return url
     return urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
+
+
+def _report_payload(summary: str, description: str, cwe_ids, severity: str | None) -> dict:
+    """The body of a private vulnerability report: GitHub takes a summary of at most 1,024 characters."""
+    payload = {"summary": summary[:1024], "description": description}
+    if cwe_ids:
+        payload["cwe_ids"] = list(cwe_ids)
+    if severity:
+        payload["severity"] = severity
+    return payload
 
 
 def _require(condition: bool, message: str) -> None:

@@ -12,6 +12,14 @@ otherwise a new issue is opened with the verdict, versions, every fingerprint wi
 reduced pattern, and the first one's Mermaid graph, listing and inline ``repro.py``. A
 cap bounds how many issues one run opens. ``dry_run`` writes each issue's Markdown to
 disk instead of talking to GitHub.
+
+A cause that may be a memory-safety bug (:mod:`dlgate.oracle.memsafety`: a crash by SIGSEGV
+or SIGBUS, or one the C library or a sanitizer stopped for a corrupted heap or stack) is
+never filed in public by default: it goes to the maintainers through GitHub's private
+vulnerability reporting, once (its advisory carries the cluster's marker and is looked for
+before each report), and where the repository takes no private reports it is withheld with
+a notice in the log and the workflow's step summary. ``memory_safety="public"`` files these
+causes as issues like any other.
 """
 from __future__ import annotations
 
@@ -24,10 +32,17 @@ from dataclasses import dataclass
 
 from dlgate import markdown as md
 from dlgate.gate.report import run_url
+from dlgate.github.client import GitHubError
+from dlgate.oracle import memsafety as MS
 from dlgate.reduce.bundle import read_repro
 from dlgate.secrets import redact
 
 ELIGIBLE = ("new", "regressions", "pre_existing")
+#: Where a possible memory-safety bug goes: GitHub's private vulnerability reporting, or an issue.
+MEMORY_SAFETY = ("private", "public")
+#: GitHub's answers to a private report that a repository does not take: 403 or 404 when private
+#: vulnerability reporting is off (or the token may not use it), 422 when GitHub refuses the report.
+NOT_TAKEN = (403, 404, 422)
 #: GitHub refuses issue bodies over 65,536 characters; keep room for the rest.
 INLINE_FILES_LIMIT = 30_000
 BODY_LIMIT = 65_000
@@ -42,6 +57,7 @@ class Finding:
     cases: int
     classes: list
     operators: list
+    memory_safety: dict | None = None  # memsafety.classify's answer for any of its failures
 
 
 def marker(cluster: str) -> str:
@@ -71,10 +87,20 @@ def findings(results_dir: str) -> list:
             if fp not in [x[0] for x in f.fingerprints]:
                 f.fingerprints.append((fp, g.get("typed") or g.get("pattern", ""), d if has else ""))
             f.cases += len(g["cases"])
+            f.memory_safety = f.memory_safety or _memory_safety(g, d if has else None)
             if cls not in f.classes:
                 f.classes.append(cls)
             f.operators = sorted(set(f.operators) | {p for p in (g.get("pattern") or "").split(">") if p})
     return [by_cl[k] for k in sorted(by_cl, key=lambda k: by_cl[k].repro)]
+
+
+def _memory_safety(group: dict, repro: str | None) -> dict | None:
+    """Whether a failure group may be a memory-safety bug: verdict.json's record of it; for a run
+    from before that record, its bundle's, else what dlgate's own detail of a crash says (the signal)."""
+    if group.get("memory_safety"):
+        return group["memory_safety"]
+    return (read_repro(repro).get("memory_safety") if repro else None) or \
+        MS.classify(group["verdict"], {"message": group.get("detail") or ""})
 
 
 def title(f: Finding) -> str:
@@ -102,7 +128,7 @@ def _inline_files(repro_dir: str) -> str | None:
     return data if len(data) <= INLINE_FILES_LIMIT else None
 
 
-def body(f: Finding, run: dict) -> str:
+def body(f: Finding, run: dict, note: str = "") -> str:
     d = f.doc
     read = lambda name: open(os.path.join(f.repro, name)).read()  # noqa: E731
     rows = [("verdict", md.code(d["verdict"], table=True)),
@@ -123,7 +149,7 @@ def body(f: Finding, run: dict) -> str:
     out = [marker(f.cluster)] + ([occurrence_marker(f.cluster, run["key"])] if run.get("key") else []) + ["",
            f"dlgate found a **{md.text(d['verdict'].replace('_', ' '))}** in **{md.text(d['backend'])}** on a "
            f"generated model, reduced to {md.text(d.get('nodes'))} operator(s): "
-           f"{md.code(d.get('typed') or d['pattern'])}.{also}", ""]
+           f"{md.code(d.get('typed') or d['pattern'])}.{also}", ""] + ([note, ""] if note else [])
     out += md.table(["", ""], rows)
     out += ["", "### What goes wrong", "", md.fence((d.get("detail") or "").strip()[:3000], "text"), "",
             "### The model", "", md.fence(read("graph.mmd"), "mermaid"), "",
@@ -181,23 +207,53 @@ def run_info(results_dir: str, env=os.environ) -> dict:
     return info
 
 
+def private_note(f: Finding) -> str:
+    """Why a cause is a private report, for the report itself."""
+    ms = f.memory_safety
+    return (f"dlgate classes this crash as a possible **memory-safety bug**: {md.text(MS.describe(ms))}, "
+            f"{md.text(ms['cwe'])}. A crafted model may be able to exploit it, so dlgate reports it privately "
+            "and opens no public issue for it.")
+
+
+def _what(f: Finding) -> str:
+    return f"possible memory-safety bug ({MS.describe(f.memory_safety)}) in {f.doc['backend']}"
+
+
 def publish(results_dir: str, client, label: str = "dlgate", max_issues: int = 5, dry_run: str | None = None,
-            log=print, env=os.environ) -> dict:
-    """Open or update one issue per cluster; returns counts (opened, commented, skipped)."""
+            log=print, env=os.environ, memory_safety: str = "private") -> dict:
+    """Open or update one issue per cluster, or report a possible memory-safety bug privately
+    (``memory_safety="private"``, the default); returns counts (opened, commented, reported,
+    withheld, unchanged, over the cap). ``max_issues`` caps issues and reports together."""
+    if memory_safety not in MEMORY_SAFETY:
+        raise ValueError(f"memory_safety: expected one of {', '.join(MEMORY_SAFETY)}, got {memory_safety!r}")
     run = run_info(results_dir, env)
     found = findings(results_dir)
-    stats = {"findings": len(found), "opened": 0, "commented": 0, "unchanged": 0, "over_cap": 0}
+    private = {f.cluster for f in found if f.memory_safety and memory_safety == "private"}
+    stats = {"findings": len(found), "opened": 0, "commented": 0, "reported": 0, "withheld": 0, "unchanged": 0,
+             "over_cap": 0}
     if dry_run:
         os.makedirs(dry_run, exist_ok=True)
         for f in found:
-            path = os.path.join(dry_run, f"issue-{f.cluster}.md")
+            if f.cluster in private:
+                path = os.path.join(dry_run, f"private-report-{f.cluster}.md")
+                text = f"# {_heading(title(f))}\n\n{body(f, run, private_note(f))}"
+                what = f" (a {_what(f)}: a private vulnerability report, never an issue)"
+            else:
+                path, text, what = os.path.join(dry_run, f"issue-{f.cluster}.md"), \
+                    f"# {_heading(title(f))}\n\n{body(f, run)}", ""
             with open(path, "w") as fh:
-                fh.write(redact(f"# {_heading(title(f))}\n\n{body(f, run)}"))
-            log(f"dlgate: dry run: wrote {path}")
+                fh.write(redact(text))
+            log(f"dlgate: dry run: wrote {path}{what}")
         return stats
-    if found:
+    if any(f.cluster not in private for f in found):
         client.ensure_label(label, "b60205", "Found by dlgate")
+    withheld = []
     for f in found:
+        if f.cluster in private:
+            why = _report_privately(f, client, run, stats, max_issues, log)
+            if why:
+                withheld.append((f, why))
+            continue
         existing = client.find_issue(marker(f.cluster), label)
         if existing is not None and occurrence_marker(f.cluster, run["key"]) in (existing.get("body") or ""):
             stats["unchanged"] += 1  # this run opened it (an earlier attempt): nothing to add
@@ -210,7 +266,7 @@ def publish(results_dir: str, client, label: str = "dlgate", max_issues: int = 5
             log(f"dlgate: {f.cluster}: issue #{existing['number']} "
                 f"{'gets a comment' if created else 'already has this run'}")
             continue
-        if stats["opened"] >= max_issues:
+        if stats["opened"] + stats["reported"] >= max_issues:
             stats["over_cap"] += 1
             log(f"dlgate: {f.cluster}: not opened (cap of {max_issues} new issues per run)")
             continue
@@ -218,4 +274,63 @@ def publish(results_dir: str, client, label: str = "dlgate", max_issues: int = 5
         stats["opened" if created else "unchanged"] += 1
         log(f"dlgate: {f.cluster}: issue #{issue['number']} {'opened' if created else 'exists'}: "
             f"{issue.get('html_url', '')}")
+    if withheld and env.get("GITHUB_STEP_SUMMARY"):
+        try:
+            with open(env["GITHUB_STEP_SUMMARY"], "a") as fh:
+                fh.write(redact(withheld_summary(withheld, client.repo)))
+        except OSError as e:  # the log lines above said it already
+            log(f"dlgate: cannot add the notice to the step summary: {e.strerror or e}")
     return stats
+
+
+def _report_privately(f: Finding, client, run: dict, stats: dict, max_issues: int, log) -> str | None:
+    """Report ``f`` through GitHub's private vulnerability reporting unless its report exists; the
+    reason when it cannot be (the repository takes no private reports, or the token cannot see
+    earlier ones, so a report could be a duplicate), after one line saying so."""
+    mark, what = marker(f.cluster), _what(f)
+    try:
+        existing = client.find_advisory(mark)
+    except GitHubError as e:
+        if e.status not in (403, 404):
+            raise
+        return _withhold(f, what, f"the token cannot read {client.repo}'s security advisories, so dlgate "
+                                  f"cannot tell whether it reported this already ({e})", stats, log)
+    if existing is not None:
+        stats["unchanged"] += 1
+        log(f"dlgate: {f.cluster}: {what}: reported privately already: {existing.get('ghsa_id', '')}")
+        return None
+    if stats["opened"] + stats["reported"] >= max_issues:
+        stats["over_cap"] += 1
+        log(f"dlgate: {f.cluster}: {what}: not reported (cap of {max_issues} new issues and reports per run)")
+        return None
+    try:
+        adv, created = client.report_once(mark, title(f), body(f, run, private_note(f)), [f.memory_safety["cwe"]])
+    except GitHubError as e:  # an unsettled write (UncertainWrite, 5xx) is not a refusal: it is raised
+        if e.status not in NOT_TAKEN:
+            raise
+        return _withhold(f, what, f"{client.repo} takes no private vulnerability reports ({e})", stats, log)
+    stats["reported" if created else "unchanged"] += 1
+    log(f"dlgate: {f.cluster}: {what}: {'reported privately' if created else 'reported privately already'}, "
+        f"not as a public issue: {adv.get('ghsa_id', '')} {adv.get('html_url', '')}")
+    return None
+
+
+def _withhold(f: Finding, what: str, why: str, stats: dict, log) -> str:
+    stats["withheld"] += 1
+    log(f"dlgate: {f.cluster}: {what}: not filed: dlgate opens no public issue for it, and {why}; enable "
+        "private vulnerability reporting on the repository, or report it to its maintainers privately "
+        f"from the run's artifact {os.path.join('repros', os.path.basename(f.repro))}")
+    return why
+
+
+def withheld_summary(withheld: list, repo: str) -> str:
+    """The workflow step summary's notice of possible memory-safety bugs that were not filed."""
+    lines = ["", "### dlgate: possible memory-safety bugs, not filed", "",
+             f"dlgate opens no public issue for a crash that may be a memory-safety bug, and {md.text(repo)} "
+             "could not take a private vulnerability report for these. Enable private vulnerability reporting "
+             "(the repository's Settings, Code security), or report them to the maintainers privately; each "
+             "one's reduced repro is in the run's `repros` artifact.", ""]
+    for f, why in withheld:
+        lines.append(f"- {md.code(f.cluster)}: {md.text(MS.describe(f.memory_safety))} in {md.text(f.doc['backend'])}"
+                     f", {md.code(os.path.join('repros', os.path.basename(f.repro)))}: {md.text(why)}")
+    return "\n".join(lines) + "\n"

@@ -94,7 +94,7 @@ def build(s: Setup, n: int, wheel_dir: str, cond: str = "", name: str = "Build t
 def upload(n: int, name: str, path: str, always: bool = False, required: bool = True) -> str:
     lines = [f"- uses: {UPLOAD}"]
     if always:
-        lines.append("  if: ${{ !cancelled() }}")
+        lines.append("  if: ${{ always() }}")  # a job cut by its time limit still uploads the interrupted run's reports
     lines += ["  with:", f"    name: {name}"]
     lines += ["    path: |", *("      " + p for p in path.splitlines())] if "\n" in path else [f"    path: {path}"]
     if required:

@@ -108,27 +108,39 @@ def rounding_outputs(graph: Graph, inputs: list, tolerances: dict | None = None,
     """``(reason, within)``: why the reference is dominated by its float16 rounding (or
     None), and for each of the candidate's outputs whether it lies between the reference
     and the float64 evaluation. Without a candidate, or a reason, every output is within."""
+    reason, masks = rounding_elements(graph, inputs, tolerances, candidate)
+    if masks is None:
+        return reason, [True] * len(graph.outputs)
+    return reason, [m is not None and bool(m.all()) for m in masks]
+
+
+def rounding_elements(graph: Graph, inputs: list, tolerances: dict | None = None,
+                      candidate: list | None = None) -> tuple:
+    """``(reason, masks)``: why the reference is dominated by its float16 rounding (or None),
+    and for each of the candidate's outputs the elements that lie between the reference and
+    the float64 evaluation (None for an output of another shape or dtype: none of it).
+    ``masks`` is None without a candidate or a reason."""
     n = len(graph.outputs)
     if not any(t.dtype in LOW for t in graph.tensors):
-        return None, [True] * n
+        return None, None
     env, steps = trace(graph, inputs)
     try:
         wide_env, wide_steps = trace(graph, inputs, wide=True, overflow=True)
     except Exception:  # an operator without a float64 implementation: no explanation
-        return None, [True] * n
+        return None, None
     ref = [env[t].numpy() for t in graph.outputs]
     wide = [wide_env[t].numpy() for t in graph.outputs]
     cmp = compare(ref, _rounded(wide, ref), tolerances)
     if cmp.ok:
-        return None, [True] * n
+        return None, None
     where = _departure(graph, steps, wide_steps, tolerances) or f"the outputs depart: {cmp.detail}"
     reason = f"float16 rounding dominates: evaluated in float64, {where}"
     if candidate is None:
-        return reason, [True] * n
+        return reason, None
     if len(candidate) != len(ref):
-        return reason, [False] * n
-    # an output the candidate holds further off than the reference's rounding explains is not within
-    return reason, [_between(c, r, w, tolerances) for c, r, w in zip(candidate, ref, wide)]
+        return reason, [None] * n
+    # an element the candidate holds further off than the reference's rounding explains is not within
+    return reason, [_between_mask(c, r, w, tolerances) for c, r, w in zip(candidate, ref, wide)]
 
 
 def _rounded(wide: list, like: list) -> list:
@@ -151,13 +163,21 @@ def _departure(graph: Graph, steps: list, wide_steps: list, tolerances: dict | N
 
 def _between(cand, ref: np.ndarray, wide: np.ndarray, tolerances: dict | None) -> bool:
     """Whether each element of ``cand`` lies between the reference's and the float64
+    evaluation's (``_between_mask``)."""
+    m = _between_mask(cand, ref, wide, tolerances)
+    return m is not None and bool(m.all())
+
+
+def _between_mask(cand, ref: np.ndarray, wide: np.ndarray, tolerances: dict | None) -> np.ndarray | None:
+    """The elements of ``cand`` that lie between the reference's and the float64
     evaluation's (also rounded to the output dtype), widened by the tolerance; NaN only
-    where either is NaN. Integer and boolean elements must equal one of the two."""
+    where either is NaN. Integer and boolean elements must equal one of the two. None when
+    ``cand`` has another shape or dtype."""
     c = np.asarray(cand)
     if c.shape != ref.shape or c.dtype != ref.dtype:
-        return False
+        return None
     if not np.issubdtype(ref.dtype, np.floating):
-        return bool(np.all((c == ref) | (c == wide)))
+        return (c == ref) | (c == wide)
     ends = [ref.astype(np.float64), wide.astype(np.float64), _rounded([wide], [ref])[0].astype(np.float64)]
     lo, hi = np.fmin.reduce(ends), np.fmax.reduce(ends)
     finite = [np.where(np.isfinite(e), np.abs(e), 0.0) for e in ends]
@@ -168,4 +188,4 @@ def _between(cand, ref: np.ndarray, wide: np.ndarray, tolerances: dict | None) -
     # where the reference and the rounded float64 evaluation hold the same infinity (an
     # overflow of the output type itself), the candidate must hold it too
     same_inf = np.isinf(ends[0]) & (ends[0] == ends[2])
-    return bool(np.all(nan_ok | ((x >= lo - bound) & (x <= hi + bound) & (~same_inf | (x == ends[0])))))
+    return nan_ok | ((x >= lo - bound) & (x <= hi + bound) & (~same_inf | (x == ends[0])))

@@ -107,3 +107,124 @@ def cluster(kind: str, backend: str, error: dict | None) -> dict:
                   " < ".join(error.get("frames", [])[-3:]), error.get("signal", "")]
     text = " :: ".join(p for p in parts if p)
     return {"id": hashlib.sha256(text.encode()).hexdigest()[:16], "text": text}
+
+
+# -- what a failure is, whatever the build's spelling ----------------------------------------
+#: Lines of a stack trace printed inside a message: Python's ``Traceback`` header and
+#: ``File "...", line N, in f`` frames (TVM prints its C++ frames that way too), TVM's
+#: numbered C++ frames (``  12: tvm::codegen::...``) and their ``at file.cc:N`` lines,
+#: and the carets under a source line.
+_TRACE = re.compile(r"^(Traceback \(most recent call last\):|File \".*\", line \d+.*|\d+: .*|at \S+:\d+|[\^~\s]+)$")
+#: A source file and line: ``/onnxruntime_src/.../pool_attributes.h:88``, ``codegen_llvm.cc:1512``.
+_SRC = re.compile(r"(?:[A-Za-z]:)?[\w./\\+-]*\w\.(?:h|hh|hpp|hxx|inl|c|cc|cpp|cxx|cu|cuh|py|pxi|pyx)(?::\d+)?\b")
+#: After a source position, the function it is in (``onnxruntime::PoolAttributes::PoolAttributes(const
+#: KernelInfoType&, ...) [with KernelInfoType = ...]``): where, not what.
+_WHERE = re.compile(r"<src>\s*,?\s*(?:in\s+)?(?:[\w~]+(?:<[^<>()]*>)?::)+[\w~]+(?:\([^()]*\))?(?:\s*const)?"
+                    r"(?:\s*\[with [^\]]*\])?")
+#: ``ns::f(args)``: a C++ function's parameter list (its spelling follows the build's typedefs).
+_CPP_CALL = re.compile(r"((?:[\w~]+::)+[\w~]+)\([^()]*\)(?:\s*const)?")
+_WITH = re.compile(r"\s*\[with [^\]]*\]")
+_TEMPLATE_ARGS = re.compile(r"(?<=[A-Za-z_])<(?:[^<>()]|<[^<>()]*>)*>")
+#: An operator's domain before its name: ``com.microsoft.QuickGelu``, ``ai.onnx.ml.TreeEnsemble``.
+_DOMAIN = re.compile(r"\b(?:com\.microsoft(?:\.nchwc|\.experimental)?|ai\.onnx(?:\.ml|\.preview\.training)?|"
+                     r"org\.pytorch\.aten)\.(?=[A-Za-z])")
+#: onnxruntime's node annotations: ``(node QuickGelu)``, ``(node:'QuickGelu' ep:'CPUExecutionProvider')``,
+#: ``node with name 'x'``.
+_NODE = re.compile(r"\(node[:\s][^()]*\)|\bnode with name '[^']*'")
+#: A leading ``tvm.error.InternalError: `` or ``tvm._ffi.base.TVMError: ``: the exception's
+#: class, which moves between releases.
+_EXC_PREFIX = re.compile(r"^(?:[A-Za-z_][\w]*\.)*[A-Za-z_]\w*(?:Error|Exception): ")
+#: The fields of an object's repr that name the object (kept as their value alone).
+_REPR_NAMES = ("name", "op", "op_type", "dtype")
+#: Fields of TVM's reprs that are the build's own bookkeeping, not what the object is.
+_REPR_OWN = ("span", "ty", "struct_info_", "checked_type_", "_checked_type_", "virtual_device_", "description",
+             "arguments", "attrs_type_key", "num_inputs", "support_level")
+_LITERAL = re.compile(r"-?\d+(\.\d+)?|True|False|[A-Za-z_][\w.]*")
+_REPR_HEAD = re.compile(r"\b([A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*)\((?=\s*[A-Za-z_]\w*=)")
+
+
+def _reprs(text: str) -> str:
+    """Object reprs with keyword fields (``ir.Op(span=None, ty=ir.Type(span=None), name="tirx.asinh",
+    ...)``) reduced to their class's last name and the fields that say what the object is
+    (its name, and other plain values) without the build's bookkeeping (spans, types, struct
+    info, nested objects): ``Op(tirx.asinh)``, the form older releases print."""
+    out, pos = [], 0
+    while True:
+        m = _REPR_HEAD.search(text, pos)
+        if m is None:
+            return "".join(out) + text[pos:]
+        depth, k, start = 1, m.end(), m.end()
+        while k < len(text) and depth:
+            depth += {"(": 1, ")": -1}.get(text[k], 0)
+            k += 1
+        if depth:  # cut off: keep the rest as it is
+            return "".join(out) + text[pos:]
+        fields, depth, cur = [], 0, []
+        for ch in text[start:k - 1]:
+            if ch == "," and depth == 0:
+                fields.append("".join(cur))
+                cur = []
+                continue
+            depth += {"(": 1, ")": -1, "[": 1, "]": -1, "{": 1, "}": -1}.get(ch, 0)
+            cur.append(ch)
+        fields.append("".join(cur))
+        kept = []
+        for f in fields:
+            key, _, val = (x.strip() for x in f.partition("="))
+            val = val.strip("'\"")
+            if key in _REPR_OWN or val in ("None", "") or not _LITERAL.fullmatch(val):
+                continue  # the build's bookkeeping, nothing, or a nested object's repr
+            kept.append(val if key in _REPR_NAMES else f"{key}={val}")
+        out.append(text[pos:m.start()] + f"{m.group(1).rsplit('.', 1)[-1]}({', '.join(kept)})")
+        pos = k
+
+
+def essence(message: str, max_len: int = 300) -> str:
+    """What a message says, whatever build printed it: the lines of stack traces dropped;
+    source positions (file and line, and the function they name), C++ parameter lists,
+    template arguments and ``[with ...]`` clauses, the exception class's prefix, operator
+    domains, onnxruntime's node annotations and object reprs' build-specific fields
+    normalized away; then :func:`normalize`'s rules. Operator names, intrinsics and the
+    message's words stay: two failures at different operators, or with different words,
+    keep different essences."""
+    lines, after_file = [], False
+    for ln in (message or "").splitlines():
+        s = ln.strip()
+        if not s:
+            continue
+        if after_file and ln[:1].isspace() and not _TRACE.match(s):
+            after_file = False  # the source line a Python-style frame quotes
+            continue
+        after_file = s.startswith("File \"")
+        if _TRACE.match(s):
+            continue
+        lines.append(_EXC_PREFIX.sub("", s))
+    text = " | ".join(lines[:3])
+    text = _SRC.sub("<src>", _reprs(text))
+    text = _WHERE.sub("<src>", text)
+    text = _WITH.sub("", _CPP_CALL.sub(r"\1", text))
+    for _ in range(3):
+        text, n = _TEMPLATE_ARGS.subn("", text)
+        if not n:
+            break
+    text = _NODE.sub("(node)", _DOMAIN.sub("", text))
+    text = re.sub(r"\btirx\.", "tir.", text)  # TVM's TIR namespace, renamed between releases
+    text = re.sub(r"[\"'`]", "", text)  # quoting style
+    return normalize(text, max_len * 4)[:max_len]
+
+
+def share_key(kind: str, backend: str, error: dict | None) -> str:
+    """What two builds' failures of one model must agree on to be the same failure: the
+    class, the backend and the message's :func:`essence`; only a message with no words
+    (a crash by a signal) falls back on the exception's type, the innermost frames'
+    function names and the signal. Stack frames otherwise differ from build to build and
+    are left out."""
+    parts = [kind, backend]
+    if error:
+        text = essence(error.get("message", ""))
+        parts.append(text)
+        if not re.search(r"[A-Za-z]{2}", text.replace("<n>", "").replace("<path>", "").replace("<src>", "")):
+            frames = [re.sub(r"\(.*$", "", f.split(":", 1)[-1]).split("::")[-1].split(".")[-1]
+                      for f in error.get("frames", [])[-3:]]
+            parts += [error.get("type", ""), " < ".join(frames), error.get("signal", "")]
+    return " :: ".join(p for p in parts if p)

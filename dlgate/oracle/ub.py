@@ -1,6 +1,7 @@
-"""Undefined and ill-conditioned behaviour: reasons a disagreement is not a compiler bug.
+"""Undefined and ill-conditioned behaviour: the checks behind the oracle's rules.
 
-Three checks on the *reference* run, made only when a candidate disagrees:
+The rules themselves (what each excuses, and how far) are in :mod:`dlgate.oracle.rules`;
+this module holds the machinery they run on the *reference*:
 
 * **Undefined special values.** A NaN or an infinity that reaches (or is made by) an
   operator whose specification does not define its result for it (``OpSpec.nonfinite``:
@@ -38,7 +39,7 @@ Three checks on the *reference* run, made only when a candidate disagrees:
   jump. For an extreme case (``graph.extreme``) two more runs perturb
   every intermediate by exactly +4 and -4 units (a value a rounding away from its type's
   largest finite value overflows to inf in one of them), and the outputs of operators
-  that compute exactly (``EXACT``: they select, move or negate values, or round to
+  that compute exactly (``OpSpec.exact_values``: they select, move or negate values, or round to
   integers) are not perturbed: float16's 65504 out of Floor or Max is 65504 in every
   compiler, and pushing it past the overflow would excuse any error in that output.
 """
@@ -65,17 +66,25 @@ NOISE = {"float16": 4 * 2.0**-11, "float32": 4 * 2.0**-24, "float64": 4 * 2.0**-
 UNDERFLOW = {"float16": 2 * 2.0**-24, "float32": 2 * 2.0**-149, "float64": 2 * 2.0**-1074}
 
 
-#: Operators whose float results are exact (no rounding to differ between compilers): they
-#: select, move or negate input values (``OpSpec.preserves_values`` too), round to
-#: integers (``OpSpec.integral_out``), or convert, correctly rounded.
-EXACT = ("Max", "Min", "ReduceMax", "ReduceMin", "Relu", "Neg", "Abs", "Where", "Clip", "Slice", "Pad", "Gather",
-         "GatherElements", "GatherND", "Split", "Squeeze", "Unsqueeze", "Expand", "Flatten", "DepthToSpace",
-         "SpaceToDepth", "Trilu", "ReverseSequence", "MaxPool", "GlobalMaxPool", "Identity", "Dropout", "Cast",
-         "CastLike")  # a conversion rounds correctly, to nearest even, in every compiler
+def fact(spec, name: str):
+    """A per-operator fact the instability rule reads (``OpSpec.exact_values``, ``cancels``,
+    ``centred``, ``interpolates``, ``poles``): the spec's own, or, for an idiom or motif that
+    does not set it, that of the operator it is named after."""
+    own = getattr(spec, name, None)
+    if own or spec is None:
+        return own
+    try:
+        base = get(spec.onnx_op)
+    except KeyError:
+        return own
+    return getattr(base, name, None) if base is not spec else own
 
 
 def _exact(spec) -> bool:
-    return spec.preserves_values or spec.integral_out or spec.onnx_op in EXACT
+    """Float results exact in every compiler: the operator selects, moves or negates input
+    values (``preserves_values`` too), rounds to integers (``integral_out``), or converts,
+    correctly rounded (``exact_values``)."""
+    return spec.preserves_values or spec.integral_out or bool(fact(spec, "exact_values"))
 
 
 def _run(graph: Graph, inputs: list, noise_rng=None) -> tuple:
@@ -89,30 +98,13 @@ def _run(graph: Graph, inputs: list, noise_rng=None) -> tuple:
                            skip_step=_exact if graph.extreme is not None else None)
 
 
-#: Operators whose result can cancel: a compiler that fuses them with what made their
-#: operands (a multiply-add, a reassociated sum) leaves an error relative to the operands,
-#: not to the result, and may make an exact 0 where the reference has a tiny value.
-CANCELLING = ("Add", "Sub", "Sum")
-
-
 def _absolute(spec) -> bool:
     """Whether a node's rounding error is bounded by its operands' magnitude rather than
     its result's: an idiom or motif (several ONNX nodes, rounded inside, which compilers
     fuse into one kernel that rounds once) or an operator that cancels."""
     from dlgate.spec.motif import Motif
 
-    return spec is not None and (bool(spec.onnx_ops) or isinstance(spec, Motif) or spec.onnx_op in CANCELLING)
-
-
-#: Normalizations that subtract a mean from values of their own magnitude: kernels that fold
-#: the mean into a bias (``x * (scale / sd) + (bias - mean * scale / sd)``) or take the
-#: variance in one pass differ by a few units of rounding of max|x|, times |scale| / sd,
-#: which on a near-constant slice is |scale| / sqrt(epsilon).
-CENTRED = ("InstanceNormalization", "LayerNormalization", "GroupNormalization")
-#: Interpolations whose weights can be negative (bicubic) sum terms of the image's magnitude:
-#: a result far smaller than the image's values keeps an error of a few units of max|X| per
-#: tap (onnxruntime's bicubic GridSample: 0.004599046 for 0.004598502 from values near 4).
-INTERPOLATING = ("GridSample", "Resize")
+    return spec is not None and (bool(spec.onnx_ops) or isinstance(spec, Motif) or bool(fact(spec, "cancels")))
 
 
 def _error_scale(spec, attrs: dict, ins: list, y: torch.Tensor) -> torch.Tensor | None:
@@ -121,11 +113,16 @@ def _error_scale(spec, attrs: dict, ins: list, y: torch.Tensor) -> torch.Tensor 
     if spec is None:
         return None
     shape = tuple(y.shape)
-    if spec.onnx_op in INTERPOLATING and ins and ins[0].is_floating_point() and ins[0].numel():
+    # bicubic weights sum taps of the image's magnitude (``interpolates``): onnxruntime's bicubic
+    # GridSample gives 0.004599046 for 0.004598502 from values near 4
+    if fact(spec, "interpolates") and ins and ins[0].is_floating_point() and ins[0].numel():
         x = ins[0].double().abs().nan_to_num(nan=0.0, posinf=0.0, neginf=0.0)
         taps = 4 ** max(x.dim() - 2, 1)  # a bicubic window: 4 taps along each spatial axis
         return torch.full(shape, float(x.max()) * taps, dtype=torch.float64)
-    if spec.onnx_op in CENTRED and ins and ins[0].is_floating_point():
+    # a normalization that subtracts a mean (``centred``): kernels that fold the mean into a bias
+    # or take the variance in one pass differ by a few units of rounding of max|x|, times
+    # |scale| / sd, which on a near-constant slice is |scale| / sqrt(epsilon)
+    if fact(spec, "centred") and ins and ins[0].is_floating_point():
         x = ins[0].double().abs().nan_to_num(nan=0.0, posinf=0.0, neginf=0.0)
         gain = max((float(v.double().abs().nan_to_num(nan=0.0, posinf=0.0, neginf=0.0).max())
                     for v in ins[1:2] if v.numel()), default=1.0)
@@ -324,7 +321,7 @@ def instability_outputs(graph: Graph, inputs: list, tolerances: dict | None = No
     # values at an overflow's edge, or an interpolation's tap-summed error that must reach a jump
     # to show (random draws cross one a few percent away only some of the time)
     pushes = (1.0, -1.0) if graph.extreme is not None or any(
-        get(n.op).onnx_op in INTERPOLATING for n in graph.nodes) else ()
+        fact(get(n.op), "interpolates") for n in graph.nodes) else ()
     for noise in (*pushes, "flush", *([rng] * trials)):
         env, trace = _run(graph, inputs, noise)
         got = [env[t].numpy() for t in graph.outputs]
@@ -361,12 +358,6 @@ def instability_outputs(graph: Graph, inputs: list, tolerances: dict | None = No
     return reason, within
 
 
-#: Operators with poles: (the first pole, the period). Next to one, a rounding step in the input
-#: moves the output by any amount, even across the pole to the other sign, which random
-#: perturbations rarely land on.
-POLES = {"Tan": (np.pi / 2, np.pi)}
-
-
 def _past_a_pole(graph: Graph, trace: list) -> set:
     """The tensors downstream of a node whose floating-point input lies within a few units of
     rounding of one of its operator's poles (Tan's pi/2 + k pi): their values are unbounded."""
@@ -375,7 +366,7 @@ def _past_a_pole(graph: Graph, trace: list) -> set:
         if hot.intersection(node.inputs):
             hot.update(node.outputs)
             continue
-        pole = POLES.get(get(node.op).onnx_op)
+        pole = fact(get(node.op), "poles")
         x = ins[0] if ins else None
         if pole is None or x is None or not x.is_floating_point() or not x.numel():
             continue
@@ -399,29 +390,3 @@ def _tolerance_bound(ref: np.ndarray, tolerances: dict | None) -> np.ndarray:
     finite = np.isfinite(x)
     scale = max(1.0, float(np.max(np.abs(x[finite])))) if finite.any() else 1.0
     return np.where(finite, atol * scale + rtol * np.abs(np.where(finite, x, 0.0)), 0.0)  # none at NaN or inf
-
-
-def explain(graph: Graph, inputs: list, tolerances: dict | None = None, candidate: list | None = None) -> str | None:
-    """The reason a disagreement on this case is not evidence of a bug, or None."""
-    return explain_outputs(graph, inputs, tolerances, candidate)[0]
-
-
-def explain_outputs(graph: Graph, inputs: list, tolerances: dict | None = None,
-                    candidate: list | None = None) -> tuple:
-    """``(reason, explained)``: the reason the whole disagreement is not evidence of a bug
-    (or None), and the indices of the candidate's outputs whose difference alone the
-    reference's float16 rounding or the case's instability explains. When an output that
-    neither explains differs too, the case is still a finding, described by that output
-    (``verdict.judge``): an unstable output elsewhere must not stand for it."""
-    why = undefined_values(graph, inputs)
-    if why:
-        return why, frozenset()
-    r_reason, r_within = precision.rounding_outputs(graph, inputs, tolerances, candidate)
-    if r_reason is not None and all(r_within):
-        return r_reason, frozenset(range(len(r_within)))
-    i_reason, i_within = instability_outputs(graph, inputs, tolerances, candidate=candidate)
-    if i_reason is not None and all(i_within):
-        return i_reason, frozenset(range(len(i_within)))
-    explained = frozenset(k for k, ok in enumerate(r_within) if ok and r_reason is not None) | \
-        frozenset(k for k, ok in enumerate(i_within) if ok and i_reason is not None)
-    return None, explained

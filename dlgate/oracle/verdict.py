@@ -62,6 +62,11 @@ class Verdict:
     #: The rewrite kinds the compiler applied to the model (``Backend.rewrites``); they
     #: may depend on the machine, so the gate moves them out of the journaled record.
     rewrites: list | None = None
+    #: The oracle rule that decided an ``undefined`` verdict (``dlgate.oracle.rules``).
+    rule: str | None = None
+    #: The excuses that cover part of the disagreement: ``{"rule", "reason", "outputs"}``
+    #: each; for a finding, what it is not about.
+    excused: list | None = None
 
     @property
     def failed(self) -> bool:
@@ -69,7 +74,7 @@ class Verdict:
 
     def to_json(self) -> dict:
         d = asdict(self)
-        for key in ("shape", "rewrites"):
+        for key in ("shape", "rewrites", "rule", "excused"):
             if d[key] is None:
                 del d[key]
         return d
@@ -82,17 +87,20 @@ def _agrees(ref: list, outcome, tolerances) -> bool | None:
 
 
 def judge(backend_name: str, label: str, outcome, reference: list, tolerances: dict | None = None,
-          explain: Callable[[], str | None] | None = None,
+          explain: Callable | None = None,
           at_lowest: Callable[[], object] | None = None,
           onnx_reference: Callable[[], object] | None = None,
-          op_pattern: str = "") -> Verdict:
+          op_pattern: str = "", recheck: bool = False) -> Verdict:
     """The verdict for ``outcome`` (a worker Outcome) against the reference outputs.
 
-    ``explain`` returns why the case is undefined or unstable (or None), or the pair
-    ``(reason, explained outputs)`` of ``ub.explain_outputs``: then an output that rounding
-    explains does not describe the finding while another output differs beyond it.
+    ``explain(reference, outputs, tolerances)`` runs the oracle's rules
+    (:func:`dlgate.oracle.rules.settle`, made by :func:`dlgate.oracle.rules.explain`): their
+    excuses each cover part of the disagreement (outputs, elements); the case is
+    ``undefined`` only when they cover all of it, and a finding is described by what they do
+    not cover. ``recheck``: ask the rules even when everything agrees (an extreme-value case:
+    an undefined value far from the others widens an output's tolerance).
     ``at_lowest`` and ``onnx_reference`` run the cross-checks on demand, only for
-    disagreements. Of several differing outputs, a wrong shape or dtype describes the
+    disagreements (``onnx_reference`` may answer with the reason it is not consulted). Of several differing outputs, a wrong shape or dtype describes the
     case before wrong values.
     """
     times = {"compile_s": outcome.compile_s, "run_s": outcome.run_s, "wall_s": outcome.wall_s,
@@ -104,20 +112,23 @@ def judge(backend_name: str, label: str, outcome, reference: list, tolerances: d
         sig = None if kind in (SKIPPED,) else signature(kind, backend_name, err)
         return Verdict(label, kind, detail[:2000], sig, error=err, **times)
     failed = compare_each(reference, outcome.outputs, tolerances)
-    if not failed:
+    if not failed and not (recheck and explain):
         return Verdict(label, PASS, comparison=Comparison(True).to_json(), **times)
-    cmp: Comparison = most_telling(failed)
-    answer = explain() if explain else None
-    reason, explained = answer if isinstance(answer, tuple) else (answer, frozenset())
-    if reason:
-        return Verdict(label, UNDEFINED, reason, comparison=cmp.to_json(), **times)
+    settled = explain(reference, outcome.outputs, tolerances) if explain else None
+    if settled is not None and not settled.differed:
+        return Verdict(label, PASS, comparison=Comparison(True).to_json(), **times)
+    excused = [e.to_json() for e in settled.excuses] if settled is not None else []
+    if settled is not None and settled.explained:
+        cmp = most_telling(failed)
+        return Verdict(label, UNDEFINED, settled.reason(), comparison=cmp.to_json(), rule=settled.rule,
+                       excused=excused, **times)
+    unexplained = settled.remaining if settled is not None else failed
+    cmp: Comparison = most_telling(unexplained)
     detail = cmp.detail
-    unexplained = [c for c in failed if c.output not in explained] or failed
-    if len(unexplained) < len(failed):
-        # described by an output no rounding explains, not by an unstable one before it
-        cmp = most_telling(unexplained)
-        also = ", ".join(str(c.output) for c in failed if c.output in explained)
-        detail = f"{cmp.detail} (output {also} also differs, by what rounding in this case explains)"
+    if excused:
+        # described by what no excuse covers, not by an output or element one explains
+        parts = ", ".join(f"{e['rule']}: {e['reason']}" for e in excused)
+        detail = f"{cmp.detail} (what else differs is explained by {parts})"
     comparison = cmp.to_json()
     if len(unexplained) > 1:  # every wrong output, for head versus base (gate.triage.on_base)
         comparison["differing"] = [c.output for c in unexplained]
@@ -126,14 +137,16 @@ def judge(backend_name: str, label: str, outcome, reference: list, tolerances: d
     if low is not None:
         cross["lowest_opt_level"] = {"status": low.status, "agrees_with_reference": _agrees(reference, low, tolerances)}
     ref2 = onnx_reference() if onnx_reference else None
-    if ref2 is not None:
+    if isinstance(ref2, str):  # not consulted: it computes this model wrongly (rules.reference_defect)
+        cross["onnx_reference"] = {"status": "not consulted", "reason": ref2}
+    elif ref2 is not None:
         cross["onnx_reference"] = {"status": ref2.status,
                                    "agrees_with_reference": _agrees(reference, ref2, tolerances),
                                    "agrees_with_candidate": _agrees(outcome.outputs, ref2, tolerances)}
     blame = _blame(cross)
     kind = _COMPARISON.get(cmp.kind, MISMATCH)
     sig = signature(kind, backend_name, extra=f"{cmp.kind} | {op_pattern}")
-    return Verdict(label, kind, detail, sig, comparison, cross, blame, **times)
+    return Verdict(label, kind, detail, sig, comparison, cross, blame, excused=excused or None, **times)
 
 
 def _blame(cross: dict) -> str:

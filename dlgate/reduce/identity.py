@@ -12,6 +12,14 @@ corpus, issues) uses these two, never the operator set of an unreduced model:
   crashes the backend, class, message template (operator names, intrinsics and dtypes
   masked) and innermost frames; a wrong answer carries no message, so its cluster is its
   fingerprint.
+* **cause**: what the report counts and gives one row: for errors and crashes the cluster;
+  for a wrong answer the backend, class, operators (an operator with sibling operators,
+  :attr:`dlgate.spec.base.OpSpec.siblings`, by their shared name) with their attribute
+  regimes but not their dtypes, and the wrong-value pattern
+  (:func:`dlgate.oracle.compare.pattern`): one converter bug met in several dtypes and in
+  sibling operators (ReduceMax and ReduceMin wrong alike) is one cause listing them all,
+  while another wrong-value pattern or other operators stay another cause. Novelty is
+  never decided on it: the baseline and "known" keep fingerprints and clusters.
 """
 from __future__ import annotations
 
@@ -70,11 +78,26 @@ def typed_pattern(graph: Graph, matter: list | None = None) -> str:
     return ">".join(out)
 
 
-def identity(verdict: str, backend_name: str, error: dict | None, graph: Graph, matter: list | None = None) -> dict:
-    """``{"fingerprint", "cluster", "cluster_text", "pattern", "typed", "text"}`` of a failure
-    whose reduced case is ``graph`` (``error`` the candidate's error for errors and crashes;
-    ``matter`` as in :func:`typed_pattern`). ``cluster_text`` is the cluster's readable key:
-    the message template, or the typed pattern of a wrong answer."""
+def kin_pattern(graph: Graph, matter: list | None = None) -> str:
+    """:func:`typed_pattern` without dtypes and with each operator that has siblings named
+    by them: ``reduce-extremum(keepdims=0)``, what a wrong answer's cause is made of."""
+    out = []
+    for i, n in enumerate(graph.nodes):
+        spec = get(n.op)
+        keep = n.attrs if matter is None else {k: v for k, v in n.attrs.items() if k in matter[i]}
+        attrs = ",".join(f"{k}={regime(v)}" for k, v in sorted(keep.items()))
+        out.append(f"{spec.siblings or spec.onnx_op}({attrs})")
+    return ">".join(out)
+
+
+def identity(verdict: str, backend_name: str, error: dict | None, graph: Graph, matter: list | None = None,
+             comparison: dict | None = None) -> dict:
+    """``{"fingerprint", "cluster", "cluster_text", "pattern", "typed", "text", "cause",
+    "cause_text", "dtypes"}`` of a failure whose reduced case is ``graph`` (``error`` the
+    candidate's error for errors and crashes, ``comparison`` its comparison for wrong
+    answers; ``matter`` as in :func:`typed_pattern`). ``cluster_text`` is the cluster's
+    readable key: the message template, or the typed pattern of a wrong answer;
+    ``cause_text`` the cause's; ``dtypes`` the reduced operators' input dtypes."""
     typed = typed_pattern(graph, matter)
     if verdict in V.VALUE_CLASSES:
         text = " :: ".join(("value", backend_name, verdict, typed))
@@ -86,5 +109,12 @@ def identity(verdict: str, backend_name: str, error: dict | None, graph: Graph, 
         fp = _hash(text)
         c = S.cluster(verdict, backend_name, error)
         cl, cl_text = c["id"], (c["text"] if error else f"{verdict} in {typed}")
+    cause, cause_text = cl, cl_text
+    if verdict in V.VALUE_CLASSES:  # ``comparison``: the reduced case's, for its wrong-value pattern
+        wrong = (comparison or {}).get("pattern") or (comparison or {}).get("kind") or ""
+        kin = kin_pattern(graph, matter)
+        cause = _hash(" :: ".join(("cause", backend_name, verdict, kin, wrong)))
+        cause_text = f"{verdict} in {kin}" + (f", {wrong}" if wrong else "")
+    dtypes = sorted({graph.tensors[t].dtype for n in graph.nodes for t in n.inputs})
     return {"fingerprint": fp, "cluster": cl, "cluster_text": cl_text, "pattern": pattern(graph), "typed": typed,
-            "text": text[:600]}
+            "text": text[:600], "cause": cause, "cause_text": cause_text, "dtypes": dtypes}

@@ -65,6 +65,7 @@ class Relu(Activation):
     monotone = 1
     nonfinite = INF_ONLY
     onnx_op = "Relu"
+    exact_values = True
 
     def value_range(self, a, ranges, ins):
         lo, hi = ranges[0]

@@ -291,6 +291,11 @@ class OpSpec:
     #: attribute regime a backend refuses for a documented reason...).
     gaps: ClassVar[tuple] = ()
     family: ClassVar[str] = ""  # set by the registry from the module
+    #: Operators one converter or kernel of the compilers handles alike, mirror images of
+    #: one another (ReduceMax and ReduceMin, Less and Greater): a name they share, empty
+    #: for an operator with no such siblings. A wrong answer met in several of them, with
+    #: one wrong-value pattern, is reported as one cause (:mod:`dlgate.reduce.identity`).
+    siblings: ClassVar[str] = ""
     arity: ClassVar[int] = 1
     n_outputs: ClassVar[int] = 1
     dtypes: ClassVar[tuple] = ()
@@ -343,6 +348,26 @@ class OpSpec:
     #: True for single-input element-wise operators (``y[i] = f(x[i])``): a value the input
     #: holds exactly maps to one the output holds exactly (see ``exact``).
     elementwise: ClassVar[bool] = False
+    #: True when every output element depends only on the inputs' elements at its own
+    #: position, inputs broadcast to the output (element-wise operators, broadcasting
+    #: arithmetic, comparisons, Where): a value the specification leaves open then reaches
+    #: only those elements (``dlgate.oracle.rules.scope``). ``elementwise`` implies it.
+    pointwise: ClassVar[bool] = False
+    #: Facts the oracle's instability rule reads (``dlgate.oracle.ub``); an idiom or motif
+    #: takes them from the operator it is named after (``onnx_op``) unless it sets its own.
+    #: ``exact_values``: float results are exact in every compiler (the operator selects,
+    #: moves or negates values, or converts, correctly rounded).
+    exact_values: ClassVar[bool] = False
+    #: ``cancels``: the result can cancel (Add, Sub, Sum): a compiler that fuses it with what
+    #: made its operands leaves an error relative to the operands, not to the result.
+    cancels: ClassVar[bool] = False
+    #: ``centred``: a normalization that subtracts a mean from values of their own magnitude.
+    centred: ClassVar[bool] = False
+    #: ``interpolates``: weights can be negative (bicubic): the result keeps an error of a
+    #: few units of the image's magnitude per tap.
+    interpolates: ClassVar[bool] = False
+    #: ``poles``: (the first pole, the period) of a function unbounded there (Tan).
+    poles: ClassVar[tuple | None] = None
     #: For continuous element-wise operators that fall, then rise (Gelu, Mish, HardSwish):
     #: ``(a, b, fmin)``, the minimum lies in [a, b] and no value is below ``fmin``; the
     #: function is non-increasing before ``a`` and non-decreasing after ``b``.
@@ -642,6 +667,30 @@ class OpSpec:
             if w.numel() and (w.max().item() > info.max or w.min().item() < info.min):
                 return f"signed integer overflow: {t.dtype} results beyond [{info.min}, {info.max}]"
         return None
+
+    def undefined_elements(self, a: dict, ins: list, out_types: list) -> list | None:
+        """Where ``undefined`` finds a reason: for each output, a boolean mask (NumPy) of the
+        elements whose result is undefined, or None when it cannot say (then the whole
+        outputs are). By default, for ``can_overflow`` operators, the signed integer
+        results beyond their type's range; None otherwise."""
+        if not self.can_overflow:
+            return None
+        import torch
+
+        with torch.no_grad():
+            wide = self.torch(a, *[x if x.is_floating_point() else x.double() for x in ins])
+        wide = list(wide) if isinstance(wide, (tuple, list)) else [wide]
+        masks = []
+        for t, w in zip(out_types, wide):
+            if t.dtype not in dt.SIGNED or not isinstance(w, torch.Tensor):
+                masks.append(np.zeros(tuple(getattr(w, "shape", ())), bool))
+                continue
+            info = torch.iinfo(dt.torch_dtype(t.dtype))
+            masks.append(((w > info.max) | (w < info.min)).numpy())
+        return masks
+
+    def is_pointwise(self) -> bool:
+        return self.pointwise or self.elementwise
 
     def constant_input(self, a: dict, i: int) -> bool | None:
         """Whether input ``i`` (i >= 1) must be a constant initializer (True: a fresh

@@ -122,6 +122,7 @@ class Elementwise(OpSpec):
     """``y = f(x1, ..., xn)`` over broadcast inputs of one dtype."""
 
     arity = 2
+    pointwise = True
     types: tuple = dt.COMMON
     out_dtype: str | None = None
     fn = None
@@ -170,6 +171,7 @@ class Add(Elementwise):
     can_overflow = True
     nonfinite = IEEE
     onnx_op = "Add"
+    cancels = True
     types = dt.NUMERIC
     fn = torch.add
 
@@ -190,6 +192,7 @@ class Sub(Elementwise):
     can_overflow = True
     nonfinite = IEEE
     onnx_op = "Sub"
+    cancels = True
     types = dt.NUMERIC
     fn = torch.sub
 
@@ -345,6 +348,7 @@ class ConstOperand(OpSpec):
 
     key: ClassVar[str] = "c"
     symbolic_ok = False
+    pointwise = True
 
     def draw(self, ctx: Ctx, dtype: str):
         """One value of the constant."""
@@ -519,6 +523,8 @@ class Max(Elementwise):
     keeps_integers = True
     nonfinite = INF_ONLY
     onnx_op = "Max"
+    exact_values = True
+    siblings = "variadic-extremum"
     types = dt.NUMERIC
     fn = torch.maximum
 
@@ -536,6 +542,8 @@ class Min(Elementwise):
     keeps_integers = True
     nonfinite = INF_ONLY
     onnx_op = "Min"
+    exact_values = True
+    siblings = "variadic-extremum"
     types = dt.NUMERIC
     fn = torch.minimum
 
@@ -555,6 +563,7 @@ class Sum(Elementwise):
 
     can_overflow = True
     onnx_op = "Sum"
+    cancels = True
     arity = 3
     types = dt.FLOATS
 
@@ -576,6 +585,7 @@ class Mean(Sum):
 
     onnx_op = "Mean"
     keeps_range = True
+    cancels = False  # a mean keeps its operands' range; the oracle has not needed more for it
 
     def value_range(self, a, ranges, ins):
         lo, hi = add_bounds(ranges)

@@ -116,16 +116,19 @@ class Bitwise(Elementwise):
 
 class BitwiseAnd(Bitwise):
     onnx_op = "BitwiseAnd"
+    siblings = "bitwise"
     fn = torch.bitwise_and
 
 
 class BitwiseOr(Bitwise):
     onnx_op = "BitwiseOr"
+    siblings = "bitwise"
     fn = torch.bitwise_or
 
 
 class BitwiseXor(Bitwise):
     onnx_op = "BitwiseXor"
+    siblings = "bitwise"
     fn = torch.bitwise_xor
 
 

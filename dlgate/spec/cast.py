@@ -49,6 +49,17 @@ def cast_undefined(x, to: str) -> str | None:
     return None
 
 
+def cast_undefined_elements(x, to: str):
+    """The elements of ``x`` whose conversion to ``to`` is undefined (see ``cast_undefined``),
+    a boolean NumPy mask."""
+    if to not in dt.INTS or not x.is_floating_point():
+        return np.zeros(tuple(x.shape), bool)
+    info = torch.iinfo(dt.torch_dtype(to))
+    v = x.double()
+    t = torch.trunc(torch.nan_to_num(v, nan=0.0, posinf=0.0, neginf=0.0))
+    return (~torch.isfinite(v) | (t > info.max) | (t < info.min)).numpy()
+
+
 def cast_nonfinite(src: str, to: str) -> frozenset:
     """The special values whose conversion from ``src`` to ``to`` the ONNX Cast
     specification defines: between float types NaN stays NaN and +/-Inf (or a value out
@@ -99,6 +110,7 @@ class Cast(OpSpec):
     keeps_integers = True
 
     onnx_op = "Cast"
+    exact_values = True
     dtypes = tuple((t,) for t in dt.ALL)
     restricted = True
 
@@ -147,6 +159,9 @@ class Cast(OpSpec):
     def undefined(self, a, ins, out_types):
         return cast_undefined(ins[0], a["to"])
 
+    def undefined_elements(self, a, ins, out_types):
+        return [cast_undefined_elements(ins[0], a["to"])]
+
     def defines_nonfinite(self, a, ins):
         return cast_nonfinite(ins[0].dtype, a["to"])
 
@@ -162,6 +177,7 @@ class CastLike(OpSpec):
     value_inputs = (0,)
 
     onnx_op = "CastLike"
+    exact_values = True
     arity = 2
     min_opset = 15
     dtypes = tuple((s, t) for s in dt.ALL for t in dt.ALL)
@@ -189,6 +205,9 @@ class CastLike(OpSpec):
 
     def undefined(self, a, ins, out_types):
         return cast_undefined(ins[0], out_types[0].dtype)
+
+    def undefined_elements(self, a, ins, out_types):
+        return [cast_undefined_elements(ins[0], out_types[0].dtype)]
 
     def defines_nonfinite(self, a, ins):
         return cast_nonfinite(ins[0].dtype, ins[1].dtype)
@@ -219,6 +238,7 @@ class Clip(SameType):
 
     nonfinite = INF_ONLY
     onnx_op = "Clip"
+    exact_values = True
     dtypes = same_dtype_sigs(dt.NUMERIC, 1)
 
     def sample(self, ctx, ins):
@@ -273,6 +293,7 @@ class Identity(SameType):
     keeps_range = True
     nonfinite = IEEE
     onnx_op = "Identity"
+    exact_values = True
     dtypes = tuple((t,) for t in dt.ALL)
 
     def torch(self, a, x):
@@ -290,6 +311,7 @@ class Dropout(OpSpec):
 
     nonfinite = IEEE
     onnx_op = "Dropout"
+    exact_values = True
     dtypes = tuple((t,) for t in dt.FLOATS)
     gaps: ClassVar[tuple] = (("training_mode true", "random output: ONNX defines no random generator"),)
 

@@ -51,6 +51,7 @@ class Gather(OpSpec):
     keeps_range = True
     nonfinite = IEEE
     onnx_op = "Gather"
+    exact_values = True
     dtypes = tuple((t,) for t in dt.ALL)
     ranks = (1, 2, 3, 4, 5)
     symbolic_ok = False
@@ -188,6 +189,7 @@ class GatherElements(Gather):
 
     nonfinite = IEEE
     onnx_op = "GatherElements"
+    exact_values = True
     #: np.choose (onnx.reference's implementation) takes at most 63 choices.
     ref_max_n = 63
 
@@ -383,6 +385,7 @@ class Trilu(Same):
 
     nonfinite = IEEE
     onnx_op = "Trilu"
+    exact_values = True
     min_opset = 14
     dtypes = tuple((t,) for t in dt.ALL)
     ranks = (2, 3, 4, 5)
@@ -580,6 +583,7 @@ class Resize(OpSpec):
     generated."""
 
     onnx_op = "Resize"
+    interpolates = True
     dtypes = tuple((t,) for t in dt.FLOATS + (dt.INT8, dt.UINT8, dt.INT32, dt.INT64))
     ranks = (3, 4)
 
@@ -788,6 +792,7 @@ class GatherND(OpSpec):
     keeps_range = True
     nonfinite = IEEE
     onnx_op = "GatherND"
+    exact_values = True
     dtypes = tuple((t,) for t in dt.ALL)
     ranks = (1, 2, 3, 4, 5)
     symbolic_ok = False
@@ -1091,6 +1096,7 @@ class ReverseSequence(Same):
     preserves_values = True
     nonfinite = IEEE
     onnx_op = "ReverseSequence"
+    exact_values = True
     dtypes = tuple((t,) for t in dt.ALL)
     ranks = (2, 3, 4, 5)
     symbolic_ok = False

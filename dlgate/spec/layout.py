@@ -134,6 +134,7 @@ class Reshape(Layout):
 class Flatten(Layout):
     preserves_values = True
     onnx_op = "Flatten"
+    exact_values = True
 
     def sample(self, ctx, ins):
         r = ins[0].rank
@@ -207,6 +208,7 @@ class Squeeze(Layout):
     preserves_values = True
 
     onnx_op = "Squeeze"
+    exact_values = True
 
     @staticmethod
     def spell(ctx, pos, r) -> list:
@@ -265,6 +267,7 @@ class Unsqueeze(Layout):
     preserves_values = True
 
     onnx_op = "Unsqueeze"
+    exact_values = True
     ranks = (0, 1, 2, 3, 4)
 
     @staticmethod
@@ -316,6 +319,7 @@ class Expand(Layout):
     preserves_values = True
 
     onnx_op = "Expand"
+    exact_values = True
     ranks = (0, 1, 2, 3, 4, 5)
 
     def sample(self, ctx, ins):
@@ -456,6 +460,7 @@ class Split(Layout):
     one smaller, never empty)."""
 
     onnx_op = "Split"
+    exact_values = True
     n_outputs = 2
 
     @staticmethod
@@ -588,6 +593,7 @@ class DepthToSpace(BlockOp):
     """Modes DCR (the default, sometimes left out) and CRD."""
 
     onnx_op = "DepthToSpace"
+    exact_values = True
 
     def attrs(self, ctx, bs):
         return {"blocksize": bs, "mode": ctx.choice(("DCR", "CRD"))}
@@ -607,6 +613,7 @@ class DepthToSpace(BlockOp):
 
 class SpaceToDepth(BlockOp):
     onnx_op = "SpaceToDepth"
+    exact_values = True
     to_space = False
 
     def onnx(self, b, a, xs, ys):

@@ -36,21 +36,25 @@ class Equal(Compare):
 
 class Greater(Compare):
     onnx_op = "Greater"
+    siblings = "order-comparison"
     fn = torch.gt
 
 
 class Less(Compare):
     onnx_op = "Less"
+    siblings = "order-comparison"
     fn = torch.lt
 
 
 class GreaterOrEqual(Compare):
     onnx_op = "GreaterOrEqual"
+    siblings = "order-comparison"
     fn = torch.ge
 
 
 class LessOrEqual(Compare):
     onnx_op = "LessOrEqual"
+    siblings = "order-comparison"
     fn = torch.le
 
 
@@ -63,16 +67,19 @@ class Logical(Elementwise):
 
 class And(Logical):
     onnx_op = "And"
+    siblings = "logical"
     fn = torch.logical_and
 
 
 class Or(Logical):
     onnx_op = "Or"
+    siblings = "logical"
     fn = torch.logical_or
 
 
 class Xor(Logical):
     onnx_op = "Xor"
+    siblings = "logical"
     fn = torch.logical_xor
 
 
@@ -87,6 +94,7 @@ class Where(Elementwise):
 
     nonfinite = IEEE
     onnx_op = "Where"
+    exact_values = True
     arity = 3
     keeps_range = True  # each element is one of the branches'
     value_inputs = (1, 2)  # the condition only chooses

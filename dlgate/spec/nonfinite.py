@@ -54,3 +54,43 @@ def violation(spec, attrs: dict, in_types: list, ins: list, outs: list) -> str |
         return (f"its result holds {names(bad_out)} (overflow or an argument outside the domain), which the ONNX "
                 f"specification of {spec.onnx_op} does not define")
     return None
+
+
+def _marks(x, kinds) -> torch.Tensor | None:
+    if not isinstance(x, torch.Tensor) or not x.is_floating_point():
+        return None
+    xd = x.detach()
+    m = torch.zeros(xd.shape, dtype=torch.bool)
+    if NAN in kinds:
+        m |= torch.isnan(xd)
+    if INF in kinds:
+        m |= torch.isinf(xd)
+    return m
+
+
+def violation_elements(spec, attrs: dict, in_types: list, ins: list, outs: list) -> list | None:
+    """Where ``violation`` finds a reason: for each output, the elements it reaches when the
+    operator is pointwise (``OpSpec.is_pointwise``): those whose inputs, at their broadcast
+    position, hold a special value the spec does not define, or that hold one themselves.
+    None (the whole outputs) for any other operator, or a sequence value."""
+    if not spec.is_pointwise():
+        return None
+    bad = frozenset((NAN, INF)) - spec.defines_nonfinite(attrs, in_types)
+    masks = []
+    for y in outs:
+        if not isinstance(y, torch.Tensor):
+            return None
+        m = _marks(y, bad)
+        acc = torch.zeros(y.shape, dtype=torch.bool) if m is None else m.clone()
+        for x in ins:
+            if isinstance(x, (list, tuple)):
+                return None
+            mx = _marks(x, bad)
+            if mx is None:
+                continue
+            try:
+                acc |= torch.broadcast_to(mx, y.shape)
+            except RuntimeError:
+                return None
+        masks.append(acc.numpy())
+    return masks

@@ -163,6 +163,7 @@ class InstanceNormalization(Norm):
     """Per-sample, per-channel normalization over the spatial axes."""
 
     onnx_op = "InstanceNormalization"
+    centred = True
     arity = 3
     ranks = (3, 4, 5)
 
@@ -202,6 +203,7 @@ class GroupNormalization(Norm):
     """Opset 21 semantics: per-channel scale and bias; statistics in float32 (stash_type)."""
 
     onnx_op = "GroupNormalization"
+    centred = True
     arity = 3
     min_opset = 21
 
@@ -255,6 +257,7 @@ class LayerNormalization(Norm):
     comparison tolerance but not the spec tests' tighter one)."""
 
     onnx_op = "LayerNormalization"
+    centred = True
     arity = 3
     min_opset = 17
     ranks = (1, 2, 3, 4, 5)

@@ -197,6 +197,8 @@ class _Pool(OpSpec):
 class MaxPool(_Pool):
     keeps_range = True
     onnx_op = "MaxPool"
+    exact_values = True
+    siblings = "pool"
     dtypes = tuple((t,) for t in dt.FLOATS + (dt.INT8, dt.UINT8))
 
     def reference_defect(self, a, ins, opset):
@@ -297,6 +299,7 @@ def flat_indices(shape, storage_order: int = 0):
 
 class AveragePool(_Pool):
     onnx_op = "AveragePool"
+    siblings = "pool"
     kind = "avg"
     dil_opset = 19
 
@@ -377,11 +380,14 @@ class _GlobalPool(OpSpec):
 class GlobalAveragePool(_GlobalPool):
     keeps_range = True
     onnx_op = "GlobalAveragePool"
+    siblings = "global-pool"
 
 
 class GlobalMaxPool(_GlobalPool):
     keeps_range = True
     onnx_op = "GlobalMaxPool"
+    exact_values = True
+    siblings = "global-pool"
 
     def reference_defect(self, a, ins, opset):
         if ins[0].rank != 4:

@@ -219,6 +219,8 @@ class ReduceMax(Reduce):
     keeps_range = True
     nonfinite = INF_ONLY
     onnx_op = "ReduceMax"
+    exact_values = True
+    siblings = "reduce-extremum"
     types = dt.NUMERIC + (dt.BOOL,)  # bool from opset 20 (the schema filter applies it)
 
     def fn(self, x, dims, keep):
@@ -229,6 +231,8 @@ class ReduceMin(Reduce):
     keeps_range = True
     nonfinite = INF_ONLY
     onnx_op = "ReduceMin"
+    exact_values = True
+    siblings = "reduce-extremum"
     types = dt.NUMERIC + (dt.BOOL,)
 
     def fn(self, x, dims, keep):
@@ -539,11 +543,13 @@ class Arg(OpSpec):
 
 class ArgMax(Arg):
     onnx_op = "ArgMax"
+    siblings = "arg-extremum"
     fn = torch.argmax
 
 
 class ArgMin(Arg):
     onnx_op = "ArgMin"
+    siblings = "arg-extremum"
     fn = torch.argmin
 
 

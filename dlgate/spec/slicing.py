@@ -72,6 +72,7 @@ class Slice(OpSpec):
     keeps_range = True
     nonfinite = IEEE
     onnx_op = "Slice"
+    exact_values = True
     dtypes = tuple((t,) for t in dt.ALL)
     ranks = (1, 2, 3, 4, 5)
 
@@ -205,6 +206,7 @@ class Pad(OpSpec):
 
     nonfinite = IEEE
     onnx_op = "Pad"
+    exact_values = True
     dtypes = tuple((t,) for t in dt.ALL)
     ranks = (1, 2, 3, 4, 5)
 

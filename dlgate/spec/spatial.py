@@ -166,6 +166,7 @@ class GridSample(OpSpec):
     """
 
     onnx_op = "GridSample"
+    interpolates = True
     arity = 2
     dtypes = FLOAT_PAIRS
     ranks = (4, 5)

@@ -65,6 +65,7 @@ class Abs(Unary):
     can_overflow = True
     out_range = (0.0, INF)
     onnx_op = "Abs"
+    exact_values = True
     types = dt.FLOATS + dt.SIGNED
     fn = torch.abs
 
@@ -80,6 +81,7 @@ class Neg(Unary):
     monotone = -1
     can_overflow = True
     onnx_op = "Neg"
+    exact_values = True
     types = dt.FLOATS + dt.SIGNED
     fn = torch.neg
 
@@ -208,6 +210,7 @@ class Cos(Unary):
 
 class Tan(Unary):
     onnx_op = "Tan"
+    poles = (math.pi / 2, math.pi)
     fn = torch.tan
 
     def value_range(self, a, ranges, ins):

@@ -1,0 +1,36 @@
+"""Special values the specification does not define: a NaN or an infinity that reaches, or
+is made by, an operator whose ONNX specification gives no result for it (``OpSpec.nonfinite``:
+Relu or Max of NaN, a comparison with NaN, inf through a reduction whose order decides
+between inf and NaN, overflow to inf inside MatMul); see :mod:`dlgate.spec.nonfinite`.
+The excuse covers, for a pointwise operator, the elements where such a value stands or is
+made (``nonfinite.violation_elements``), otherwise its whole outputs, and what they reach.
+A NaN through Add, an inf out of Exp are defined: IEEE 754 says what they give."""
+from __future__ import annotations
+
+from dlgate.oracle.rules.base import Context, Excuse, Rule
+from dlgate.oracle.rules.scope import reach
+from dlgate.spec import nonfinite
+from dlgate.spec.registry import get
+
+
+class SpecialValues(Rule):
+    name = "nonfinite"
+    scoping = True
+
+    def excuses(self, ctx: Context) -> list:
+        _, steps = ctx.trace
+        found = []
+        for i, (node, (ins, outs)) in enumerate(zip(ctx.graph.nodes, steps)):
+            spec = get(node.op)
+            in_types = [ctx.graph.tensors[t] for t in node.inputs]
+            why = nonfinite.violation(spec, node.attrs, in_types, ins, outs)
+            if not why:
+                continue
+            masks = nonfinite.violation_elements(spec, node.attrs, in_types, ins, outs)
+            scope = reach(ctx.graph, steps, {i: masks if masks is not None else [None] * len(outs)})
+            if scope:
+                found.append(Excuse(self.name, f"{node.op} (node {i}): {why}", scope))
+        return found
+
+
+RULE = SpecialValues()

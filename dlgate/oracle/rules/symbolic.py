@@ -1,0 +1,40 @@
+"""Symbolic dimensions: a compile error on a model whose inputs have symbolic dimensions is
+a refusal only when the compiler says, in its own words, that it cannot take them
+(``Backend.symbolic_refusals``: TVM's "requires a statically known input rank", TensorRT's
+``UNSUPPORTED_NODE_DYNAMIC``...). Any other compile error is asked again of the same model
+with static shapes (the graph's own first binding): when that compiles, the error is one
+the symbolic dimensions alone provoke, a finding ("fails only with symbolic input
+dimensions"); when it fails too, the static model's outcome is the verdict's (a refusal
+stays a refusal, an error an error)."""
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from dlgate.exec import worker as W
+
+NAME = "symbolic"
+
+
+def declared(patterns: tuple, error: dict | None) -> bool:
+    """Whether the compiler's message says it cannot take symbolic dimensions."""
+    text = f"{(error or {}).get('type', '')}: {(error or {}).get('message', '')}"
+    return any(re.search(p, text, re.IGNORECASE) for p in patterns)
+
+
+def judge_symbolic(out, patterns: tuple, run_static):
+    """The outcome to judge for a compile error ``out`` on a model with symbolic dimensions:
+    a refusal when the compiler declares it (``patterns``), else decided by ``run_static()``
+    (the same model with static shapes)."""
+    err = dict(out.error or {})
+    if declared(patterns, err):
+        err["message"] = f"the model with symbolic input dimensions is not accepted: {err.get('message', '')}"
+        return replace(out, status=W.UNSUPPORTED, error=err)
+    static = run_static()
+    if static.status in (W.OK, W.RUN_ERROR):
+        err["message"] = f"fails only with symbolic input dimensions (the same model with static shapes compiles): " \
+                         f"{err.get('message', '')}"
+        return replace(out, error=err)
+    if static.status == W.UNSUPPORTED:
+        return replace(static, wall_s=out.wall_s + static.wall_s)
+    return out

@@ -1,0 +1,214 @@
+"""A failure the base build shares is never new.
+
+Head versus base compares one model on two builds of one compiler: a failure is shared
+when it is the same failure, whatever each build's spelling of its message (source lines,
+C++ signatures, object reprs, stack frames), and when the base build stops first at
+another operator of the model, sharing is decided on the failure's reduced case. Two
+different failures (other operators, other words) stay apart.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import numpy as np
+import pytest
+import yaml
+
+from dlgate.backends.base import BackendSpec
+from dlgate.check import CheckConfig, Prepared, check
+from dlgate.cli import main
+from dlgate.exec.worker import Pool
+from dlgate.gate import baseline as B
+from dlgate.gate import decide as D
+from dlgate.gate import triage as T
+from dlgate.gate.journal import read_records
+from dlgate.graph.ir import Graph, Node
+from dlgate.materialize.onnx_model import to_onnx
+from dlgate.oracle.signature import cluster, essence, share_key
+from dlgate.reduce.reducer import Reducer, Target
+from dlgate.spec.base import TensorType
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# -- one failure, two builds' spellings ----------------------------------------------------------
+ORT_POOL = ("[ONNXRuntimeError] : 1 : FAIL : Exception during initialization: /onnxruntime_src/onnxruntime/core/"
+            "providers/cpu/nn/pool_attributes.h:{line} onnxruntime::PoolAttributes::PoolAttributes{fn} pads[dim] < "
+            "kernel_shape[dim] && pads[dim + kernel_shape.size()] < kernel_shape[dim] was false. {words}\n")
+#: onnxruntime before its pooling attributes took a templated kernel info, and 1.32 (as it prints it).
+POOL_OLD = ORT_POOL.format(line=78, fn="(const onnxruntime::OpNodeProtoHelper<onnxruntime::ProtoHelperNodeContext>&, "
+                           "const string&, int)", words="Pad should be smaller than kernel.")
+POOL_NEW = ORT_POOL.format(line=88, fn="(const KernelInfoType&, const std::string&, int) [with KernelInfoType = "
+                           "onnxruntime::OpKernelInfo; std::string = std::__cxx11::basic_string<char>]",
+                           words="Pad should be smaller than kernel.")
+KERNEL_OLD = "[ONNXRuntimeError] : 9 : NOT_IMPLEMENTED : Failed to find kernel for {op}(1) (node {op}). Kernel not found"
+KERNEL_NEW = ("[ONNXRuntimeError] : 9 : NOT_IMPLEMENTED : Failed to find kernel for com.microsoft.{op}(1) "
+              "(node:'{op}' ep:'CPUExecutionProvider'). Kernel not found")
+#: TVM's Op repr in two releases (0.27 prints ``ty``), and the older ``Op(tir.x)`` after a C++ stack.
+OP_STRUCT_INFO = ('unknown intrinsic ir.Op(span=None, struct_info_=None, name="tir.{f}", op_type=None, '
+                  'description="", arguments=[], attrs_type_key="", num_inputs=1, support_level=10)')
+OP_TY = ('unknown intrinsic ir.Op(span=None, ty=ir.Type(span=None), name="tirx.{f}", description="", arguments=(), '
+         'attrs_type_key="", num_inputs=1, support_level=10)')
+OP_TRACE = """Traceback (most recent call last):
+  28: tvm::codegen::CodeGenLLVM::VisitStmt_(tvm::tir::AssertStmtNode const*)
+        at /data/tvm/src/target/llvm/codegen_llvm.cc:2125
+  0: tvm::codegen::CodeGenLLVM::CreateIntrinsic(tvm::tir::CallNode const*)
+        at /data/tvm/src/target/llvm/codegen_llvm.cc:1512
+  File "/data/tvm/src/target/llvm/codegen_llvm.cc", line 1512, in tvm::codegen::CodeGenLLVM::CreateIntrinsic(...)
+    LOG(FATAL) << "unknown intrinsic " << op->op;
+                  ^^^^^^^^^^^^^^^^^^^^^^^^^^^
+tvm.error.InternalError: unknown intrinsic Op(tir.{f})"""
+
+
+def err(message: str, type_: str = "Fail", frames=("onnxruntime_inference_collection.py:_create_inference_session",)):
+    return {"type": type_, "message": message, "frames": list(frames)}
+
+
+def test_one_failure_spelled_by_two_releases_is_shared():
+    assert essence(POOL_OLD) == essence(POOL_NEW) and "Pad should be smaller than kernel" in essence(POOL_NEW)
+    assert essence(KERNEL_OLD.format(op="QuickGelu")) == essence(KERNEL_NEW.format(op="QuickGelu"))
+    assert essence(OP_STRUCT_INFO.format(f="asinh")) == essence(OP_TY.format(f="asinh")) == \
+        essence(OP_TRACE.format(f="asinh"))
+    # the same pairs as whole failures: another exception class and other stack frames too
+    tvm_new = err(OP_TY.format(f="asinh"), "InternalError",
+                  ["build.py:codegen_build", "function.pxi:tvm_ffi.core.Function.__call__",
+                   "codegen_llvm.cc:virtual llvm::Value* tvm::codegen::CodeGenLLVM::CreateIntrinsic(const tvm::CallNode*)"])
+    tvm_old = err(OP_STRUCT_INFO.format(f="asinh"), "TVMError", ["build_module.py:build", "_ctypes/packed_func.py:__call__"])
+    assert share_key("compile_error", "tvm", tvm_new) == share_key("compile_error", "tvm", tvm_old)
+    assert share_key("compile_error", "onnxruntime", err(POOL_OLD)) == \
+        share_key("compile_error", "onnxruntime", err(POOL_NEW, "RuntimeException"))
+    # a change to the file the error comes from moves its line: still the same failure
+    assert share_key("compile_error", "onnxruntime", err(POOL_NEW)) == \
+        share_key("compile_error", "onnxruntime", err(POOL_NEW.replace(".h:88", ".h:131")))
+
+
+def test_different_failures_stay_apart():
+    """Other operators, other intrinsics, other words, another class: never one failure."""
+    key = lambda m, kind="compile_error": share_key(kind, "onnxruntime", err(m))  # noqa: E731
+    assert key(KERNEL_NEW.format(op="QuickGelu")) != key(KERNEL_NEW.format(op="Gelu"))
+    assert key(KERNEL_OLD.format(op="QuickGelu")) != key(KERNEL_NEW.format(op="BiasGelu"))
+    assert key(POOL_NEW) != key(POOL_NEW.replace("Pad should be smaller than kernel.",
+                                                 "Dilations dimensions should match kernel shape"))
+    assert key(POOL_NEW) != key(POOL_NEW, "run_error")
+    assert share_key("compile_error", "tvm", err(OP_TY.format(f="asinh"))) != \
+        share_key("compile_error", "tvm", err(OP_TY.format(f="acos")))
+    # float16 intrinsics: one cluster (one cause whatever the function), never one shared failure
+    a, b = (err(f"unknown intrinsic tirx.{f}", "TVMError", ["codegen_llvm.cc:12"]) for f in ("asinh", "acos"))
+    assert cluster("compile_error", "tvm", a) == cluster("compile_error", "tvm", b)
+    assert share_key("compile_error", "tvm", a) != share_key("compile_error", "tvm", b)
+    # a message with no words is told apart by where it stops: its frames and signal
+    segv = {"type": "", "message": "", "frames": ["a.py:run", "b.py:kernel"], "signal": "SIGSEGV"}
+    assert share_key("crash", "tvm", segv) != share_key("crash", "tvm", dict(segv, frames=["a.py:run", "c.py:pack"]))
+    assert share_key("crash", "tvm", segv) != share_key("crash", "tvm", dict(segv, signal="SIGABRT"))
+
+
+def _v(verdict: str, error=None, comparison=None) -> dict:
+    return {"backend": "onnxruntime[cpu]", "verdict": verdict, "error": error, "comparison": comparison}
+
+
+def test_same_compares_class_message_and_for_wrong_answers_the_output():
+    assert T.same(_v("compile_error", err(POOL_NEW)), _v("compile_error", err(POOL_OLD)))
+    assert not T.same(_v("compile_error", err(POOL_NEW)), _v("run_error", err(POOL_OLD)))
+    assert not T.same(_v("compile_error", err(POOL_NEW)), _v("undefined"))
+    wrong = _v("mismatch", comparison={"output": 1, "kind": "values"})
+    assert T.same(wrong, _v("mismatch", comparison={"output": 0, "differing": [0, 1]}))
+    assert not T.same(wrong, _v("mismatch", comparison={"output": 0}))
+
+
+# -- the base build stops first elsewhere: the reduced case decides ------------------------------
+def _case() -> Prepared:
+    """``Sigmoid(Abs(x))`` and ``Relu(x)``: Abs comes first, the fault is in Sigmoid."""
+    f = TensorType("float32", (2, 3))
+    g = Graph([f] * 4, [Node("Abs", {}, [0], [1]), Node("Sigmoid", {}, [1], [2]), Node("Relu", {}, [0], [3])],
+              inputs=[0], consts=[], outputs=[2, 3], opset=18)
+    model = to_onnx(g, 7, doc="sharing").SerializeToString()
+    x = np.random.default_rng(3).uniform(-1, 1, (2, 3)).astype(np.float32)
+    return Prepared("sharing", {"id": "sharing", "seed": 7}, g, model, [x], {"valid": True, "method": "test",
+                                                                            "reason": ""})
+
+
+def _env(**kw) -> dict:
+    return dict({"PYTHONPATH": REPO, "FAKE_SPELLING": "old"}, **kw)
+
+
+SPEC = BackendSpec("tests.fake_backends:EnvFaults")
+
+
+def _head_then_base(base_env: dict) -> dict:
+    cfg = CheckConfig([SPEC], crosscheck=False)
+    case = _case()
+    head = Pool(120, python=sys.executable, env=_env(FAKE_FAULT="Sigmoid", FAKE_SPELLING="new"))
+    base = Pool(120, python=sys.executable, env=base_env)
+    with head, base:
+        ref: list = []
+        v = check(head, case, cfg, ref)["verdicts"][0]
+        assert v["verdict"] == "compile_error", v
+        res = Reducer(head, cfg, Target.of(SPEC, v), max_seconds=60).reduce(case)
+        assert res.case.graph.op_names() == ["Sigmoid"], res.log
+        T.on_base(base, case, cfg, SPEC, ref, v, res, head)
+    return v
+
+
+def _decide(v: dict) -> D.Decision:
+    rec = {"case": "c1", "kind": "batch", "index": 1, "verdicts": [dict(v, confirm={"runs": 1, "reproduced": True})]}
+    return D.decide([rec], B.Baseline(), "r", "pr", ["envfaults[cpu]"], True, mode="base")
+
+
+def test_a_failure_the_base_build_hides_behind_an_earlier_refusal_is_pre_existing():
+    """Base has head's fault (spelled as the older release spells it) and lacks a kernel for
+    Abs, which comes first: it refuses the model, and fails the reduced case as head does."""
+    v = _head_then_base(_env(FAKE_FAULT="Sigmoid", FAKE_REFUSE="Abs"))
+    base = v["base"]
+    assert base["reproduces"] and base["decided_on"] == "reduced case", base
+    assert base["whole"]["verdict"] == "unsupported" and base["verdict"] == "compile_error"
+    d = _decide(v)
+    assert [g["class"] for g in d.failure_groups()] == ["pre-existing"] and d.exit_code() == D.EXIT_OK
+
+
+def test_a_head_only_fault_behind_a_base_refusal_stays_new():
+    v = _head_then_base(_env(FAKE_REFUSE="Abs"))
+    base = v["base"]
+    assert not base["reproduces"] and base["decided_on"] == "reduced case" and base["verdict"] == "pass", base
+    d = _decide(v)
+    assert [g["class"] for g in d.failure_groups()] == ["new"] and d.exit_code() == D.EXIT_FAIL
+    assert "on the reduced case" in D_summary(d)
+
+
+def test_a_base_build_that_passes_the_model_is_not_asked_about_the_reduced_case():
+    v = _head_then_base(_env())
+    assert v["base"] == dict(v["base"], verdict="pass", reproduces=False, decided_on="case") and "whole" not in v["base"]
+
+
+def D_summary(d: D.Decision) -> str:
+    from dlgate.gate.report import summary
+
+    return summary(d, "new")
+
+
+# -- end to end: dlgate run, head versus base ----------------------------------------------------
+def _cfg(tmp_path, base_env: dict, **kw) -> str:
+    doc = {"campaign": "share", "models": 4, "min_nodes": 3, "max_nodes": 5, "opset": 18,
+           "operators": ["Abs", "Sigmoid", "Relu", "Neg"], "dtypes": ["float32"],
+           "backends": ["tests.fake_backends:EnvFaults"], "timeout_s": 120, "confirm_runs": 1, "crosscheck": False,
+           "reduce_seconds": 30, "base": {"python": sys.executable, "env": base_env}}
+    doc.update(kw)
+    p = tmp_path / "c.yaml"
+    p.write_text(yaml.safe_dump(doc))
+    return str(p)
+
+
+@pytest.mark.parametrize("base_fault, expect", [("Sigmoid", 0), ("", 1)])
+def test_run_decides_sharing_on_the_reduced_case(tmp_path, monkeypatch, base_fault, expect):
+    monkeypatch.chdir(tmp_path)
+    for k, x in _env(FAKE_FAULT="Sigmoid", FAKE_SPELLING="new").items():
+        monkeypatch.setenv(k, x)
+    cfg = _cfg(tmp_path, _env(FAKE_FAULT=base_fault, FAKE_REFUSE="Abs"))
+    assert main(["run", "--config", cfg, "--seed", "s1", "--out", "o"]) == expect
+    v = json.load(open("o/verdict.json"))
+    groups = v["pre_existing"] if base_fault else v["new"]
+    assert groups and not (v["new"] if base_fault else v["pre_existing"])
+    decided = [v["base"] for r in read_records("o/results.jsonl") for v in r["verdicts"] if v["verdict"] != "pass"]
+    assert all(b["reproduces"] is bool(base_fault) for b in decided), decided
+    # models where Abs comes before Sigmoid: the base build refuses them whole, the reduced case decides
+    assert "reduced case" in {b["decided_on"] for b in decided}, decided
