@@ -29,7 +29,7 @@ class Case:
 
     def meta(self) -> dict:
         g = self.graph
-        return {
+        meta = {
             "id": self.id,
             "root": self.root,
             "campaign": self.campaign,
@@ -45,6 +45,9 @@ class Case:
             "sha256": self.sha256,
             "graph": g.to_json(),
         }
+        if g.redrawn is not None:
+            meta["redrawn"] = g.redrawn
+        return meta
 
     def write(self, out_dir: str) -> str:
         d = os.path.join(out_dir, self.id)

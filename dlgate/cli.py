@@ -86,8 +86,8 @@ def _opset(text: str) -> int:
 _EPILOG = ("exit statuses of `dlgate run`:\n" + exit_status_lines() + "\n"
            "the other commands exit 0 on success, 2 on a usage error (one line on stderr) and 3 on an internal "
            "error; `merge` decides the gate as `run` does (0, 1, 3, 4); `check` exits 1 when a case failed (3 when "
-           "the reference did), `reduce` when the case does not fail, `issues` when GitHub refused a request; any "
-           "command exits 141 when its reader closes the pipe it writes to")
+           "the reference did), `reduce` when the case does not fail or its failure does not reproduce, `issues` when "
+           "GitHub refused a request; any command exits 141 when its reader closes the pipe it writes to")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -223,7 +223,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def cmd_gen(args) -> int:
     from dlgate.case import make_case
-    from dlgate.graph.generator import GenConfig, Generator
+    from dlgate.graph.generator import GenConfig, GenerationError, Generator
     from dlgate.spec.registry import select
 
     ops = tuple(o.strip() for o in args.ops.split(",") if o.strip()) if args.ops else None
@@ -245,6 +245,10 @@ def cmd_gen(args) -> int:
     cfg = GenConfig(min_nodes=args.min_nodes, max_nodes=args.max_nodes, ops=ops, opset=args.opset, support=support,
                     dynamic_share=args.dynamic_share, extreme_share=args.extreme_share)
     gen = Generator(cfg)
+    try:
+        gen.drawable()
+    except GenerationError as e:
+        raise UsageError(f"dlgate gen: {e}") from None
     batch = None
     if not args.no_guidance:
         from dlgate.coverage.guide import GuidedBatch
@@ -463,7 +467,7 @@ def cmd_reduce(args) -> int:
     from dlgate.check import CaseError, CheckConfig, load_bundle, save_bundle
     from dlgate.exec.worker import Pool
     from dlgate.oracle import verdict as V
-    from dlgate.reduce.reducer import Reducer, Target
+    from dlgate.reduce.reducer import NotReproduced, Reducer, Target
 
     spec = _backend_spec(args.backend, "--backend")
     ref = _backend_spec(args.reference, "--reference")
@@ -484,7 +488,12 @@ def cmd_reduce(args) -> int:
             print(f"{case.id}: {spec.label()} does not fail here ({v['verdict']}); nothing to reduce", file=sys.stderr)
             return 1
         target = Target.of(spec, v)  # errors match by cluster, as in the gate
-        res = Reducer(pool, cfg, target, max_seconds=args.max_seconds).reduce(case)
+        try:
+            res = Reducer(pool, cfg, target, max_seconds=args.max_seconds).reduce(case)
+        except NotReproduced:  # failed once, not again: flaky, which a reduction cannot keep
+            print(f"{case.id}: {spec.label()} failed ({v['verdict']}) but not when run again: the failure does not "
+                  f"reproduce (flaky); nothing to reduce", file=sys.stderr)
+            return 1
     out = args.out or args.case.rstrip("/") + "-reduced"
     res.case.meta = dict(res.case.meta, id=os.path.basename(out), reduced_from=case.id,
                          reduction={"original_nodes": res.original_nodes, "nodes": len(res.case.graph.nodes),

@@ -38,6 +38,8 @@ def test_gen_with_operator_list(tmp_path):
     (["gen", "--seed", "s", "--count", "2", "--out", "x", "--ops", "Add,Bogus"], "Bogus"),
     (["gen", "--seed", "s", "--count", "2", "--out", "x", "--opset", "99"], "opset"),
     (["gen", "--seed", "s", "--count", "2", "--out", "x", "--support", "nosuch"], "nosuch"),
+    (["gen", "--seed", "s", "--count", "2", "--out", "x", "--ops", "Gelu", "--opset", "18"],
+     "no operator can be drawn at opset 18 within the operator list"),
     (["stats", "/nonexistent/dir"], "no generated cases"),
     (["frobnicate"], "unknown command 'frobnicate'"),
 ])

@@ -412,6 +412,16 @@ def test_internal_errors_exit_3_and_are_not_compiler_failures(tmp_path, monkeypa
     assert "internal error" in err and "not a failure of the compiler" in err
 
 
+def test_a_campaign_whose_restriction_leaves_no_operator_is_a_bad_config_not_an_internal_error(tmp_path, capsys):
+    # Gelu exists from opset 20: at the campaign's fixed opset 18 no case can be generated, redrawn or not
+    cfg = write_config(str(tmp_path), models=1, operators=["Gelu"])
+    assert main(["run", "--config", cfg, "--seed", "x", "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("dlgate run: t: no operator can be drawn at opset 18 within the operator list"), err
+    assert "internal error" not in err and "Traceback" not in err
+
+
 def test_reference_failure_is_an_internal_error(tmp_path):
     from dlgate.gate import baseline as B
     from dlgate.gate import decide as D

@@ -324,3 +324,148 @@ def test_backward_insertion_narrows_the_new_inputs_and_rederives_the_output():
     assert spec["Cosh"].preimage({}, (1.0, math.cosh(3.0))) == pytest.approx((-3.0, 3.0))
     lo, hi = spec["ThresholdedRelu"].preimage({"alpha": 2.0}, (0.5, 1.5))
     assert lo > hi  # outputs are 0 or above 2: none in [0.5, 1.5]
+
+
+# -- a draw that fails is drawn again: a case is always made -------------------------------------
+def _pinned_support(path="onnxruntime-1.32.0-support.txt") -> frozenset:
+    """A probed support set kept in tests/data (operator|dtypes|opsets a line)."""
+    import os
+
+    out = set()
+    with open(os.path.join(os.path.dirname(__file__), "data", path)) as f:
+        for line in f:
+            if not line.strip() or line.startswith("#"):
+                continue
+            op, sig, spans = line.rstrip("\n").split("|")
+            for span in spans.split(","):
+                lo, _, hi = span.partition("-")
+                out.update((op, tuple(sig.split(",")) if sig else (), o) for o in range(int(lo), int(hi or lo) + 1))
+    return frozenset(out)
+
+
+def _guided_case(cfg, root, campaign, index):
+    """The guided batch's case ``index``, after checking that the draw alone (``redraw=False``,
+    as single-operator probing draws) still fails there."""
+    from dlgate.coverage.guide import GuidedBatch
+    from dlgate.coverage.state import CoverageState
+
+    gen = Generator(cfg)
+    batch = GuidedBatch(gen, root, campaign, CoverageState())
+    batch._skip_to(index)
+    with pytest.raises(GenerationError, match="could not insert any operator"):
+        gen.generate(case_seed(root, campaign, index), redraw=False)
+    return batch.case(index)[0]
+
+
+@pytest.mark.parametrize("root, campaign, index, cfg", [
+    # `dlgate gen --seed bars-held-out-7 --support onnxruntime` (onnxruntime 1.32): a bool scalar
+    # placeholder for Or, and guidance weighing unseen motifs up drew nothing that takes it
+    ("bars-held-out-7", "default", 53, dict(support="pinned", dynamic_share=0.25, extreme_share=0.2)),
+    # configs/pr.yaml with the opsets capped at 25 (what onnxruntime 1.24 loads), seed prc-8
+    ("prc-8", "pr", 44, dict(opset_range=(13, 25), dynamic_share=0.25, extreme_share=0.2)),
+])
+def test_a_case_whose_draws_never_came_back_to_its_first_operator_inserts_it(root, campaign, index, cfg):
+    # these cases stopped generation with "could not insert any operator": the first placeholder
+    # is made to fit an operator, which is now inserted there when no other draw inserted any
+    if cfg.get("support") == "pinned":
+        cfg = dict(cfg, support=_pinned_support())
+    c = _guided_case(GenConfig(**cfg), root, campaign, index)
+    assert c.graph.redrawn is None and "redrawn" not in c.meta()
+    if index == 53:
+        assert c.graph.op_names() == ["Or"] and c.graph.opset == 28
+    _check_structure(c.graph)
+
+
+class _Stuck(Generator):
+    """Inserts no operator in its first ``stuck`` draws (a restriction nothing fits)."""
+
+    def __init__(self, cfg, stuck):
+        super().__init__(cfg)
+        self.stuck, self.draws, self.blocked = stuck, 0, False
+
+    def _draw(self, seed, insist=True):
+        self.draws += 1
+        self.blocked = self.draws <= self.stuck
+        try:
+            return super()._draw(seed, insist)
+        finally:
+            self.blocked = False
+
+    def _forward(self, *a):
+        return not self.blocked and super()._forward(*a)
+
+    def _backward(self, *a):
+        return not self.blocked and super()._backward(*a)
+
+
+def test_a_failed_draw_is_drawn_again_from_a_sub_seed_and_says_so():
+    from dlgate.case import make_case
+    from dlgate.seeds import sub_seed
+
+    cfg = GenConfig(max_nodes=5, dtypes=("float32",))
+    seed = case_seed("redraw", "r", 0)
+    with pytest.raises(GenerationError, match="could not insert any operator"):
+        _Stuck(cfg, 1).generate(seed, redraw=False)
+    for stuck in (1, 3):
+        g = _Stuck(cfg, stuck).generate(seed)
+        assert g.redrawn == {"attempts": stuck, "reason": f"could not insert any operator (seed {seed})"}
+        # the redraw is the draw of its own sub-seed, byte for byte
+        again = Generator(cfg).generate(sub_seed(seed, f"redraw/{stuck}"))
+        assert g.to_json() == again.to_json() and g.values.keys() == again.values.keys()
+        assert all((g.values[t] == again.values[t]).all() for t in g.values)
+    a = make_case(_Stuck(cfg, 2), "redraw", "r", 0)
+    b = make_case(_Stuck(cfg, 2), "redraw", "r", 0)
+    assert a.model_bytes == b.model_bytes and a.meta()["redrawn"]["attempts"] == 2
+    assert make_case(Generator(cfg), "redraw", "r", 0).graph.redrawn is None
+
+
+def test_when_every_redraw_fails_the_fallback_is_one_operator_the_restriction_allows():
+    from dlgate.case import make_case
+    from dlgate.graph.generator import REDRAWS
+
+    cfg = GenConfig(max_nodes=5, dtypes=("float32",), ops=("Gelu", "Relu", "Add"), opset_range=(13, 22))
+    cases = [make_case(_Stuck(cfg, REDRAWS + 1), "fallback", "f", i) for i in range(4)]
+    for i, c in enumerate(cases):
+        meta = c.meta()
+        assert meta["redrawn"]["attempts"] == REDRAWS + 1 and meta["redrawn"]["fallback"] == c.graph.op_names()[0]
+        assert len(c.graph.nodes) == 1 and c.graph.redrawn["reason"].startswith("could not insert any operator")
+        # the first operator of the list that exists at the failed draw's opset: Gelu from opset 20
+        assert c.graph.op_names() == (["Gelu"] if c.graph.opset >= 20 else ["Relu"])
+        assert all(t.dtype == "float32" for t in c.graph.tensors) and not c.graph.dynamic
+        _check_structure(c.graph)
+        assert make_case(_Stuck(cfg, REDRAWS + 1), "fallback", "f", i).model_bytes == c.model_bytes
+    assert {c.graph.opset >= 20 for c in cases} == {True, False}
+    # an operator whose rewrite needs symbolic dimensions gets them, where the config gives any
+    cfg = GenConfig(ops=("EmbedLayerNormAttention",), opset=13, dynamic_share=1.0)
+    g = _Stuck(cfg, REDRAWS + 1).generate(case_seed("fallback", "dyn", 0))
+    assert g.redrawn["fallback"] == "EmbedLayerNormAttention" and g.dynamic and g.dynamic["dims"]
+
+
+def test_a_fixed_opset_that_holds_no_allowed_operator_is_a_configuration_error():
+    gen = Generator(GenConfig(ops=("Gelu",), opset=18))
+    with pytest.raises(GenerationError, match="no operator can be drawn at opset 18 within the operator list"):
+        gen.drawable()
+    with pytest.raises(GenerationError):
+        gen.generate(1)
+    Generator(GenConfig(ops=("Gelu",), opset=20)).drawable()  # silent where one is
+
+
+def test_checking_that_a_configuration_can_draw_changes_no_case():
+    # the check walks the opsets; the next case's draw reads the generator's current one
+    # (coverage guidance's narrow-motif candidates), so the check must leave it as it was
+    from dlgate.coverage.guide import GuidedBatch
+    from dlgate.coverage.state import CoverageState
+
+    def cases(check):
+        gen = Generator(GenConfig(max_nodes=5, dynamic_share=0.25, extreme_share=0.2))
+        if check:
+            gen.drawable()
+        batch = GuidedBatch(gen, "drawable", "d", CoverageState())
+        return [batch.case(i)[0].model_bytes for i in range(6)], gen
+
+    plain, _ = cases(False)
+    checked, gen = cases(True)
+    assert checked == plain
+    before = gen.opset
+    gen.drawable()
+    assert gen.opset == before

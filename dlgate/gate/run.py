@@ -170,15 +170,21 @@ def opset_range(cfg: Campaign, pool, ccfg: CheckConfig, log=print) -> list:
 
 
 def _generator(cfg: Campaign, opsets: list | None = None, support=None):
-    from dlgate.graph.generator import GenConfig, Generator
+    """The campaign's generator; a RunError when its restriction leaves no operator to draw."""
+    from dlgate.graph.generator import GenConfig, GenerationError, Generator
 
     ops = tuple(cfg.operators) if cfg.operators is not None else None
     kw = {"dtypes": tuple(cfg.dtypes)} if cfg.dtypes is not None else {}
     if opsets is not None:
         kw["opset_range"] = tuple(opsets)
-    return Generator(GenConfig(min_nodes=cfg.min_nodes, max_nodes=cfg.max_nodes, ops=ops, opset=cfg.opset,
-                               support=support, dynamic_share=cfg.dynamic_share,
-                               extreme_share=cfg.extreme_share, **kw))
+    gen = Generator(GenConfig(min_nodes=cfg.min_nodes, max_nodes=cfg.max_nodes, ops=ops, opset=cfg.opset,
+                              support=support, dynamic_share=cfg.dynamic_share,
+                              extreme_share=cfg.extreme_share, **kw))
+    try:
+        gen.drawable()
+    except GenerationError as e:
+        raise RunError(f"{cfg.campaign}: {e}") from None
+    return gen
 
 
 def _split_timing(rec: dict) -> dict:

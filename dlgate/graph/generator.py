@@ -35,6 +35,11 @@ DEFAULT_OPSET_RANGE = (OLDEST_OPSET, NEWEST_OPSET)
 NEWEST_SHARE = 0.25
 #: How often the first placeholder is rank 5 where its operator takes that (else rank <= 4).
 RANK5_START = 0.15
+#: A case whose draw fails is drawn again from ``sub_seed(seed, "redraw/k")``, k = 1 up to
+#: this; when every one fails, the fallback makes a one-operator graph (``Generator.generate``).
+REDRAWS = 4
+#: Tries at inserting the first placeholder's own operator when no other draw inserted any.
+SEED_TRIES = 3
 
 
 @dataclass(frozen=True)
@@ -141,7 +146,34 @@ class Generator:
         self._available: dict = {}  # opset -> the specs drawable there
 
     # -- entry point ----------------------------------------------------------------
-    def generate(self, seed: int) -> Graph:
+    def generate(self, seed: int, redraw: bool = True) -> Graph:
+        """The case's graph. A draw that fails (no operator fits what the restriction leaves,
+        or none could be inserted) is drawn again from ``sub_seed(seed, "redraw/k")``, up to
+        ``REDRAWS`` times, and then a fallback makes a one-operator graph of the first
+        operator of the generator's list that the restriction allows and that can be
+        instantiated (at the failed draw's opset first): a case whose generation is possible at all is
+        always made, the same on every machine. Such a graph says so in ``graph.redrawn``
+        (the case's ``meta.json``); ``GenerationError`` is left only for a configuration under
+        which no operator can be drawn at all. ``redraw=False`` is the draw alone, as single-
+        operator probing makes it (its own seeds are its redraws): it raises at the first failure."""
+        try:
+            return self._draw(seed, insist=redraw)
+        except GenerationError as e:
+            if not redraw:
+                raise
+            reason, opset = str(e), self.opset
+        for k in range(1, REDRAWS + 1):
+            try:
+                g = self._draw(sub_seed(seed, f"redraw/{k}"))
+            except GenerationError:
+                continue
+            g.redrawn = {"attempts": k, "reason": reason}
+            return g
+        g = self._fallback(sub_seed(seed, "fallback"), opset)
+        g.redrawn = {"attempts": REDRAWS + 1, "reason": reason, "fallback": g.nodes[0].op}
+        return g
+
+    def _draw(self, seed: int, insist: bool = True) -> Graph:
         cfg = self.cfg
         rng = random.Random(sub_seed(seed, "graph"))
         # A fresh solver per case: an incremental solver keeps learned lemmas across
@@ -154,10 +186,7 @@ class Generator:
             opset = cfg.opset
         else:
             opset, focus = self._draw_opset(rng)
-        self.opset = opset
-        specs = self._available.get(opset)
-        if specs is None:
-            specs = self._available[opset] = [s for s in self.specs if s.available(opset) and self._sigs(s)]
+        specs = self._specs_at(opset)
         if not specs:
             raise GenerationError(f"no operator is available at opset {opset} with the allowed dtypes")
         ctx = Ctx(rng, cfg.limits, cfg.dtypes, opset)
@@ -195,6 +224,12 @@ class Generator:
                 self.stats["failed"] += 1
             elif weights is not None:
                 weights[k] = self.guide.spec_weight(spec, self._sigs(spec))
+        if not st.nodes and insist:
+            # the first placeholder was made to fit seed_spec, but the draws need not come back
+            # to it (a bool scalar for Or, while guidance weighs unseen motifs up): insert it there
+            for _ in range(SEED_TRIES):
+                if self._forward(st, seed_spec, ctx, rng):
+                    break
         if not st.nodes:
             raise GenerationError(f"could not insert any operator (seed {seed})")
         g = self._finalize(st, seed, opset, rng)
@@ -205,6 +240,62 @@ class Generator:
                 g = make_dynamic(g, drng, cfg.limits)
         g = extreme.apply(g, seed, cfg.extreme_share)
         return g
+
+    def _specs_at(self, opset: int) -> list:
+        """The specs drawable at ``opset`` (made the current opset): available there, with a
+        signature the config, the support set and the schema allow."""
+        self.opset = opset
+        specs = self._available.get(opset)
+        if specs is None:
+            specs = self._available[opset] = [s for s in self.specs if s.available(opset) and self._sigs(s)]
+        return specs
+
+    def drawable(self) -> None:
+        """Raise ``GenerationError`` (naming the restriction) when no operator can be drawn at
+        any opset of the configuration: then no case can be generated, redrawn or not."""
+        cfg = self.cfg
+        opsets = [cfg.opset] if cfg.opset is not None else range(cfg.opset_range[0], cfg.opset_range[1] + 1)
+        # the current opset is left as it was: the next case's draw reads it (Guide.focus's candidates)
+        was = self.opset
+        found = any(self._specs_at(o) for o in opsets)
+        self.opset = was
+        if not found:
+            what = f"opset {cfg.opset}" if cfg.opset is not None else f"opsets {cfg.opset_range[0]}-{cfg.opset_range[1]}"
+            limits = [w for w, on in (("the operator list", cfg.ops is not None), ("the dtypes", cfg.dtypes != dt.ALL),
+                                      ("the probed support", cfg.support is not None)) if on]
+            raise GenerationError(f"no operator can be drawn at {what} within {', '.join(limits) or 'the registry'}")
+
+    def _fallback(self, seed: int, opset: int) -> Graph:
+        """A one-operator graph, for a case no draw could make: the first operator of the
+        generator's list (the registry's order, or the config's ``ops``), at the first of its
+        signatures and ranks (lowest first) that instantiates, at ``opset`` and then, where the
+        opset is not fixed, the others of the range from the newest down. Plain values; static,
+        but for an operator that needs symbolic dimensions (drawn only where the config gives
+        any model some). Raises ``GenerationError`` only when nothing at all can be drawn."""
+        cfg = self.cfg
+        lo, hi = cfg.opset_range
+        opsets = [opset] if cfg.opset is not None else [opset] + [o for o in range(hi, lo - 1, -1) if o != opset]
+        rng = random.Random(seed)
+        self.solver.reset()
+        for o in opsets:
+            ctx = Ctx(rng, cfg.limits, cfg.dtypes, o)
+            for spec in self._specs_at(o):
+                if spec.needs_dynamic and not cfg.dynamic_share:
+                    continue
+                ranks = sorted(r for r in spec.ranks if r <= cfg.limits.max_rank)
+                for sig in self._sigs(spec):
+                    for rank in ranks:
+                        if self.guide is not None:
+                            self.guide.begin()
+                        st = _State()
+                        st.placeholders.append(st.add_tensor(TensorType(sig[0], ctx.shape(rank))))
+                        if self._forward(st, spec, ctx, rng):
+                            g = self._finalize(st, seed, o, rng)
+                            if spec.needs_dynamic:
+                                g = make_dynamic(g, random.Random(sub_seed(seed, "dynamic")), cfg.limits)
+                            return g
+        self.drawable()
+        raise GenerationError(f"no operator can be instantiated within the configuration (seed {seed})")
 
     def _draw_opset(self, rng: random.Random) -> tuple:
         """(the case's opset, the narrow motif it is drawn for or None): under guidance, a

@@ -38,6 +38,10 @@ class Graph:
     #: For a case drawn with extreme values (``dlgate.graph.extreme``): ``{"kinds": [...]}``,
     #: the kinds of special value its leaves may hold; None for an ordinary case.
     extreme: dict | None = None
+    #: For a case whose first draw failed (``Generator.generate``): ``{"attempts", "reason"}``
+    #: and, for the one-operator fallback, ``"fallback"`` (its operator); None otherwise.
+    #: How the case was made, not part of the graph: written in the case's ``meta.json``.
+    redrawn: dict | None = None
 
     def name(self, t: int) -> str:
         return f"t{t}"

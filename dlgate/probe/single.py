@@ -21,7 +21,8 @@ def single_op_graph(name: str, sig: tuple, opset: int, index: int = 0,
     gen = Generator(cfg)
     for k in range(tries):
         try:
-            g = gen.generate(case_seed(f"single/{name}/{'-'.join(sig)}", str(opset), index * tries + k))
+            # its own seeds are its redraws: the draw alone, never another operator's fallback
+            g = gen.generate(case_seed(f"single/{name}/{'-'.join(sig)}", str(opset), index * tries + k), redraw=False)
         except GenerationError:
             continue
         if len(g.nodes) == 1 and tuple(g.tensors[t].dtype for t in g.nodes[0].inputs) == tuple(sig):

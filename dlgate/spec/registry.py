@@ -17,16 +17,22 @@ FAMILIES = ("unary", "binary", "activation", "logic", "cast", "reduce", "linalg"
             "motifs.tvm_fold", "motifs.tvm_lower")
 
 
+class RegistryError(ImportError):
+    """A family module the registry lists cannot be loaded: dlgate is incompletely installed."""
+
+
 @lru_cache(maxsize=None)
 def all_specs() -> dict:
-    """Spec name -> spec instance, in family order."""
+    """Spec name -> spec instance, in family order. A listed family module that is missing
+    is an error, never skipped: its operators would silently drop out of every batch."""
     out: dict = {}
     for fam in FAMILIES:
         try:
             mod = importlib.import_module(f"dlgate.spec.{fam}")
         except ModuleNotFoundError as e:
             if e.name == f"dlgate.spec.{fam}":
-                continue
+                raise RegistryError(f"operator family module dlgate.spec.{fam} (dlgate/spec/{fam.replace('.', '/')}.py) "
+                                    "is missing: dlgate's installation is incomplete") from None
             raise
         for cls in mod.OPS:
             if not issubclass(cls, OpSpec) or not cls.name:
