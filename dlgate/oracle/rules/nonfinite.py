@@ -7,8 +7,8 @@ made (``nonfinite.violation_elements``), otherwise its whole outputs, and what t
 A NaN through Add, an inf out of Exp are defined: IEEE 754 says what they give."""
 from __future__ import annotations
 
-from dlgate.oracle.rules.base import Context, Excuse, Rule
-from dlgate.oracle.rules.scope import reach
+from dlgate.oracle.rules.base import Context, Rule
+from dlgate.oracle.rules.scope import node_excuses
 from dlgate.spec import nonfinite
 from dlgate.spec.registry import get
 
@@ -18,19 +18,13 @@ class SpecialValues(Rule):
     scoping = True
 
     def excuses(self, ctx: Context) -> list:
-        _, steps = ctx.trace
-        found = []
-        for i, (node, (ins, outs)) in enumerate(zip(ctx.graph.nodes, steps)):
+        def find(node, ins, outs):
             spec = get(node.op)
             in_types = [ctx.graph.tensors[t] for t in node.inputs]
             why = nonfinite.violation(spec, node.attrs, in_types, ins, outs)
-            if not why:
-                continue
-            masks = nonfinite.violation_elements(spec, node.attrs, in_types, ins, outs)
-            scope = reach(ctx.graph, steps, {i: masks if masks is not None else [None] * len(outs)})
-            if scope:
-                found.append(Excuse(self.name, f"{node.op} (node {i}): {why}", scope))
-        return found
+            return (why, nonfinite.violation_elements(spec, node.attrs, in_types, ins, outs)) if why else None
+
+        return node_excuses(ctx, self.name, find)
 
 
 RULE = SpecialValues()

@@ -63,3 +63,22 @@ def reach(graph: Graph, steps: list, sources: dict) -> dict:
             if m is not None and (isinstance(m, str) or m.any()):
                 marked[t] = m
     return {k: marked[t] for k, t in enumerate(graph.outputs) if t in marked}
+
+
+def node_excuses(ctx, rule: str, find) -> list:
+    """One excuse per node of the reference run where ``find(node, ins, outs)`` gives
+    ``(reason, masks)`` (one boolean mask per node output, or None for its whole outputs):
+    the reason names the node, the scope is what its marked elements reach."""
+    from dlgate.oracle.rules.base import Excuse
+
+    _, steps = ctx.trace
+    found = []
+    for i, (node, (ins, outs)) in enumerate(zip(ctx.graph.nodes, steps)):
+        hit = find(node, ins, outs)
+        if not hit:
+            continue
+        why, masks = hit
+        scope = reach(ctx.graph, steps, {i: masks if masks is not None else [None] * len(outs)})
+        if scope:
+            found.append(Excuse(rule, f"{node.op} (node {i}): {why}", scope))
+    return found

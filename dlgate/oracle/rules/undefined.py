@@ -10,8 +10,8 @@ nothing else: the excuse covers the elements the operator names
 conversions out of range (+/-inf) are defined, and not excused."""
 from __future__ import annotations
 
-from dlgate.oracle.rules.base import Context, Excuse, Rule
-from dlgate.oracle.rules.scope import reach
+from dlgate.oracle.rules.base import Context, Rule
+from dlgate.oracle.rules.scope import node_excuses
 from dlgate.spec.registry import get
 
 
@@ -20,21 +20,18 @@ class UndefinedValues(Rule):
     scoping = True
 
     def excuses(self, ctx: Context) -> list:
-        _, steps = ctx.trace
-        found = []
-        for i, (node, (ins, outs)) in enumerate(zip(ctx.graph.nodes, steps)):
+        def find(node, ins, outs):
             spec = get(node.op)
             types = [ctx.graph.tensors[t] for t in node.outputs]
             why = spec.undefined(node.attrs, ins, types)
             if not why:
-                continue
+                return None
             masks = spec.undefined_elements(node.attrs, ins, types)
             if masks is not None and not any(m.any() for m in masks):
                 masks = None  # a reason without the elements it concerns: all of them
-            scope = reach(ctx.graph, steps, {i: masks if masks is not None else [None] * len(outs)})
-            if scope:
-                found.append(Excuse(self.name, f"{node.op} (node {i}): {why}", scope))
-        return found
+            return why, masks
+
+        return node_excuses(ctx, self.name, find)
 
 
 RULE = UndefinedValues()
