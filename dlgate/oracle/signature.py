@@ -179,10 +179,18 @@ def _reprs(text: str) -> str:
         pos = k
 
 
+#: A C++ assertion's condition before its own message (TVM's ``ICHECK(value >= 0) << "cannot make
+#: uint from negative value"`` prints "Check failed: (value >= 0) is false: cannot make uint ...";
+#: the release before printed the message alone): the message says what failed, the condition
+#: how the source checks it. Kept where no message follows (then it is all there is).
+_CHECK = re.compile(r"^(?:\w+Error: )?Check failed: (?:\(.*?\)|[^:]*?) is false: (?=\S)")
+
+
 def essence(message: str, max_len: int = 300) -> str:
     """What a message says, whatever build printed it: the lines of stack traces dropped;
     source positions (file and line, and the function they name), C++ parameter lists,
-    template arguments and ``[with ...]`` clauses, the exception class's prefix, operator
+    template arguments and ``[with ...]`` clauses, the exception class's prefix, an assertion's
+    condition before its own message (``_CHECK``), operator
     domains, onnxruntime's node annotations and object reprs' build-specific fields
     normalized away; then :func:`normalize`'s rules. Operator names, intrinsics and the
     message's words stay: two failures at different operators, or with different words,
@@ -198,7 +206,7 @@ def essence(message: str, max_len: int = 300) -> str:
         after_file = s.startswith("File \"")
         if _TRACE.match(s):
             continue
-        lines.append(_EXC_PREFIX.sub("", s))
+        lines.append(_CHECK.sub("", _EXC_PREFIX.sub("", s)))
     text = " | ".join(lines[:3])
     text = _SRC.sub("<src>", _reprs(text))
     text = _WHERE.sub("<src>", text)
