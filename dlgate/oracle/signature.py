@@ -186,6 +186,11 @@ def _reprs(text: str) -> str:
 _CHECK = re.compile(r"^(?:\w+Error: )?Check failed: (?:\(.*?\)|[^:]*?) is false: (?=\S)")
 
 
+#: Advice a message ends with ("hint: use tvm.tirx.all / tvm.tirx.any instead", lengthened by
+#: the next release): what to do about a failure, not what failed.
+_HINT = re.compile(r",?\s*\bhint:[^|]*")
+
+
 def essence(message: str, max_len: int = 300) -> str:
     """What a message says, whatever build printed it: the lines of stack traces dropped;
     source positions (file and line, and the function they name), C++ parameter lists,
@@ -217,6 +222,9 @@ def essence(message: str, max_len: int = 300) -> str:
             break
     text = _NODE.sub("(node)", _DOMAIN.sub("", text))
     text = re.sub(r"\btirx\.", "tir.", text)  # TVM's TIR namespace, renamed between releases
+    text = re.sub(r"\bT\.(?=(?:b?float|u?int|bfloat|bool)\d*\b)", "", text)  # a dtype as TVMScript prints it
+    text = re.sub(r"\bStructInfo\b", "Type", text)  # Relax's struct info, printed as a type from 0.26
+    text = _HINT.sub("", text)
     text = re.sub(r"[\"'`]", "", text)  # quoting style
     return normalize(text, max_len * 4)[:max_len]
 
