@@ -99,10 +99,7 @@ def on_base(base_pool, case, ccfg, spec, ref_out: list, v: dict, reduced=None, p
     instead (its reference run on ``pool``)."""
     bv = judge_backend(base_pool, case, ccfg, spec, ref_out, crosscheck=False, explain=True)
     shares = same(v, bv)
-    v["base"] = {"verdict": bv.verdict, "signature": (bv.signature or {}).get("id"), "reproduces": shares,
-                 "versions": bv.versions, "decided_on": what}
-    if bv.verdict not in (V.PASS, V.UNDEFINED) and not shares:
-        v["base"]["detail"] = bv.detail[:300]
+    v["base"] = _base_record(bv, shares, what)
     if shares or bv.verdict in (V.PASS, V.SKIPPED) or reduced is None or pool is None \
             or v["verdict"] not in V.FAILURES or reduced.case is case:
         return  # a base build that passes the model: head's failure there is new, whatever the parts do
@@ -113,11 +110,17 @@ def on_base(base_pool, case, ccfg, spec, ref_out: list, v: dict, reduced=None, p
         return
     rv = judge_backend(base_pool, reduced.case, ccfg, spec, ref.outputs, crosscheck=False, explain=True)
     whole = {k: v["base"][k] for k in ("verdict", "signature", "detail") if k in v["base"]}
-    shares = same(reduced.verdict, rv)
-    v["base"] = {"verdict": rv.verdict, "signature": (rv.signature or {}).get("id"), "reproduces": shares,
-                 "versions": rv.versions, "decided_on": "reduced case", "whole": whole}
-    if rv.verdict not in (V.PASS, V.UNDEFINED) and not shares:
-        v["base"]["detail"] = rv.detail[:300]
+    v["base"] = dict(_base_record(rv, same(reduced.verdict, rv), "reduced case"), whole=whole)
+
+
+def _base_record(bv, shares: bool, decided_on: str) -> dict:
+    """``v["base"]``: the base build's verdict on the case that decided, and whether it shares
+    head's failure (with its detail when it fails otherwise)."""
+    rec = {"verdict": bv.verdict, "signature": (bv.signature or {}).get("id"), "reproduces": shares,
+           "versions": bv.versions, "decided_on": decided_on}
+    if bv.verdict not in (V.PASS, V.UNDEFINED) and not shares:
+        rec["detail"] = bv.detail[:300]
+    return rec
 
 
 def _same_output(head: dict | None, base: dict | None) -> bool:
