@@ -177,6 +177,11 @@ class Ctx:
     """Concrete choices from a seeded RNG."""
 
     symbolic = False
+    #: The degenerate attribute regime (a change-aware batch's target asks for it): draws
+    #: take the values kernels and rewrites special-case (identity permutations, unit
+    #: scales, attributes spelled out at their default, empty or full axes lists, zero
+    #: pads) where a spec offers them. Off in ordinary draws, so their streams are unchanged.
+    degenerate = False
 
     def __init__(self, rng: random.Random, limits: Limits = Limits(), dtypes: tuple = dt.ALL, opset: int = 21):
         self.rng = rng
