@@ -47,6 +47,8 @@ class Case:
         }
         if g.redrawn is not None:
             meta["redrawn"] = g.redrawn
+        if g.aimed is not None:
+            meta["aimed"] = g.aimed
         return meta
 
     def write(self, out_dir: str) -> str:

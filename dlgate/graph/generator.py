@@ -38,6 +38,11 @@ RANK5_START = 0.15
 #: A case whose draw fails is drawn again from ``sub_seed(seed, "redraw/k")``, k = 1 up to
 #: this; when every one fails, the fallback makes a one-operator graph (``Generator.generate``).
 REDRAWS = 4
+#: In a case aimed at a target: the chance each further draw is one of the target's specs
+#: again, and the chance the case draws degenerate attribute values (``Ctx.degenerate``)
+#: when its target does not ask for them.
+AIM_REPEAT = 0.25
+AIM_DEGENERATE = 0.3
 #: Tries at inserting the first placeholder's own operator when no other draw inserted any.
 SEED_TRIES = 3
 
@@ -65,6 +70,12 @@ class GenConfig:
     #: Share of graphs whose inputs and constants carry extreme values (``graph.extreme``,
     #: see ``dlgate.graph.extreme``); drawn last, from its own stream.
     extreme_share: float = 0.0
+    #: What a change touches (``dlgate.change.aim.Aim``, one per target), and the share of
+    #: cases drawn to exercise one of them (``graph.aimed``); the rest stay random. Whether a
+    #: case is aimed, and at which target, comes from its own stream, so an empty ``aims``
+    #: leaves every case as it was.
+    aims: tuple = ()
+    aim_share: float = 0.8
 
     def __post_init__(self):
         if not 1 <= self.min_nodes <= self.max_nodes:
@@ -80,6 +91,8 @@ class GenConfig:
             raise ValueError(f"dynamic_share {self.dynamic_share} is not within 0-1")
         if not 0.0 <= self.extreme_share <= 1.0:
             raise ValueError(f"extreme_share {self.extreme_share} is not within 0-1")
+        if not 0.0 <= self.aim_share <= 1.0:
+            raise ValueError(f"aim_share {self.aim_share} is not within 0-1")
 
 
 class GenerationError(RuntimeError):
@@ -144,6 +157,7 @@ class Generator:
         self.stats = {"forward": 0, "backward": 0, "z3_forward": 0, "z3_backward": 0, "failed": 0}
         self._sig_cache: dict = {}
         self._available: dict = {}  # opset -> the specs drawable there
+        self._aim = None  # the aim of the case being drawn (its specs' signatures narrow to it)
 
     # -- entry point ----------------------------------------------------------------
     def generate(self, seed: int, redraw: bool = True) -> Graph:
@@ -156,15 +170,16 @@ class Generator:
         (the case's ``meta.json``); ``GenerationError`` is left only for a configuration under
         which no operator can be drawn at all. ``redraw=False`` is the draw alone, as single-
         operator probing makes it (its own seeds are its redraws): it raises at the first failure."""
+        aim = self._pick_aim(seed)
         try:
-            return self._draw(seed, insist=redraw)
+            return self._draw(seed, insist=redraw, aim=aim)
         except GenerationError as e:
             if not redraw:
                 raise
             reason, opset = str(e), self.opset
         for k in range(1, REDRAWS + 1):
             try:
-                g = self._draw(sub_seed(seed, f"redraw/{k}"))
+                g = self._draw(sub_seed(seed, f"redraw/{k}"), aim=aim)
             except GenerationError:
                 continue
             g.redrawn = {"attempts": k, "reason": reason}
@@ -173,7 +188,35 @@ class Generator:
         g.redrawn = {"attempts": REDRAWS + 1, "reason": reason, "fallback": g.nodes[0].op}
         return g
 
-    def _draw(self, seed: int, insist: bool = True) -> Graph:
+    def _pick_aim(self, seed: int):
+        """(aim, degenerate) for the case drawn from ``seed``, or None for a random case:
+        from the case's own ``aim`` stream, so cases of a batch without aims are unchanged."""
+        if not self.cfg.aims:
+            return None
+        arng = random.Random(sub_seed(seed, "aim"))
+        if arng.random() >= self.cfg.aim_share:
+            return None
+        aim = self.cfg.aims[arng.randrange(len(self.cfg.aims))]
+        # kernels and rewrites special-case degenerate attribute values: a share of the
+        # aimed cases draws them even where the target does not ask for them
+        return aim, aim.degenerate or arng.random() < AIM_DEGENERATE
+
+    def _aim_opsets(self, aim) -> list:
+        """The opsets of the configuration at which some spec of ``aim`` can be drawn with a
+        signature the aim allows."""
+        cfg = self.cfg
+        opsets = [cfg.opset] if cfg.opset is not None else range(cfg.opset_range[0], cfg.opset_range[1] + 1)
+        was, self._aim = self._aim, aim
+        try:
+            return [o for o in opsets if aim.opset_ok(o) and self._aim_specs(aim, o)]
+        finally:
+            self._aim = was
+
+    def _aim_specs(self, aim, opset: int) -> list:
+        names = set(aim.specs)
+        return [s for s in self._specs_at(opset) if s.name in names and self._sigs(s)]
+
+    def _draw(self, seed: int, insist: bool = True, aim=None) -> Graph:
         cfg = self.cfg
         rng = random.Random(sub_seed(seed, "graph"))
         # A fresh solver per case: an incremental solver keeps learned lemmas across
@@ -182,7 +225,18 @@ class Generator:
         if self.guide is not None:
             self.guide.begin()
         focus = None  # a narrow motif this case is drawn for (coverage guidance), or None
-        if cfg.opset is not None:
+        aimed, degenerate, self._aim = None, False, None
+        if aim is not None:
+            aimed, degenerate = aim
+            opsets = self._aim_opsets(aimed)
+            if not opsets:
+                aimed, degenerate = None, False  # the configuration leaves the target out: a random case
+        if aimed is not None:
+            opset = rng.choice(opsets)
+            self._aim = aimed
+            specs = self._specs_at(opset)
+            focus = rng.choice(self._aim_specs(aimed, opset))
+        elif cfg.opset is not None:
             opset = cfg.opset
         else:
             opset, focus = self._draw_opset(rng)
@@ -190,6 +244,8 @@ class Generator:
         if not specs:
             raise GenerationError(f"no operator is available at opset {opset} with the allowed dtypes")
         ctx = Ctx(rng, cfg.limits, cfg.dtypes, opset)
+        if degenerate:
+            ctx.degenerate = True
         target = rng.randint(cfg.min_nodes, cfg.max_nodes)
         st = _State()
         weights = None
@@ -209,9 +265,16 @@ class Generator:
         budget = 40 * target + 40
         if seed_spec is focus and self._forward(st, focus, ctx, rng) and weights is not None:
             weights[specs.index(focus)] = self.guide.spec_weight(focus, self._sigs(focus))
+        if aimed is not None and not st.nodes:
+            for _ in range(SEED_TRIES):  # the aimed operator first, so the case exercises it
+                if self._forward(st, focus, ctx, rng):
+                    break
+        aim_specs = [specs.index(s) for s in self._aim_specs(aimed, opset)] if aimed is not None else []
         while len(st.nodes) < target and budget > 0:
             budget -= 1
-            if weights is None:
+            if aim_specs and rng.random() < AIM_REPEAT:
+                k = rng.choice(aim_specs)  # more instances of the target: its rewrite, its kernel again
+            elif weights is None:
                 k = rng.randrange(len(specs))
             else:
                 k = rng.choices(range(len(specs)), weights)[0]
@@ -239,6 +302,9 @@ class Generator:
             if drng.random() < cfg.dynamic_share or any(get(n.op).needs_dynamic for n in g.nodes):
                 g = make_dynamic(g, drng, cfg.limits)
         g = extreme.apply(g, seed, cfg.extreme_share)
+        if aimed is not None:
+            g.aimed = {"target": aimed.target.key, **({"degenerate": True} if degenerate else {})}
+        self._aim = None
         return g
 
     def _specs_at(self, opset: int) -> list:
@@ -247,7 +313,7 @@ class Generator:
         self.opset = opset
         specs = self._available.get(opset)
         if specs is None:
-            specs = self._available[opset] = [s for s in self.specs if s.available(opset) and self._sigs(s)]
+            specs = self._available[opset] = [s for s in self.specs if s.available(opset) and self._base_sigs(s)]
         return specs
 
     def drawable(self) -> None:
@@ -313,6 +379,15 @@ class Generator:
         return opset, None
 
     def _sigs(self, spec: OpSpec, first: str | None = None) -> tuple:
+        """Signatures allowed by the config, the probed support set and the ONNX schema,
+        narrowed, for the specs of the case's aim, to the dtypes its target concerns."""
+        got = self._base_sigs(spec, first)
+        aim = self._aim
+        if aim is not None and aim.dtypes and spec.name in aim.specs:
+            got = tuple(s for s in got if aim.sig_ok(s))
+        return got
+
+    def _base_sigs(self, spec: OpSpec, first: str | None = None) -> tuple:
         """Signatures allowed by the config, the probed support set and the ONNX schema
         (a pure function of the spec, ``first`` and the opset: cached)."""
         key = (spec.name, first, self.opset)

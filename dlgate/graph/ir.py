@@ -42,6 +42,9 @@ class Graph:
     #: and, for the one-operator fallback, ``"fallback"`` (its operator); None otherwise.
     #: How the case was made, not part of the graph: written in the case's ``meta.json``.
     redrawn: dict | None = None
+    #: For a case drawn to exercise a change's target (``GenConfig.aims``): ``{"target":
+    #: key}`` (and ``"degenerate": True`` when it drew degenerate attribute values).
+    aimed: dict | None = None
 
     def name(self, t: int) -> str:
         return f"t{t}"
