@@ -16,6 +16,37 @@ from dlgate.cliparse import UsageError, exit_status_lines
 from dlgate.cliparse import Parser as _Parser
 
 
+def _change_args(p, what: str) -> None:
+    g = p.add_argument_group("the change under test", what)
+    g.add_argument("--changed-from", metavar="BASE", help="the pull request's base commit: the change is "
+                   "`git diff BASE...HEAD` in --repo")
+    g.add_argument("--diff", metavar="FILE", help="the change as a unified diff file (- for standard input), "
+                   "instead of git")
+    g.add_argument("--repo", default=".", help="the compiler's repository (default: the current folder)")
+    g.add_argument("--compiler", help="whose mapping table to use: tvm, onnxruntime or inductor (default: the "
+                   "compiler of the first backend under test)")
+    g.add_argument("--change-table", metavar="FILE", help="a mapping table to use instead of the one shipped "
+                   "with dlgate (tools/change_tables.py writes one)")
+
+
+def _read_change(args, backends, where: str):
+    """The TargetSet of --changed-from or --diff (None when neither is given); bad input is
+    one line and exit status 2."""
+    from dlgate import change as CH
+
+    if not (args.changed_from or args.diff):
+        return None
+    if args.changed_from and args.diff:
+        raise UsageError(f"{where}: give --changed-from or --diff, not both")
+    if args.changed_from is not None and not args.changed_from.strip():
+        raise UsageError(f"{where}: --changed-from: must not be empty")
+    try:
+        compiler = CH.compiler_of(backends, args.compiler)
+        return CH.map_targets(CH.read(args.changed_from, args.diff, args.repo), compiler, args.change_table)
+    except CH.ChangeError as e:
+        raise UsageError(f"{where}: {e}") from None
+
+
 def _positive(text: str) -> int:
     try:
         v = int(text)
@@ -118,6 +149,16 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument("--coverage-state", metavar="FILE",
                    help="the coverage state guidance starts from (a run's coverage-start.json, to regenerate "
                         "its cases); default: empty")
+    g.add_argument("--targets", metavar="FILE",
+                   help="aim the batch at a change's targets: a run's run.json (its recorded change) or the "
+                        "output of `dlgate targets --json`")
+    g.add_argument("--target-share", type=_share, default=0.8,
+                   help="share of the batch aimed at the targets (default 0.8, as `dlgate run`)")
+
+    tg = sub.add_parser("targets", help="what a change touches: its files mapped to operators and rewrites "
+                        "(what `dlgate run --changed-from` aims the batch at)")
+    _change_args(tg, "the change to map (one of --changed-from, --diff is required)")
+    tg.add_argument("--json", action="store_true", help="print the target set as JSON (for `dlgate gen --targets`)")
 
     s = sub.add_parser("stats", help="diversity metrics of a generated batch")
     s.add_argument("dir", metavar="DIR", help="a folder written by `dlgate gen`")
@@ -165,6 +206,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--budget", type=_seconds, metavar="SECONDS",
                    help="override the config: seconds this invocation may spend running cases; the case in flight "
                         "finishes, the rest is left for a rerun, which resumes (the verdict covers the cases that ran)")
+    _change_args(r, "aim most of the batch at what the change touches (docs/change-aware.md)")
+    r.add_argument("--target-share", type=_share, help="override the config: share of the batch aimed at the "
+                   "change's targets (default 0.8)")
 
     rd = sub.add_parser("reduce", help="shrink a failing case while its failure keeps its signature")
     rd.add_argument("case", metavar="CASE", help="a case folder (a failure's bundle, e.g. OUT/cases/<id>, or a generated case)")
@@ -242,8 +286,12 @@ def cmd_gen(args) -> int:
         from dlgate.probe.support import support_set
 
         support = support_set(_probe_doc(args.support, "dlgate gen: --support"))
+    aims = ()
+    if args.targets:
+        aims = _recorded_aims(args.targets, "dlgate gen: --targets")
     cfg = GenConfig(min_nodes=args.min_nodes, max_nodes=args.max_nodes, ops=ops, opset=args.opset, support=support,
-                    dynamic_share=args.dynamic_share, extreme_share=args.extreme_share)
+                    dynamic_share=args.dynamic_share, extreme_share=args.extreme_share, aims=aims,
+                    aim_share=args.target_share)
     gen = Generator(cfg)
     try:
         gen.drawable()
@@ -300,6 +348,62 @@ def _probe_doc(system: str, where: str, **kw) -> dict:
         raise UsageError(f"{where}: {e.args[0]}") from None
     except ProbeError as e:
         raise UsageError(f"{where}: cannot probe {system}: {e}") from None
+
+
+def _recorded_aims(path: str, where: str) -> tuple:
+    """The aims of a recorded change: a run.json's ``change``, or a target set's JSON."""
+    from dlgate.change.coverage import aims_of
+
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except OSError as e:
+        raise UsageError(f"{where}: {path}: {e.strerror}") from None
+    except ValueError as e:
+        raise UsageError(f"{where}: {path}: not JSON ({e})") from None
+    if isinstance(doc, dict) and "change" in doc and "targets" not in doc:
+        doc = doc["change"]
+        if not doc:
+            raise UsageError(f"{where}: {path}: the run had no change to aim at")
+    try:
+        return tuple(aims_of(doc)[0])
+    except (ValueError, TypeError, KeyError) as e:
+        raise UsageError(f"{where}: {path}: not a recorded change or target set ({e})") from None
+
+
+def cmd_targets(args) -> int:
+    from dlgate.change.aim import resolve
+
+    if not (args.changed_from or args.diff):
+        raise UsageError("dlgate targets: give the change: --changed-from BASE (git) or --diff FILE")
+    if not args.compiler:
+        from dlgate.gate.config import Campaign
+
+        backends = Campaign().backends
+    else:
+        backends = []
+    ts = _read_change(args, backends, "dlgate targets")
+    aims, gaps = resolve(ts.targets, ts.compiler)
+    if args.json:
+        print(json.dumps(dict(ts.to_json(), gaps=gaps), indent=1, sort_keys=True))
+        return 0
+    tab = ts.table
+    print(f"{ts.source}: {len(ts.files)} changed file(s) on {ts.compiler} (table {tab.get('version', '?')})")
+    for f in ts.files:
+        if f.targets:
+            print(f"  {f.path}")
+            for t in f.targets:
+                print(f"    -> {t.key}" + (f"  ({t.why.split(': ', 1)[1]})" if ": " in t.why else ""))
+        else:
+            print(f"  {f.path}: {f.skipped}" + (f" ({f.note})" if f.note else ""))
+    targets = ts.targets
+    if not targets:
+        print("no target: `dlgate run` draws the ordinary batch")
+        return 0
+    print(f"{len(targets)} target(s); {len(aims)} reachable by the generator" + (":" if gaps else ""))
+    for k, why in sorted(gaps.items()):
+        print(f"  gap {k}: {why}")
+    return 0
 
 
 def cmd_probe(args) -> int:
@@ -435,7 +539,7 @@ _OVERRIDES = {"models": "models", "max_nodes": "max_nodes", "min_nodes": "min_no
               "memory_mb": "memory_mb", "baseline": "baseline", "corpus": "corpus", "reference": "reference",
               "campaign": "campaign", "fail_on": "fail_on", "confirm_runs": "confirm_runs", "backend": "backends",
               "findings_per_case": "findings_per_case",
-              "coverage_state": "coverage_state", "budget": "budget"}
+              "coverage_state": "coverage_state", "budget": "budget", "target_share": "target_share"}
 
 
 def cmd_run(args) -> int:
@@ -457,8 +561,9 @@ def cmd_run(args) -> int:
         shard = Shard.parse(args.shard) if args.shard else None
         _out_dir(args.out, "dlgate run: --out")
         load_baseline(cfg.baseline)  # checked before the output folder is touched (run() reads it again)
+        change = _read_change(args, cfg.backends, "dlgate run")
         return run(cfg, root, source, args.out, shard, fresh=args.fresh,
-                   progress=False if args.no_progress else None, log=_log)
+                   progress=False if args.no_progress else None, log=_log, change=change)
     except (C.ConfigError, RunError, BaselineError, CaseError) as e:  # a bad file: one line, exit status 2
         raise UsageError(f"dlgate run: {e}") from None
 
@@ -635,7 +740,7 @@ def _log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-COMMANDS = {"run": cmd_run, "reduce": cmd_reduce, "issues": cmd_issues, "merge": cmd_merge, "report": cmd_report, "baseline": cmd_baseline, "config": cmd_config,"gen": cmd_gen, "stats": cmd_stats, "probe": cmd_probe, "ops": cmd_ops, "check": cmd_check,
+COMMANDS = {"targets": cmd_targets, "run": cmd_run, "reduce": cmd_reduce, "issues": cmd_issues, "merge": cmd_merge, "report": cmd_report, "baseline": cmd_baseline, "config": cmd_config,"gen": cmd_gen, "stats": cmd_stats, "probe": cmd_probe, "ops": cmd_ops, "check": cmd_check,
             "backends": cmd_backends, "init": cmd_init}
 
 

@@ -58,6 +58,11 @@ FIELDS = (
           "65504 and beyond float32's range, subnormals, signed zeros, rounding ties, integer limits and values "
           "a narrowing Cast wraps. NaN and Inf positions are compared exactly; a special value where the ONNX "
           "specification leaves the result open makes the verdict `undefined`. 0 turns it off.", min=0, max=1),
+    Field("target_share", "float", 0.8, "With a change to aim at (`dlgate run --changed-from BASE` or `--diff "
+          "FILE`): the share of models drawn to exercise what the change touches (its operators with the opsets, "
+          "dtypes and attribute regimes the changed code concerns, the motifs of the rewrites it changes); the rest "
+          "stay random, so unrelated regressions keep a chance. Without a change it has no effect. See "
+          "docs/change-aware.md.", min=0, max=1),
     Field("guidance", "bool", True, "Coverage-guided generation: bias operator, motif, dtype and connection "
           "choices toward what the campaign has not covered yet (operator x dtype signature, operator edges and "
           "three-operator paths, motif decision sides, rewrites no backend has applied). The batch is then "
@@ -132,7 +137,7 @@ FIELDS = (
 _BY_NAME = {f.name: f for f in FIELDS}
 #: Keys that change the journal and were added later, with the value that behaves as runs
 #: made before them did: part of a run's fingerprint only when set otherwise.
-_LATER_KEYS = (("findings_per_case", 1), ("restrict_to_support", False), ("extreme_share", 0.0))
+_LATER_KEYS = (("findings_per_case", 1), ("restrict_to_support", False), ("extreme_share", 0.0), ("target_share", 0.8))
 
 
 @dataclass
@@ -145,6 +150,7 @@ class Campaign:
     max_opset: int | None = None
     dynamic_share: float = 0.25
     extreme_share: float = 0.2
+    target_share: float = 0.8
     guidance: bool = True
     coverage_state: str | None = None
     operators: list | None = None

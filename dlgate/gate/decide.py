@@ -119,6 +119,8 @@ class Decision:
     #: SIGTERM or SIGINT stopped the run before it finished: {"signal", "exit_code", "cases",
     #: "planned"}. The check is then undecided, never a pass, whatever the cases that ran show.
     interrupted: dict | None = None
+    #: A change-aware run's coverage table (``dlgate.change.coverage.table``), else None.
+    change: dict | None = None
 
     def of(self, cls: str) -> list:
         return self.groups.get(cls, [])
@@ -166,6 +168,7 @@ class Decision:
             "unavailable": self.unavailable, "cannot_run": self.cannot_run, "unloadable": self.unloadable, "novelty": self.mode, "baseline": self.baseline_path, "clusters": len(self.clusters), "cluster_list": self.clusters,
             "findings_behind": self.behind, "planned": self.planned, "budget": self.budget,
             "stopped_by_budget": self.stopped_by_budget, "baseline_missing": self.baseline_missing,
+            "change": self.change,
         }
 
 

@@ -149,6 +149,10 @@ def summary(decision: D.Decision, fail_on: str, shard: str | None = None) -> str
                   "verdict is decided on the cases that ran. Run the same command on the same output folder "
                   "again to continue where it stopped."]
     lines += ["", novelty_line(decision), ""]
+    if decision.change:
+        from dlgate.change.report import lines as change_lines
+
+        lines += change_lines(decision.change)
     if decision.baseline_missing:
         lines += [f"⚠️ {missing_baseline_text(decision, markdown=True)}", ""]
     link = run_link()

@@ -169,7 +169,17 @@ def opset_range(cfg: Campaign, pool, ccfg: CheckConfig, log=print) -> list:
     return [OLDEST_OPSET, hi]
 
 
-def _generator(cfg: Campaign, opsets: list | None = None, support=None):
+def _touches(doc: dict) -> str:
+    targets, files = doc.get("targets") or [], doc.get("files") or []
+    if not targets:
+        return (f"no target ({len(files)} changed file(s): tests, docs, build files or paths no table maps); "
+                "the batch is the ordinary one")
+    gaps = doc.get("gaps") or {}
+    return (f"{len(targets)} target(s) in {len(files)} changed file(s); {doc.get('target_share', 0):.0%} of the "
+            f"batch is aimed at them" + (f"; {len(gaps)} cannot be reached (listed in the summary)" if gaps else ""))
+
+
+def _generator(cfg: Campaign, opsets: list | None = None, support=None, aims: tuple = ()):
     """The campaign's generator; a RunError when its restriction leaves no operator to draw."""
     from dlgate.graph.generator import GenConfig, GenerationError, Generator
 
@@ -179,7 +189,7 @@ def _generator(cfg: Campaign, opsets: list | None = None, support=None):
         kw["opset_range"] = tuple(opsets)
     gen = Generator(GenConfig(min_nodes=cfg.min_nodes, max_nodes=cfg.max_nodes, ops=ops, opset=cfg.opset,
                               support=support, dynamic_share=cfg.dynamic_share,
-                              extreme_share=cfg.extreme_share, **kw))
+                              extreme_share=cfg.extreme_share, aims=aims, aim_share=cfg.target_share, **kw))
     try:
         gen.drawable()
     except GenerationError as e:
@@ -285,6 +295,10 @@ def _open_out(out: str, manifest: dict, fresh: bool) -> dict:
             if old.get(key) != manifest.get(key):
                 raise RunError(f"{out} holds a different run ({key}: {old.get(key)!r}, now {manifest.get(key)!r}); "
                                "use another --out, or --fresh to discard it")
+        was, now = (old.get("change") or {}).get("digest"), (manifest.get("change") or {}).get("digest")
+        if was != now:
+            raise RunError(f"{out} holds a different run (the change's targets: {was or 'none'}, now {now or 'none'}); "
+                           "use another --out, or --fresh to discard it")
         for key in ("opset_range", "support", "coverage_start"):  # what guided generation stays as recorded
             if old.get(key):
                 manifest[key] = old[key]
@@ -389,18 +403,19 @@ class _Opened:
 
 
 def run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | None = None, fresh: bool = False,
-        progress: bool | None = None, log=print) -> int:
+        progress: bool | None = None, log=print, change=None) -> int:
     """The campaign, holding ``out``'s lock from start to end (a second run there is refused,
     exit status 2). SIGTERM or SIGINT kills the workers, keeps the journal (the case in
     flight is not recorded), writes the reports of the cases journaled so far marked as
     interrupted (never a pass) and ends the run with 143 or 130 and a line saying how to
-    resume; a rerun of the same command resumes."""
+    resume; a rerun of the same command resumes. ``change``: the pull request's
+    ``TargetSet`` (``dlgate.change``), aiming ``cfg.target_share`` of the batch at it."""
     from dlgate.exec.worker import close_all
 
     opened = _Opened()
     with OutLock(out), _stopped_by_signals():
         try:
-            return _run(cfg, root, root_source, out, shard, fresh, progress, log, opened)
+            return _run(cfg, root, root_source, out, shard, fresh, progress, log, opened, change)
         except Interrupted as e:
             close_all()  # workers started outside a pool's `with` (preflight) too, and their logs
             _report_interrupted(cfg, out, opened, e, log)
@@ -477,7 +492,7 @@ def _progress_of(out: str) -> str:
 
 
 def _run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | None, fresh: bool,
-         progress: bool | None, log, opened: _Opened) -> int:
+         progress: bool | None, log, opened: _Opened, change=None) -> int:
     from dlgate.exec.worker import Pool
 
     base = B.load(cfg.baseline)
@@ -485,6 +500,14 @@ def _run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | No
     skipped: dict = {}  # corpus cases (or baseline repros) that cannot be loaded: reported, not run
     items = plan(cfg, shard, base, skipped)
     manifest = _manifest(cfg, root, root_source, shard, len(items))
+    aims = ()
+    if change is not None:
+        from dlgate.change.coverage import aims_of
+
+        manifest["change"] = dict(change.to_json(), target_share=cfg.target_share)
+        aims, gaps = aims_of(manifest["change"])
+        manifest["change"]["gaps"] = gaps
+        log(f"dlgate: the change ({change.source}) touches {_touches(manifest['change'])}")
     if skipped:
         manifest["skipped"] = skipped  # the run's record (run.json) keeps what was left out, and why
         for case, why in skipped.items():
@@ -516,7 +539,7 @@ def _run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | No
     if opsets is not None and manifest.get("opset_range") != opsets:
         manifest["opset_range"] = opsets
         write_json(os.path.join(out, MANIFEST), manifest)
-    gen = _generator(cfg, opsets, support)
+    gen = _generator(cfg, opsets, support, tuple(aims))
     start = coverage_start(cfg, given_state, out, recorded, manifest, log)
     write_json(os.path.join(out, MANIFEST), manifest)
     batch = None
@@ -541,6 +564,10 @@ def _run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | No
                 rec["kind"] = kind
                 if feats is not None:
                     rec["features"] = feats
+                if aims:
+                    from dlgate.change.coverage import case_row
+
+                    rec["change"] = case_row(aims, case.graph, case.meta)
                 if kind == "baseline":
                     rec["baseline_entry"] = key
                 if kind == "corpus":
@@ -652,10 +679,12 @@ def finish(out: str, cfg: Campaign, manifest: dict, complete: bool, log=print, c
                         mode="base" if cfg.base else "baseline", optional=optional_labels(cfg.backends),
                         cannot_run=cannot_run)
     attach_repros(out, decision)
-    timings, logs = {}, {}
+    timings, logs, rewrites = {}, {}, {}
     for t in read_timings(out):
         for label, x in t.get("backends", {}).items():
             timings[(t["case"], label)] = sum(x.get(k, 0.0) for k in ("compile_s", "run_s"))
+            if x.get("rewrites") is not None:
+                rewrites[(t["case"], label)] = x["rewrites"]
         for label, text in (t.get("logs") or {}).items():
             logs[(t["case"], label)] = text if isinstance(text, str) else str(text)
     props = {"dlgate": __version__, "generator": GENERATOR_VERSION, "root": manifest["root"],
@@ -666,6 +695,10 @@ def finish(out: str, cfg: Campaign, manifest: dict, complete: bool, log=print, c
     decision.planned, decision.budget = manifest.get("planned"), cfg.budget
     decision.stopped_by_budget = bool(manifest.get("stopped_by_budget"))
     decision.baseline_missing = bool(cfg.baseline) and not os.path.exists(cfg.baseline)
+    if manifest.get("change"):
+        from dlgate.change.coverage import table
+
+        decision.change = table(manifest["change"], records, rewrites)
     if interrupted is not None:
         decision.interrupted = {"signal": str(interrupted), "exit_code": interrupted.status,
                                 "cases": decision.cases, "planned": decision.planned}
