@@ -34,10 +34,14 @@ def _read_change(args, backends, where: str):
     one line and exit status 2."""
     from dlgate import change as CH
 
-    if not (args.changed_from or args.diff):
+    given = [f for f, v in (("--changed-from", args.changed_from), ("--diff", args.diff),
+                            ("--targets", getattr(args, "targets", None))) if v is not None]
+    if not given:
         return None
-    if args.changed_from and args.diff:
-        raise UsageError(f"{where}: give --changed-from or --diff, not both")
+    if len(given) > 1:
+        raise UsageError(f"{where}: give one of {', '.join(given)}, not several")
+    if getattr(args, "targets", None) is not None:
+        return _target_set(args.targets, f"{where}: --targets")
     if args.changed_from is not None and not args.changed_from.strip():
         raise UsageError(f"{where}: --changed-from: must not be empty")
     try:
@@ -207,6 +211,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="override the config: seconds this invocation may spend running cases; the case in flight "
                         "finishes, the rest is left for a rerun, which resumes (the verdict covers the cases that ran)")
     _change_args(r, "aim most of the batch at what the change touches (docs/change-aware.md)")
+    r.add_argument("--targets", metavar="FILE", help="the change's targets as `dlgate targets --json` wrote them "
+                   "(instead of --changed-from or --diff: one mapping shared by every shard)")
     r.add_argument("--target-share", type=_share, help="override the config: share of the batch aimed at the "
                    "change's targets (default 0.8)")
 
@@ -350,9 +356,9 @@ def _probe_doc(system: str, where: str, **kw) -> dict:
         raise UsageError(f"{where}: cannot probe {system}: {e}") from None
 
 
-def _recorded_aims(path: str, where: str) -> tuple:
-    """The aims of a recorded change: a run.json's ``change``, or a target set's JSON."""
-    from dlgate.change.coverage import aims_of
+def _target_set(path: str, where: str):
+    """A target set as ``dlgate targets --json`` wrote it (or a run.json's ``change``)."""
+    from dlgate.change.targets import TargetSet
 
     try:
         with open(path, encoding="utf-8") as f:
@@ -362,13 +368,21 @@ def _recorded_aims(path: str, where: str) -> tuple:
     except ValueError as e:
         raise UsageError(f"{where}: {path}: not JSON ({e})") from None
     if isinstance(doc, dict) and "change" in doc and "targets" not in doc:
-        doc = doc["change"]
-        if not doc:
-            raise UsageError(f"{where}: {path}: the run had no change to aim at")
+        doc = doc["change"] or {}
     try:
-        return tuple(aims_of(doc)[0])
-    except (ValueError, TypeError, KeyError) as e:
-        raise UsageError(f"{where}: {path}: not a recorded change or target set ({e})") from None
+        if not isinstance(doc, dict) or "targets" not in doc or not doc.get("compiler"):
+            raise ValueError("no compiler and targets")
+        return TargetSet.from_json(doc)
+    except (ValueError, TypeError) as e:
+        raise UsageError(f"{where}: {path}: not a target set ({e})") from None
+
+
+def _recorded_aims(path: str, where: str) -> tuple:
+    """The aims of a recorded change: a run.json's ``change``, or a target set's JSON."""
+    from dlgate.change.aim import resolve
+
+    ts = _target_set(path, where)
+    return tuple(resolve(ts.targets, ts.compiler)[0])
 
 
 def cmd_targets(args) -> int:

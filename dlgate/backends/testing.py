@@ -131,3 +131,50 @@ def sqrt_plus_one():
     """``offset_op_pass("relax.sqrt", 1.0)``: every square root one too large (TVM's
     MeanVarianceNormalization divides by one; the extra-operators family's end-to-end test)."""
     return offset_op_pass("relax.sqrt", 1.0)
+
+
+def _misconverting_onnxruntime():
+    from dlgate.backends.onnxruntime import OnnxRuntime
+
+    class MisconvertingOnnxRuntime(OnnxRuntime):
+        """onnxruntime with one operator's conversion broken on purpose: every node of type
+        ``convert_from`` is run as ``convert_to`` (same inputs and attributes: pick two
+        operators of one signature, e.g. ``Softsign`` and ``Softplus``). A known-wrong
+        compiler that is cheap to run, for the change-aware tests and benchmarks: the fault
+        sits in one "converter", and only models holding that operator meet it."""
+
+        name = "misconverting-onnxruntime"
+        option_kinds = dict(OnnxRuntime.option_kinds, convert_from="", convert_to="")
+
+        @classmethod
+        def check_options(cls, options: dict) -> None:
+            super().check_options(options)
+            for k in ("convert_from", "convert_to"):
+                if not isinstance(options.get(k), str) or not options[k]:
+                    raise ValueError(f"option {k!r}: expected an ONNX operator type")
+
+        def compile(self, model):
+            import onnx
+
+            from dlgate.backends.base import Model
+
+            m = onnx.load_from_string(model.onnx)
+            hit = False
+            for node in m.graph.node:
+                if node.op_type == self.options["convert_from"] and node.domain in ("", "ai.onnx"):
+                    node.op_type = self.options["convert_to"]
+                    hit = True
+            if hit:
+                model = Model(m.SerializeToString(), model.graph)
+            return super().compile(model)
+
+    return MisconvertingOnnxRuntime
+
+
+def __getattr__(name: str):
+    # built on first use, so importing this module needs no onnxruntime
+    if name == "MisconvertingOnnxRuntime":
+        cls = _misconverting_onnxruntime()
+        globals()[name] = cls
+        return cls
+    raise AttributeError(name)

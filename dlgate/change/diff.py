@@ -174,7 +174,7 @@ def python_definitions(text: str) -> list:
 #: A C/C++ definition's opening line: a class/struct, a namespace-qualified or plain
 #: function (return type, name, parameters), or a registration macro's call.
 _C_CLASS = re.compile(r"^\s*(?:template\s*<[^>]*>\s*)?(?:class|struct)\s+(?:\w+\s+)*?(\w+)\s*(?:final\s*)?(?::[^;{]*)?\{?\s*$")
-_C_FUNC = re.compile(r"^[\w:<>,\s\*&~]*?\b((?:\w+::)*~?\w+)\s*\([^;]*$")
+_C_FUNC = re.compile(r"^[\w:<>,\s\*&~]*?\b((?:\w+(?:<[^<>();]*>)?::)*~?\w+)\s*\([^;]*$")
 _C_KEYWORDS = {"if", "for", "while", "switch", "return", "else", "do", "catch", "sizeof", "case"}
 
 
@@ -215,7 +215,9 @@ def c_definitions(text: str) -> list:
                 break
             j += 1
         if opened and j < n:
-            out.append((i + 1, j + 1, [name]))
+            # Pow<T>::Compute -> ["Pow", "Compute"]: outermost first, as for Python
+            parts = [p for p in re.sub(r"<[^<>]*>", "", name).split("::") if p]
+            out.append((i + 1, j + 1, parts or [name]))
     return out
 
 

@@ -21,7 +21,7 @@ def lines(ch: dict) -> list:
         return []
     rows, files = ch.get("rows") or [], ch.get("files") or []
     tab = ch.get("table") or {}
-    table_of = f"{ch.get('compiler')} table {tab.get('version') or '?'}"
+    table_of = f"{ch.get('compiler')} table {tab['version']}" if tab.get("version") else f"{ch.get('compiler')} table"
     out = ["### 🎯 What this change touches", ""]
     if not rows:
         why = sorted({_SKIPPED.get(f.get("skipped"), f.get("skipped") or "no target") for f in files})
