@@ -36,17 +36,19 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     VIRTUAL_ENV=/opt/venv \
     PATH=/opt/venv/bin:$PATH
 
-# Python 3.11 in a virtual environment. python:3.11-slim has it; an nvidia/cuda (Ubuntu
-# 22.04) base gets it from the distribution, whose package versions move with its security
-# updates (hence unpinned).
+# Python 3.11 in a virtual environment, and git, which reads a pull request's change
+# (`changed-from`: git diff BASE...HEAD in the checkout). python:3.11-slim has Python; an
+# nvidia/cuda (Ubuntu 22.04) base gets it from the distribution, whose package versions
+# move with its security updates (hence unpinned).
 # hadolint ignore=DL3008
 RUN set -eux; \
+    apt-get update; \
     if ! command -v python3.11 >/dev/null 2>&1; then \
-        apt-get update; \
         DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
             python3.11 python3.11-venv ca-certificates; \
-        rm -rf /var/lib/apt/lists/*; \
     fi; \
+    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends git; \
+    rm -rf /var/lib/apt/lists/*; \
     python3.11 -m venv /opt/venv
 
 # The pinned reference toolchain. torch first, from the index that has the wanted build

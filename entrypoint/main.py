@@ -43,6 +43,7 @@ from __future__ import annotations
 import contextlib
 import glob
 import json
+import math
 import os
 import re
 import secrets
@@ -280,6 +281,43 @@ def output_dir(value: str, workspace: str, wd: str = "", name: str = "output-dir
     return value
 
 
+_REF = re.compile(r"^[0-9A-Za-z][0-9A-Za-z._/~^-]{0,199}$")
+
+
+def changed_from(value: str) -> str:
+    """The ``changed-from`` input: a commit (SHA, branch or tag name), never an option."""
+    if value and not _REF.match(value):
+        raise InputError(f"changed-from: expected a commit SHA or ref name, got {value!r}")
+    return value
+
+
+def compiler_repo(value: str, workspace: str, wd: str) -> str:
+    """The ``compiler-repo`` input: a folder inside the workspace (the workspace itself
+    allowed), relative to the working directory; "" for the working directory."""
+    if not value:
+        return ""
+    _no_option("compiler-repo", value)
+    ws = os.path.realpath(workspace)
+    target = os.path.realpath(os.path.join(ws, wd, value))
+    if target != ws and not target.startswith(ws + os.sep):
+        raise InputError(f"compiler-repo: {value!r} is not a folder inside the workspace (it leads to {target})")
+    if not os.path.isdir(target):
+        raise InputError(f"compiler-repo: {value} is not a folder in the workspace")
+    return value
+
+
+def target_share(value: str) -> str:
+    if not value:
+        return ""
+    try:
+        v = float(value)
+    except ValueError:
+        v = math.nan
+    if not 0.0 <= v <= 1.0:
+        raise InputError(f"target-share: expected a number from 0 to 1, got {value!r}")
+    return value
+
+
 def working_directory(value: str, workspace: str) -> str:
     """The ``working-directory`` input, normalized relative to the workspace ("" for the
     workspace itself): an existing folder inside it, reached without leaving it."""
@@ -394,7 +432,8 @@ def plan(env: dict, ctx: Context) -> Plan:
     if merge:
         p.shard = ""
         ignored = [n for n in ("seed", "shard", "models", "campaign", "reference", "corpus", "fail-on",
-                               "base-compiler", "coverage-state", "budget") if get_input(env, n)]
+                               "base-compiler", "coverage-state", "budget", "changed-from", "diff", "compiler-repo",
+                               "target-share") if get_input(env, n)]
         if ignored:
             log(f"merge: ignoring {', '.join(ignored)}: a merge takes the shards' own settings")
         p.base_requirements = []  # the shards re-ran their failures on the base build already
@@ -413,8 +452,30 @@ def plan(env: dict, ctx: Context) -> Plan:
         value = get_input(env, name)
         if value:
             args.append(f"--{name}={value}")
+    args += change_args(env, ctx, wd)
     p.dlgate_args = args
     return p
+
+
+def change_args(env: dict, ctx: Context, wd: str) -> list:
+    """``dlgate run``'s change arguments from ``changed-from`` or ``diff``, ``compiler-repo``
+    and ``target-share`` (checked here: bad input is exit status 2 before any install)."""
+    base, diff = changed_from(get_input(env, "changed-from")), get_input(env, "diff")
+    repo = compiler_repo(get_input(env, "compiler-repo"), ctx.workspace, wd)
+    share = target_share(get_input(env, "target-share"))
+    if base and diff:
+        raise InputError("changed-from and diff: give one of them, not both")
+    out = []
+    if base:
+        out.append(f"--changed-from={base}")
+    if diff:
+        _no_option("diff", diff)
+        out.append(f"--diff={diff}")
+    if (base or diff) and repo:
+        out.append(f"--repo={repo}")
+    if share:
+        out.append(f"--target-share={share}")
+    return out
 
 
 # ---------------------------------------------------------------- running children

@@ -240,12 +240,12 @@ def test_hostile_inputs_are_refused_and_never_executed(tmp_path, name, value):
 def test_hostile_text_stays_text(tmp_path):
     """A seed or campaign name with shell syntax is just a name; one carrying line breaks and
     workflow commands cannot issue them, nor forge an output."""
-    marker = tmp_path / "pwned"
+    # a relative marker, so the seed text (and with it the batch) is the same in every run
     r = Runner(tmp_path, "pull_request", pr_event(fork=True), PASSING)
-    res = r.run(models="2", seed=f"`touch {marker}` $(touch {marker}); touch {marker}",
+    res = r.run(models="2", seed="`touch pwned` $(touch pwned); touch pwned",
                 campaign="x\n::set-output name=verdict::pass\n::add-mask::verdict\nverdict<<EOF\npass\nEOF")
     assert res.returncode == 0, res.stdout + res.stderr
-    assert not marker.exists()
+    assert not [p for p in (tmp_path, r.ws, os.getcwd()) if os.path.exists(os.path.join(p, "pwned"))]
     cmds = active_commands(res.stdout)
     assert [c for c in cmds if c.startswith("::add-mask::")] == [f"::add-mask::{TOKEN}"]
     assert not [c for c in cmds if c.startswith("::set-output")]

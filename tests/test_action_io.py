@@ -156,3 +156,46 @@ def test_the_inputs_are_declared(tmp_path):
     for name in ("budget", "working-directory", "cache-dir"):
         spec = ACTION["inputs"][name]
         assert spec["default"] == "" and spec["required"] is False
+
+
+# -- the change under test ----------------------------------------------------------------
+
+def test_changed_from_diff_compiler_repo_and_target_share_become_dlgate_run_arguments(tmp_path):
+    (tmp_path / "c.yaml").write_text("campaign: x\n")
+    (tmp_path / "tvm").mkdir()
+    ctx = ep.Context(event_name="pull_request", sha="m" * 40, workspace=str(tmp_path))
+    base = {"INPUT_CONFIG": "c.yaml"}
+    p = ep.plan(dict(base, **{"INPUT_CHANGED-FROM": "a" * 40, "INPUT_COMPILER-REPO": "tvm",
+                              "INPUT_TARGET-SHARE": "0.6"}), ctx)
+    assert p.dlgate_args[-3:] == [f"--changed-from={'a' * 40}", "--repo=tvm", "--target-share=0.6"]
+    p = ep.plan(dict(base, **{"INPUT_DIFF": "pr.diff"}), ctx)
+    assert p.dlgate_args[-1] == "--diff=pr.diff"
+    assert not [a for a in ep.plan(base, ctx).dlgate_args if a.startswith(("--changed-from", "--diff", "--repo"))]
+
+
+@pytest.mark.parametrize("inputs,message", [
+    ({"INPUT_CHANGED-FROM": "--output=/etc/x"}, "changed-from: expected a commit SHA or ref name"),
+    ({"INPUT_CHANGED-FROM": "abc; rm -rf /"}, "changed-from: expected a commit SHA or ref name"),
+    ({"INPUT_CHANGED-FROM": "abc", "INPUT_DIFF": "x.diff"}, "give one of them, not both"),
+    ({"INPUT_DIFF": "-x"}, "diff: '-x' starts with '-'"),
+    ({"INPUT_COMPILER-REPO": "../elsewhere", "INPUT_CHANGED-FROM": "abc"}, "is not a folder inside the workspace"),
+    ({"INPUT_TARGET-SHARE": "1.5"}, "target-share: expected a number from 0 to 1"),
+    ({"INPUT_TARGET-SHARE": "nan"}, "target-share: expected a number from 0 to 1"),
+])
+def test_bad_change_inputs_are_refused(tmp_path, inputs, message):
+    (tmp_path / "c.yaml").write_text("campaign: x\n")
+    ctx = ep.Context(event_name="pull_request", workspace=str(tmp_path))
+    with pytest.raises(ep.InputError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        ep.plan(dict({"INPUT_CONFIG": "c.yaml"}, **inputs), ctx)
+
+
+def test_a_diff_input_aims_the_batch_and_the_summary_opens_with_what_it_touches(tmp_path):
+    cfg = dict(FAST, campaign="aimed", operators=["Relu", "Abs", "Neg", "Softsign"], dtypes=["float32"],
+               backends=["onnxruntime"])
+    r = Runner(tmp_path, "pull_request", __import__("tests.test_action", fromlist=["pr_event"]).pr_event(False), cfg)
+    (r.ws / "targets.json").write_text(json.dumps({
+        "compiler": "onnxruntime", "source": "diff pr.diff", "files": [],
+        "targets": [{"kind": "operator", "name": "Softsign", "why": "activations.cc: Softsign"}]}))
+    (r.ws / "pr.diff").write_text("not a diff\n")
+    res = r.run(models="4", diff="pr.diff")
+    assert res.returncode == 2 and "no file diff found" in res.stdout  # bad input: one line, exit status 2

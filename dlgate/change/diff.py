@@ -255,7 +255,9 @@ def enclose(fc: FileChange, text: str | None) -> None:
 
 def _git(repo: str, *args: str) -> str:
     try:
-        r = subprocess.run(["git", "-C", repo, *args], capture_output=True, text=True, timeout=120)
+        # safe.directory: in the Action's container the checkout belongs to the runner's user
+        r = subprocess.run(["git", "-c", "safe.directory=*", "-C", repo, *args], capture_output=True, text=True,
+                           timeout=120)
     except FileNotFoundError:
         raise DiffError("git is not installed") from None
     except subprocess.TimeoutExpired:
