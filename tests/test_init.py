@@ -110,7 +110,8 @@ def test_runner_labels_add_the_gpu_jobs_and_tell_actionlint_about_them(tmp_path)
     pr = _workflow(repo / WORKFLOWS[0])
     gpu = pr["jobs"]["gate-gpu"]
     assert gpu["runs-on"] == ["self-hosted", "gpu"]
-    assert gpu["if"] == "github.event.pull_request.head.repo.full_name == github.repository"  # never a fork's code
+    assert gpu["if"].startswith("github.event.pull_request.head.repo.full_name == github.repository && ")  # never a fork's code
+    assert "--changed-from \"$CHANGED_FROM\"" in " ".join(s.get("run", "") for s in gpu["steps"])
     run = " ".join(s.get("run", "") for s in gpu["steps"])
     assert "--config .dlgate/campaign.yaml --backend tvm:cuda" in run and "--base-python .dlgate-base/bin/python" in run
     assert 'dlgate @ git+https://github.com/org/dlgate@v1' in run  # dlgate from the action's own location

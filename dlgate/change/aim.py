@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dlgate.change.targets import OPERATOR, REWRITE, Target
+from dlgate.change.targets import REWRITE, Target
 
 
 @dataclass(frozen=True)

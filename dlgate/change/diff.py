@@ -182,7 +182,6 @@ def c_definitions(text: str) -> list:
     """(start, end, [name]) of C/C++ classes and functions, by brace matching from each
     line that opens one (a heuristic good for the compilers' own style, where a
     definition starts at the line's beginning; comments and strings are skipped)."""
-    src = text.splitlines()
     out = []
     # strip comments and strings, keeping line structure
     clean = re.sub(r"//[^\n]*|/\*.*?\*/|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'",
@@ -238,12 +237,12 @@ def enclose(fc: FileChange, text: str | None) -> None:
         if defs:
             for ln in h.lines or [h.new_start]:
                 inner = [d for d in defs if d[0] <= ln <= d[1]]
-                for start, end, parts in sorted(inner, key=lambda d: (d[0], -d[1])):
+                for _start, _end, parts in sorted(inner, key=lambda d: (d[0], -d[1])):
                     for p in parts:
                         if p not in names:
                             names.append(p)
                 # a definition the hunk adds whole also counts
-                for start, end, parts in defs:
+                for start, _end, parts in defs:
                     if start in h.lines and parts[-1] not in names:
                         names.append(parts[-1])
         elif h.header:

@@ -59,13 +59,15 @@ def indent(text: str, n: int) -> str:
 
 
 def checkout(s: Setup, n: int, ref: str = "", path: str = "", submodules: bool = True, name: str = "",
-              cond: str = "") -> str:
+              cond: str = "", fetch_depth: str = "") -> str:
     lines = ([f"- name: {name}"] if name else []) + ([f"  if: {cond}"] if cond else [])
     lines += [f"  uses: {CHECKOUT}" if lines else f"- uses: {CHECKOUT}", "  with:"]
     if ref:
         lines.append(f"    ref: {ref}")
     if path:
         lines.append(f"    path: {path}")
+    if fetch_depth:
+        lines.append(f"    fetch-depth: {fetch_depth}")
     lines.append("    persist-credentials: false")
     if submodules and s.compiler.submodules:
         lines.append("    submodules: recursive")
@@ -134,10 +136,11 @@ def probe_save(n: int, pull_request: bool) -> str:
     key: ${{{{ steps.probe-cache.outputs.cache-primary-key }}}}""", n)
 
 
-def build_job(s: Setup, why: str) -> str:
+def build_job(s: Setup, why: str, cond: str = "") -> str:
+    when = f"    if: {cond}\n" if cond else ""
     return f"""  build:
     # {why}
-    runs-on: ubuntu-latest
+{when}    runs-on: ubuntu-latest
     timeout-minutes: {s.compiler.build_minutes}
     steps:
 {checkout(s, 6)}
@@ -147,9 +150,21 @@ def build_job(s: Setup, why: str) -> str:
 """
 
 
-def gpu_job(s: Setup, campaign: str, commit: str, base: bool, report_only: bool, guard: bool) -> str:
+#: The pull-request label that runs a larger batch on the same targets, and its size.
+DEEP_LABEL, DEEP_MODELS = "dlgate-deep", 500
+#: A pull-request job runs on every event of the workflow but a label other than DEEP_LABEL.
+PR_EVENT = f"github.event.action != 'labeled' || github.event.label.name == '{DEEP_LABEL}'"
+#: The batch size a pull-request run takes: DEEP_MODELS under the label, else the campaign's.
+PR_MODELS = f"${{{{ contains(github.event.pull_request.labels.*.name, '{DEEP_LABEL}') && '{DEEP_MODELS}' || '' }}}}"
+
+
+def gpu_job(s: Setup, campaign: str, commit: str, base: bool, report_only: bool, guard: bool,
+            changed_from: str = "") -> str:
+    """``changed_from``: an expression for the commit the change starts from (the pull
+    request's base), which aims the batch at the change and makes the batch the deep one
+    under ``DEEP_LABEL``."""
     c = s.compiler
-    steps = [checkout(s, 6), python(6, note="dlgate's and the build's Python")]
+    steps = [checkout(s, 6, fetch_depth="2" if changed_from else ""), python(6, note="dlgate's and the build's Python")]
     if c.gpu_build:
         steps.append(build(s, 6, "dist-gpu/head", name="Build the compiler under test with CUDA", gpu=True))
         head = "dist-gpu/head/*.whl"
@@ -181,13 +196,19 @@ def gpu_job(s: Setup, campaign: str, commit: str, base: bool, report_only: bool,
     args = f".dlgate-venv/bin/dlgate run --config {campaign} {backends} --commit \"$COMMIT\" --out dlgate-out"
     args += "\n--base-python .dlgate-base/bin/python" if base else ""
     args += "\n--fail-on none" if report_only else ""
-    steps.append(indent(f"- name: dlgate (GPU)\n  env:\n    COMMIT: {commit}\n  run: >-\n"
+    env = f"    COMMIT: {commit}\n"
+    if changed_from:
+        args += '\n--changed-from "$CHANGED_FROM" ${MODELS:+--models "$MODELS"}'
+        env += f"    CHANGED_FROM: {changed_from}\n    MODELS: {PR_MODELS}\n"
+    steps.append(indent(f"- name: dlgate (GPU)\n  env:\n{env}  run: >-\n"
                          + indent(args, 4), 6))
     steps.append(indent("""- name: Job summary
   if: ${{ !cancelled() && hashFiles('dlgate-out/summary.md') != '' }}
   run: cat dlgate-out/summary.md >> "$GITHUB_STEP_SUMMARY\"""", 6))
     steps.append(upload(6, "dlgate-out-gpu", "dlgate-out", always=True, required=False))
     cond = "    if: github.event.pull_request.head.repo.full_name == github.repository\n" if guard else ""
+    if guard and changed_from:
+        cond = f"    if: github.event.pull_request.head.repo.full_name == github.repository && ({PR_EVENT})\n"
     why = ("    # Same-repository pull requests only: a fork's code never runs on a self-hosted runner.\n"
            if guard else "")
     built = ("    # The CPU jobs' wheels have no CUDA: this job builds the compiler with it (the runner needs\n"

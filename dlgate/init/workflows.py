@@ -3,9 +3,9 @@ default branch (the base wheel, cached) and weekly (the deep campaign, sharded, 
 """
 from __future__ import annotations
 
-from dlgate.init.steps import (BASELINE, CAMPAIGN, JUNIT, PROBE_CACHE, RESTORE, SAVE, WEEKLY, WEEKLY_STATE, Setup,
-                               build, build_job, checkout, download, gpu_job, indent, probe_restore, probe_save,
-                               python, upload)
+from dlgate.init.steps import (BASELINE, CAMPAIGN, DEEP_LABEL, DEEP_MODELS, JUNIT, PR_EVENT, PR_MODELS, PROBE_CACHE,
+                               RESTORE, SAVE, WEEKLY, WEEKLY_STATE, Setup, build, build_job, checkout, download,
+                               gpu_job, indent, probe_restore, probe_save, python, upload)
 
 PR_PATH = ".github/workflows/dlgate-pr.yml"
 BASE_WHEEL_PATH = ".github/workflows/dlgate-base-wheel.yml"
@@ -15,6 +15,9 @@ _REPORT = "${{ steps.gate.outputs.junit }}\n${{ steps.gate.outputs.summary }}\n$
 #: The weekly shards' time bound (seconds of cases, per shard): the job's 340 minutes less the
 #: action's start, one case's overrun (its runs and reductions) and the reports.
 WEEKLY_BUDGET = 16200
+
+
+_BASE_SHA = "${{ github.event.pull_request.base.sha }}"
 
 
 def pull_request(s: Setup) -> str:
@@ -50,10 +53,17 @@ def pull_request(s: Setup) -> str:
 # pull request never gets a write token{" and never runs on the self-hosted runner" if gpu else ""}; this
 # workflow never uses pull_request_target.
 """
+    head += f"""#
+# The batch is aimed at the change (`changed-from`: the pull request's base commit): 80% of
+# its models exercise the operators, opsets, dtypes and rewrites the changed files touch, and
+# the summary opens with what they covered. The label {DEEP_LABEL} runs {DEEP_MODELS} models on
+# the same targets (a deeper look before merging a risky change).
+"""
     head += """name: dlgate
 
 on:
   pull_request:
+    types: [opened, synchronize, reopened, labeled] # labeled: only dlgate-deep runs the jobs
 
 permissions:
   contents: read
@@ -66,12 +76,14 @@ jobs:
 """
     if c.gpu_only:
         return head + gpu_job(s, CAMPAIGN, "${{ github.event.pull_request.head.sha }}", base=False,
-                               report_only=False, guard=True)
+                               report_only=False, guard=True, changed_from=_BASE_SHA)
     miss = "steps.cache.outputs.cache-hit != 'true'"
-    jobs = [build_job(s, "Build the compiler under test once; every shard tests the same wheel."), f"""  base-build:
+    jobs = [build_job(s, "Build the compiler under test once; every shard tests the same wheel.", PR_EVENT),
+            f"""  base-build:
     # The base build: the wheel of the commit the pull request is based on, as
     # dlgate-base-wheel.yml saved it when that commit was pushed (a pull request may restore
     # the caches of its base branch), else built here from that commit.
+    if: {PR_EVENT}
     runs-on: ubuntu-latest
     timeout-minutes: {c.build_minutes}
     steps:
@@ -89,6 +101,7 @@ jobs:
 """, f"""  gate-cpu:
     # The CPU gate in three shards of one batch, seeded by the pull request's head commit.
     needs: [build, base-build]
+    if: {PR_EVENT}
     runs-on: ubuntu-latest
     timeout-minutes: 60
     strategy:
@@ -96,7 +109,7 @@ jobs:
       matrix:
         shard: ["1/3", "2/3", "3/3"]
     steps:
-{checkout(s, 6, submodules=False)}
+{checkout(s, 6, submodules=False, fetch_depth="2")}
 {download(6, "dist/head", name="compiler-wheel")}
 {download(6, "dist/base", name="compiler-wheel-base")}
 {probe_restore(6)}
@@ -108,17 +121,20 @@ jobs:
           shard: ${{{{ matrix.shard }}}}
           compiler: dist/head/*.whl # the build under test
           base-compiler: dist/base/*.whl # the base commit's build (or: {c.release})
+          # the change: git diff BASE...HEAD (the merge commit's first parent is the base: depth 2)
+          changed-from: {_BASE_SHA}
+          models: {PR_MODELS} # {DEEP_MODELS} under the {DEEP_LABEL} label, else the campaign's
           cache-dir: {PROBE_CACHE}
 {probe_save(6, pull_request=True)}
 {upload(6, "dlgate-out-cpu-${{ strategy.job-index }}", "dlgate-out", always=True)}
 """]
     if gpu:
         jobs.append(gpu_job(s, CAMPAIGN, "${{ github.event.pull_request.head.sha }}", base=True,
-                             report_only=False, guard=True))
+                             report_only=False, guard=True, changed_from=_BASE_SHA))
     jobs.append(f"""  merge:
     # One verdict, report and check for the whole CPU batch.
     needs: gate-cpu
-    if: ${{{{ !cancelled() }}}}
+    if: ${{{{ !cancelled() && ({PR_EVENT}) }}}}
     runs-on: ubuntu-latest
     timeout-minutes: 30
     permissions:
@@ -190,6 +206,13 @@ on:
   schedule:
     - cron: "23 2 * * 1" # Mondays, 02:23 UTC
   workflow_dispatch:
+    inputs:
+      changed-from:
+        description: >-
+          A commit: aim the campaign at the change from it to the dispatched ref (as a pull
+          request's check is aimed, at the weekly campaign's size); empty: the ordinary campaign.
+        required: false
+        default: ""
 
 permissions:
   contents: read
@@ -237,7 +260,7 @@ def weekly(s: Setup) -> str:
       matrix:
         shard: ["1/8", "2/8", "3/8", "4/8", "5/8", "6/8", "7/8", "8/8"]
     steps:
-{checkout(s, 6, submodules=False)}
+{checkout(s, 6, submodules=False, fetch_depth="${{ inputs.changed-from && '0' || '1' }}")}
 {_weekly_cache(6, RESTORE, "Restore the weekly baseline and corpus", restore_key)}
 {download(6, "dist/head", name="compiler-wheel")}
 {probe_restore(6)}
@@ -253,6 +276,8 @@ def weekly(s: Setup) -> str:
           # a shard the budget cuts ends at a tail of its plan, still merged (the report says
           # how many of the planned cases ran).
           budget: {WEEKLY_BUDGET}
+          # on demand: the change from this commit to the dispatched ref (empty on schedule)
+          changed-from: ${{{{ inputs.changed-from }}}}
           cache-dir: {PROBE_CACHE}
 {probe_save(6, pull_request=False)}
 {upload(6, "dlgate-weekly-${{ strategy.job-index }}", "dlgate-out", always=True)}
