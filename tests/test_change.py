@@ -412,6 +412,12 @@ def test_a_fault_in_one_converter_is_caught_with_targeting_and_reported_as_teste
     assert "### 🎯 What this change touches" in open(os.path.join(out, "summary.md")).read()
     manifest = json.load(open(os.path.join(out, "run.json")))
     assert manifest["change"]["targets"][0]["name"] == "Softsign"
+    # the HTML report opens with the same table
+    page = str(tmp_path / "report.html")
+    assert main(["report", out, "--out", page]) == 0
+    html = open(page).read()
+    assert html.index('<h2 id="change">What this change touches</h2>') < html.index('<h2 id="verdicts">')
+    assert f'<td class="n">{row["aimed"]}</td><td class="n">{row["models"]}</td><td class="n">{row["tested"]}</td>' in html
     # dlgate gen regenerates the run's cases from its run.json
     gen_out = str(tmp_path / "gen")
     assert main(["gen", "--seed", "conv", "--campaign", "pr", "--count", "20", "--max-nodes", "8", "--out", gen_out,

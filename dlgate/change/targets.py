@@ -131,7 +131,7 @@ class TargetSet:
     #: The table the mapping used: {"compiler", "version", "commit"} from its header.
     table: dict = field(default_factory=dict)
     #: Per-file rows as a recorded set carries them (``from_json``): keys, not targets.
-    recorded_files: list = field(default_factory=list)
+    recorded_files: list | None = None
 
     @property
     def targets(self) -> list:
@@ -151,7 +151,7 @@ class TargetSet:
         return {"compiler": self.compiler, "source": self.source, "table": self.table,
                 "digest": self.digest(),
                 "targets": [t.to_json() for t in self.targets],
-                "files": [f.to_json() for f in self.files] if not self.recorded_files else self.recorded_files}
+                "files": [f.to_json() for f in self.files] if self.recorded_files is None else self.recorded_files}
 
     @classmethod
     def from_json(cls, d: dict) -> "TargetSet":

@@ -114,6 +114,44 @@ def _header(f: RunFolder) -> str:
     return "<table>\n" + "\n".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows) + "\n</table>"
 
 
+def _change(f: RunFolder) -> str:
+    """What the change touches and what the batch covered (a change-aware run), as the
+    summary opens with it; "" for a run without a change."""
+    doc = f.manifest.get("change")
+    if not doc:
+        return ""
+    from dlgate.change.coverage import table
+
+    rewrites = {}
+    for t in f.timings.values():
+        for label, x in (t.get("backends") or {}).items():
+            if isinstance(x, dict) and x.get("rewrites") is not None:
+                rewrites[(t.get("case"), label)] = x["rewrites"]
+    ch = table(doc, f.records, rewrites)
+    out = ['<h2 id="change">What this change touches</h2>',
+           f"<p>{_e(ch.get('source', ''))}: {len(ch['rows'])} target(s) on {_e(ch.get('compiler', '?'))} from "
+           f"{len(ch['files'])} changed file(s).</p>"]
+    if not ch["rows"]:
+        out.append("<p>No target (tests, docs, build files or paths no table maps): the batch is the ordinary one.</p>")
+    else:
+        rows = []
+        for r in ch["rows"]:
+            applied = r.get("applied")
+            app = "" if applied is None else (", ".join(f"{_e(b)}: {n}" for b, n in sorted(applied.items()))
+                                              or "not recorded")
+            status = f'<span class="fail">gap: {_e(r["gap"])}</span>' if r.get("gap") else '<span class="pass">tested</span>'
+            rows.append([f"{_e(r['kind'])} <code>{_e(r['target'].split(':', 1)[1])}</code>", _e(r.get("why", "")),
+                         str(r["aimed"]), str(r["models"]), str(r["tested"]), app, status])
+        out.append(_table(["target", "changed code", "aimed", "models", "tested", "rewrite applied", ""], rows,
+                          {2, 3, 4}))
+    rest = [x for x in ch["files"] if x.get("skipped")]
+    if rest:
+        out.append("<p>Changed files with no target: " + ", ".join(
+            f"<code>{_e(x['path'])}</code> ({_e(x['skipped'])})" for x in rest[:30])
+                   + (f" and {len(rest) - 30} more" if len(rest) > 30 else "") + ".</p>")
+    return "\n".join(out)
+
+
 def _verdicts(f: RunFolder) -> str:
     counts = S.verdict_counts(f)
     cols = S.verdict_columns(counts)
@@ -181,7 +219,7 @@ def render(f: RunFolder, page: str, plots_dir: str, written: dict, found: list) 
     title = f"dlgate report: {f.manifest.get('campaign', '?')} on {str(f.manifest.get('root', '?'))[:12]}"
     out = ["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
            '<meta name="viewport" content="width=device-width, initial-scale=1">', f"<title>{_e(title)}</title>",
-           f"<style>{_CSS}</style>", "</head>", "<body>", f"<h1>{_e(title)}</h1>", _header(f),
+           f"<style>{_CSS}</style>", "</head>", "<body>", f"<h1>{_e(title)}</h1>", _header(f), _change(f),
            '<h2 id="verdicts">Verdicts per backend</h2>',
            _verdicts(f) if f.records else "<p>No case has been journaled yet.</p>",
            '<h2 id="findings">Distinct findings</h2>', _findings(f, found, links)]
