@@ -458,8 +458,15 @@ def cmd_ops(args) -> int:
         parts = T.table("spec", "part not generated", "why")
         for name, what, why in gaps:
             T.row(parts, name, what, why)
+        from dlgate.spec import dtype_gaps
+        types = dtype_gaps.listed()
+        dts = T.table("schema type not drawn", "why")
+        for what, why in types:
+            T.row(dts, what, why)
         T.show(f"standard ONNX operators without a spec ({len(std) - n_std} of {len(std)}, onnx {onnx.__version__}):",
-               missing, f"parts of spec'd operators not generated ({len(gaps)}):", parts)
+               missing, f"parts of spec'd operators not generated ({len(gaps)}):", parts,
+               f"types the ONNX schema allows that no spec draws ({len(types)}; derived from the schema, "
+               "opsets 13 and up):", dts)
         return 0
     t = T.table("spec", "family", "opset", "dtypes", "ONNX operators")
     for name, spec in all_specs().items():

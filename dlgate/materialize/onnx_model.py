@@ -11,6 +11,7 @@ from dlgate import __version__
 from dlgate import dtypes as dt
 from dlgate.graph.dynamic import symbolic_shapes
 from dlgate.graph.ir import Graph
+from dlgate.spec.base import SPELL_DEFAULTS
 from dlgate.spec.registry import get
 
 
@@ -25,6 +26,9 @@ class Builder:
     def __init__(self, opset: int, rng: random.Random):
         self.opset = opset
         self.rng = rng
+        #: Spell every attribute equal to its default out (an instance drawn under the
+        #: degenerate regime, ``SPELL_DEFAULTS``); set per node by ``to_onnx``.
+        self.explicit = False
         self.nodes: list = []
         self.initializers: list = []
         self._n = 0
@@ -56,8 +60,9 @@ class Builder:
         return self.const(np.asarray(list(values), dtype=np.int64).reshape(-1), hint=hint)
 
     def opt(self, value, default):
-        """``value``, or None (omit the attribute) half the time when it equals the default."""
-        if value == default and self.rng.random() < 0.5:
+        """``value``, or None (omit the attribute) half the time when it equals the default;
+        always ``value`` when ``explicit``."""
+        if value == default and not self.explicit and self.rng.random() < 0.5:
             return None
         return value
 
@@ -86,7 +91,9 @@ def to_onnx(graph: Graph, spelling_seed: int, doc: str = "") -> onnx.ModelProto:
     name = graph.name
     for node in graph.nodes:
         spec = get(node.op)
+        b.explicit = bool(node.attrs.get(SPELL_DEFAULTS))
         spec.onnx(b, node.attrs, [name(t) for t in node.inputs], [name(t) for t in node.outputs])
+    b.explicit = False
     inits = [numpy_helper.from_array(np.asarray(graph.values[t]), name(t)) for t in graph.consts]
     produced = {t for n in graph.nodes for t in n.outputs}
     # A dynamic graph declares its inputs' symbolic dims; an intermediate whose size varies
@@ -143,7 +150,9 @@ def lower_graph(b: Builder, graph: Graph, names: dict | None = None) -> dict:
         arr = np.asarray(graph.values[t], dtype=dt.NUMPY[graph.tensors[t].dtype])
         b.initializers.append(numpy_helper.from_array(arr, names[t]))
     for node in graph.nodes:
+        was, b.explicit = b.explicit, b.explicit or bool(node.attrs.get(SPELL_DEFAULTS))
         get(node.op).onnx(b, node.attrs, [names[t] for t in node.inputs], [names[t] for t in node.outputs])
+        b.explicit = was
     return names
 
 

@@ -160,7 +160,8 @@ class Celu(Activation):
     monotone = 1
     nonfinite = INF_ONLY
     onnx_op = "Celu"
-    types = (dt.FLOAT32,)
+    #: float16 and float64 from opset 28 on (the schema's widening; earlier ones allow float32 only)
+    types = (dt.FLOAT32, dt.FLOAT64, dt.FLOAT16)
     params = (("alpha", 0.1, 3.0, 1.0),)
 
     def torch(self, a, x):

@@ -227,15 +227,38 @@ class Ctx:
         return ax - rank if negative_ok and self.coin(0.3) else ax
 
     def axes(self, rank: int, lo: int = 1, hi: int | None = None) -> list:
-        """A sorted set of distinct non-negative axes, between lo and hi of them."""
+        """A sorted set of distinct non-negative axes, between lo and hi of them; under the
+        degenerate regime, half the time an end of that range: every axis, or none."""
         hi = rank if hi is None else min(hi, rank)
+        if self.degenerate_draw():
+            ends = [k for k in ((0,) if lo <= 0 else ()) + ((rank,) if hi >= rank else ())]
+            if ends:
+                return list(range(self.choice(ends)))
         k = self.rng.randint(min(lo, hi), hi)
         return sorted(self.rng.sample(range(rank), k))
 
     def perm(self, n: int) -> list:
+        """A random permutation of range(n); under the degenerate regime, half the time the
+        identity (a Transpose rewrites drop)."""
+        if self.degenerate_draw():
+            return list(range(n))
         p = list(range(n))
         self.rng.shuffle(p)
         return p
+
+    # -- the degenerate regime -------------------------------------------------------------
+    def degenerate_draw(self, p: float = 0.5) -> bool:
+        """Whether this draw takes its degenerate value: with probability ``p`` under the
+        degenerate regime (so a regime's cases test both sides), never otherwise, and then
+        without touching the RNG, so an ordinary stream is byte-identical to one drawn
+        before the regime existed. Specs draw their ordinary value first and override it
+        when this says so."""
+        return bool(self.degenerate) and self.coin(p)
+
+    def or_default(self, value, default):
+        """``value``, or under a degenerate draw the attribute's ``default`` (which the
+        writer then spells out, see ``SPELL_DEFAULTS``)."""
+        return default if self.degenerate_draw() else value
 
 
 class SymCtx(Ctx):
@@ -275,6 +298,31 @@ class SymCtx(Ctx):
 
     def shape(self, rank, numel_cap=None):
         return tuple(self.dim() for _ in range(rank))
+
+
+#: The attribute key a draw under the degenerate regime adds to an instance's attributes:
+#: the ONNX writer then spells every attribute at its default value out (``Builder.opt``)
+#: instead of leaving it out half the time, since importers treat an explicit default and
+#: an omitted attribute by different code.
+SPELL_DEFAULTS = "spell_defaults"
+
+
+def _marking(fn, backward: bool):
+    """``sample`` (or ``backward``) that adds ``SPELL_DEFAULTS`` to the attributes it
+    returns when the context is in the degenerate regime; unchanged otherwise."""
+    def wrapped(self, ctx, arg):
+        out = fn(self, ctx, arg)
+        if not getattr(ctx, "degenerate", False) or out is None:
+            return out
+        if backward:
+            ins, a = out
+            return (ins, {**a, SPELL_DEFAULTS: True}) if isinstance(a, dict) else out
+        return {**out, SPELL_DEFAULTS: True} if isinstance(out, dict) else out
+
+    wrapped.__name__, wrapped.__qualname__, wrapped.__doc__ = fn.__name__, fn.__qualname__, fn.__doc__
+    wrapped.__wrapped__ = fn
+    wrapped._marks_regime = True
+    return wrapped
 
 
 class OpSpec:
@@ -390,6 +438,11 @@ class OpSpec:
         super().__init_subclass__(**kw)
         if cls.onnx_op and not cls.__dict__.get("name"):
             cls.name = cls.onnx_op
+        # every draw a spec defines records the degenerate regime in its attributes
+        for meth, backward in (("sample", False), ("backward", True)):
+            fn = cls.__dict__.get(meth)
+            if fn is not None and callable(fn) and not getattr(fn, "_marks_regime", False):
+                setattr(cls, meth, _marking(fn, backward))
 
     # -- generation ------------------------------------------------------------------
     def sample(self, ctx: Ctx, ins: list) -> dict:

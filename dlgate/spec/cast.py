@@ -116,9 +116,10 @@ class Cast(OpSpec):
 
     def sample(self, ctx, ins):
         others = [t for t in ctx.dtypes if t != ins[0].dtype]
-        if others and ctx.coin(0.8):
-            return {"to": ctx.choice(others)}
-        return {"to": ctx.choice(ctx.dtypes)}
+        to = ctx.choice(others) if others and ctx.coin(0.8) else ctx.choice(ctx.dtypes)
+        if ins[0].dtype in ctx.dtypes and ctx.degenerate_draw():
+            to = ins[0].dtype  # to its own dtype
+        return {"to": to}
 
     def infer(self, ins, a):
         return [TensorType(a["to"], ins[0].shape)]

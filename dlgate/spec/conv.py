@@ -62,6 +62,8 @@ def _spatial_attrs(ctx, r: int, kmax: int = 5) -> dict:
         pads = half + half
     else:
         pads = [ctx.int(0, 3) for _ in range(2 * r)]
+    if ctx.degenerate_draw():  # zero pads, unit strides and dilations: the defaults, spelled out
+        s, d, pads = [1] * r, [1] * r, [0] * (2 * r)
     return {"kernel": k, "strides": s, "dilations": d, "pads": pads}
 
 

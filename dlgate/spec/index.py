@@ -605,6 +605,8 @@ class Resize(OpSpec):
         a = self._mode_attrs(ctx, x.dtype, x.rank)
         nsp = ctx.choice((1, 2))
         pq = [[1, 1]] * (x.rank - nsp) + [list(ctx.choice(RATIOS)) for _ in range(nsp)]
+        if ctx.degenerate_draw():  # scales (or sizes) of 1: the identity resize
+            pq = [[1, 1]] * x.rank
         a["pq"] = pq
         a["use_sizes"] = int(ctx.coin(0.4))
         a["sizes"] = [sym.div(d * p, q) for d, (p, q) in zip(x.shape, pq)] if a["use_sizes"] else None

@@ -108,7 +108,10 @@ class Reshape(Layout):
 
     def sample(self, ctx, ins):
         n = sym.prod(ins[0].shape)
-        return self.attrs(ctx, ins[0].shape, self.new_shape(ctx, n) or (n,))
+        a = self.attrs(ctx, ins[0].shape, self.new_shape(ctx, n) or (n,))
+        if ctx.degenerate_draw():  # to the input's own shape
+            a = self.attrs(ctx, ins[0].shape, tuple(ins[0].shape))
+        return a
 
     def requires(self, ins, a):
         x = ins[0]
@@ -225,7 +228,10 @@ class Squeeze(Layout):
             return {"axes": [ctx.axis(r)], "omit": False}  # fails ``requires``
         if ctx.coin(0.25):
             return {"axes": ones, "omit": True}
-        return {"axes": self.spell(ctx, ctx.rng.sample(ones, ctx.rng.randint(1, len(ones))), r), "omit": False}
+        axes = self.spell(ctx, ctx.rng.sample(ones, ctx.rng.randint(1, len(ones))), r)
+        if ctx.degenerate_draw():  # every size-1 dim, listed
+            axes = self.spell(ctx, ones, r)
+        return {"axes": axes, "omit": False}
 
     def requires(self, ins, a):
         shape, r = ins[0].shape, ins[0].rank
@@ -280,7 +286,8 @@ class Unsqueeze(Layout):
     def sample(self, ctx, ins):
         r = ins[0].rank
         k = ctx.rng.randint(1, max(1, min(3, ctx.limits.max_rank - r)))
-        return {"axes": self.spell(ctx, ctx.axes(r + k, k, k), r + k)}
+        axes = ctx.axes(r + k, k, k)  # under the degenerate regime, every output axis for a scalar
+        return {"axes": self.spell(ctx, axes, r + k)}
 
     def requires(self, ins, a):
         r_out = ins[0].rank + len(a["axes"])
@@ -334,6 +341,8 @@ class Expand(Layout):
                 out.append(ctx.dim(8))
             else:
                 out.append(1 if ctx.coin(0.3) else shape[-k])
+        if ctx.degenerate_draw():  # to the input's own shape
+            out = list(shape)
         return {"shape": out}
 
     def requires(self, ins, a):
@@ -365,7 +374,8 @@ class Tile(Layout):
     onnx_op = "Tile"
 
     def sample(self, ctx, ins):
-        return {"repeats": [1 if ctx.coin(0.5) else ctx.int(1, 3) for _ in ins[0].shape]}
+        reps = [1 if ctx.coin(0.5) else ctx.int(1, 3) for _ in ins[0].shape]
+        return {"repeats": [1] * len(reps) if ctx.degenerate_draw() else reps}
 
     def requires(self, ins, a):
         return [len(a["repeats"]) == ins[0].rank]

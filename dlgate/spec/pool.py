@@ -71,6 +71,8 @@ class _Pool(OpSpec):
         d = [ctx.int(1, 3) if dil_ok and ctx.coin(0.3) else 1 for _ in range(r)]
         # onnxruntime insists on pads < kernel.
         pads = [0] * (2 * r) if ctx.coin(0.3) else [ctx.int(0, k[i % r] - 1) for i in range(2 * r)]
+        if ctx.degenerate_draw():  # zero pads, unit strides and dilations: the defaults, spelled out
+            s, d, pads = [1] * r, [1] * r, [0] * (2 * r)
         ceil = self.ceil_opset is not None and ctx.opset >= self.ceil_opset and ctx.coin(0.5)
         a = {"kernel": k, "strides": s, "dilations": d, "pads": pads, "ceil_mode": int(ceil)}
         if self.kind == "avg":

@@ -331,6 +331,9 @@ class QuantizeLinear(OpSpec):
                                      hi=3 if xdt == I32 else 2),
                  zp=_nested(ctx, shape, lambda: _zp(ctx, to)) if has_zp else None)
         a["odt"] = opset >= 21 and ((not has_zp and to == I8) or ctx.coin(0.3))
+        if ctx.degenerate_draw():  # unit scale, zero point 0 (where one is written): y = saturate(round(x))
+            a["scale"] = _nested(ctx, shape, lambda: 1.0)
+            a["zp"] = None if a["zp"] is None else _nested(ctx, shape, lambda: 0)
         return a
 
     def requires(self, ins, a):

@@ -94,9 +94,20 @@ class Reduce(OpSpec):
         a = {"keepdims": int(ctx.coin())}
         if r > 0 and not ctx.coin(0.2):
             a["axes"] = _spell(ctx, ctx.axes(r, 1), r)
+        if r > 0 and ctx.opset >= self.axes_input_from and ctx.degenerate_draw():
+            # an empty axes input: every axis (noop_with_empty_axes 0), or none at all (1:
+            # the identity, drawn only where ONNX's text and its reference agree on it)
+            a = {"keepdims": a["keepdims"], "axes": [], "noop": int(self.noop_identity and ctx.coin())}
         return a
 
+    #: Whether noop_with_empty_axes=1 with empty axes is the plain identity here (ReduceSum,
+    #: Mean, Max, Min, Prod); for the others onnx.reference applies the element-wise part
+    #: (a square, an abs, a log) where ONNX's text says the input is returned.
+    noop_identity = False
+
     def _red(self, a, rank: int) -> list:
+        if a.get("axes") == []:
+            return [] if a.get("noop") else list(range(rank))
         return _norm(a["axes"], rank) if "axes" in a else list(range(rank))
 
     def infer(self, ins, a):
@@ -131,7 +142,7 @@ class Reduce(OpSpec):
             ins.append(b.ints(axes, hint="axes"))
         elif b.rng.random() < 0.3:  # an empty axes input also means "all axes"
             ins.append(b.ints([], hint="axes"))
-        b.node(self.onnx_op, ins, ys, keepdims=keep, noop_with_empty_axes=b.opt(0, 0))
+        b.node(self.onnx_op, ins, ys, keepdims=keep, noop_with_empty_axes=b.opt(a.get("noop", 0), 0))
 
     def _dims(self, a, x) -> tuple:
         return tuple(self._red(a, x.dim()))
@@ -166,6 +177,8 @@ class Reduce(OpSpec):
 
     def torch(self, a, x):
         dims = self._dims(a, x)
+        if a.get("noop") and a.get("axes") == []:
+            return x.clone()  # noop_with_empty_axes: the input, unreduced
         if x.dim() == 0 or not dims:
             return self.fn0(a, x)
         return self.fn(x, dims, bool(a["keepdims"]))
@@ -190,6 +203,7 @@ class ReduceSum(Reduce):
     keeps_integers = True
     can_overflow = True
     onnx_op = "ReduceSum"
+    noop_identity = True
     types = dt.FLOATS + dt.COMMON_INTS
     axes_input_from = 13
 
@@ -210,6 +224,7 @@ class ReduceMean(Reduce):
 
     keeps_range = True
     onnx_op = "ReduceMean"
+    noop_identity = True
 
     def fn(self, x, dims, keep):
         return torch.mean(x, dims, keepdim=keep)
@@ -219,6 +234,7 @@ class ReduceMax(Reduce):
     keeps_range = True
     nonfinite = INF_ONLY
     onnx_op = "ReduceMax"
+    noop_identity = True
     exact_values = True
     siblings = "reduce-extremum"
     types = dt.NUMERIC + (dt.BOOL,)  # bool from opset 20 (the schema filter applies it)
@@ -231,6 +247,7 @@ class ReduceMin(Reduce):
     keeps_range = True
     nonfinite = INF_ONLY
     onnx_op = "ReduceMin"
+    noop_identity = True
     exact_values = True
     siblings = "reduce-extremum"
     types = dt.NUMERIC + (dt.BOOL,)
@@ -269,6 +286,7 @@ class ReduceProd(Reduce):
     can_overflow = True
     nonfinite = IEEE  # the sequential IEEE product; ``undefined`` names the orders that differ
     onnx_op = "ReduceProd"
+    noop_identity = True
 
     def value_range(self, a, ranges, ins):
         # a product of n factors within [lo, hi]

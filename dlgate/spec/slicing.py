@@ -104,6 +104,10 @@ class Slice(OpSpec):
                 s, e = _spell_range(ctx, d, ns, ne, st)
             starts.append(s)
             ends.append(e)
+        if not ctx.symbolic and ctx.degenerate_draw():
+            # the full range with step 1 (spelled exactly, or clamped from beyond the ends)
+            steps = [1] * len(axes)
+            starts, ends = [list(x) for x in zip(*[_spell_range(ctx, shape[ax], 0, shape[ax], 1) for ax in axes])]
         return self._attrs(ctx, axes, starts, ends, steps, rank, lead)
 
     @staticmethod
@@ -247,6 +251,8 @@ class Pad(OpSpec):
         mode = ctx.choice(self._modes(ctx.opset))
         axes = ctx.axes(x.rank)
         pbs, pes = zip(*[self._pads(ctx, x.shape[ax], mode) for ax in axes])
+        if ctx.degenerate_draw():  # zero pads: the identity
+            pbs = pes = (0,) * len(axes)
         return self._attrs(ctx, mode, x.dtype, x.rank, axes, pbs, pes)
 
     def requires(self, ins, a):

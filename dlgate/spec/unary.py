@@ -66,7 +66,7 @@ class Abs(Unary):
     out_range = (0.0, INF)
     onnx_op = "Abs"
     exact_values = True
-    types = dt.FLOATS + dt.SIGNED
+    types = dt.FLOATS + dt.SIGNED + (dt.UINT8,)  # uint8: the identity, as ONNX defines it
     fn = torch.abs
 
     def value_range(self, a, ranges, ins):
@@ -93,7 +93,7 @@ class Sign(Unary):
     onnx_op = "Sign"
     jumps = True
     steerable = False
-    types = dt.FLOATS + dt.SIGNED
+    types = dt.FLOATS + dt.SIGNED + (dt.UINT8,)  # uint8: 0 or 1
     fn = torch.sign
 
     #: Positive (negative) bounds closer to 0 than this may still hold values that
