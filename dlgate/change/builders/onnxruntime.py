@@ -422,7 +422,7 @@ def transformers(tree: Tree, files) -> dict:
             for m in re.finditer(r"\b" + cls + r'\s+\w+\s*[{(]\s*"(\w+)"', t):
                 found[cls].add(m.group(1))
             # the name its constructor passes to its base: Base("Name"... or Base("Prefix_" + ep)
-            for m in re.finditer(r"\b" + cls + r"\s*\([^;{]*?\)\s*:\s*[\w:]+\s*\(([^;{]*)", t):
+            for m in re.finditer(r"\b" + cls + r"\s*\((?:[^;{]|\{\})*?\)(?:\s*noexcept)?\s*:\s*[\w:]+\s*\(([^;{]*)", t):
                 lits = re.findall(r'"(\w+)"', m.group(1))
                 for lit in lits:
                     found[cls].add(lit + "CPUExecutionProvider" if lit.endswith("_") else lit)
