@@ -131,7 +131,7 @@ def test_enclosing_definitions_come_from_the_file_after_the_change():
     assert [h.enclosing for h in fc.hunks] == [["Gelu", "_impl_v13"], [], ["helper"]]
     cc = D.FileChange("pow.cc", hunks=[D.Hunk(7, 1, 7, 1, lines=[7]), D.Hunk(14, 1, 14, 1, lines=[14])])
     D.enclose(cc, CC)
-    assert cc.hunks[0].enclosing == ["Pow", "Compute"]
+    assert cc.hunks[0].enclosing == ["Pow<T>::Compute"]  # template arguments kept: a specialization is its own
     assert cc.hunks[1].enclosing == ["Softsign"]
 
 

@@ -174,7 +174,9 @@ def python_definitions(text: str) -> list:
 #: A C/C++ definition's opening line: a class/struct, a namespace-qualified or plain
 #: function (return type, name, parameters), or a registration macro's call.
 _C_CLASS = re.compile(r"^\s*(?:template\s*<[^>]*>\s*)?(?:class|struct)\s+(?:\w+\s+)*?(\w+)\s*(?:final\s*)?(?::[^;{]*)?\{?\s*$")
-_C_FUNC = re.compile(r"^[\w:<>,\s\*&~]*?\b((?:\w+(?:<[^<>();]*>)?::)*~?\w+)\s*\([^;]*$")
+#: A qualifier may carry template arguments (``Add<T>::Compute``), and the name itself an
+#: explicit specialization's (``MlasGemmQuantKernel<MLAS_GEMM_U8X8_KERNEL_AVX2>(``).
+_C_FUNC = re.compile(r"^[\w:<>,\s\*&~]*?\b((?:\w+(?:<[^()<>]*(?:<[^()<>]*>[^()<>]*)*>)?::)*~?\w+)(?:<[^()]*>)?\s*\([^;]*$")
 _C_KEYWORDS = {"if", "for", "while", "switch", "return", "else", "do", "catch", "sizeof", "case"}
 
 
@@ -199,9 +201,13 @@ def c_definitions(text: str) -> list:
                 continue
             name = f.group(1)
         # find the opening brace within a few lines, then its match
-        depth, opened, j = 0, False, i
-        while j < n and j < i + 12 or (opened and j < n):
+        # (the window counts non-blank lines: comments between a signature and its body,
+        # as in MLAS's style, are blank once stripped)
+        depth, opened, j, seen = 0, False, i, 0
+        while j < n and seen < 12 or (opened and j < n):
             seg = clean[j]
+            if seg.strip():
+                seen += 1
             if not opened and ";" in seg and "{" not in seg and j > i:
                 break
             for ch in seg:
@@ -214,9 +220,7 @@ def c_definitions(text: str) -> list:
                 break
             j += 1
         if opened and j < n:
-            # Pow<T>::Compute -> ["Pow", "Compute"]: outermost first, as for Python
-            parts = [p for p in re.sub(r"<[^<>]*>", "", name).split("::") if p]
-            out.append((i + 1, j + 1, parts or [name]))
+            out.append((i + 1, j + 1, [name]))
     return out
 
 

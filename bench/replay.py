@@ -1,0 +1,158 @@
+"""Replay real regressions as pull requests: does the PR check go red with the bug's cause?
+
+    python bench/replay.py [--bugs bench/replay/bugs.yaml] [--only ID ...] [--models 100] [--envs DIR]
+
+For each bug of ``bench/replay/bugs.yaml`` (real bugs of TVM and onnxruntime that a later
+release fixed, with the fixing commit; see bench/replay/README.md for how they were chosen),
+head is the buggy release and base the fixed one, both installed from the package index into
+folders of ``--envs`` (``pip install --no-deps --target``: dlgate's own environment supplies
+the rest), and the change is the fixing commit's diff (``bench/replay/diffs/<id>.diff``). The
+PR configuration (``configs/pr.yaml``, one backend: the bug's compiler) runs on the same seed
+twice: aimed at the change (``--diff``) and not. Per bug and mode it prints whether the gate
+went red with the bug's root cause among the new causes (a new cause whose reduced case holds
+one of the bug's operators), how many models held those operators, and the wall time; then
+the totals. Head's and base's releases are put on ``PYTHONPATH`` (head for the run and its
+workers, base through a ``--base-python`` wrapper).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+
+import yaml
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PR = os.path.join(REPO, "configs", "pr.yaml")
+BUGS = os.path.join(REPO, "bench", "replay", "bugs.yaml")
+PACKAGES = {"tvm": "apache-tvm", "onnxruntime": "onnxruntime"}
+
+
+def load_bugs(path: str) -> list:
+    with open(path) as f:
+        doc = yaml.safe_load(f)
+    bugs = doc["bugs"] if isinstance(doc, dict) else doc
+    for b in bugs:
+        for k in ("id", "compiler", "buggy", "fixed"):
+            if k not in b:
+                raise SystemExit(f"{path}: bug {b.get('id', '?')} has no {k!r}")
+    return bugs
+
+
+def env_dir(envs: str, compiler: str, version: str, extra: list) -> str:
+    """A folder holding ``compiler==version`` (and ``extra`` requirements), installed once."""
+    d = os.path.join(envs, f"{compiler}-{version}")
+    if not os.path.exists(os.path.join(d, ".done")):
+        reqs = [f"{PACKAGES[compiler]}=={version}", *extra]
+        res = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", d, *reqs],
+                             capture_output=True, text=True)
+        if res.returncode:
+            raise SystemExit(f"cannot install {' '.join(reqs)}: {res.stderr.strip()[-500:]}")
+        open(os.path.join(d, ".done"), "w").close()
+    return d
+
+
+def wrapper(envs: str, path: str) -> str:
+    """A python that sees ``path`` first (the base build, for --base-python)."""
+    w = os.path.join(envs, f"python-{os.path.basename(path)}")
+    with open(w, "w") as f:
+        f.write(f'#!/bin/sh\nPYTHONPATH="{path}${{PYTHONPATH:+:$PYTHONPATH}}" exec "{sys.executable}" "$@"\n')
+    os.chmod(w, os.stat(w).st_mode | stat.S_IEXEC)
+    return w
+
+
+def spec_ops() -> dict:
+    from dlgate.spec.registry import all_specs
+
+    return {n: {s.onnx_op, *s.onnx_ops} for n, s in all_specs().items()}
+
+
+def cause_found(v: dict, ops: set) -> bool:
+    """A new cause of the run whose reduced case holds one of ``ops``."""
+    for g in v.get("new", []) + v.get("regressions", []):
+        text = " ".join(str(g.get(k) or "") for k in ("typed", "pattern", "detail"))
+        if any(re.search(rf"(^|[^A-Za-z]){re.escape(o)}\(", text) for o in ops):
+            return True
+    return False
+
+
+def replay(bug: dict, mode: str, a, head: str, base_py: str, scratch: str, ops_of: dict) -> dict:
+    out = os.path.join(scratch, f"{bug['id']}-{mode}")
+    backend = bug.get("backend") or bug["compiler"]
+    args = [sys.executable, "-m", "dlgate", "run", "--no-progress", "--config", PR, "--seed", f"replay-{bug['id']}",
+            "--backend", backend, "--models", str(a.models), "--base-python", base_py, "--out", out, "--fresh"]
+    if mode == "targeted":
+        args += ["--diff", os.path.join(REPO, "bench", "replay", "diffs", f"{bug['id']}.diff"),
+                 "--compiler", bug["compiler"]]
+    env = dict(os.environ, PYTHONPATH=head + (os.pathsep + os.environ["PYTHONPATH"] if os.environ.get("PYTHONPATH")
+                                              else ""))
+    t0 = time.perf_counter()
+    res = subprocess.run(args, capture_output=True, text=True, env=env, cwd=scratch)
+    wall = time.perf_counter() - t0
+    if res.returncode not in (0, 1):
+        return {"error": f"exit {res.returncode}: {res.stderr.strip().splitlines()[-1:] }", "wall": wall}
+    with open(os.path.join(out, "verdict.json")) as f:
+        v = json.load(f)
+    ops = set(bug.get("operators") or ())
+    met = 0
+    for r in map(json.loads, open(os.path.join(out, "results.jsonl"))):
+        if any(ops & ops_of.get(n, {n}) for n in r.get("operators", ())):
+            met += 1
+    rows = (v.get("change") or {}).get("rows") or []
+    return {"red": res.returncode == 1, "caught": res.returncode == 1 and cause_found(v, ops), "met": met,
+            "new": len(v["new"]), "wall": wall, "targets": len(rows),
+            "tested": sum(1 for r in rows if not r.get("gap"))}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--bugs", default=BUGS)
+    ap.add_argument("--only", nargs="*", help="bug ids to replay (default: all)")
+    ap.add_argument("--models", type=int, default=100)
+    ap.add_argument("--envs", default=os.path.join(tempfile.gettempdir(), "dlgate-replay-envs"),
+                    help="where the releases are installed (kept between runs)")
+    ap.add_argument("--scratch", help="keep the runs here (default: a temporary folder)")
+    ap.add_argument("--modes", nargs="*", default=["targeted", "ordinary"])
+    a = ap.parse_args()
+    bugs = [b for b in load_bugs(a.bugs) if not a.only or b["id"] in a.only]
+    os.makedirs(a.envs, exist_ok=True)
+    ops_of = spec_ops()
+    totals = {m: {"caught": 0, "wall": 0.0, "n": 0} for m in a.modes}
+    with tempfile.TemporaryDirectory(prefix="dlgate-replay-") as tmp:
+        scratch = a.scratch or tmp
+        os.makedirs(scratch, exist_ok=True)
+        for bug in bugs:
+            head = env_dir(a.envs, bug["compiler"], bug["buggy"], bug.get("buggy_extra") or [])
+            base = env_dir(a.envs, bug["compiler"], bug["fixed"], bug.get("fixed_extra") or [])
+            base_py = wrapper(a.envs, base)
+            cells = []
+            for mode in a.modes:
+                r = replay(bug, mode, a, head, base_py, scratch, ops_of)
+                t = totals[mode]
+                t["n"] += 1
+                t["wall"] += r["wall"]
+                if "error" in r:
+                    cells.append(f"{mode}: ERROR {r['error']}")
+                    continue
+                t["caught"] += r["caught"]
+                tgt = f", targets tested {r['tested']}/{r['targets']}" if mode == "targeted" else ""
+                cells.append(f"{mode}: {'CAUGHT' if r['caught'] else ('red, other cause' if r['red'] else 'missed')} "
+                             f"({r['met']} models with {'/'.join(bug.get('operators') or ['?'])}, {r['new']} new "
+                             f"cause(s){tgt}, {r['wall']:.0f} s)")
+            print(f"{bug['id']} ({bug['compiler']} {bug['buggy']} -> {bug['fixed']}): " + " | ".join(cells), flush=True)
+    print()
+    for m, t in totals.items():
+        print(f"{m}: caught {t['caught']} of {t['n']} bugs with their root cause; wall time {t['wall']:.0f} s")
+    if len(totals) == 2 and all(t["wall"] for t in totals.values()):
+        print(f"wall-time ratio targeted/ordinary: {totals['targeted']['wall'] / totals['ordinary']['wall']:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
