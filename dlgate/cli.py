@@ -388,15 +388,21 @@ def _recorded_aims(path: str, where: str) -> tuple:
 def cmd_targets(args) -> int:
     from dlgate.change.aim import resolve
 
+    from dlgate import change as CH
+    from dlgate.change.compilers import guess
+
     if not (args.changed_from or args.diff):
         raise UsageError("dlgate targets: give the change: --changed-from BASE (git) or --diff FILE")
-    if not args.compiler:
-        from dlgate.gate.config import Campaign
-
-        backends = Campaign().backends
-    else:
-        backends = []
-    ts = _read_change(args, backends, "dlgate targets")
+    if args.changed_from and args.diff:
+        raise UsageError("dlgate targets: give one of --changed-from, --diff, not several")
+    try:
+        change = CH.read(args.changed_from, args.diff, args.repo)
+        compiler = args.compiler or guess(change)
+        if compiler is None:
+            raise CH.ChangeError("cannot tell whose source tree the change is in; name the compiler with --compiler")
+        ts = CH.map_targets(change, CH.compiler_of([], compiler), args.change_table)
+    except CH.ChangeError as e:
+        raise UsageError(f"dlgate targets: {e}") from None
     aims, gaps = resolve(ts.targets, ts.compiler)
     if args.json:
         print(json.dumps(dict(ts.to_json(), gaps=gaps), indent=1, sort_keys=True))

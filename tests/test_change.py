@@ -367,8 +367,12 @@ def test_bad_change_input_is_one_line_and_exit_status_2(tmp_path, capsys):
     (tmp_path / "x.diff").write_text("not a diff\n")
     assert main(["targets", "--diff", str(tmp_path / "x.diff"), "--compiler", "tvm"]) == 2
     assert "no file diff found" in capsys.readouterr().err
-    assert main(["targets", "--diff", str(tmp_path / "x.diff"), "--compiler", "gcc"]) == 2
+    (tmp_path / "y.diff").write_text(DIFF)
+    assert main(["targets", "--diff", str(tmp_path / "y.diff"), "--compiler", "gcc"]) == 2
     assert "no change mapping for compiler 'gcc'" in capsys.readouterr().err
+    (tmp_path / "z.diff").write_text(DIFF.replace("python/tvm/relax/frontend/onnx/", "lib/"))
+    assert main(["targets", "--diff", str(tmp_path / "z.diff")]) == 2
+    assert "cannot tell whose source tree" in capsys.readouterr().err
     assert main(["targets"]) == 2
     assert main(["targets", "--diff", "a", "--changed-from", "b", "--compiler", "tvm"]) == 2
     assert "not several" in capsys.readouterr().err

@@ -36,11 +36,20 @@ def built():
     return build("onnxruntime", Source(TREE))
 
 
+def unmerged(name, path):
+    """The mapper's own rows for one file (before ``map_change`` merges them per operator)."""
+    ch = diff.from_file(os.path.join(DATA, "diffs", name))
+    return ort.map_file(next(f for f in ch.files if f.path == path), table("onnxruntime"))
+
+
 def test_kernel_fix_maps_to_its_operator_with_opsets_and_dtypes(shipped):
-    files = mapped("prelu_9f81e2dfc2.diff")
     top = shipped["max_opset"]
-    assert keys(files[EWO]) == {"operator:PRelu[7-8;float32]", "operator:PRelu[9-15;float32]",
-                                f"operator:PRelu[16-{top};float32]"}
+    # each registration of the kernel, with its opset range and type
+    assert keys(unmerged("prelu_9f81e2dfc2.diff", EWO)) == {
+        "operator:PRelu[7-8;float32]", "operator:PRelu[9-15;float32]", f"operator:PRelu[16-{top};float32]"}
+    # merged into one target per operator: the ranges' hull, the types' union
+    files = mapped("prelu_9f81e2dfc2.diff")
+    assert keys(files[EWO]) == {f"operator:PRelu[7-{top};float32]"}
     assert all("PRelu<float>::Compute" in t.why for t in files[EWO].targets)
     assert files["onnxruntime/test/providers/cpu/activation/activation_op_test.cc"].skipped == "tests"
 
@@ -48,8 +57,10 @@ def test_kernel_fix_maps_to_its_operator_with_opsets_and_dtypes(shipped):
 def test_registration_list_lines_name_their_kernels_and_docs_are_ordinary(shipped):
     files = mapped("cos_double_3162778d1a.diff")
     top = shipped["max_opset"]
-    reg = keys(files["onnxruntime/core/providers/cpu/cpu_execution_provider.cc"])
+    reg = keys(unmerged("cos_double_3162778d1a.diff", "onnxruntime/core/providers/cpu/cpu_execution_provider.cc"))
     assert {"operator:Cos[7-21;float64]", f"operator:Cos[22-{top};float64]"} <= reg
+    assert keys(files["onnxruntime/core/providers/cpu/cpu_execution_provider.cc"]) == {
+        f"operator:Cos[7-{top};float32,float64]"}
     assert {t.split("[")[0] for t in reg} == {"operator:Cos"}
     assert {t.split("[")[0] for t in keys(files[EWO])} == {"operator:Cos"}
     assert files["docs/OperatorKernels.md"].skipped == "docs"
@@ -61,7 +72,8 @@ def test_transformer_change_maps_to_its_rewrite():
     ft = files["onnxruntime/core/optimizer/layer_norm_fusion.cc"]
     assert "rewrite:SimplifiedLayerNormFusion" in keys(ft)
     # the hunks inside SimplifiedLayerNormFusion::ApplyImpl aim at that rewrite alone
-    assert {t.why for t in ft.targets if t.name == "SimplifiedLayerNormFusion"} >= \
+    assert {t.why for t in unmerged("simplified_ln_5b6f1e6769.diff", ft.path).targets
+            if t.name == "SimplifiedLayerNormFusion"} >= \
         {"onnxruntime/core/optimizer/layer_norm_fusion.cc: SimplifiedLayerNormFusion::ApplyImpl"}
     assert files["onnxruntime/test/optimizer/graph_transform_test_layernorm.cc"].skipped == "tests"
 

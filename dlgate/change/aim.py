@@ -21,10 +21,12 @@ from dlgate.change.targets import REWRITE, Target
 class Aim:
     target: Target
     specs: tuple  # spec names, registry order
+    #: The target's opsets within those dlgate generates (None: any).
+    span: tuple | None = None
 
     @property
     def opsets(self):
-        return self.target.opsets
+        return self.span
 
     @property
     def dtypes(self) -> tuple:
@@ -68,8 +70,18 @@ def resolve(targets, compiler: str, specs: dict | None = None) -> tuple:
         from dlgate.spec.registry import all_specs
 
         specs = all_specs()
+    from dlgate.graph.generator import NEWEST_OPSET, OLDEST_OPSET
+
     aims, gaps = [], {}
     for t in targets:
+        span = None
+        if t.opsets is not None:
+            lo, hi = t.opsets
+            if hi < OLDEST_OPSET or lo > NEWEST_OPSET:
+                gaps[t.key] = (f"registered for opsets {lo}-{hi} only; dlgate generates opsets {OLDEST_OPSET} to "
+                               f"{NEWEST_OPSET}")
+                continue
+            span = (max(lo, OLDEST_OPSET), min(hi, NEWEST_OPSET))
         names = specs_for(t, compiler, specs)
         if not names:
             gaps[t.key] = ("no motif aims at this rewrite" if t.kind == REWRITE
@@ -78,11 +90,10 @@ def resolve(targets, compiler: str, specs: dict | None = None) -> tuple:
         if t.dtypes and not any(d in {x for n in names for sig in specs[n].sigs() for x in sig[:1]} for d in t.dtypes):
             gaps[t.key] = f"no spec draws it with {', '.join(t.dtypes)} (dlgate ops --gaps)"
             continue
-        if t.opsets is not None and not any(
-                specs[n].available(o) for n in names for o in range(t.opsets[0], t.opsets[1] + 1)):
-            gaps[t.key] = f"no spec for it exists at opsets {t.opsets[0]}-{t.opsets[1]}"
+        if span is not None and not any(specs[n].available(o) for n in names for o in range(span[0], span[1] + 1)):
+            gaps[t.key] = f"no spec for it exists at opsets {span[0]}-{span[1]}"
             continue
-        aims.append(Aim(t, names))
+        aims.append(Aim(t, names, span))
     return aims, gaps
 
 

@@ -92,15 +92,26 @@ class Target:
 
 
 def merge(targets) -> list:
-    """Targets made unique and ordered; two targets differing only in ``why`` become one,
-    whose ``why`` lists both origins (sorted, so the result does not depend on order)."""
+    """One target per (kind, name, regimes), ordered: kernels registered for several opset
+    ranges and dtypes (Cos at 7-21 for float and double, at 22 for float...) are one target
+    spanning the ranges' hull and the dtypes' union (no dtypes: any, which wins), and the
+    origins are listed in ``why`` (sorted, so the result does not depend on order)."""
     by: dict = {}
     for t in targets:
-        k = (t.kind, t.name, t.opsets, t.dtypes, t.regimes)
-        by.setdefault(k, set()).add(t.why)
+        k = (t.kind, t.name, t.regimes)
+        got = by.get(k)
+        if got is None:
+            by[k] = [t.opsets, set(t.dtypes), not t.dtypes, {t.why}]
+            continue
+        o = got[0]
+        got[0] = None if o is None or t.opsets is None else (min(o[0], t.opsets[0]), max(o[1], t.opsets[1]))
+        got[1] |= set(t.dtypes)
+        got[2] = got[2] or not t.dtypes
+        got[3].add(t.why)
     out = []
-    for (kind, name, opsets, dtypes, regimes), whys in sorted(by.items(), key=lambda kv: repr(kv[0])):
-        out.append(Target(kind, name, opsets, dtypes, regimes, "; ".join(sorted(w for w in whys if w))))
+    for (kind, name, regimes), (opsets, dtypes, anytype, whys) in sorted(by.items()):
+        out.append(Target(kind, name, opsets, () if anytype else tuple(dtypes), regimes,
+                          "; ".join(sorted(w for w in whys if w))))
     return out
 
 

@@ -16,7 +16,7 @@ import importlib
 import json
 import os
 
-from dlgate.change.targets import FileTargets, TargetSet
+from dlgate.change.targets import FileTargets, TargetSet, merge
 
 NAMES = ("tvm", "onnxruntime", "inductor")
 TABLES = os.path.join(os.path.dirname(os.path.dirname(__file__)), "tables")
@@ -58,6 +58,22 @@ def for_backends(backends) -> str | None:
     return None
 
 
+#: Path prefixes that say whose source tree a change is in (``guess``).
+ROOTS = {"onnxruntime": ("onnxruntime/",), "inductor": ("torch/", "aten/"),
+         "tvm": ("python/tvm/", "src/relax/", "src/tir/", "src/target/", "src/topi/", "include/tvm/", "src/runtime/",
+                 "src/arith/", "src/ir/", "src/s_tir/", "src/tirx/", "ffi/")}
+
+
+def guess(change) -> str | None:
+    """The compiler whose source tree the change's paths are in, when they say so
+    unambiguously; None otherwise."""
+    votes = {n: sum(1 for p in change.paths if p.startswith(ROOTS[n])) for n in NAMES}
+    best = sorted((v, n) for n, v in votes.items() if v)
+    if not best or (len(best) > 1 and best[-1][0] == best[-2][0]):
+        return None
+    return best[-1][1]
+
+
 def map_change(change, compiler: str, table_path: str | None = None) -> TargetSet:
     """A change's targets on ``compiler``."""
     mod = module(compiler)
@@ -73,5 +89,7 @@ def map_change(change, compiler: str, table_path: str | None = None) -> TargetSe
         elif fc.status == "deleted":
             ts.files.append(FileTargets(fc.where, skipped="deleted", note="a deleted file is tested through what replaces it"))
         else:
-            ts.files.append(mod.map_file(fc, tab))
+            ft = mod.map_file(fc, tab)
+            ft.targets = merge(ft.targets)
+            ts.files.append(ft)
     return ts
