@@ -63,10 +63,10 @@ TORCH_NOT_FUNCTIONS = {"ops", "nn", "fx", "Tensor", "Size", "dtype", "device", "
                        "_subclasses", "_guards", "_logging", "_functorch", "_library", "accelerator",
                        "no_grad", "enable_grad", "is_grad_enabled", "ao", "fft", "finfo", "iinfo", "half", "float",
                        "double", "long", "int", "short", "char", "byte", "cfloat", "cdouble", "uint16", "uint32",
-                       "uint64", "complex64", "complex128", "float8_e4m3fn", "float8_e5m2", "Size", "size", "dim",
-                       "shape", "numel", "ndim", "device", "dtype", "is_floating_point", "item", "tolist"}
+                       "uint64", "complex64", "complex128", "float8_e4m3fn", "float8_e5m2", "size", "dim",
+                       "shape", "numel", "ndim", "is_floating_point", "item", "tolist"}
 #: A call registering what its arguments name: a lowering, a fallback, a decomposition.
-REGISTRATION = re.compile(r"(register|fallback|lowering|decomposition|needs_realized)", re.I)
+REGISTRATION = re.compile(r"^_?(register\w*|make_fallback|add_needs_realized_inputs|add_layout_constraint)$")
 #: A helper that more registrations than this reach is shared: its change is the ordinary
 #: batch's to test (its reach would be most of the operators).
 SHARED = 24
@@ -236,7 +236,7 @@ def analyze_registrations(text: str) -> dict:
                     reach[q] |= reach[r]
                     changed = True
     definitions, shared = {}, {}
-    for q, n, top in defs:
+    for q, _, top in defs:
         ops = list(own[q])
         if top and q in reach:
             extra = sorted(reach[q] - set(ops))
@@ -262,7 +262,7 @@ def _nested(defs: list, known: dict) -> dict:
     ``cat``), for names nested in exactly one: git's hunk header names the nearest
     ``def`` above a hunk, which may be a nested helper the hunk follows."""
     where: dict = {}
-    for q, _, top in defs:
+    for q, _, _top in defs:
         parts = q.split(".")
         if len(parts) > 1 and q not in known:
             holders = [".".join(parts[:i]) for i in range(len(parts) - 1, 0, -1) if ".".join(parts[:i]) in known]
@@ -275,7 +275,7 @@ def analyze_patterns(text: str) -> dict:
     replacements, ``aten.x``, ``prims.x``, ``torch.x``), and those the module level names."""
     tree = ast.parse(text)
     _mark_parents(tree)
-    definitions, patterns = {}, []
+    definitions, patterns = {}, {}
     inside: list = []  # pattern definitions: what they nest is their replacement
     for q, n, _ in _definitions(tree):
         if any(q.startswith(p + ".") for p in inside):
@@ -283,18 +283,20 @@ def analyze_patterns(text: str) -> dict:
         decorated = [k for d in getattr(n, "decorator_list", ()) for k in ops_in(d, torch_names=True)]
         if decorated and any(_is_pattern(d) for d in n.decorator_list):
             # @register_graph_pattern(CallFunction(aten.bmm, ...)): the decorator is the
-            # pattern, the body its replacement
-            ops, pattern = list(dict.fromkeys(decorated)), True
+            # pattern (every node of it must match), the body its replacement
+            ops, pattern = list(dict.fromkeys(decorated)), "all"
         else:
             ops = ops_in(n, torch_names=True)
-            pattern = _is_pattern(n) or "pattern" in n.name
+            # a pattern written as a function: traced by the matcher, its names are
+            # only a guide (methods, helpers), so most of them must be there
+            pattern = "most" if _is_pattern(n) or "pattern" in n.name else ""
             if pattern:
                 # a pattern written in PyTorch calls tensor methods: x.softmax(dim=-1).matmul(v)
                 ops += [m for m in _method_calls(n) if m not in ops]
         if ops:
             definitions[q] = sorted(ops)
             if pattern:
-                patterns.append(q)
+                patterns[q] = pattern
         if pattern and isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
             inside.append(q)
     module, module_pattern = [], False
@@ -304,7 +306,7 @@ def analyze_patterns(text: str) -> dict:
                 if k not in module:
                     module.append(k)
             module_pattern = module_pattern or _is_pattern(st)
-    return {"definitions": definitions, "module": sorted(module), "patterns": sorted(patterns),
+    return {"definitions": definitions, "module": sorted(module), "patterns": patterns,
             "module_pattern": module_pattern}
 
 
@@ -594,6 +596,7 @@ def build(source, specs=None, seeds: int = 3) -> dict:
     traced = trace_specs(specs, seeds)
     ver, commit = _version(source)
     used = {op for s in traced["specs"].values() for op in s["ops"]}
+    used |= {op.rsplit(".", 1)[0] for op in used if op.count(".") == 2}  # aten.erf.default: aten.erf is used
     named = set()
     for e in facts["files"].values():
         for ops in e["definitions"].values():

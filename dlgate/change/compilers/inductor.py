@@ -31,9 +31,10 @@ NAME = "inductor"
 BACKENDS = ("inductor",)
 
 #: A definition reaching more than this share of the operators dlgate generates (the
-#: ``view`` lowering, constant folding over every view op) is tested as well by the
-#: ordinary batch: it is reported as broad, not aimed at.
+#: ``view`` lowering, constant folding over every view op), and more than ``FOCUSED`` of
+#: them, is tested as well by the ordinary batch: it is reported as broad, not aimed at.
 BROAD = 1 / 3
+FOCUSED = 10
 
 _INDEX: dict = {}
 
@@ -72,14 +73,15 @@ def _merge(hits) -> list:
     return sorted(by.items())
 
 
-def specs_for(ops, table: dict, pattern: bool = False) -> tuple:
+def specs_for(ops, table: dict, pattern: str = "") -> tuple:
     """The specs a set of ATen operators reaches, as ``(hits, matched ops)``, ``hits``
-    [(spec, onnx_op, dtypes)]. A ``pattern`` reaches the specs whose traces hold the most
-    of its operators (at least half of those some spec uses); otherwise each operator
-    reaches every spec using it."""
+    [(spec, onnx_op, dtypes)]. A ``pattern`` ``"all"`` (a pattern of nodes: every one must
+    match) reaches the specs whose traces hold all its operators; ``"most"`` (a pattern
+    function, whose names are a guide) those holding the most of the operators some spec
+    uses, at least half of them; otherwise each operator reaches every spec using it."""
     idx = uses(table)
     known = [o for o in ops if o in idx]
-    if not known:
+    if not known or pattern == "all" and len(known) < len(ops):
         return [], []
     if not pattern or len(known) == 1:
         hits = [h for o in known for h in idx[o]]
@@ -89,7 +91,7 @@ def specs_for(ops, table: dict, pattern: bool = False) -> tuple:
         for spec, onnx_op, dts in idx[o]:
             per.setdefault((spec, onnx_op), {})[o] = dts
     best = max(len(v) for v in per.values())
-    if best * 2 < len(known):
+    if best * 2 < len(known) or pattern == "all" and best < len(known):
         return [], []
     hits, matched = [], set()
     for (spec, onnx_op), got in sorted(per.items()):
@@ -106,7 +108,8 @@ def _targets(hits, why: str) -> list:
 
 def _broad(targets: list, table: dict) -> bool:
     every = {row["onnx_op"] for row in (table.get("specs") or {}).values()}
-    return bool(every) and len({t.name for t in targets}) > BROAD * len(every)
+    n = len({t.name for t in targets})
+    return n > FOCUSED and n > BROAD * len(every)
 
 
 def _aim(hits, why: str, what: str, table: dict, out: list, notes: list) -> None:
@@ -137,8 +140,8 @@ def _module_level(h) -> bool:
     """A hunk whose changed lines all start at column 0 and open no definition: a
     module-level statement, whatever git's hunk header (the definition above) says."""
     lines = [t for t in h.text if t.strip()]
-    return bool(lines) and all(t[:1] not in (" ", "\t") and not t.startswith(("def ", "class ", "@", "async def "))
-                               for t in lines)
+    return bool(lines) and all(t[:1] not in (" ", "\t", ")", "]", "}", "#", '"', "'")
+                               and not t.startswith(("def ", "class ", "@", "async def ")) for t in lines)
 
 
 def map_file(fc, table: dict) -> FileTargets:
@@ -154,7 +157,7 @@ def map_file(fc, table: dict) -> FileTargets:
     mode = entry.get("mode", "lowering")
     defs = entry.get("definitions") or {}
     shared = entry.get("shared") or {}
-    patterns = set(entry.get("patterns") or ())
+    patterns = entry.get("patterns") or {}
     out, notes = [], []
     for h in fc.hunks or [None]:
         enclosing = [] if h is None or _module_level(h) else h.enclosing
@@ -169,7 +172,7 @@ def map_file(fc, table: dict) -> FileTargets:
                 notes.append(f"{k} is shared by {shared[k]} operators' lowerings or kernels: the ordinary batch covers it")
                 continue
             ops_seen = True
-            hits, matched = specs_for(defs[k], table, pattern=mode == "pattern" and k in patterns)
+            hits, matched = specs_for(defs[k], table, pattern=patterns.get(k, "") if mode == "pattern" else "")
             if hits:
                 _aim(hits, f"{path}: {k} ({', '.join(matched[:4])}{' ...' if len(matched) > 4 else ''})", k,
                      table, out, notes)
@@ -188,7 +191,7 @@ def map_file(fc, table: dict) -> FileTargets:
                     if mode != "codegen" else
                     "code generation outside the op handlers (kernels, scheduling, wrappers): no single operator"))
             continue
-        pattern = mode == "pattern" and bool(entry.get("module_pattern"))
+        pattern = "most" if mode == "pattern" and entry.get("module_pattern") else ""
         if pattern and not defs and entry.get("module"):
             named = list(entry["module"])  # a serialized pattern: the file is one pattern
         hits, matched = specs_for(named, table, pattern=pattern)
