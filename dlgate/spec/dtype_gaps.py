@@ -202,7 +202,7 @@ def _instances(op: str, schema, specs: list, opsets: list, want: dict) -> dict:
                 break
             quiet += 1
             o, sig = cases[k % len(cases)]
-            g = single_op_graph(spec.name, sig, o, k // len(cases), tries=2)
+            g = single_op_graph(spec.name, sig, o, k // len(cases), tries=6)
             if g is None:
                 continue
             got = _drawn_types(op, schema, onnx.load_from_string(single_op_model(g, k)))
