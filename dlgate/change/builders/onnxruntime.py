@@ -408,7 +408,7 @@ def transformers(tree: Tree, files) -> dict:
     changed = True
     while changed:
         changed = False
-        for p, t in texts.items():
+        for _p, t in texts.items():
             for m in _CLASS.finditer(t):
                 cls, base = m.groups()
                 if (base in bases or base in found) and cls not in found:
@@ -417,7 +417,7 @@ def transformers(tree: Tree, files) -> dict:
     for p in NAME_FILES:
         if tree.src.exists(p):
             texts[p] = strip_comments(tree.text(p))
-    for p, t in texts.items():
+    for _p, t in texts.items():
         for cls in found:
             for m in re.finditer(r"\b" + cls + r'\s+\w+\s*[{(]\s*"(\w+)"', t):
                 found[cls].add(m.group(1))
@@ -470,7 +470,7 @@ def optimizer(tree: Tree, motifs: list):
             if p in files:
                 here |= {m.group(1) for m in _CLASS.finditer(strip_comments(tree.text(p))) if m.group(1) in classes}
         if not here:
-            for s, e, parts in tree.defs(path):
+            for s, _e, _parts in tree.defs(path):
                 here |= owners.get((path, s), set())
         per_file[path] = here
     emits = []
@@ -506,18 +506,18 @@ def _propagate(tree: Tree, files, direct: dict, rounds: int = 4) -> dict:
     bodies = {p: tree.bodies(p) for p in files}
     by_token: dict = {}
     for p, bs in bodies.items():
-        for s, e, name, toks in bs:
+        for s, _e, _name, toks in bs:
             for t in toks:
                 by_token.setdefault(t, []).append((p, s))
     keys = {}
     for p, bs in bodies.items():
-        for s, e, name, toks in bs:
+        for s, _e, name, _toks in bs:
             parts = _base_part(name)
             keys[(p, s)] = parts[0] if parts else name
     for _ in range(rounds):
         grew = False
         for p, bs in bodies.items():
-            for s, e, name, toks in bs:
+            for s, _e, name, _toks in bs:
                 if direct.get((p, s)):
                     continue
                 parts = _base_part(name)
@@ -693,7 +693,7 @@ def build(source, **_) -> dict:
         file_refs, missing = rewrite_refs(opt_file[path])
         no_motif |= missing
         defs_out = {}
-        for s, e, parts in tree.defs(path):
+        for s, _e, parts in tree.defs(path):
             r, _ = rewrite_refs(opt_owners.get((path, s), set()))
             if r and r != file_refs:
                 defs_out[parts[-1]] = r
@@ -755,7 +755,7 @@ def build(source, **_) -> dict:
     for path in kernel_files + helpers:
         here = by_file.get(path, [])
         scope = here or regs
-        for s, e, parts in tree.defs(path):
+        for s, _e, parts in tree.defs(path):
             names = set(_base_part(parts[-1]))
             own = {k["id"] for k in scope if names & owner_names(k["kernel"], k["op"])}
             # a specialization (Add<MLFloat16>::Compute) belongs to that instance only
@@ -781,14 +781,14 @@ def build(source, **_) -> dict:
             for other in (stem + ".cc", stem + ".cpp"):
                 ids |= {k["id"] for k in by_file.get(other, [])}
         if not ids:
-            for s, e, parts in tree.defs(path):
+            for s, _e, _parts in tree.defs(path):
                 ids |= owners.get((path, s), set())
         file_kernels[path] = ids
         if path in helpers:
             continue
         file_refs = kernel_refs(ids)
         defs_out = {}
-        for s, e, parts in tree.defs(path):
+        for s, _e, parts in tree.defs(path):
             r = kernel_refs(owners.get((path, s), set()))
             if r and r != file_refs:
                 defs_out[parts[-1]] = r
@@ -832,7 +832,7 @@ def build(source, **_) -> dict:
         eps = {e for e in mlas_file.get(path, set()) if e in refs.mlas}
         file_refs = sorted("m:" + e for e in eps)
         defs_out = {}
-        for s, e, parts in (tree.defs(path) if path in lib else ()):
+        for s, _e, parts in (tree.defs(path) if path in lib else ()):
             r = sorted("m:" + x for x in mlas_def.get((path, s), set()) if x in refs.mlas)
             if r and r != file_refs:
                 defs_out[parts[-1]] = r
