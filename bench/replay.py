@@ -34,22 +34,22 @@ BUGS = os.path.join(REPO, "bench", "replay", "bugs.yaml")
 PACKAGES = {"tvm": "apache-tvm", "onnxruntime": "onnxruntime"}
 
 
-def load_bugs(path: str) -> list:
+def load_bugs(path: str) -> tuple:
+    """(bugs, releases): the bug list and what to install per compiler release."""
     with open(path) as f:
         doc = yaml.safe_load(f)
-    bugs = doc["bugs"] if isinstance(doc, dict) else doc
-    for b in bugs:
-        for k in ("id", "compiler", "buggy", "fixed"):
+    for b in doc["bugs"]:
+        for k in ("id", "compiler", "buggy", "fixed", "diff", "operators"):
             if k not in b:
                 raise SystemExit(f"{path}: bug {b.get('id', '?')} has no {k!r}")
-    return bugs
+    return doc["bugs"], doc.get("releases") or {}
 
 
-def env_dir(envs: str, compiler: str, version: str, extra: list) -> str:
-    """A folder holding ``compiler==version`` (and ``extra`` requirements), installed once."""
+def env_dir(envs: str, compiler: str, version: str, releases: dict) -> str:
+    """A folder holding ``compiler==version`` (with what ``releases`` pins beside it), installed once."""
     d = os.path.join(envs, f"{compiler}-{version}")
     if not os.path.exists(os.path.join(d, ".done")):
-        reqs = [f"{PACKAGES[compiler]}=={version}", *extra]
+        reqs = list((releases.get(compiler) or {}).get(str(version)) or [f"{PACKAGES[compiler]}=={version}"])
         res = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", d, *reqs],
                              capture_output=True, text=True)
         if res.returncode:
@@ -88,8 +88,7 @@ def replay(bug: dict, mode: str, a, head: str, base_py: str, scratch: str, ops_o
     args = [sys.executable, "-m", "dlgate", "run", "--no-progress", "--config", PR, "--seed", f"replay-{bug['id']}",
             "--backend", backend, "--models", str(a.models), "--base-python", base_py, "--out", out, "--fresh"]
     if mode == "targeted":
-        args += ["--diff", os.path.join(REPO, "bench", "replay", "diffs", f"{bug['id']}.diff"),
-                 "--compiler", bug["compiler"]]
+        args += ["--diff", os.path.join(REPO, "bench", "replay", bug["diff"]), "--compiler", bug["compiler"]]
     env = dict(os.environ, PYTHONPATH=head + (os.pathsep + os.environ["PYTHONPATH"] if os.environ.get("PYTHONPATH")
                                               else ""))
     t0 = time.perf_counter()
@@ -120,7 +119,8 @@ def main() -> int:
     ap.add_argument("--scratch", help="keep the runs here (default: a temporary folder)")
     ap.add_argument("--modes", nargs="*", default=["targeted", "ordinary"])
     a = ap.parse_args()
-    bugs = [b for b in load_bugs(a.bugs) if not a.only or b["id"] in a.only]
+    bugs, releases = load_bugs(a.bugs)
+    bugs = [b for b in bugs if not a.only or b["id"] in a.only]
     os.makedirs(a.envs, exist_ok=True)
     ops_of = spec_ops()
     totals = {m: {"caught": 0, "wall": 0.0, "n": 0} for m in a.modes}
@@ -128,8 +128,8 @@ def main() -> int:
         scratch = a.scratch or tmp
         os.makedirs(scratch, exist_ok=True)
         for bug in bugs:
-            head = env_dir(a.envs, bug["compiler"], bug["buggy"], bug.get("buggy_extra") or [])
-            base = env_dir(a.envs, bug["compiler"], bug["fixed"], bug.get("fixed_extra") or [])
+            head = env_dir(a.envs, bug["compiler"], bug["buggy"], releases)
+            base = env_dir(a.envs, bug["compiler"], bug["fixed"], releases)
             base_py = wrapper(a.envs, base)
             cells = []
             for mode in a.modes:

@@ -189,13 +189,45 @@ def test_bad_change_inputs_are_refused(tmp_path, inputs, message):
         ep.plan(dict({"INPUT_CONFIG": "c.yaml"}, **inputs), ctx)
 
 
-def test_a_diff_input_aims_the_batch_and_the_summary_opens_with_what_it_touches(tmp_path):
-    cfg = dict(FAST, campaign="aimed", operators=["Relu", "Abs", "Neg", "Softsign"], dtypes=["float32"],
-               backends=["onnxruntime"])
-    r = Runner(tmp_path, "pull_request", __import__("tests.test_action", fromlist=["pr_event"]).pr_event(False), cfg)
-    (r.ws / "targets.json").write_text(json.dumps({
-        "compiler": "onnxruntime", "source": "diff pr.diff", "files": [],
-        "targets": [{"kind": "operator", "name": "Softsign", "why": "activations.cc: Softsign"}]}))
+def test_a_bad_diff_input_is_one_line_and_exit_status_2(tmp_path):
+    r = Runner(tmp_path, "schedule", SCHEDULE, dict(FAST, campaign="aimed", backends=["onnxruntime"]))
     (r.ws / "pr.diff").write_text("not a diff\n")
-    res = r.run(models="4", diff="pr.diff")
-    assert res.returncode == 2 and "no file diff found" in res.stdout  # bad input: one line, exit status 2
+    res = r.run(models="2", diff="pr.diff")
+    assert res.returncode == 2 and "no file diff found" in res.stdout
+    assert r.outputs()["verdict"] == "usage-error"
+
+
+def _git(repo, *args):
+    import subprocess
+
+    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
+                   env=dict(os.environ, GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@e", GIT_COMMITTER_NAME="t",
+                            GIT_COMMITTER_EMAIL="t@e"))
+
+
+def test_changed_from_aims_the_batch_at_the_pull_request_s_change(tmp_path):
+    """The workspace is the compiler's checkout; changed-from is the pull request's base: the
+    run maps the change with onnxruntime's table and the summary opens with what it touches."""
+    cfg = dict(FAST, campaign="aimed", backends=["onnxruntime"], dtypes=["float32"])
+    r = Runner(tmp_path, "schedule", SCHEDULE, cfg)
+    kernel = r.ws / "onnxruntime" / "core" / "providers" / "cpu" / "activation"
+    kernel.mkdir(parents=True)
+    (kernel / "activations.cc").write_text("int a = 1;\n")
+    _git(r.ws, "init", "-q", "-b", "main")
+    _git(r.ws, "add", "-A")
+    _git(r.ws, "commit", "-qm", "base")
+    base = __import__("subprocess").run(["git", "-C", str(r.ws), "rev-parse", "HEAD"], capture_output=True,
+                                       text=True).stdout.strip()
+    (kernel / "activations.cc").write_text("int a = 2;\n")
+    (r.ws / "README.md").write_text("docs\n")
+    _git(r.ws, "add", "-A")
+    _git(r.ws, "commit", "-qm", "change")
+    res = r.run(models="6", **{"changed_from": base})
+    assert res.returncode in (0, 1), res.stdout + res.stderr
+    assert f"--changed-from={base}" in res.stdout
+    summary = (r.ws / "dlgate-out" / "summary.md").read_text()
+    assert "### 🎯 What this change touches" in summary
+    assert "onnxruntime/core/providers/cpu/activation/activations.cc" in summary and "`README.md`: docs only" in summary
+    v = json.loads((r.ws / "dlgate-out" / "verdict.json").read_text())
+    assert v["change"]["compiler"] == "onnxruntime" and v["change"]["rows"]
+    assert sum(row["aimed"] for row in v["change"]["rows"]) >= 3
