@@ -300,8 +300,6 @@ def analyse_frontend(text: str, ceiling: int) -> dict:
     for c in mod.classes:
         for m in mod.classes[c]["methods"]:
             _add(node_rows[c], node_rows.get(f"{c}.{m}", {}))
-    # a module helper reached only through the graph-building class (GraphProto) is
-    # importer machinery, not a converter's
     return {"module": mod, "convert_map": cmap, "nodes": dict(node_rows), "ext": dict(ext_rows),
             "operators": op_rows}
 
@@ -374,7 +372,7 @@ def analyse_legalize(files: dict, relax_rows: dict) -> dict:
                     else:
                         ext.add(r)
             for node in seen:
-                node_rows[node] = node_rows[node]
+                node_rows[node] = node_rows[node]  # present even when no converter emits the op
                 node_ops[node].add(op)
                 _add(node_rows[node], rows)
             for e in ext:
@@ -447,7 +445,6 @@ def analyse_topi(files: dict, consumer_ext: dict, intrinsics: set) -> dict:
                 if got:
                     todo.extend(got)
                 elif head == "cpp" and "." in r:
-                    cpp_rows[r.split(".")[-1]] = cpp_rows[r.split(".")[-1]]
                     _add(cpp_rows[r.split(".")[-1]], rows)
                 elif head in ("te", "tirx", "tir", "tvm") and r.split(".")[-1] in intrinsics:
                     _add(intr_rows["tirx." + r.split(".")[-1]], rows)
@@ -535,10 +532,16 @@ class CIndex:
                 name = parts[-1].split("::")[-1]
                 if name.isupper() and not _DEFINE.match(lines[start - 1]):
                     continue  # TVM_FFI_STATIC_INIT_BLOCK() {...}: a registration block, not a function
+                if "." in name:
+                    continue  # a TVM_REGISTER_OP chain: see registrations()
+                raw = "\n".join(lines[start - 1:end])
+                self.where[name].add(path)
+                if "TVM_REGISTER_OP" in raw and not _DEFINE.match(lines[start - 1]):
+                    self.defs.setdefault(name, set())  # a function holding registrations: not their caller
+                    continue
                 body = "\n".join(clean[start - 1:end])
                 self.defs[name] |= set(_IDENT.findall(body)) - {name}
-                self.strings[name] |= set(re.findall(r'"([\w.]+)"', "\n".join(lines[start - 1:end])))
-                self.where[name].add(path)
+                self.strings[name] |= set(re.findall(r'Op::Get\(\s*"([\w.]+)"', raw))
             self.regs[path] = registrations(text)
 
     def callers(self) -> dict:
@@ -554,7 +557,7 @@ class CIndex:
         in a registration chain, or naming the op itself (``Op::Get``), or called from a
         definition that does (callers' ops spread down to callees)."""
         direct: dict = defaultdict(set)
-        for path, regs in self.regs.items():
+        for regs in self.regs.values():
             for op, _, _, ids in regs:
                 for i in ids:
                     if i in self.defs:
@@ -735,8 +738,6 @@ def build(source, python=None, ceiling: int | None = None) -> dict:
     """The table for the TVM tree ``source`` (a :class:`dlgate.change.builders.Source`);
     ``python``: a second Source holding the release's installed ``tvm`` package, read for
     ``python/tvm/`` paths; ``ceiling``: the newest opset (default: dlgate's)."""
-    from dlgate.change.targets import Target  # noqa: F401  (the rows' shape)
-
     if ceiling is None:
         from dlgate.graph.generator import NEWEST_OPSET
 

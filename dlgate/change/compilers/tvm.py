@@ -28,16 +28,29 @@ _MACRO = re.compile(r"\b(RELAX_REGISTER_\w+)\(([^)]*)\)")
 _IMPL = re.compile(r"_impl_v(\d+)$")
 
 
-def _candidates(path: str, enclosing: list) -> list:
-    """Table keys for a hunk's enclosing definitions, most specific first."""
-    if not enclosing:
-        return []
+def _keys(path: str, enclosing: list, known) -> list:
+    """The table keys a hunk's enclosing definitions name. A hunk can span several
+    definitions (``enclosing`` lists them all, each outermost first), so every name is
+    tried: in Python as ``Class.method`` with any class before it in the list, else alone;
+    in C/C++ alone (innermost first). A class is dropped when one of its methods is found
+    (the method says more)."""
+    out: list = []
     if path.endswith(".py"):
-        return [".".join(enclosing[:i]) for i in range(len(enclosing), 0, -1)]
-    out = []
+        for i, n in enumerate(enclosing):
+            key = next((f"{enclosing[j]}.{n}" for j in range(i - 1, -1, -1) if f"{enclosing[j]}.{n}" in known), None)
+            if key is None:
+                m = _IMPL.search(n)
+                owner = next((enclosing[j] for j in range(i - 1, -1, -1) if enclosing[j] in known), None)
+                if m and owner:
+                    key = f"{owner}.{n}"  # an _impl_vN the table lacks: see _new_impl
+                elif n in known:
+                    key = n
+            if key and key not in out:
+                out.append(key)
+        return [k for k in out if not any(o.startswith(k + ".") for o in out)]
     for name in reversed(enclosing):
         for n in (name, name.split("::")[-1]):
-            if n not in out:
+            if n in known and n not in out:
                 out.append(n)
     return out
 
@@ -96,24 +109,27 @@ def _hunk(path: str, entry: dict, h, table: dict) -> tuple:
     found: list = []
     note = ""
     unreached = entry.get("unreached") or {}
-    for key in _candidates(path, enclosing):
+    relax, intr = table.get("relax_ops") or {}, table.get("intrinsics") or {}
+    known = set(defs) | set(broad) | set(unreached) | set(relax) | set(intr)
+    keys = _keys(path, enclosing, known)
+    for key in keys:
         if key in unreached:
             note = f"{key} {unreached[key]}"
-            break
-        if key in broad:
+        elif key in relax or key in intr:  # a registration chain (TVM_REGISTER_OP("tirx.asin")) the hunk sits in
+            found += _rows(relax.get(key) or intr.get(key), f"{path}: {key}", dtypes)
+        elif key in broad:
             note = f"{key} is shared by {broad[key]} ONNX operators' code paths: the ordinary batch covers it"
-            break
-        if key in defs:
+        elif key in defs:
             rows = defs[key]
-            inner = enclosing[-1] if enclosing else ""
-            m = _IMPL.search(inner)
-            if path.endswith(".py") and m and key != ".".join(enclosing) and ".".join(enclosing[:-1]) == key:
-                rows = _new_impl(entry, key, int(m.group(1)), rows, table.get("opset_ceiling") or 1)  # a converter version the table lacks
-            found += _rows(rows, f"{path}: {key}", dtypes)
             if not rows:
                 note = (f"no motif aims at this pass ({key})" if key in (entry.get("passes") or ())
                         else entry.get("note") or f"{key} maps to no target")
-            break
+            found += _rows(rows, f"{path}: {key}", dtypes)
+        else:  # Class._impl_vN the table lacks: the class's operators at the opsets N serves
+            cls, _, meth = key.rpartition(".")
+            rows = _new_impl(entry, cls, int(_IMPL.search(meth).group(1)), defs.get(cls) or [],
+                             table.get("opset_ceiling") or 1)
+            found += _rows(rows, f"{path}: {key}")
     # a convert-map line names its operator
     if entry.get("convert_map") and (entry["convert_map"] in enclosing or not enclosing):
         ops = entry.get("operators") or {}
@@ -126,7 +142,7 @@ def _hunk(path: str, entry: dict, h, table: dict) -> tuple:
     if not found:
         for rows, op in _named_in_text(h, table):
             found += _rows(rows, f"{path}: {op}", dtypes)
-    if not found and not note and not any(k in defs or k in broad or k in unreached for k in _candidates(path, enclosing)):
+    if not found and not note and not keys:
         found += _rows(entry.get("targets"), path, dtypes)
     return found, note
 
