@@ -135,7 +135,7 @@ def test_source_paths_the_table_does_not_map_are_unmapped_with_the_reason():
     assert by["python/tvm/relax/frontend/nn/llm/position_embedding.py"].note.startswith("another frontend than ONNX")
     assert by["src/runtime/vm/paged_kv_cache.cc"].skipped == "unmapped"
     assert "runtime" in by["src/runtime/vm/paged_kv_cache.cc"].note
-    ch = diff.parse("--- a/apps/x/y.cc\n+++ b/apps/x/y.cc\n@@ -1 +1 @@\n-a\n+b\n")
+    ch = diff.parse("--- a/conda/x/y.cc\n+++ b/conda/x/y.cc\n@@ -1 +1 @@\n-a\n+b\n")
     (f,) = map_change(ch, "tvm").files
     assert f.skipped == "unmapped" and f.note == "no table entry for this path"
 

@@ -61,6 +61,7 @@ BROAD = 40
 COMPANIONS = {
     "AnnotateTIROpPattern": ("FuseOps", "FuseOps groups bindings by the op patterns this pass annotates"),
     "FuseTIR": ("FuseOps", "FuseTIR turns each FuseOps group into the fused kernel"),
+    "FuseTIRInner": ("FuseOps", "FuseTIR's own work: each FuseOps group into the fused kernel"),
 }
 
 _DTYPE_WORDS = (
@@ -731,6 +732,27 @@ PREFIXES = (
     ("python/tvm/relax/op/", "the Python constructors of Relax ops: see src/relax/op/ for their definitions"),
     ("python/tvm/topi/gpu/", "TOPI's GPU schedules: reached only on CUDA targets through dlight-free dispatch"),
     ("python/tvm/topi/testing/", "TOPI's NumPy references for TVM's own tests"),
+    ("python/tvm/relax/", "Relax's Python API outside the ONNX importer, legalization and passes: common to every model"),
+    ("python/tvm/backend/", "target backends' Python side (kernels, code generation): common to every model on the target"),
+    ("python/tvm/tirx/", "TIR's Python API: common to every model's kernels"),
+    ("python/tvm/s_tir/", "TIR scheduling's Python API: common to every model's kernels"),
+    ("python/tvm/script/", "TVMScript parsing and printing: dlgate builds models through the ONNX importer"),
+    ("python/tvm/te/", "tensor expressions: common to every TOPI kernel"),
+    ("python/tvm/arith/", "integer arithmetic analysis: common to every model"),
+    ("python/tvm/ir/", "IR data structures: common to every model"),
+    ("python/tvm/runtime/", "the runtime every model runs on: the ordinary batch covers it"),
+    ("python/tvm/target/", "target descriptions: common to every model"),
+    ("include/tvm/", "core headers (IR, TIR, runtime): common to every model"),
+    ("src/te/", "tensor expressions: common to every TOPI kernel"),
+    ("src/ir/", "IR data structures: common to every model"),
+    ("src/script/", "TVMScript parsing and printing: dlgate builds models through the ONNX importer"),
+    ("src/relax/script/", "TVMScript for Relax: dlgate builds models through the ONNX importer"),
+    ("src/relax/", "Relax infrastructure outside op definitions and passes: common to every model"),
+    ("src/support/", "support code common to every build"),
+    ("src/topi/", "the FFI entry points of C++ TOPI: see include/tvm/topi/ for the kernels"),
+    ("web/", "the WebAssembly runtime: not a target dlgate runs"),
+    ("apps/", "example applications outside the compiler"),
+    ("3rdparty/", "vendored third-party code (tvm-ffi, ...): common to every model"),
 )
 
 
