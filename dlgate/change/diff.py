@@ -192,6 +192,7 @@ def c_definitions(text: str) -> list:
     clean = re.sub(r"//[^\n]*|/\*.*?\*/|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'",
                    lambda m: "\n" * m.group(0).count("\n"), text, flags=re.S).splitlines()
     n = len(clean)
+    src = text.splitlines()
     for i, line in enumerate(clean):
         reg = _C_REGISTER.match(src[i]) if i < len(src) else None
         if reg:
