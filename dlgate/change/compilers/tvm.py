@@ -161,9 +161,6 @@ def map_file(fc, table: dict) -> FileTargets:
     if not fc.hunks:  # a rename or mode change only
         found += _rows(entry.get("targets"), path)
     if found:
-        # a hunk that concerns every dtype of a target subsumes one that names a few
-        wide = {(t.kind, t.name, t.opsets) for t in found if not t.dtypes}
-        found = [t for t in found if not t.dtypes or (t.kind, t.name, t.opsets) not in wide]
         return FileTargets(path, merge(found))
     return FileTargets(path, skipped="unmapped",
                        note="; ".join(notes) or entry.get("note")
