@@ -25,11 +25,14 @@ def main(argv=None) -> int:
     ap.add_argument("--source", required=True, help="the compiler's git directory, or a folder of its sources")
     ap.add_argument("--ref", help="the release tag or commit (git sources)")
     ap.add_argument("--version", help="the release the table describes (default: the ref)")
+    ap.add_argument("--python-source", help="a folder holding the release's installed Python package (TVM: "
+                    "site-packages/tvm), read for its Python files when the git history lacks the release commit")
     ap.add_argument("--out", help="where to write the table")
     a = ap.parse_args(argv)
     try:
         src = Source(a.source, a.ref)
-        doc = build(a.compiler, src)
+        kw = {"python": Source(a.python_source)} if a.python_source else {}
+        doc = build(a.compiler, src, **kw)
     except SourceError as e:
         print(f"change_tables: {e}", file=sys.stderr)
         return 2

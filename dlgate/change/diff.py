@@ -177,6 +177,9 @@ _C_CLASS = re.compile(r"^\s*(?:template\s*<[^>]*>\s*)?(?:class|struct)\s+(?:\w+\
 #: A qualifier may carry template arguments (``Add<T>::Compute``), and the name itself an
 #: explicit specialization's (``MlasGemmQuantKernel<MLAS_GEMM_U8X8_KERNEL_AVX2>(``).
 _C_FUNC = re.compile(r"^[\w:<>,\s\*&~]*?\b((?:\w+(?:<[^()<>]*(?:<[^()<>]*>[^()<>]*)*>)?::)*~?\w+)(?:<[^()]*>)?\s*\([^;]*$")
+#: A registration chain (TVM's ``TVM_REGISTER_OP("relax.nn.gelu")``), named by the
+#: registered name: the lowering rules and op attributes sit in such chains, not in functions.
+_C_REGISTER = re.compile(r'^\s*TVM_REGISTER_OP\(\s*"([\w.]+)"\s*\)')
 _C_KEYWORDS = {"if", "for", "while", "switch", "return", "else", "do", "catch", "sizeof", "case"}
 
 
@@ -189,7 +192,21 @@ def c_definitions(text: str) -> list:
     clean = re.sub(r"//[^\n]*|/\*.*?\*/|\"(?:\\.|[^\"\\\n])*\"|'(?:\\.|[^'\\\n])*'",
                    lambda m: "\n" * m.group(0).count("\n"), text, flags=re.S).splitlines()
     n = len(clean)
+    src = text.splitlines()
     for i, line in enumerate(clean):
+        reg = _C_REGISTER.match(src[i]) if i < len(src) else None
+        if reg:
+            # TVM_REGISTER_OP("tirx.exp").set_attr<...>(..., [](...) {...}); up to its ';'
+            depth, j = 0, i
+            while j < n:
+                for ch in clean[j]:
+                    depth += ch in "({["
+                    depth -= ch in ")}]"
+                if ";" in clean[j] and depth <= 0:
+                    break
+                j += 1
+            out.append((i + 1, min(j, n - 1) + 1, [reg.group(1)]))
+            continue
         if not line or line[0] in " \t#}" and not line.lstrip().startswith(("class ", "struct ", "template")):
             if not (line.startswith("  ") and _C_CLASS.match(line)):
                 continue
@@ -250,7 +267,8 @@ def enclose(fc: FileChange, text: str | None) -> None:
                     if start in h.lines and parts[-1] not in names:
                         names.append(parts[-1])
         elif h.header:
-            m = re.search(r"(?:class|def|struct)\s+(\w+)", h.header) or _C_FUNC.match(h.header)
+            m = (re.search(r"(?:class|def|struct)\s+(\w+)", h.header) or _C_REGISTER.match(h.header)
+                 or _C_FUNC.match(h.header))
             if m:
                 names.append(m.group(1))
         h.enclosing = names
