@@ -459,3 +459,31 @@ def test_shards_share_the_targets_and_draw_the_cases_of_the_whole_run(tmp_path):
     assert main(["merge", *parts, "--out", str(tmp_path / "m")]) == 1
     assert json.load(open(tmp_path / "m" / "verdict.json"))["change"]["rows"][0]["models"] == \
         json.load(open(os.path.join(whole, "verdict.json")))["change"]["rows"][0]["models"]
+
+
+def test_without_the_file_a_definition_the_hunk_shows_beats_git_s_header():
+    # git names the definition above the hunk (CumSum); the hunk itself opens class Squeeze
+    text = """\
+--- a/conv.py
++++ b/conv.py
+@@ -10,6 +10,11 @@ class CumSum(OnnxOpConverter):
+ class Squeeze(OnnxOpConverter):
+     \"\"\"Squeeze.\"\"\"
+ 
++    @classmethod
++    def _impl_v1(cls, bb, inputs, attr, params):
++        return None
++
+     @classmethod
+     def _impl_v13(cls, bb, inputs, attr, params):
+         data = inputs[0]
+@@ -40,3 +45,4 @@ class Squeeze(OnnxOpConverter):
+     def _squeeze(cls, bb, data, axis):
+         x = 1
++        y = 2
+"""
+    fc = D.parse(text).files[0]
+    D.enclose(fc, None)
+    assert fc.hunks[0].enclosing == ["Squeeze", "_impl_v1"]
+    # a hunk inside a method: the header's class completes it outwards
+    assert fc.hunks[1].enclosing == ["Squeeze", "_squeeze"]

@@ -35,6 +35,8 @@ class Hunk:
     enclosing: list = field(default_factory=list)
     #: The added and removed lines' text (without the leading + or -).
     text: list = field(default_factory=list)
+    #: The new side's lines the hunk shows (context and added): (line number, text).
+    shown: list = field(default_factory=list)
 
 
 @dataclass
@@ -135,11 +137,13 @@ def parse(text: str, source: str = "diff") -> Change:
             if line.startswith("+"):
                 if not hunk.lines or hunk.lines[-1] != new_line:
                     hunk.lines.append(new_line)
+                hunk.shown.append((new_line, line[1:]))
                 new_line += 1
             elif line.startswith("-"):
                 if not hunk.lines or hunk.lines[-1] != new_line:
                     hunk.lines.append(new_line)
             elif line.startswith(" "):
+                hunk.shown.append((new_line, line[1:]))
                 new_line += 1
         i += 1
     if not files and text.strip():
@@ -266,12 +270,51 @@ def enclose(fc: FileChange, text: str | None) -> None:
                 for start, _end, parts in defs:
                     if start in h.lines and parts[-1] not in names:
                         names.append(parts[-1])
-        elif h.header:
-            m = (re.search(r"(?:class|def|struct)\s+(\w+)", h.header) or _C_REGISTER.match(h.header)
-                 or _C_FUNC.match(h.header))
-            if m:
-                names.append(m.group(1))
+        else:
+            names = _python_shown(h) if fc.where.endswith(".py") else []
+            if not names and h.header:
+                m = (re.search(r"(?:class|def|struct)\s+(\w+)", h.header) or _C_REGISTER.match(h.header)
+                     or _C_FUNC.match(h.header))
+                if m:
+                    names.append(m.group(1))
         h.enclosing = names
+
+
+_PY_DEF = re.compile(r"^(\s*)(?:async\s+)?(?:class|def)\s+(\w+)")
+
+
+def _python_shown(h: Hunk) -> list:
+    """Without the file: the Python definitions enclosing the changed lines as far as the
+    hunk itself shows them (a ``class`` or ``def`` line among its context or added lines,
+    by indentation), completed outwards by git's hunk header (the definition above the hunk)
+    when the innermost one shown is indented. Empty when the hunk shows none: the header
+    alone then decides. Git's header names the nearest definition *above* the hunk, which is
+    wrong when the hunk starts a new one (a method added at the top of a class)."""
+    names: list = []
+    for ln in h.lines:
+        stack: list = []  # (indent, name)
+        for n, t in h.shown:
+            if n > ln:
+                break
+            if not t.strip():
+                continue
+            indent = len(t) - len(t.lstrip())
+            while stack and stack[-1][0] >= indent:
+                stack.pop()
+            m = _PY_DEF.match(t)
+            if m:
+                stack.append((len(m.group(1)), m.group(2)))
+        if not stack:
+            continue
+        found = [x for _, x in stack]
+        if stack[0][0] > 0 and h.header:
+            outer = re.search(r"class\s+(\w+)", h.header)
+            if outer and outer.group(1) not in found:
+                found.insert(0, outer.group(1))
+        for x in found:
+            if x not in names:
+                names.append(x)
+    return names
 
 
 def _git(repo: str, *args: str) -> str:
