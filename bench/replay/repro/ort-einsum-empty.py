@@ -14,7 +14,7 @@ import tempfile
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
 
 #: How the bug shows on the buggy release: "wrong" (a result that differs from the reference),
@@ -37,7 +37,6 @@ def build():
 
 
 def feeds():
-    rng = np.random.default_rng(0)
     return {"a": np.zeros((1, 0), np.float32), "b": np.zeros((0, 1), np.float32)}
 
 

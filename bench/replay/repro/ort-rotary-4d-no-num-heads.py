@@ -14,7 +14,7 @@ import tempfile
 
 import numpy as np
 import onnx
-from onnx import TensorProto, helper, numpy_helper
+from onnx import TensorProto, helper
 from onnx.reference import ReferenceEvaluator
 
 #: How the bug shows on the buggy release: "wrong" (a result that differs from the reference),

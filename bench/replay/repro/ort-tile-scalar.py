@@ -37,7 +37,6 @@ def build():
 
 
 def feeds():
-    rng = np.random.default_rng(0)
     return {"x": np.array(2.5, np.float32)}
 
 
