@@ -65,22 +65,40 @@ class MatMulAddFusion(OrtMotif):
 class MatMulBnFusion(OrtMotif):
     """``matmul_bn_fusion.cc`` (a level-1 rule): MatMul(A, B) of rank-2 A and constant B,
     read only by a BatchNormalization with constant scale, bias, mean and variance,
-    becomes Gemm with the statistics folded into B and C."""
+    becomes Gemm with the statistics folded into B and C. A rank-3 A (``rank_2`` broken)
+    is the rule's other side: BatchNormalization then normalizes the MatMul's rows (axis 1),
+    not the columns B's statistics would fold into, and the rule must decline (onnxruntime
+    1.20 fused it anyway and failed to build the session)."""
 
     name = "MatMulBnFusion"
     onnx_op = "MatMul"
     onnx_ops = ("BatchNormalization",)
     rewrite = "MatmulBNFusion"
     expects = ("removed:BatchNormalization",)
-    conditions = ("weights_constant", "bn_constant", "single_consumer")
+    conditions = ("weights_constant", "bn_constant", "single_consumer", "rank_2")
     arity = 6
-    ranks = (2,)
+    ranks = (2, 3)
     dtypes = tuple((t,) * 6 for t in (F32, F64))
+
+    def sample(self, ctx, ins):
+        # the first input's rank decides the rank_2 side: a rank-3 A breaks it, a rank-2 A
+        # holds it and may break another condition
+        a = super().sample(ctx, ins)
+        if ins[0].rank == 3:
+            a.update(self.draw(ctx, ins, "rank_2"), violate="rank_2")
+        elif a["violate"] == "rank_2":
+            a.update(self.draw(ctx, ins, None), violate=None)
+        return a
 
     def draw(self, ctx, ins, violate):
         n = max(2, _n(ctx))
-        bn = get("BatchNormalization").sample(ctx, [ins[0].with_shape((ins[0].shape[0], n))])
-        return {"n": n, "bn": bn}
+        if ins[0].rank == 3 and ctx.coin(0.5):
+            # as many columns as rows: BatchNormalization's statistics then fit the columns
+            # too, and only the rank tells the rule not to fold them
+            n = ins[0].shape[1]
+        out = ins[0].shape[:-1] + (n,)  # the MatMul's output
+        bn = get("BatchNormalization").sample(ctx, [ins[0].with_shape(out)])
+        return {"n": n, "c": out[1], "bn": bn}
 
     def steps(self, a):
         s = [Step("MatMul", {}, (In(0), In(1))), Step("BatchNormalization", a["bn"], (Out(0), In(2), In(3), In(4), In(5)))]
@@ -89,14 +107,13 @@ class MatMulBnFusion(OrtMotif):
         return s
 
     def input_type(self, ctx, i, ins, a, dtype):
-        return TensorType(dtype, (ins[0].shape[-1], a["n"]) if i == 1 else (a["n"],))
+        return TensorType(dtype, (ins[0].shape[-1], a["n"]) if i == 1 else (a.get("c", a["n"]),))
 
     def constant_input(self, a, i):
         v = a["violate"]
         if i == 1:
             return v != "weights_constant"
         return not (v == "bn_constant" and i == 4)  # a live mean
-
 
 class GemmTransposeFusion(OrtMotif):
     """``gemm_transpose_fusion.cc`` (a rule): a Transpose with perm [1, 0], read only by
