@@ -73,11 +73,27 @@ def spec_ops() -> dict:
     return {n: {s.onnx_op, *s.onnx_ops} for n, s in all_specs().items()}
 
 
-def cause_found(v: dict, ops: set) -> bool:
-    """A new cause of the run whose reduced case holds one of ``ops``."""
+def bug_specs(bug: dict, ops_of: dict) -> set:
+    """The spec names a reduced case of the bug can be spelled with: the bug's operators, the
+    specs emitting them, and the motifs of its rewrite."""
+    from dlgate.spec.registry import all_specs
+
+    ops = set(bug.get("operators") or ())
+    names = set(ops) | {n for n, emitted in ops_of.items() if emitted & ops}
+    rw = (bug.get("rewrite") or "").lower()
+    if rw:
+        names |= {n for n, s in all_specs().items() if getattr(s, "rewrite", None)
+                  and (n.lower() == rw or s.rewrite.lower() == rw)}
+    return names
+
+
+def cause_found(v: dict, names: set) -> bool:
+    """A new cause of the run whose reduced case holds one of the spec ``names``."""
     for g in v.get("new", []) + v.get("regressions", []):
-        text = " ".join(str(g.get(k) or "") for k in ("typed", "pattern", "detail"))
-        if any(re.search(rf"(^|[^A-Za-z]){re.escape(o)}\(", text) for o in ops):
+        if g.get("verdict") == "unsupported":
+            continue  # head refusing what base runs: a missing kernel, not this bug's cause
+        text = " ".join(str(g.get(k) or "") for k in ("typed", "pattern"))
+        if any(re.search(rf"(^|[^A-Za-z0-9]){re.escape(o)}\(", text) for o in names):
             return True
     return False
 
@@ -104,7 +120,8 @@ def replay(bug: dict, mode: str, a, head: str, base_py: str, scratch: str, ops_o
         if any(ops & ops_of.get(n, {n}) for n in r.get("operators", ())):
             met += 1
     rows = (v.get("change") or {}).get("rows") or []
-    return {"red": res.returncode == 1, "caught": res.returncode == 1 and cause_found(v, ops), "met": met,
+    return {"red": res.returncode == 1, "caught": res.returncode == 1 and cause_found(v, bug_specs(bug, ops_of)),
+            "met": met,
             "new": len(v["new"]), "wall": wall, "targets": len(rows),
             "tested": sum(1 for r in rows if not r.get("gap"))}
 
