@@ -87,14 +87,38 @@ def bug_specs(bug: dict, ops_of: dict) -> set:
     return names
 
 
-def cause_found(v: dict, names: set) -> bool:
-    """A new cause of the run whose reduced case holds one of the spec ``names``."""
+def how_it_shows(bug: dict) -> tuple:
+    """(kind, signature) from the bug's repro: "wrong" (a wrong result), "error" (an error
+    whose text holds the signature, when it has one) or "crash"."""
+    path = os.path.join(REPO, "bench", "replay", bug.get("repro") or f"repro/{bug['id']}.py")
+    kind, sig = "", ""
+    if os.path.exists(path):
+        text = open(path).read()
+        m = re.search(r"^KIND = ['\"](\w+)['\"]", text, re.M)
+        kind = m.group(1) if m else ""
+        m = re.search(r"^SIGNATURE = ['\"](.*)['\"]", text, re.M)
+        sig = m.group(1) if m else ""
+    return kind, sig
+
+
+def cause_found(v: dict, names: set, kind: str = "", sig: str = "") -> bool:
+    """A new cause of the run that is the bug: its reduced case holds one of the spec
+    ``names`` and it fails as the bug does (a wrong result: a mismatch; a crash: a crash, a
+    timeout or memory exhaustion; an error: a compile or run error or a refusal, whose text
+    holds the repro's signature when it names one). A refusal of an unrelated operator
+    (head lacking a kernel the base added) is never the bug."""
+    ok = {"wrong": ("mismatch",), "crash": ("crash", "timeout", "oom"),
+          "error": ("compile_error", "run_error", "unsupported")}.get(kind)
     for g in v.get("new", []) + v.get("regressions", []):
-        if g.get("verdict") == "unsupported":
-            continue  # head refusing what base runs: a missing kernel, not this bug's cause
+        verdict = g.get("verdict")
+        if ok is not None and verdict not in ok:
+            continue
         text = " ".join(str(g.get(k) or "") for k in ("typed", "pattern"))
-        if any(re.search(rf"(^|[^A-Za-z0-9]){re.escape(o)}\(", text) for o in names):
-            return True
+        if not any(re.search(rf"(^|[^A-Za-z0-9]){re.escape(o)}\(", text) for o in names):
+            continue
+        if kind == "error" and sig and sig.lower() not in str(g.get("detail") or "").lower():
+            continue
+        return True
     return False
 
 
@@ -120,7 +144,8 @@ def replay(bug: dict, mode: str, a, head: str, base_py: str, scratch: str, ops_o
         if any(ops & ops_of.get(n, {n}) for n in r.get("operators", ())):
             met += 1
     rows = (v.get("change") or {}).get("rows") or []
-    return {"red": res.returncode == 1, "caught": res.returncode == 1 and cause_found(v, bug_specs(bug, ops_of)),
+    return {"red": res.returncode == 1,
+            "caught": res.returncode == 1 and cause_found(v, bug_specs(bug, ops_of), *how_it_shows(bug)),
             "met": met,
             "new": len(v["new"]), "wall": wall, "targets": len(rows),
             "tested": sum(1 for r in rows if not r.get("gap"))}

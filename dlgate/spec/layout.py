@@ -370,8 +370,11 @@ class Expand(Layout):
 
 
 class Tile(Layout):
+    """A scalar too (rank 0, empty ``repeats``: the scalar itself), which kernels have
+    special-cased (onnxruntime's CPU Tile refused it before 1.24)."""
     preserves_values = True
     onnx_op = "Tile"
+    ranks = (0, 1, 2, 3, 4, 5)
 
     def sample(self, ctx, ins):
         reps = [1 if ctx.coin(0.5) else ctx.int(1, 3) for _ in ins[0].shape]
@@ -385,7 +388,7 @@ class Tile(Layout):
 
     def backward(self, ctx, out):
         if out.rank == 0:
-            return None
+            return [out], {"repeats": []}
         reps = [1 if ctx.coin(0.4) else ctx.divisor(d, 4) for d in out.shape]
         return [out.with_shape([d // t for d, t in zip(out.shape, reps)])], {"repeats": reps}
 
@@ -393,7 +396,7 @@ class Tile(Layout):
         b.node("Tile", [xs[0], b.ints(a["repeats"])], ys)
 
     def torch(self, a, x):
-        return x.repeat(*a["repeats"])
+        return x.repeat(tuple(a["repeats"]))
 
 
 # -- Concat / Split -------------------------------------------------------------------

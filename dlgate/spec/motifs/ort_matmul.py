@@ -189,14 +189,16 @@ class GemmActivationFusion(OrtMotif):
 class MatMulScaleFusion(OrtMotif):
     """``matmul_scale_fusion.cc`` (level 2): a float32 Mul or Div by a constant scalar on
     an input of MatMul, or on its output when nothing else reads it, becomes
-    ``com.microsoft:FusedMatMul``'s alpha."""
+    ``com.microsoft:FusedMatMul``'s alpha. The scalar is a one-element tensor of a rank up to
+    the scaled tensor's; one rank more (``scale_rank`` broken) broadcasts the result up a
+    rank, which the fusion must decline."""
 
     name = "MatMulScaleFusion"
     onnx_op = "MatMul"
     onnx_ops = ("Mul", "Div")
     rewrite = "MatMulScaleFusion"
     expects = ("transformer:MatMulScaleFusion", "fused:com.microsoft:FusedMatMul")
-    conditions = ("scale_constant", "scale_scalar", "single_consumer", "dtype")
+    conditions = ("scale_constant", "scale_scalar", "single_consumer", "dtype", "scale_rank")
     level = "extended"
     fuse_dtypes = (F32,)
     arity = 3
@@ -211,7 +213,11 @@ class MatMulScaleFusion(OrtMotif):
         if violate == "scale_scalar":
             shape = (n,) if where != "a" else (x.shape[-1],)  # a vector (of 2 or more) along the last axis
         else:
-            shape = ctx.choice(((), (1,)))
+            # one element, of a rank up to the tensor it scales; one more (scale_rank broken)
+            # broadcasts the result up a rank, and the fusion must decline (onnxruntime before
+            # 1.23 folded it into alpha and lost that rank)
+            scaled = 2 if where == "b" else x.rank
+            shape = (1,) * (scaled + 1 if violate == "scale_rank" else ctx.choice((0, 1, scaled)))
         return {"where": where, "op": ctx.choice(("Mul", "Div")) if where == "out" else "Mul", "b": (x.shape[-1], n),
                 "shape": shape}
 
