@@ -107,7 +107,7 @@ def cause_found(v: dict, names: set, kind: str = "", sig: str = "") -> bool:
     timeout or memory exhaustion; an error: a compile or run error or a refusal, whose text
     holds the repro's signature when it names one). A refusal of an unrelated operator
     (head lacking a kernel the base added) is never the bug."""
-    ok = {"wrong": ("mismatch",), "crash": ("crash", "timeout", "oom"),
+    ok = {"wrong": ("mismatch", "shape_mismatch"), "crash": ("crash", "timeout", "oom"),
           "error": ("compile_error", "run_error", "unsupported")}.get(kind)
     for g in v.get("new", []) + v.get("regressions", []):
         verdict = g.get("verdict")
