@@ -524,7 +524,8 @@ def _run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | No
         from dlgate.coverage.guide import GuidedBatch
 
         batch = GuidedBatch(gen, root, cfg.campaign, start)
-    finder = M.Search.of(cfg, pool, base_pool, ccfg, out, root, log)
+    triage = T.Triage.of(cfg, pool, base_pool, ccfg, out, root, log, journal.records)
+    finder = M.Search.of(cfg, triage)
     budget = BG.Budget(cfg.budget)
     resumed = len(journal.records)
     try:
@@ -550,19 +551,15 @@ def _run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | No
                         rec["corpus_origin"] = read_json(origin)
                 failing = False
                 for v, spec in zip(rec["verdicts"], kcfg.backends):
-                    head_failed, reduced = v["verdict"] in V.FAILURES, None
-                    if head_failed:
+                    reduced = None
+                    if v["verdict"] in V.FAILURES:  # confirmed, reduced, run on the base build (triage)
                         failing = True
-                        if cfg.confirm_runs:
-                            T.confirm(pool, case, ccfg, spec, ref_out, v, cfg.confirm_runs)
-                        if (v.get("confirm") or {}).get("reproduced", True):
-                            reduced = T.identify(pool, case, ccfg, spec, ref_out, v, out, cfg.campaign, root,
-                                                 cfg.reduce, cfg.reduce_seconds, log)
-                    if base_pool is not None and v["verdict"] in T.BASE_CHECKED:
-                        T.on_base(base_pool, case, ccfg, spec, ref_out, v, reduced, pool)
-                        if not head_failed and not v["base"]["reproduces"] and v["base"]["verdict"] == V.PASS:
+                        reduced = triage.failure(case, spec, ref_out, v)
+                    elif base_pool is not None and v["verdict"] in T.BASE_CHECKED:
+                        T.on_base(base_pool, case, ccfg, spec, ref_out, v)
+                        if not v["base"]["reproduces"] and v["base"]["verdict"] == V.PASS:
                             failing = True  # head refuses a model the base build runs: a regression
-                            T.identify(pool, case, ccfg, spec, ref_out, v, out, cfg.campaign, root, False, 0, log)
+                            triage.identify(case, spec, ref_out, v, reduce=False)
                     failing = M.search(finder, case, spec, v, reduced, kind) or failing  # what it hides
                 if failing or any(v["verdict"] == V.REFERENCE_ERROR for v in rec["verdicts"]):
                     d = save_bundle(out, case)
@@ -570,6 +567,7 @@ def _run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | No
                 timing = _split_timing(rec)
                 timing["case_s"] = time.perf_counter() - t0
                 journal.append(rec, timing)
+                triage.journaled(rec)  # its reductions stand for later cases
                 bar.advance(failing)
             bar.close()
     except Interrupted:
