@@ -63,6 +63,15 @@ def _repros(out: str) -> list:
     return sorted(os.listdir(d)) if os.path.isdir(d) else []
 
 
+def test_the_shipped_campaigns_reduce_shared_failures_weekly_only():
+    from dlgate.gate import config as C
+
+    pr, weekly = (C.load(os.path.join(REPO, "configs", f"{n}.yaml")) for n in ("pr", "weekly"))
+    assert not pr.reduce_pre_existing and weekly.reduce_pre_existing
+    for cfg in (pr, weekly):
+        assert cfg.base_first and cfg.reuse_reductions
+
+
 # -- a failure the base build shares ---------------------------------------------------------------
 def test_a_shared_failure_is_not_reduced_in_a_pull_request_run(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)

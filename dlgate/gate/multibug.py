@@ -8,9 +8,11 @@ base build, those operators are cut out of the model (:mod:`dlgate.reduce.cutout
 others are fed the reference's values of what the cut operators made) and the rest runs
 again on the same backend, judged exactly as a case is (:func:`dlgate.check.check`: the
 reference on the rest, the same oracle, the same excuses for undefined or invalid
-results). A failure there goes through the same confirmation, reduction, base-build run
-(on the same cut model) and identification as the first, and becomes a finding of its
-own; its operators are cut in turn. A refusal (``unsupported``) is cut the same way: the
+results). A failure there goes through the same triage as the first
+(:class:`dlgate.gate.triage.Triage`: base-build run on the same cut model, confirmation,
+reduction or a reused reduction of its cause), and becomes a finding of its own; its
+operators are cut in turn (a failure left unreduced because the base build shares it:
+the operators its message names). A refusal (``unsupported``) is cut the same way: the
 operators it names, or else those the reducer shrinks it to. A dynamic-shape model
 refused for its symbolic dimensions runs first at its first binding, whole.
 

@@ -3,9 +3,10 @@
 Order of work: the regression corpus (saved cases with stable names), then the fresh
 batch, seeded by (root, campaign, index). Each case is generated, given numeric-valid
 inputs, run on the reference and every backend in isolated workers, and judged; a failure
-is re-run to confirm it (flaky otherwise) and, in head-versus-base mode, run on the base
-build when it is not in the baseline. The record goes to the journal before the next case
-starts. The decision and the reports are a function of the journal, so a resumed run, a
+is triaged (:class:`dlgate.gate.triage.Triage`): in head-versus-base mode run on the base
+build first, then, unless the base build shares it in a pull request's run, re-run to
+confirm it (flaky otherwise) and reduced, or identified by a reduction of its cause made
+earlier in the run. The record goes to the journal before the next case starts. The decision and the reports are a function of the journal, so a resumed run, a
 merged set of shards and an uninterrupted run decide alike.
 """
 from __future__ import annotations
