@@ -88,6 +88,7 @@ def _instrument(ph: Phases) -> list:
         saved.append((mod, attr, getattr(mod, attr)))
         setattr(mod, attr, ph.wrap(name, getattr(mod, attr)))
 
+    patch(R, "preflight", "worker start-up (preflight)")
     patch(R, "check", "case (reference and backends)")
     patch(R, "_load", "generation and input search")
     patch(T, "confirm", "confirmation")
@@ -158,12 +159,12 @@ def report(name: str, r: dict) -> None:
           f"{r['code']}")
     print(f"  inside the backends and the reference: {backend:.0f} s; dlgate's own share {100 * ours / wall:.1f}% "
           f"({ours:.0f} s, of which worker start-up {start:.0f} s; without it {100 * (ours - start) / wall:.1f}%)")
-    phases = dict(r["phases"])
-    phases["worker start-up (preflight)"] = s["worker_start_s"]
-    phases["the rest (identity, repros, journal)"] = max(0.0, wall - sum(phases.values()))
+    phases = dict(r["phases"])  # worker restarts after a crash or a timeout count in the phase they happen in
+    phases["the rest (identity, repros, journal, reports)"] = r["total"] - sum(phases.values())
+    print(f"  by phase (exclusive wall time, of {r['total']:.0f} s with the reports):")
     for k, x in sorted(phases.items(), key=lambda kv: -kv[1]):
         calls = r["calls"].get(k)
-        print(f"    {k:32} {x:8.1f} s  {100 * x / wall:5.1f}%" + (f"  ({calls} calls)" if calls else ""))
+        print(f"    {k:44} {x:8.1f} s  {100 * x / r['total']:5.1f}%" + (f"  ({calls} calls)" if calls else ""))
     print(f"  reductions: {r['reductions'] or 'none'}")
     print(f"  new: {len(v['new'])} group(s), {len(_causes(v, 'new'))} cause(s); pre-existing: "
           f"{len(v['pre_existing'])} group(s), {len(_causes(v, 'pre_existing'))} cause(s); "

@@ -248,3 +248,45 @@ def test_a_resumed_run_reuses_what_the_journal_says_was_reduced(tmp_path, monkey
     main(["run", "--config", cfg, "--seed", "s1", "--out", bare])
     _, first3, again3 = _reduced_and_reused(bare)
     assert [c for c, _ in first3] == [c for c, _ in first] and [c for c, _ in again3] == [c for c, _ in again]
+
+
+def test_a_reduction_stands_only_for_a_case_holding_its_operators(tmp_path):
+    """One message can come from several operators (TVM's dtype error from its Elu and Selu
+    converters): a case without the reduced operators (type and input dtypes) is reduced
+    itself; one holding them reuses the reduction, its operators located for the cut."""
+    import numpy as np
+
+    from dlgate.check import Prepared, save_bundle
+    from dlgate.gate.triage import Reductions, Reused
+    from dlgate.graph.ir import Graph, Node
+    from dlgate.materialize.onnx_model import to_onnx
+    from dlgate.spec.base import TensorType
+
+    def case(name, ops, dtype="float32"):
+        t = TensorType(dtype, (2, 3))
+        nodes = [Node(op, {}, [k], [k + 1]) for k, op in enumerate(ops)]
+        g = Graph([t] * (len(ops) + 1), nodes, inputs=[0], consts=[], outputs=[len(ops)], opset=18)
+        x = np.random.default_rng(3).uniform(-1, 1, (2, 3)).astype(dtype)
+        return Prepared(name, {"id": name, "seed": 7}, g, to_onnx(g, 7).SerializeToString(), [x],
+                        {"valid": True, "method": "test", "reason": ""})
+
+    out = str(tmp_path)
+    save_bundle(out, case("r", ["Sigmoid"]), subdir="repros/fp1")
+    open(os.path.join(out, "repros", "fp1", "repro.json"), "w").write("{}")
+    ident = {"fingerprint": "fp1", "cluster": "cl", "pattern": "Sigmoid", "typed": "Sigmoid(float32)",
+             "repro": "repros/fp1", "reduced": True, "reduction": {"key": "k", "case": "c0"}}
+    red = Reductions(out)
+    red.add([{"case": "c0", "verdicts": [{"verdict": "compile_error", "backend": "x", "identity": ident}]}])
+    v = {"verdict": "compile_error", "backend": "x", "error": {"type": "E", "message": "m"}}
+    got = red.reuse("k", case("c1", ["Abs", "Sigmoid", "Neg", "Sigmoid"]), v)
+    assert isinstance(got, Reused) and got.kept == [1, 3] and got.source == "c0"
+    assert v["identity"]["fingerprint"] == "fp1" and v["identity"]["reduction"] == {"key": "k", "reused": "c0"}
+    assert v["identity"]["original_nodes"] == 4
+    for ops, dtype in ((["Abs", "Neg"], "float32"), (["Sigmoid"], "float64")):
+        w = dict(v, identity=None)
+        assert red.reuse("k", case("c2", ops, dtype), w) is None and w["identity"] is None
+    # without the repro, the operators' types decide
+    ident2 = dict(ident, repro=None, reduction={"key": "k2", "case": "c0"})
+    red.add([{"case": "c0b", "verdicts": [{"verdict": "compile_error", "backend": "x", "identity": ident2}]}])
+    assert red.reuse("k2", case("c3", ["Sigmoid"], "float64"), dict(v)).kept == [0]
+    assert red.reuse("k2", case("c4", ["Abs"]), dict(v)) is None

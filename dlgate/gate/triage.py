@@ -36,9 +36,10 @@ not a pass), in order:
 **One reduction per cause** (``reuse_reductions``): a failure whose cause was reduced in
 an earlier case of the run (:func:`reduction_key`: the backend, class, cluster and sharing
 key of an error or a crash) takes that reduction's identity and repro
-(``identity.reduction.reused`` names the case reduced) instead of being reduced again; its
-operators, for looking behind it, are those of the case with the reduced operators' types
-and dtypes. What was reduced is read from the journal (:class:`Reductions`), so a resumed
+(``identity.reduction.reused`` names the case reduced) instead of being reduced again,
+when the case holds the reduced operators (their types and input dtypes: one message can
+come from several operators, as TVM's dtype error from the Elu and Selu converters; a case
+without them is reduced itself); those operators are what is cut to look behind it. What was reduced is read from the journal (:class:`Reductions`), so a resumed
 run reuses exactly what an uninterrupted one does. Where sharing must be decided on a
 reduced case (step 4), the reused reduced case decides only when head fails it the same
 way as the case at hand; otherwise the case is reduced itself.
@@ -189,7 +190,9 @@ def identify(pool, case, ccfg, spec, ref_out: list, v: dict, out: str, campaign:
 
     key = reduction_key(v) if reductions is not None else None
     if key is not None and key in reductions:
-        return reductions.reuse(key, case, v, log)
+        got = reductions.reuse(key, case, v, log)
+        if got is not None:
+            return got
     backend_name = spec.name
     reduced, matter, res = case, None, None
     # a failure at a further binding of a dynamic case only shows with the symbolic model run
@@ -276,17 +279,17 @@ class Reused:
 
     case: object  # the reduced case (Prepared), loaded from its repro; None when it has none
     verdict: dict  # the failure at hand (the reduced case's own is asked for when it decides sharing)
-    kept: list  # this case's operators the reduction's stand for (:func:`locate`; empty: not known)
+    kept: list  # this case's operators the reduction's stand for (:func:`locate`)
     source: str  # the case that was reduced
     hit_limit: bool = False
 
 
 @dataclass
 class Reductions:
-    """The causes this run has reduced: :func:`reduction_key` -> the journaled identity of
-    the first failure reduced for it (``identity.reduction.case`` names its case). Built from
-    the journal, and grown only from journaled records, so that a resumed run and an
-    uninterrupted one reuse the same reductions."""
+    """The causes this run has reduced: :func:`reduction_key` -> the journaled identities of
+    the failures reduced for it, in journal order (``identity.reduction.case`` names each
+    one's case). Built from the journal, and grown only from journaled records, so that a
+    resumed run and an uninterrupted one reuse the same reductions."""
 
     out: str
     entries: dict = field(default_factory=dict)
@@ -296,33 +299,54 @@ class Reductions:
         return key in self.entries
 
     def add(self, records) -> None:
-        """Take in journaled records (in journal order): each first reduction of a key."""
+        """Take in journaled records (in journal order): each reduction made for a key."""
         from dlgate.gate.decide import findings
 
         for rec in records:
             for x, _ in findings(rec):
                 r = (x.get("identity") or {}).get("reduction")
-                if r and "reused" not in r and r.get("key") and r["key"] not in self.entries:
-                    self.entries[r["key"]] = x["identity"]
+                if r and "reused" not in r and r.get("key"):
+                    self.entries.setdefault(r["key"], []).append(x["identity"])
 
-    def reduced_case(self, key: str):
-        """The reduced case of ``key``, loaded from its repro (None when there is none)."""
-        if key not in self._cases:
+    def reduced_case(self, ident: dict):
+        """The reduced case of a reduction's identity, loaded from its repro (None when there is none)."""
+        repro = ident.get("repro")
+        if repro not in self._cases:
             from dlgate.check import CaseError, load_bundle
 
-            repro = self.entries[key].get("repro")
             case = None
             if repro and os.path.isfile(os.path.join(self.out, repro, "repro.json")):
                 try:
                     case = load_bundle(os.path.join(self.out, repro), case_id=f"{repro}-reused")
                 except (CaseError, OSError, ValueError):
                     case = None
-            self._cases[key] = case
-        return self._cases[key]
+            self._cases[repro] = case
+        return self._cases[repro]
 
-    def reuse(self, key: str, case, v: dict, log=print) -> Reused:
-        """Identify ``v`` (failing on ``case``) by the reduction of ``key``."""
-        first = self.entries[key]
+    def _located(self, ident: dict, case) -> tuple:
+        """(reduced case or None, this case's operators it stands for); empty operators when
+        ``case`` does not hold the reduced operators (their types and input dtypes, or
+        without a repro their types): then the reduction does not stand for its failure."""
+        reduced = self.reduced_case(ident)
+        if reduced is not None:
+            return reduced, locate(case.graph, reduced.graph)
+        from dlgate.spec.registry import get
+
+        want = set(filter(None, (ident.get("pattern") or "").split(">")))
+        have = {get(n.op).onnx_op for n in case.graph.nodes}
+        return None, ([] if not want or not want <= have else [i for i, n in enumerate(case.graph.nodes)
+                                                                if get(n.op).onnx_op in want])
+
+    def reuse(self, key: str, case, v: dict, log=print) -> "Reused | None":
+        """Identify ``v`` (failing on ``case``) by the first reduction of ``key`` whose
+        operators ``case`` holds; None when it holds none's (its failure is reduced then:
+        one message can come from several operators, e.g. two converters' dtype error)."""
+        for first in self.entries.get(key, ()):
+            reduced, kept = self._located(first, case)
+            if kept:
+                break
+        else:
+            return None
         src = first["reduction"]["case"]
         ident = {k: x for k, x in first.items() if k not in ("reduction", "original_nodes", "memory_safety")}
         ident.update(original_nodes=len(case.graph.nodes), reduction={"key": key, "reused": src})
@@ -330,8 +354,6 @@ class Reductions:
         if ms:
             ident["memory_safety"] = ms
         v["identity"] = ident
-        reduced = self.reduced_case(key)
-        kept = locate(case.graph, reduced.graph) if reduced is not None else []
         log(f"dlgate: {case.id}: the cause reduced in {src} ({ident.get('typed') or '?'}); its reduction is reused"
             + (f": {ident['repro']}" if ident.get("repro") else ""))
         return Reused(reduced, v, kept, src, bool(first.get("hit_limit")))
