@@ -114,10 +114,11 @@ FIELDS = (
           "being reduced again; its record names the case reduced (`identity.reduction.reused`). A resumed run "
           "rebuilds what was reduced from the journal. false: every failure is reduced."),
     Field("base_first", "bool", True, "Head versus base: run a failing case on the base build before it is "
-          "confirmed and reduced, so that a failure the base build shares costs no reduction unless "
-          "`reduce_pre_existing` asks for one. false: the order before (confirm, reduce, then the base build)."),
-    Field("reduce_pre_existing", "bool", False, "Head versus base, with `base_first`: also confirm and reduce a "
-          "failure the base build shares (pre-existing). false (pull requests): it is reported by its cluster, "
+          "confirmed and reduced, so that a failure the base build shares costs no confirmation, and no reduction "
+          "unless `reduce_pre_existing` asks for one. false: the order before (confirm, reduce, then the base build)."),
+    Field("reduce_pre_existing", "bool", False, "Head versus base, with `base_first`: also reduce a failure "
+          "the base build shares (pre-existing; never re-run to confirm it, the base build's failing the same way "
+          "does). false (pull requests): it is reported by its cluster, "
           "identified by its whole model unless its cause was reduced earlier in the run, and behind it only the "
           "operators its message names are cut; true (the weekly campaign, which files issues for every cause): "
           "reduced like a new failure."),

@@ -20,8 +20,9 @@ not a pass), in order:
    base build passes is a regression of the head build, whatever its class on head (a
    wrong answer, an error, or a model head no longer supports).
    With ``base_first`` (the default, :class:`Triage`), this step comes *first*: a failure
-   the base build shares is pre-existing, and unless ``reduce_pre_existing`` asks for it
-   (the weekly campaign) it is neither confirmed nor reduced (``identity.not_reduced``);
+   the base build shares is pre-existing and not confirmed (the other build failing the
+   same way on the same model confirms it), and unless ``reduce_pre_existing`` asks for it
+   (the weekly campaign) not reduced either (``identity.not_reduced``);
    only a failure the base build does not share, or cannot show (it fails the model
    otherwise), goes on to steps 1 and 2.
 4. **base, on the reduced case**: when the base build fails the model otherwise (it stops
@@ -410,8 +411,10 @@ class Triage:
             on_base(self.base_pool, case, self.ccfg, spec, ref_out, v, what=what)
         else:
             on_base(self.base_pool, case, self.ccfg, spec, ref_out, v, what=what)
-            if v["base"]["reproduces"] and not self.reduce_pre_existing:
-                return self._pre_existing(case, spec, ref_out, v)
+            if v["base"]["reproduces"]:  # the base build failing the same way confirms it: no re-run
+                if not self.reduce_pre_existing:
+                    return self._pre_existing(case, spec, ref_out, v)
+                return self.identify(case, spec, ref_out, v)
             reduced = self._confirmed(case, spec, ref_out, v)
         if reduced is None or not inconclusive(v):
             return reduced
