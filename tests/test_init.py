@@ -84,6 +84,9 @@ def test_init_writes_workflows_campaigns_and_an_empty_baseline_that_work_in_a_fr
     for rel, backends in ((".dlgate/campaign.yaml", c.backends), (".dlgate/weekly.yaml", c.weekly_backends)):
         assert main(["config", str(repo / rel)]) == 0
         assert C.load(str(repo / rel)).backends == list(backends)
+    # the weekly campaign reduces failures the base build shares (its issues carry repros); pull requests do not
+    assert C.load(str(repo / ".dlgate/weekly.yaml")).reduce_pre_existing
+    assert not C.load(str(repo / ".dlgate/campaign.yaml")).reduce_pre_existing
     base = B.load(str(repo / ".dlgate/baseline.json"), missing_ok=False)
     assert (base.fingerprints, base.clusters, base.corpus) == ({}, {}, {})
     # nothing of dlgate's own tree: the action at the given location, the repository's own paths

@@ -299,7 +299,9 @@ def test_an_unsupported_operator_no_longer_hides_a_failure_elsewhere(tmp_path, b
 def test_head_versus_base_judges_a_further_finding_on_the_same_cut_model(tmp_path, monkeypatch):
     monkeypatch.setenv("FAKE_FAULTS", "sigmoid,abs")  # head: both faults; base: the Sigmoid one only
     base = {"python": sys.executable, "env": {"FAKE_FAULTS": "sigmoid", "PYTHONPATH": REPO}}
-    cfg = write_config(str(tmp_path), backends=[{"name": "tests.test_multibug:EnvFaults"}], base=base)
+    # reduce_pre_existing: the weekly campaign's setting; a pull request's leaves shared failures unreduced
+    cfg = write_config(str(tmp_path), backends=[{"name": "tests.test_multibug:EnvFaults"}], base=base,
+                       reduce_pre_existing=True)
     out = str(tmp_path / "o")
     assert main(["run", "--config", cfg, "--seed", "hvb", "--out", out, "--no-progress"]) == 1
     both = [r for r in results(out) if {"Sigmoid", "Abs"} <= set(r["operators"])]

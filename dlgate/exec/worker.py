@@ -544,8 +544,11 @@ class Pool:
             w.start()
             self.start_s += time.perf_counter() - t0
         left = None if self.deadline is None else max(1.0, self.deadline - time.monotonic())
+        t0 = time.perf_counter()
         out = w.execute(model, inputs, left, more)
-        self.busy_s += out.compile_s + out.run_s + sum(m.run_s for m in out.more)
+        # a job that timed out spent its time in the backend, though it could not say so
+        self.busy_s += time.perf_counter() - t0 if out.status == TIMEOUT else \
+            out.compile_s + out.run_s + sum(m.run_s for m in out.more)
         # Every reply crosses here (errors, frames, log tails, timeouts and crashes included):
         # secrets a backend got hold of are replaced by *** before anything is written or shown.
         out.error = redact_obj(out.error)

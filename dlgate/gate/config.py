@@ -113,6 +113,20 @@ FIELDS = (
           "`repro.py`) is written once per fingerprint. false: failures are identified by their whole model, "
           "which splits one cause into many."),
     Field("reduce_seconds", "float", 60.0, "Time bound of one reduction.", min=1, max=86_400),
+    Field("reuse_reductions", "bool", True, "Reduce each cause once per run: a failure of a cause already reduced "
+          "in an earlier case (the same backend, class, cluster and sharing key; errors and crashes only, as a "
+          "wrong answer's cause is known only once reduced) takes that reduction's identity and repro instead of "
+          "being reduced again; its record names the case reduced (`identity.reduction.reused`). A resumed run "
+          "rebuilds what was reduced from the journal. false: every failure is reduced."),
+    Field("base_first", "bool", True, "Head versus base: run a failing case on the base build before it is "
+          "confirmed and reduced, so that a failure the base build shares costs no confirmation, and no reduction "
+          "unless `reduce_pre_existing` asks for one. false: the order before (confirm, reduce, then the base build)."),
+    Field("reduce_pre_existing", "bool", False, "Head versus base, with `base_first`: also reduce a failure "
+          "the base build shares (pre-existing; never re-run to confirm it, the base build's failing the same way "
+          "does). false (pull requests): it is reported by its cluster, "
+          "identified by its whole model unless its cause was reduced earlier in the run, and behind it only the "
+          "operators its message names are cut; true (the weekly campaign, which files issues for every cause): "
+          "reduced like a new failure."),
     Field("findings_per_case", "int", 4, "Most findings one case yields per backend. After a failure is "
           "reduced, its operators are cut out of the model (the rest fed the reference's values of what they "
           "made) and the rest runs again, judged like any case, until it passes, nothing is left, this many "
@@ -170,6 +184,9 @@ class Campaign:
     base: dict | None = None
     reduce: bool = True
     reduce_seconds: float = 60.0
+    reuse_reductions: bool = True
+    base_first: bool = True
+    reduce_pre_existing: bool = False
     findings_per_case: int = 4
     issues: dict | None = None
     fail_on: str = "new"

@@ -8,9 +8,11 @@ base build, those operators are cut out of the model (:mod:`dlgate.reduce.cutout
 others are fed the reference's values of what the cut operators made) and the rest runs
 again on the same backend, judged exactly as a case is (:func:`dlgate.check.check`: the
 reference on the rest, the same oracle, the same excuses for undefined or invalid
-results). A failure there goes through the same confirmation, reduction, base-build run
-(on the same cut model) and identification as the first, and becomes a finding of its
-own; its operators are cut in turn. A refusal (``unsupported``) is cut the same way: the
+results). A failure there goes through the same triage as the first
+(:class:`dlgate.gate.triage.Triage`: base-build run on the same cut model, confirmation,
+reduction or a reused reduction of its cause), and becomes a finding of its own; its
+operators are cut in turn (a failure left unreduced because the base build shares it:
+the operators its message names). A refusal (``unsupported``) is cut the same way: the
 operators it names, or else those the reducer shrinks it to. A dynamic-shape model
 refused for its symbolic dimensions runs first at its first binding, whole.
 
@@ -48,24 +50,40 @@ _SYMBOLIC = "symbolic input dimensions is not accepted"
 
 @dataclass
 class Search:
-    """Everything the search needs from the run."""
+    """Everything the search needs from the run: the run's triage (:class:`dlgate.gate.triage.Triage`,
+    which confirms, reduces and runs on the base build each further finding as it does the
+    first) and ``findings_per_case``."""
 
-    pool: object
-    ccfg: object  # CheckConfig
-    out: str
-    campaign: str
-    root: str
+    triage: T.Triage
     limit: int  # findings_per_case
-    confirm_runs: int = 1
-    reduce: bool = True
-    reduce_seconds: float = 60.0
-    base_pool: object = None
-    log: object = print
 
     @classmethod
-    def of(cls, cfg, pool, base_pool, ccfg, out: str, root: str, log=print) -> "Search":
-        return cls(pool, ccfg, out, cfg.campaign, root, cfg.findings_per_case, cfg.confirm_runs, cfg.reduce,
-                   cfg.reduce_seconds, base_pool, log)
+    def of(cls, cfg, triage: T.Triage) -> "Search":
+        return cls(triage, cfg.findings_per_case)
+
+    @property
+    def pool(self):
+        return self.triage.pool
+
+    @property
+    def ccfg(self):
+        return self.triage.ccfg
+
+    @property
+    def out(self) -> str:
+        return self.triage.out
+
+    @property
+    def reduce_seconds(self) -> float:
+        return self.triage.reduce_seconds
+
+    @property
+    def base_pool(self):
+        return self.triage.base_pool
+
+    @property
+    def log(self):
+        return self.triage.log
 
 
 def _cause(v: dict) -> str:
@@ -76,9 +94,9 @@ def _cause(v: dict) -> str:
 
 
 def _refusal(s: Search, case, spec, v: dict) -> list:
-    """The operators of ``case`` behind a refusal: those it names, else those the reducer
-    shrinks the refused case to, in about two probes an operator (empty when neither finds
-    them)."""
+    """The operators of ``case`` behind a refusal (or a failure left unreduced): those it
+    names, else those the reducer shrinks the case to, in about two probes an operator
+    (empty when neither finds them)."""
     named = refused(case.graph, v.get("error"))
     if named:
         return named
@@ -112,8 +130,13 @@ def search(s: Search, case, spec, v: dict, reduced=None, kind: str = "batch") ->
     if v["verdict"] == V.UNSUPPORTED:
         symbolic = bool(case.graph.dynamic) and _SYMBOLIC in (v.get("detail") or "")
         cut_now, why = ([], "symbolic dimensions") if symbolic else (_refusal(s, case, spec, v), "unsupported")
-    elif reduced is not None:
-        cut_now, why = list(reduced.kept), v["identity"]["fingerprint"]
+    elif reduced is not None or _unreduced(v):
+        cut_now, why = _operators(s, case, spec, v, reduced), v["identity"]["fingerprint"]
+        if not cut_now:
+            v["residual"] = {"cuts": [], "stopped": "the failure was not reduced (pre-existing) and its message names "
+                                                    "none of its operators" if reduced is None else
+                                                    "its operators are not known"}
+            return False
     else:
         v["residual"] = {"cuts": [], "stopped": "the failure was not reduced: its operators are not known"}
         return False
@@ -152,17 +175,10 @@ def search(s: Search, case, spec, v: dict, reduced=None, kind: str = "batch") ->
         x["cut"] = sorted(removed)
         cut_now, why, record = None, None, False
         if x["verdict"] in V.FAILURES:
-            if s.confirm_runs:
-                T.confirm(s.pool, c, s.ccfg, spec, ref, x, s.confirm_runs)
-            res = None
-            if (x.get("confirm") or {}).get("reproduced", True):
-                res = T.identify(s.pool, c, s.ccfg, spec, ref, x, s.out, s.campaign, s.root, s.reduce,
-                                 s.reduce_seconds, s.log)
-            if s.base_pool is not None:
-                T.on_base(s.base_pool, c, s.ccfg, spec, ref, x, res, s.pool, what="cut case")
+            res = s.triage.failure(c, spec, ref, x, what="cut case")
             record = True
-            if res is not None:
-                cut_now, why = [keep[k] for k in res.kept], x["identity"]["fingerprint"]
+            if res is not None or _unreduced(x):
+                cut_now, why = [keep[k] for k in _operators(s, c, spec, x, res)], x["identity"]["fingerprint"]
             else:
                 stopped = "not reproduced on re-run" if "identity" not in x else \
                     "the failure was not reduced: its operators are not known"
@@ -170,7 +186,7 @@ def search(s: Search, case, spec, v: dict, reduced=None, kind: str = "batch") ->
             if s.base_pool is not None:
                 T.on_base(s.base_pool, c, s.ccfg, spec, ref, x, what="cut case")
                 if not x["base"]["reproduces"] and x["base"]["verdict"] == V.PASS:
-                    T.identify(s.pool, c, s.ccfg, spec, ref, x, s.out, s.campaign, s.root, False, 0, s.log)
+                    s.triage.identify(c, spec, ref, x, reduce=False)
                     record = True  # head refuses what the base build runs: a regression
             cut_now, why = [keep[k] for k in _refusal(s, c, spec, x)], "unsupported"
         else:
@@ -191,6 +207,25 @@ def search(s: Search, case, spec, v: dict, reduced=None, kind: str = "batch") ->
         v["more"] = more
     v["residual"] = {"cuts": cuts, "stopped": stopped}
     return bool(more)
+
+
+def _unreduced(v: dict) -> bool:
+    """A failure left unreduced because the base build shares it (``reduce_pre_existing``
+    false)."""
+    return (v.get("identity") or {}).get("not_reduced") == "pre-existing"
+
+
+def _operators(s: Search, case, spec, v: dict, reduced) -> list:
+    """The operators of ``case`` to cut for looking behind failure ``v``: its reduction's
+    (``reduced``); for a failure not reduced because the base build shares it, only those
+    its message names (finding the others would cost what its reduction was spared); for a
+    reused reduction whose operators are not found here, those a short localisation finds
+    (:func:`_refusal`)."""
+    if reduced is not None and reduced.kept:
+        return list(reduced.kept)
+    if reduced is None:
+        return refused(case.graph, v.get("error"))
+    return _refusal(s, case, spec, v)
 
 
 def split_timings(v: dict, keys: tuple) -> list:

@@ -3,9 +3,10 @@
 Order of work: the regression corpus (saved cases with stable names), then the fresh
 batch, seeded by (root, campaign, index). Each case is generated, given numeric-valid
 inputs, run on the reference and every backend in isolated workers, and judged; a failure
-is re-run to confirm it (flaky otherwise) and, in head-versus-base mode, run on the base
-build when it is not in the baseline. The record goes to the journal before the next case
-starts. The decision and the reports are a function of the journal, so a resumed run, a
+is triaged (:class:`dlgate.gate.triage.Triage`): in head-versus-base mode run on the base
+build first, then, unless the base build shares it in a pull request's run, re-run to
+confirm it (flaky otherwise) and reduced, or identified by a reduction of its cause made
+earlier in the run. The record goes to the journal before the next case starts. The decision and the reports are a function of the journal, so a resumed run, a
 merged set of shards and an uninterrupted run decide alike.
 """
 from __future__ import annotations
@@ -547,7 +548,8 @@ def _run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | No
         from dlgate.coverage.guide import GuidedBatch
 
         batch = GuidedBatch(gen, root, cfg.campaign, start)
-    finder = M.Search.of(cfg, pool, base_pool, ccfg, out, root, log)
+    triage = T.Triage.of(cfg, pool, base_pool, ccfg, out, root, log, journal.records)
+    finder = M.Search.of(cfg, triage)
     budget = BG.Budget(cfg.budget)
     resumed = len(journal.records)
     try:
@@ -577,19 +579,15 @@ def _run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | No
                         rec["corpus_origin"] = read_json(origin)
                 failing = False
                 for v, spec in zip(rec["verdicts"], kcfg.backends):
-                    head_failed, reduced = v["verdict"] in V.FAILURES, None
-                    if head_failed:
+                    reduced = None
+                    if v["verdict"] in V.FAILURES:  # confirmed, reduced, run on the base build (triage)
                         failing = True
-                        if cfg.confirm_runs:
-                            T.confirm(pool, case, ccfg, spec, ref_out, v, cfg.confirm_runs)
-                        if (v.get("confirm") or {}).get("reproduced", True):
-                            reduced = T.identify(pool, case, ccfg, spec, ref_out, v, out, cfg.campaign, root,
-                                                 cfg.reduce, cfg.reduce_seconds, log)
-                    if base_pool is not None and v["verdict"] in T.BASE_CHECKED:
-                        T.on_base(base_pool, case, ccfg, spec, ref_out, v, reduced, pool)
-                        if not head_failed and not v["base"]["reproduces"] and v["base"]["verdict"] == V.PASS:
+                        reduced = triage.failure(case, spec, ref_out, v)
+                    elif base_pool is not None and v["verdict"] in T.BASE_CHECKED:
+                        T.on_base(base_pool, case, ccfg, spec, ref_out, v)
+                        if not v["base"]["reproduces"] and v["base"]["verdict"] == V.PASS:
                             failing = True  # head refuses a model the base build runs: a regression
-                            T.identify(pool, case, ccfg, spec, ref_out, v, out, cfg.campaign, root, False, 0, log)
+                            triage.identify(case, spec, ref_out, v, reduce=False)
                     failing = M.search(finder, case, spec, v, reduced, kind) or failing  # what it hides
                 if failing or any(v["verdict"] == V.REFERENCE_ERROR for v in rec["verdicts"]):
                     d = save_bundle(out, case)
@@ -597,6 +595,7 @@ def _run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | No
                 timing = _split_timing(rec)
                 timing["case_s"] = time.perf_counter() - t0
                 journal.append(rec, timing)
+                triage.journaled(rec)  # its reductions stand for later cases
                 bar.advance(failing)
             bar.close()
     except Interrupted:

@@ -19,6 +19,12 @@ not a pass), in order:
    output of the model (an older bug) does not hide a new error in this one. A case the
    base build passes is a regression of the head build, whatever its class on head (a
    wrong answer, an error, or a model head no longer supports).
+   With ``base_first`` (the default, :class:`Triage`), this step comes *first*: a failure
+   the base build shares is pre-existing and not confirmed (the other build failing the
+   same way on the same model confirms it), and unless ``reduce_pre_existing`` asks for it
+   (the weekly campaign) not reduced either (``identity.not_reduced``);
+   only a failure the base build does not share, or cannot show (it fails the model
+   otherwise), goes on to steps 1 and 2.
 4. **base, on the reduced case**: when the base build fails the model otherwise (it stops
    first at another operator: one it lacks, an older bug, a result it is excused for as
    undefined), that earlier failure hides whether it has head's. Sharing is then decided
@@ -27,10 +33,24 @@ not a pass), in order:
    passes it, or fails it differently, leaves the failure new. ``v["base"]["decided_on"]``
    says which case decided: ``case``, ``cut case`` or ``reduced case`` (then ``whole``
    keeps the base build's verdict on the case itself).
+
+**One reduction per cause** (``reuse_reductions``): a failure whose cause was reduced in
+an earlier case of the run (:func:`reduction_key`: the backend, class, cluster and sharing
+key of an error or a crash) takes that reduction's identity and repro
+(``identity.reduction.reused`` names the case reduced) instead of being reduced again,
+when the case holds the reduced operators (their types and input dtypes: one message can
+come from several operators, as TVM's dtype error from the Elu and Selu converters; a case
+without them is reduced itself); those operators are what is cut to look behind it. What was reduced is read from the journal (:class:`Reductions`), so a resumed
+run reuses exactly what an uninterrupted one does. Where sharing must be decided on a
+reduced case (step 4), the reused reduced case decides only when head fails it the same
+way as the case at hand; otherwise the case is reduced itself.
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import os
+from dataclasses import dataclass, field
 
 from dlgate.check import judge_backend
 from dlgate.oracle import memsafety as MS
@@ -100,17 +120,41 @@ def on_base(base_pool, case, ccfg, spec, ref_out: list, v: dict, reduced=None, p
     bv = judge_backend(base_pool, case, ccfg, spec, ref_out, crosscheck=False, explain=True)
     shares = same(v, bv)
     v["base"] = _base_record(bv, shares, what)
-    if shares or bv.verdict in (V.PASS, V.SKIPPED) or reduced is None or pool is None \
-            or v["verdict"] not in V.FAILURES or reduced.case is case:
+    if not inconclusive(v) or reduced is None or pool is None or reduced.case is case:
         return  # a base build that passes the model: head's failure there is new, whatever the parts do
+    on_reduced(base_pool, ccfg, spec, v, reduced, pool)
+
+
+def inconclusive(v: dict) -> bool:
+    """Whether the base build's run of the case (``v["base"]``) leaves open if it shares
+    head's failure ``v``: it fails the case otherwise (another failure, a refusal, a result
+    excused as undefined), which may hide head's."""
+    b = v["base"]
+    return v["verdict"] in V.FAILURES and not b["reproduces"] and b["verdict"] not in (V.PASS, V.SKIPPED)
+
+
+def on_reduced(base_pool, ccfg, spec, v: dict, reduced, pool) -> bool:
+    """Decide sharing on ``reduced.case`` (the failure's reduction, or a reused one:
+    :class:`Reused`) run on the base build; ``v["base"]`` keeps the whole case's verdict
+    in ``whole``. A reused reduced case decides only when head fails it as it fails the
+    case (:func:`same`); False when it cannot (nothing is recorded then)."""
     from dlgate.backends.base import Model
 
+    reused = isinstance(reduced, Reused)
     ref = pool.execute(ccfg.reference, Model(reduced.case.model, reduced.case.graph), reduced.case.inputs)
     if not ref.ok:
-        return
+        return not reused
+    head = reduced.verdict
+    if reused:
+        head = judge_backend(pool, reduced.case, ccfg, spec, ref.outputs, crosscheck=False, explain=True)
+        if not same(v, head):
+            return False
     rv = judge_backend(base_pool, reduced.case, ccfg, spec, ref.outputs, crosscheck=False, explain=True)
     whole = {k: v["base"][k] for k in ("verdict", "signature", "detail") if k in v["base"]}
-    v["base"] = dict(_base_record(rv, same(reduced.verdict, rv), "reduced case"), whole=whole)
+    v["base"] = dict(_base_record(rv, same(head, rv), "reduced case"), whole=whole)
+    if reused:
+        v["base"]["reused"] = reduced.source
+    return True
 
 
 def _base_record(bv, shares: bool, decided_on: str) -> dict:
@@ -134,14 +178,22 @@ def _same_output(head: dict | None, base: dict | None) -> bool:
 
 
 def identify(pool, case, ccfg, spec, ref_out: list, v: dict, out: str, campaign: str, root: str,
-             reduce: bool, max_seconds: float, log=print):
+             reduce: bool, max_seconds: float, log=print, reductions: "Reductions | None" = None):
     """Reduce the failure and record its identity (``v["identity"]``); write its repro.
     Returns the reduction (:class:`dlgate.reduce.reducer.Reduced`), or None when the case
-    was identified whole."""
+    was identified whole. With ``reductions`` (the causes reduced earlier in the run), a
+    failure of a cause reduced before reuses that reduction (:class:`Reused`), whatever
+    ``reduce`` says; a fresh reduction is recorded with its key
+    (``identity.reduction``) for later cases."""
     from dlgate.backends.base import Model
     from dlgate.reduce.bundle import write_repro
     from dlgate.reduce.reducer import NotReproduced, Reducer, Target
 
+    key = reduction_key(v) if reductions is not None else None
+    if key is not None and key in reductions:
+        got = reductions.reuse(key, case, v, log)
+        if got is not None:
+            return got
     backend_name = spec.name
     reduced, matter, res = case, None, None
     # a failure at a further binding of a dynamic case only shows with the symbolic model run
@@ -167,6 +219,8 @@ def identify(pool, case, ccfg, spec, ref_out: list, v: dict, out: str, campaign:
         ident["memory_safety"] = ms
     if res is not None:
         ident["hit_limit"] = res.hit_limit
+        if key is not None:
+            ident["reduction"] = {"key": key, "case": case.id}
     d = os.path.join(out, "repros", ident["fingerprint"])
     if res is not None and not os.path.exists(os.path.join(d, "repro.json")):
         ref = pool.execute(ccfg.reference, Model(reduced.model, reduced.graph), reduced.inputs)
@@ -183,3 +237,216 @@ def identify(pool, case, ccfg, spec, ref_out: list, v: dict, out: str, campaign:
         ident["repro"] = os.path.join("repros", ident["fingerprint"])
     v["identity"] = ident
     return res
+
+
+#: Classes whose cause is known before reduction (an error's message, a crash's frames and
+#: signal), so a reduction can stand for later failures of the same cause. A wrong answer's
+#: cause is what it reduces to, and a timeout or an out-of-memory says nothing of where.
+REUSED_CLASSES = (V.COMPILE_ERROR, V.RUN_ERROR, V.CRASH)
+
+
+def reduction_key(v: dict) -> str | None:
+    """What two failures must share for one's reduction to stand for the other's: the
+    backend (label), the class, the cluster (message template and innermost frames, what
+    the reducer keeps) and the sharing key (the message's words and operator names,
+    :func:`~dlgate.oracle.signature.share_key`); None for a class whose cause only its
+    reduction shows (:data:`REUSED_CLASSES`), or a failure with no error record."""
+    if v["verdict"] not in REUSED_CLASSES or not v.get("error") or v.get("shape"):
+        return None
+    name = v["backend"].split("[", 1)[0]
+    parts = [v["backend"], v["verdict"], S.cluster(v["verdict"], name, v["error"])["id"],
+             S.share_key(v["verdict"], name, v["error"])]
+    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:16]
+
+
+def locate(graph, reduced_graph) -> list:
+    """Indices of ``graph``'s operators of the same ONNX type and input dtypes as an
+    operator of ``reduced_graph``: where a reused reduction's operators are in another case
+    (every such operator, so that what is cut for looking behind it holds the failure)."""
+    def token(g, n):
+        from dlgate.spec.registry import get
+
+        return get(n.op).onnx_op, tuple(g.tensors[t].dtype for t in n.inputs)
+
+    want = {token(reduced_graph, n) for n in reduced_graph.nodes}
+    return [i for i, n in enumerate(graph.nodes) if token(graph, n) in want]
+
+
+@dataclass
+class Reused:
+    """A reduction made for an earlier case standing for this one's failure: what the gate
+    reads of a :class:`~dlgate.reduce.reducer.Reduced` (``case``, ``verdict``, ``kept``,
+    ``hit_limit``)."""
+
+    case: object  # the reduced case (Prepared), loaded from its repro; None when it has none
+    verdict: dict  # the failure at hand (the reduced case's own is asked for when it decides sharing)
+    kept: list  # this case's operators the reduction's stand for (:func:`locate`)
+    source: str  # the case that was reduced
+    hit_limit: bool = False
+
+
+@dataclass
+class Reductions:
+    """The causes this run has reduced: :func:`reduction_key` -> the journaled identities of
+    the failures reduced for it, in journal order (``identity.reduction.case`` names each
+    one's case). Built from the journal, and grown only from journaled records, so that a
+    resumed run and an uninterrupted one reuse the same reductions."""
+
+    out: str
+    entries: dict = field(default_factory=dict)
+    _cases: dict = field(default_factory=dict)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self.entries
+
+    def add(self, records) -> None:
+        """Take in journaled records (in journal order): each reduction made for a key."""
+        from dlgate.gate.decide import findings
+
+        for rec in records:
+            for x, _ in findings(rec):
+                r = (x.get("identity") or {}).get("reduction")
+                if r and "reused" not in r and r.get("key"):
+                    self.entries.setdefault(r["key"], []).append(x["identity"])
+
+    def reduced_case(self, ident: dict):
+        """The reduced case of a reduction's identity, loaded from its repro (None when there is none)."""
+        repro = ident.get("repro")
+        if repro not in self._cases:
+            from dlgate.check import CaseError, load_bundle
+
+            case = None
+            if repro and os.path.isfile(os.path.join(self.out, repro, "repro.json")):
+                try:
+                    case = load_bundle(os.path.join(self.out, repro), case_id=f"{repro}-reused")
+                except (CaseError, OSError, ValueError):
+                    case = None
+            self._cases[repro] = case
+        return self._cases[repro]
+
+    def _located(self, ident: dict, case) -> tuple:
+        """(reduced case or None, this case's operators it stands for); empty operators when
+        ``case`` does not hold the reduced operators (their types and input dtypes, or
+        without a repro their types): then the reduction does not stand for its failure."""
+        reduced = self.reduced_case(ident)
+        if reduced is not None:
+            return reduced, locate(case.graph, reduced.graph)
+        from dlgate.spec.registry import get
+
+        want = set(filter(None, (ident.get("pattern") or "").split(">")))
+        have = {get(n.op).onnx_op for n in case.graph.nodes}
+        return None, ([] if not want or not want <= have else [i for i, n in enumerate(case.graph.nodes)
+                                                                if get(n.op).onnx_op in want])
+
+    def reuse(self, key: str, case, v: dict, log=print) -> "Reused | None":
+        """Identify ``v`` (failing on ``case``) by the first reduction of ``key`` whose
+        operators ``case`` holds; None when it holds none's (its failure is reduced then:
+        one message can come from several operators, e.g. two converters' dtype error)."""
+        for first in self.entries.get(key, ()):
+            reduced, kept = self._located(first, case)
+            if kept:
+                break
+        else:
+            return None
+        src = first["reduction"]["case"]
+        ident = {k: x for k, x in first.items() if k not in ("reduction", "original_nodes", "memory_safety")}
+        ident.update(original_nodes=len(case.graph.nodes), reduction={"key": key, "reused": src})
+        ms = MS.classify(v["verdict"], v.get("error")) or first.get("memory_safety")
+        if ms:
+            ident["memory_safety"] = ms
+        v["identity"] = ident
+        log(f"dlgate: {case.id}: the cause reduced in {src} ({ident.get('typed') or '?'}); its reduction is reused"
+            + (f": {ident['repro']}" if ident.get("repro") else ""))
+        return Reused(reduced, v, kept, src, bool(first.get("hit_limit")))
+
+
+@dataclass
+class Triage:
+    """What the gate does with a failing head verdict, as the campaign says: confirm it,
+    reduce it (or reuse a reduction of its cause) and, head versus base, run it on the base
+    build, in the order ``base_first`` says."""
+
+    pool: object
+    ccfg: object  # CheckConfig
+    out: str
+    campaign: str
+    root: str
+    confirm_runs: int = 1
+    reduce: bool = True
+    reduce_seconds: float = 60.0
+    base_pool: object = None
+    base_first: bool = True
+    reduce_pre_existing: bool = False
+    reductions: Reductions | None = None
+    log: object = print
+
+    @classmethod
+    def of(cls, cfg, pool, base_pool, ccfg, out: str, root: str, log=print, records=()) -> "Triage":
+        """The campaign's triage; ``records``: the journal so far (what was reduced)."""
+        red = None
+        if cfg.reuse_reductions:
+            red = Reductions(out)
+            red.add(records)
+        return cls(pool, ccfg, out, cfg.campaign, root, cfg.confirm_runs, cfg.reduce, cfg.reduce_seconds, base_pool,
+                   cfg.base_first, cfg.reduce_pre_existing, red, log)
+
+    def journaled(self, rec: dict) -> None:
+        """A record was journaled: its reductions stand for later cases."""
+        if self.reductions is not None:
+            self.reductions.add([rec])
+
+    def identify(self, case, spec, ref_out: list, v: dict, reduce: bool | None = None, reuse: bool = True):
+        return identify(self.pool, case, self.ccfg, spec, ref_out, v, self.out, self.campaign, self.root,
+                        self.reduce if reduce is None else reduce, self.reduce_seconds, self.log,
+                        self.reductions if reuse else None)
+
+    def failure(self, case, spec, ref_out: list, v: dict, what: str = "case"):
+        """Triage failing verdict ``v`` of ``spec`` on ``case`` (``what``: ``case``, or ``cut
+        case`` for a finding behind another failure); its reduction (:class:`Reduced` or
+        :class:`Reused`), or None when it has none."""
+        if self.base_pool is None:
+            return self._confirmed(case, spec, ref_out, v)
+        if not self.base_first:  # the order before base_first: confirm, reduce, then the base build
+            reduced = self._confirmed(case, spec, ref_out, v)
+            on_base(self.base_pool, case, self.ccfg, spec, ref_out, v, what=what)
+        else:
+            on_base(self.base_pool, case, self.ccfg, spec, ref_out, v, what=what)
+            if v["base"]["reproduces"]:  # the base build failing the same way confirms it: no re-run
+                if not self.reduce_pre_existing:
+                    return self._pre_existing(case, spec, ref_out, v)
+                return self.identify(case, spec, ref_out, v)
+            reduced = self._confirmed(case, spec, ref_out, v)
+        if reduced is None or not inconclusive(v):
+            return reduced
+        return self._on_reduced(case, spec, ref_out, v, reduced)
+
+    def _on_reduced(self, case, spec, ref_out: list, v: dict, reduced):
+        """The base build fails the case otherwise: decide sharing on the reduced case. A
+        reused reduction that cannot decide it (no repro, or head fails its reduced case
+        otherwise) gives way to a reduction of this case."""
+        if reduced.case is not None and reduced.case is not case and \
+                on_reduced(self.base_pool, self.ccfg, spec, v, reduced, self.pool):
+            return reduced
+        if not isinstance(reduced, Reused):
+            return reduced
+        own = self.identify(case, spec, ref_out, v, reuse=False)
+        if own is not None and own.case is not case:
+            on_reduced(self.base_pool, self.ccfg, spec, v, own, self.pool)
+        return own
+
+    def _confirmed(self, case, spec, ref_out: list, v: dict):
+        """Confirm ``v``, then (when it reproduces) identify it."""
+        if self.confirm_runs:
+            confirm(self.pool, case, self.ccfg, spec, ref_out, v, self.confirm_runs)
+        if not (v.get("confirm") or {}).get("reproduced", True):
+            return None
+        return self.identify(case, spec, ref_out, v)
+
+    def _pre_existing(self, case, spec, ref_out: list, v: dict):
+        """A failure the base build shares, not reduced (``reduce_pre_existing`` false): a
+        reduction of its cause made earlier in the run identifies it; otherwise its whole
+        case does (``identity.not_reduced``)."""
+        reduced = self.identify(case, spec, ref_out, v, reduce=False)
+        if reduced is None:
+            v["identity"]["not_reduced"] = "pre-existing"
+        return reduced

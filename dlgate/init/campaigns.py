@@ -32,6 +32,9 @@ def campaign(s: Setup, is_weekly: bool) -> str:
               "# of the model and the rest still runs (findings_per_case). Set true to generate only what",
               f"# they support: the workflows keep the probes in the Actions cache ({PROBE_CACHE}).",
               "restrict_to_support: false", "findings_per_case: 4"]
+    if is_weekly:
+        lines += ["# Failures the base build shares are reduced too (pull requests leave them unreduced): the",
+                  "# weekly campaign's issues carry a reduced repro for every cause.", "reduce_pre_existing: true"]
     return "\n".join(lines) + "\n"
 
 
