@@ -487,3 +487,24 @@ def test_without_the_file_a_definition_the_hunk_shows_beats_git_s_header():
     assert fc.hunks[0].enclosing == ["Squeeze", "_impl_v1"]
     # a hunk inside a method: the header's class completes it outwards
     assert fc.hunks[1].enclosing == ["Squeeze", "_squeeze"]
+
+
+def test_without_the_file_a_line_whose_definition_starts_above_the_hunk_takes_the_header_s_whole():
+    # the first change is in a method that starts above the hunk: the class as a whole
+    text = """\
+--- a/conv.py
++++ b/conv.py
+@@ -10,6 +10,6 @@ class TopK(OnnxOpConverter):
+         if x:
+             raise ValueError()
+-        return a
++        return b
+ 
+     @classmethod
+     def _impl_v1(cls, bb, inputs, attr, params):
+-        return c
++        return d
+"""
+    fc = D.parse(text).files[0]
+    D.enclose(fc, None)
+    assert fc.hunks[0].enclosing == ["TopK"]

@@ -287,8 +287,8 @@ def _python_shown(h: Hunk) -> list:
     """Without the file: the Python definitions enclosing the changed lines as far as the
     hunk itself shows them (a ``class`` or ``def`` line among its context or added lines,
     by indentation), completed outwards by git's hunk header (the definition above the hunk)
-    when the innermost one shown is indented. Empty when the hunk shows none: the header
-    alone then decides. Git's header names the nearest definition *above* the hunk, which is
+    when the innermost one shown is indented. Empty when a changed line's definition is not
+    shown (it starts above the hunk): the header alone then decides, for the whole hunk. Git's header names the nearest definition *above* the hunk, which is
     wrong when the hunk starts a new one (a method added at the top of a class)."""
     names: list = []
     for ln in h.lines:
@@ -305,7 +305,9 @@ def _python_shown(h: Hunk) -> list:
             if m:
                 stack.append((len(m.group(1)), m.group(2)))
         if not stack:
-            continue
+            # this line's definition starts above the hunk: only git's header can name it, and
+            # then as a whole (the header's class, not one of its methods)
+            return []
         found = [x for _, x in stack]
         if stack[0][0] > 0 and h.header:
             outer = re.search(r"class\s+(\w+)", h.header)
