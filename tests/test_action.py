@@ -29,7 +29,10 @@ WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml")) + \
 TOKEN = "ghs_T0kenThatMustNeverShow1234567890"
 HEAD, BASE, MERGE = "a1" * 20, "b2" * 20, "c3" * 20
 FAST = {"crosscheck": False, "confirm_runs": 0, "reduce": False, "min_nodes": 1, "max_nodes": 4}
-PASSING = dict(FAST, campaign="pass", backends=["onnxruntime"])
+#: A batch onnxruntime runs right whatever the seed (the Action's plumbing is under test here,
+#: not onnxruntime: a random batch on all operators can meet a real onnxruntime bug).
+PASSING = dict(FAST, campaign="pass", backends=["onnxruntime"], operators=["Relu", "Add", "Mul", "Abs", "Neg"],
+               dtypes=["float32"])
 FAILING = dict(FAST, campaign="fail", backends=["onnxruntime", {"name": "tests.fake_backends:Raises"}])
 
 
@@ -758,7 +761,9 @@ def test_examples_shard_merge_and_keep_forks_off_the_gpu_runner():
     assert any(s.get("uses") == "org/dlgate@v1" and s["with"]["shard"] == "${{ matrix.shard }}" for s in cpu["steps"])
     gpu = pr["jobs"]["gate-gpu"]
     assert gpu["runs-on"] == ["self-hosted", "gpu"]
-    assert gpu["if"] == "github.event.pull_request.head.repo.full_name == github.repository"
+    # never a fork's code; and, like every job of the workflow, not on a label other than dlgate-deep
+    assert gpu["if"] == ("github.event.pull_request.head.repo.full_name == github.repository && "
+                         "(github.event.action != 'labeled' || github.event.label.name == 'dlgate-deep')")
     assert any("dlgate run --config .dlgate/campaign.yaml --backend tvm:cuda" in s.get("run", "") for s in gpu["steps"])
     merge = pr["jobs"]["merge"]
     assert any(s.get("uses", "").startswith("mikepenz/action-junit-report@") for s in merge["steps"])

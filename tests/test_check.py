@@ -139,12 +139,12 @@ def test_a_4bit_weight_matmul_is_compared_exactly_onnxruntime_int8_activations_a
     # K of at least 32: over a few terms int8 activations can be exact (one value a block is)
     fused = _motif_cases(tmp_path, "DQMatMulNBits",
                          lambda a: a.get("violate") is None and a["dq"]["bits"] == 4 and a["dq"]["k"] >= 32, count=120)
-    assert len(fused) >= 3
+    assert len(fused) >= 5
     cfg = CheckConfig([BackendSpec("onnxruntime"), BackendSpec("tests.fake_backends:OrtDefaultAccuracy")],
                       crosscheck=False)
     caught = 0
     with Pool(timeout_s=120) as pool:
-        for case in fused[:3]:
+        for case in fused[:5]:  # a few: int8 activations can happen to be exact on one
             exact, approx = check(pool, case, cfg)["verdicts"]
             assert exact["verdict"] == V.PASS, exact
             assert "fused:com.microsoft:MatMulNBits" in exact["rewrites"], exact["rewrites"]

@@ -120,9 +120,14 @@ def on_base(base_pool, case, ccfg, spec, ref_out: list, v: dict, reduced=None, p
     bv = judge_backend(base_pool, case, ccfg, spec, ref_out, crosscheck=False, explain=True)
     shares = same(v, bv)
     v["base"] = _base_record(bv, shares, what)
-    if not inconclusive(v) or reduced is None or pool is None or reduced.case is case:
-        return  # a base build that passes the model: head's failure there is new, whatever the parts do
-    on_reduced(base_pool, ccfg, spec, v, reduced, pool)
+    if reduced is None or pool is None or reduced.case is case:
+        return
+    # A base build that passes the model: head's failure there is new, whatever the parts do.
+    # One that fails it otherwise, or gives a wrong answer at the same output (which may come
+    # from another operator of the model: a second instance of an operator the base build
+    # also gets wrong), decides on the reduced case, which holds head's failure alone.
+    if inconclusive(v) or (shares and v["verdict"] in V.VALUE_CLASSES):
+        on_reduced(base_pool, ccfg, spec, v, reduced, pool)
 
 
 def inconclusive(v: dict) -> bool:
@@ -414,11 +419,17 @@ class Triage:
             if v["base"]["reproduces"]:  # the base build failing the same way confirms it: no re-run
                 if not self.reduce_pre_existing:
                     return self._pre_existing(case, spec, ref_out, v)
-                return self.identify(case, spec, ref_out, v)
-            reduced = self._confirmed(case, spec, ref_out, v)
-        if reduced is None or not inconclusive(v):
+                reduced = self.identify(case, spec, ref_out, v)
+            else:
+                reduced = self._confirmed(case, spec, ref_out, v)
+        if reduced is None:
             return reduced
-        return self._on_reduced(case, spec, ref_out, v, reduced)
+        # Decided on the reduced case: a base build failing the case otherwise, and a wrong
+        # answer of the base build's at the output head's is at, which may come from another
+        # operator of the model (a second instance of one the base build also gets wrong)
+        if inconclusive(v) or (v["base"]["reproduces"] and v["verdict"] in V.VALUE_CLASSES):
+            return self._on_reduced(case, spec, ref_out, v, reduced)
+        return reduced
 
     def _on_reduced(self, case, spec, ref_out: list, v: dict, reduced):
         """The base build fails the case otherwise: decide sharing on the reduced case. A
