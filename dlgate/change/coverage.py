@@ -26,6 +26,17 @@ def case_row(aims, graph, meta: dict) -> dict:
     return row
 
 
+def rewrites_of(timings) -> dict:
+    """``{(case id, backend label): rewrite kinds}`` from a run's timing lines (the backends
+    that recorded them), as :func:`table` takes them."""
+    out = {}
+    for t in timings:
+        for label, x in (t.get("backends") or {}).items():
+            if isinstance(x, dict) and x.get("rewrites") is not None:
+                out[(t.get("case"), label)] = x["rewrites"]
+    return out
+
+
 def _expects(aim: Aim, compiler: str) -> set:
     from dlgate.spec.registry import all_specs
 

@@ -678,12 +678,11 @@ def finish(out: str, cfg: Campaign, manifest: dict, complete: bool, log=print, c
                         mode="base" if cfg.base else "baseline", optional=optional_labels(cfg.backends),
                         cannot_run=cannot_run)
     attach_repros(out, decision)
-    timings, logs, rewrites = {}, {}, {}
-    for t in read_timings(out):
+    timings, logs = {}, {}
+    timing_lines = read_timings(out)
+    for t in timing_lines:
         for label, x in t.get("backends", {}).items():
             timings[(t["case"], label)] = sum(x.get(k, 0.0) for k in ("compile_s", "run_s"))
-            if x.get("rewrites") is not None:
-                rewrites[(t["case"], label)] = x["rewrites"]
         for label, text in (t.get("logs") or {}).items():
             logs[(t["case"], label)] = text if isinstance(text, str) else str(text)
     props = {"dlgate": __version__, "generator": GENERATOR_VERSION, "root": manifest["root"],
@@ -695,9 +694,9 @@ def finish(out: str, cfg: Campaign, manifest: dict, complete: bool, log=print, c
     decision.stopped_by_budget = bool(manifest.get("stopped_by_budget"))
     decision.baseline_missing = bool(cfg.baseline) and not os.path.exists(cfg.baseline)
     if manifest.get("change"):
-        from dlgate.change.coverage import table
+        from dlgate.change.coverage import rewrites_of, table
 
-        decision.change = table(manifest["change"], records, rewrites)
+        decision.change = table(manifest["change"], records, rewrites_of(timing_lines))
     if interrupted is not None:
         decision.interrupted = {"signal": str(interrupted), "exit_code": interrupted.status,
                                 "cases": decision.cases, "planned": decision.planned}

@@ -120,14 +120,9 @@ def _change(f: RunFolder) -> str:
     doc = f.manifest.get("change")
     if not doc:
         return ""
-    from dlgate.change.coverage import table
+    from dlgate.change.coverage import rewrites_of, table
 
-    rewrites = {}
-    for t in f.timings.values():
-        for label, x in (t.get("backends") or {}).items():
-            if isinstance(x, dict) and x.get("rewrites") is not None:
-                rewrites[(t.get("case"), label)] = x["rewrites"]
-    ch = table(doc, f.records, rewrites)
+    ch = table(doc, f.records, rewrites_of(f.timings.values()))
     out = ['<h2 id="change">What this change touches</h2>',
            f"<p>{_e(ch.get('source', ''))}: {len(ch['rows'])} target(s) on {_e(ch.get('compiler', '?'))} from "
            f"{len(ch['files'])} changed file(s).</p>"]
