@@ -13,7 +13,8 @@
 * ``fault``: ``dlgate.backends.testing:MisconvertingOnnxRuntime`` converts one operator as
   another (``--convert FROM:TO``), the change is that operator's kernel (a target set naming
   it); each commit runs with and without targeting and the bench prints how many runs went
-  red with that cause among the new failures, and the models that met the operator.
+  red with that cause among the new failures (a wrong result in a reduced case holding the
+  operator, as ``bench/replay.py`` decides it), and the models that met the operator.
 
 Figures are ratios and counts from one run; the machine is shared, so absolute times vary.
 """
@@ -28,6 +29,9 @@ import tempfile
 import time
 
 import yaml
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from replay import cause_found  # noqa: E402  (the replay benchmark's test of "this run found the bug")
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PR = os.path.join(REPO, "configs", "pr.yaml")
@@ -105,7 +109,7 @@ def fault(a, scratch: str) -> int:
             out = os.path.join(scratch, f"{name}-{k}")
             code, w = run(["--config", cfg_path, "--seed", f"fault-{k}", "--out", out, *extra], scratch)
             v = verdict(out)
-            hit = any(src in (g.get("typed") or g.get("pattern") or "") for g in v["new"])
+            hit = cause_found(v, {src}, "wrong")
             met = sum(1 for r in map(json.loads, open(os.path.join(out, "results.jsonl"))) if src in r["operators"])
             caught[name] += bool(code == 1 and hit)
             wall[name] += w
