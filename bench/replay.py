@@ -103,11 +103,11 @@ def how_it_shows(bug: dict) -> tuple:
 
 def cause_found(v: dict, names: set, kind: str = "", sig: str = "") -> bool:
     """A new cause of the run that is the bug: its reduced case holds one of the spec
-    ``names`` and it fails as the bug does (a wrong result: a mismatch; a crash: a crash, a
-    timeout or memory exhaustion; an error: a compile or run error or a refusal, whose text
-    holds the repro's signature when it names one). A refusal of an unrelated operator
-    (head lacking a kernel the base added) is never the bug."""
-    ok = {"wrong": ("mismatch", "shape_mismatch"), "crash": ("crash", "timeout", "oom"),
+    ``names`` and it fails as the bug does (a wrong result: a mismatch of value, shape or
+    dtype; a crash: a crash, a timeout or memory exhaustion; an error: a compile or run error
+    or a refusal, whose text holds the repro's signature when it names one). A refusal of an
+    unrelated operator (head lacking a kernel the base added) is never the bug."""
+    ok = {"wrong": ("mismatch", "shape_mismatch", "dtype_mismatch"), "crash": ("crash", "timeout", "oom"),
           "error": ("compile_error", "run_error", "unsupported")}.get(kind)
     for g in v.get("new", []) + v.get("regressions", []):
         verdict = g.get("verdict")
