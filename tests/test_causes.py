@@ -76,7 +76,7 @@ def test_six_causes_differing_in_dtype_and_sibling_operator_are_one_row():
     assert c["operators"] == ["ReduceMax", "ReduceMin"] and c["dtypes"] == ["float16", "float32", "float64"]
     assert len(c["fingerprints"]) == len(c["clusters"]) == 6 and c["cases"] == 6
     text = summary(d, "new")
-    assert "1 cause(s), 6 fingerprint(s)" in text
+    assert "1 cause(s), 6 case(s)" in text
     assert "operators ReduceMax, ReduceMin; dtypes float16, float32, float64" in text
 
 
@@ -95,7 +95,7 @@ def test_different_mechanisms_stay_different_causes():
     # in a run: ReduceMin wrong otherwise beside ReduceMax off by one, and a ReduceSum off by one
     d = D.decide([rec("b0", base), rec("b1", others[1]), rec("b2", others[2])], B.Baseline(), "r", "pr",
                  ["tvm[cpu]"], True)
-    assert len(d.clusters) == 3 and "3 cause(s), 3 fingerprint(s)" in summary(d, "new")
+    assert len(d.clusters) == 3 and "3 cause(s), 3 case(s)" in summary(d, "new")
 
 
 def test_an_errors_cause_is_its_cluster():

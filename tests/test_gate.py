@@ -369,8 +369,8 @@ def test_junit_is_valid_and_maps_verdicts(tmp_path, monkeypatch):
     assert kinds("Segfault") == [["error"]] * 3  # crashes
     assert kinds("Declines") == [["skipped"]] * 3  # unsupported
     fail = next(iter(root.iter("failure")))
-    fps = {g["fingerprint"] for g in verdict(out)["new"] if g["verdict"] == "mismatch"}
-    assert {f.get("message").split("[")[1].split("]")[0] for f in root.iter("failure")} == fps
+    ids = {g["cluster"] for g in verdict(out)["new"] if g["verdict"] == "mismatch"}  # the id to quote
+    assert {f.get("message").split("[")[1].split("]")[0] for f in root.iter("failure")} == ids
     assert all(f.get("message").startswith("new mismatch in ") for f in root.iter("failure"))
     assert fail.get("type") == "mismatch"
     props = {p.get("name"): p.get("value") for p in root.iter("property")}

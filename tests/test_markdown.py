@@ -3,7 +3,9 @@ with a real CommonMark parser (markdown-it-py, with GitHub's tables), in the mod
 site (summary.md, GitHub issue bodies and comments, the Action's job summary, Mermaid labels)."""
 from __future__ import annotations
 
+import html
 import os
+import re
 
 import pytest
 from markdown_it import MarkdownIt
@@ -34,7 +36,9 @@ HOSTILE = [
 ]
 PARSER = MarkdownIt("commonmark", {"html": True}).enable(["table", "strikethrough"])
 #: The HTML dlgate itself writes: hidden markers, collapsible sections and the cells' line breaks.
-OWN_HTML = ("<!-- dlgate-", "<details>", "</details>", "<br>")
+OWN_HTML = ("<!-- dlgate-", "<details>", "</details>", "<br>", "<code>", "</code>", "</span>", '<span title="')
+#: A hover title dlgate writes: one double-quoted attribute with nothing in it that ends it early.
+SPAN = re.compile(r'<span title="[^"<>`|\\]*">')
 
 
 def one_line(s: str) -> str:
@@ -69,6 +73,8 @@ def injected(tokens, links=()) -> list:
             bad.append(f"link to {t.attrs.get('href')}")
         if t.type in ("html_inline", "html_block") and not t.content.strip().startswith(OWN_HTML):
             bad.append(f"{t.type}: {t.content!r}")
+        if t.type == "html_inline" and t.content.startswith("<span") and not SPAN.fullmatch(t.content):
+            bad.append(f"hover title not escaped: {t.content!r}")
     return bad
 
 
@@ -189,12 +195,27 @@ def test_summary_md_shows_hostile_compiler_text_literally(monkeypatch):
     items = [plain(tokens[i + 2]) for i, t in enumerate(tokens) if t.type == "list_item_open"]
     assert items == [cut(f"tvm[cuda]: {cut('no CUDA | ' + one_line(COMPILER), 240)}", 10**6)]
     rows = cells(tokens)
-    findings = [r for r in rows if len(r) == 8]
-    assert len(findings) == 2 and plain(findings[1][7]) == one_line(COMPILER)
-    assert plain(findings[1][0]) == "cl1 " + cut(one_line(COMPILER), 60)
-    assert plain(findings[1][3]) == cut(f"Conv({one_line(COMPILER)})", 80)
-    assert [[plain(c) for c in r] for r in rows if r not in findings] == [["backend", "compile_error"],
-                                                                          ["tvm[cpu]", "2"]]
+    findings = [r for r in rows if len(r) == 6]
+    assert len(findings) == 2 and plain(findings[0][0]) == "id"
+    row = findings[1]
+    assert plain(row[0]) == "cl1" and plain(row[4]) == cut(one_line(COMPILER), 160)
+    assert plain(row[1]) == f"Conv({one_line(COMPILER)})"
+    details = [r for r in rows if len(r) == 4]
+    assert plain(details[1][2]) == "fp1 " + cut(f"Conv({one_line(COMPILER)})", 120)
+    assert [[plain(c) for c in r] for r in rows if r not in findings and r not in details] == \
+        [["backend", "compile_error"], ["tvm[cpu]", "2"]]
+
+
+def test_a_long_operator_label_is_cut_and_whole_on_hover(monkeypatch):
+    """The title attribute holds hostile text whole, escaped: nothing ends it or the cell."""
+    monkeypatch.delenv("GITHUB_SERVER_URL", raising=False)
+    text = COMPILER + ' " onmouseover="alert(1)" ' + COMPILER
+    tokens = PARSER.parse(summary(decision_with(text), "new"))
+    assert not injected(tokens)
+    row = [r for r in cells(tokens) if len(r) == 6][1]
+    assert plain(row[1]) == cut(f"Conv({one_line(text)})", 90)
+    title = next(t.content for t in walk(tokens) if t.type == "html_inline" and "Conv(" in t.content)
+    assert html.unescape(title[len('<span title="'):-2]) == f"Conv({one_line(text)})"
 
 
 def write_repro(folder, detail: str) -> dict:

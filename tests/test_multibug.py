@@ -248,7 +248,9 @@ def test_two_independent_faults_in_one_model_are_two_findings_with_distinct_caus
     names = [tc.get("name") for tc in ET.parse(os.path.join(out, "junit.xml")).iter("testcase")
              if tc.find("failure") is not None]
     assert sum(n.endswith("/finding-2") for n in names) == len(both)
-    assert "found behind another failure" in open(os.path.join(out, "summary.md")).read()
+    text = open(os.path.join(out, "summary.md")).read()
+    assert "of its case, behind another failure" in text
+    assert f"{len(both)} of the {sum(len(g['cases']) for g in v['new'])} failures below were found that way" in text
 
 
 def test_findings_per_case_1_stops_at_the_first_failure_as_before(two_faults, tmp_path, monkeypatch):

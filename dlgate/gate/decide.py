@@ -18,6 +18,13 @@ Every failing verdict lands in exactly one class:
   operators), a baseline entry's own repro that still fails, or a corpus case that failed
   before too.
 
+A **cause** (:mod:`dlgate.reduce.identity`: for errors and crashes the cluster) is in exactly
+one class per run, as is each fingerprint: when one cause is new in one case and pre-existing
+(or known, or flaky) in another, the most severe class (the order of :data:`CLASSES`) takes
+all its cases, and ``cases_by_class`` in its groups keeps each case's own class. So the
+summary, verdict.json, the HTML report and issues list a cause once, their counts add up, and
+a cause new in any case still fails the check.
+
 **Fixed** is claimed only when shown: a baseline entry whose reduced repro passes now, or
 a corpus case that failed before and passes now; never because a batch missed a failure.
 """
@@ -210,8 +217,10 @@ def decide(records: list, baseline, root: str, campaign: str, backends: list, co
                 d.behind += 1
                 cls = classify(rec, x, baseline)
                 if cls is not None:
-                    _group(groups, cls, rec, x, x.get("bundle") or rec.get("bundle"), behind=True)
+                    _group(groups, cls, rec, x, x.get("bundle") or rec.get("bundle"), behind=True,
+                           refused=behind_refusal(v, x))
     d.counts = {b: dict(sorted(c.items())) for b, c in sorted(counts.items())}
+    groups = one_class(groups)
     for (cls, _), g in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[1]["cases"][0], kv[0][1])):
         d.groups.setdefault(cls, []).append(g)
     # fixed: corpus cases that failed before and pass now; baseline signatures not hit
@@ -229,9 +238,22 @@ def decide(records: list, baseline, root: str, campaign: str, backends: list, co
     return d
 
 
-def _group(groups: dict, cls: str, rec: dict, v: dict, bundle: str | None, behind: bool = False) -> None:
+def behind_refusal(v: dict, x: dict) -> bool:
+    """Whether finding ``x``, made behind verdict ``v`` of its case, showed once an operator the
+    backend refuses (``unsupported``) was cut out: the case's own verdict is a refusal, or a
+    refusal met in a cut model was cut before ``x`` showed."""
+    if v["verdict"] == V.UNSUPPORTED:
+        return True
+    cut = set(x.get("cut") or ())
+    return any(c.get("for") == V.UNSUPPORTED and set(c.get("operators") or ()) <= cut
+               for c in (v.get("residual") or {}).get("cuts", ()))
+
+
+def _group(groups: dict, cls: str, rec: dict, v: dict, bundle: str | None, behind: bool = False,
+           refused: bool = False) -> None:
     """Add failing verdict ``v`` of ``rec`` (``behind``: found behind another failure of
-    the case, with its operators cut out) to its (class, fingerprint) group."""
+    the case, with its operators cut out; ``refused``: behind an operator the backend
+    refuses) to its (class, fingerprint) group."""
     i, sig = ident(v), v.get("signature") or {}
     key = (cls, i["fingerprint"])
     g = groups.get(key)
@@ -244,12 +266,14 @@ def _group(groups: dict, cls: str, rec: dict, v: dict, bundle: str | None, behin
             "dtypes": list(i.get("dtypes") or ()),
             "backend": v["backend"], "backend_name": backend_name(v["backend"]), "verdict": v["verdict"],
             "detail": (v.get("detail") or "")[:1000], "blame": v.get("blame"), "cases": [], "bundles": [],
-            "varies": False, "base": None, "behind": 0,
+            "varies": False, "base": None, "behind": 0, "behind_refused": 0, "cases_by_class": {},
         }
         if i.get("repro"):
             g["repro"] = i["repro"]
     g["cases"].append(rec["case"])
+    g["cases_by_class"][cls] = g["cases_by_class"].get(cls, 0) + 1
     g["behind"] += behind
+    g["behind_refused"] += refused
     # a possible memory-safety bug (never filed in public): from the identity, which saw the
     # worker's output, else from the signal the record keeps
     ms = "memory_safety" not in g and (i.get("memory_safety") or MS.classify(v["verdict"], v.get("error")))
@@ -261,6 +285,69 @@ def _group(groups: dict, cls: str, rec: dict, v: dict, bundle: str | None, behin
                      if k in v["base"]}
     if bundle:
         g["bundles"].append(bundle)
+
+
+def overlaps(groups: list) -> list:
+    """Causes and fingerprints listed in more than one class: ``[(id, [classes])]``, sorted.
+    Empty for a :class:`Decision` (:func:`one_class` sees to it); a check for any list of
+    groups that claims one class per cause."""
+    seen: dict = defaultdict(set)
+    for g in groups:
+        seen[("cause", g.get("cause") or g["cluster"])].add(g["class"])
+        seen[("fingerprint", g["fingerprint"])].add(g["class"])
+    rank = {cls: k for k, cls in enumerate(CLASSES)}
+    return sorted((f"{kind} {x}", sorted(c, key=rank.get)) for (kind, x), c in seen.items() if len(c) > 1)
+
+
+def one_class(groups: dict) -> dict:
+    """The (class, fingerprint) groups with each cause in one class: groups that share a
+    cause or a fingerprint (transitively) all take the most severe class among them, and a
+    fingerprint's groups merge into one, the winning class's cases and bundles first. Each
+    group's ``cases_by_class`` keeps how many of its cases each class claimed on their own."""
+    parent: dict = {}
+
+    def find(k):
+        while parent[k] != k:
+            parent[k] = parent[parent[k]]
+            k = parent[k]
+        return k
+
+    first: dict = {}
+    for key, g in groups.items():
+        parent.setdefault(key, key)
+        for tag in (("fingerprint", g["fingerprint"]), ("cause", g.get("cause") or g["cluster"])):
+            if tag in first:
+                parent[find(key)] = find(first[tag])
+            else:
+                first[tag] = key
+    rank = {cls: k for k, cls in enumerate(CLASSES)}
+    parts: dict = defaultdict(list)
+    for key in groups:
+        parts[find(key)].append(key)
+    out: dict = {}
+    for keys in parts.values():
+        cls = min((k[0] for k in keys), key=rank.get)
+        for key in sorted(keys, key=lambda k: (rank[k[0]], k[1])):
+            g = groups[key]
+            target = (cls, g["fingerprint"])
+            if target not in out:
+                out[target] = dict(g, **{"class": cls, "cases": list(g["cases"]), "bundles": list(g["bundles"]),
+                                         "cases_by_class": dict(g["cases_by_class"])})
+                continue
+            m = out[target]
+            m["cases"] += g["cases"]
+            m["bundles"] += g["bundles"]
+            for c, n in g["cases_by_class"].items():
+                m["cases_by_class"][c] = m["cases_by_class"].get(c, 0) + n
+            m["behind"] += g["behind"]
+            m["behind_refused"] += g["behind_refused"]
+            m["varies"] |= g["varies"]
+            for k in ("base", "memory_safety", "repro", "blame"):
+                if m.get(k) is None and g.get(k) is not None:
+                    m[k] = g[k]
+    for g in out.values():
+        g["cases_by_class"] = dict(sorted(g["cases_by_class"].items(), key=lambda kv: rank[kv[0]]))
+    return out
 
 
 def clusters(groups: list) -> list:

@@ -716,8 +716,8 @@ def finish(out: str, cfg: Campaign, manifest: dict, complete: bool, log=print, c
         code = D.EXIT_OK  # shards report; only the merge decides the check
     for cls in (D.NEW, D.REGRESSION):
         for g in decision.of(cls):
-            log(f"dlgate: {cls} failure [{g['fingerprint']}] {g['backend']} {g['verdict']} in "
-                f"{g.get('typed') or g['pattern'] or '?'}, {len(g['cases'])} case(s), e.g. {g['cases'][0]}: "
+            log(f"dlgate: {cls} failure [{g['cluster']}] {g['backend']} {g['verdict']} in "
+                f"{g.get('reduced_to') or g.get('typed') or g['pattern'] or '?'}, {len(g['cases'])} case(s), e.g. {g['cases'][0]}: "
                 f"{g['detail'][:200]}")
     for b, why in sorted(decision.unavailable.items()):
         log(f"dlgate: {b} cannot run here, skipped (optional): {why}")
