@@ -253,7 +253,8 @@ def references(model, feeds):
     if wide is None:
         rows.append(("float64 evaluation", None,
                      "not applicable: no float16, bfloat16 or float32 tensor (onnx.reference's is the float64 one)"
-                     if "double" in str(model.graph.output) + str(model.graph.input) else
+                     if any(v.type.tensor_type.elem_type == onnx.TensorProto.DOUBLE
+                            for v in list(model.graph.input) + list(model.graph.output)) else
                      "not applicable: the model has no float16, bfloat16 or float32 tensor"))
         return rows
     try:
