@@ -331,7 +331,7 @@ def publish(results_dir: str, client, label: str = "dlgate", max_issues: int = 5
         if bisect is not None and releases.read(f.repro) is None:
             try:
                 bisect(f.repro)
-            except Exception as e:  # noqa: BLE001: the issue is worth opening without its range
+            except Exception as e:  # the issue is worth opening without its range
                 log(f"dlgate: {f.cluster}: no regression range: {type(e).__name__}: {e}")
         issue, created = client.open_or_find(marker(f.cluster), label, title(f), body(f, run), [label, FUZZER_LABEL])
         stats["opened" if created else "unchanged"] += 1
@@ -411,7 +411,7 @@ def issues_summary(record: dict, repo: str) -> str:
                       f"{t['open']} open."]
     over = [r for r in record["causes"] if r["outcome"] == "over the cap"]
     if over:
-        lines += ["", f"Not filed this run (over the cap; most severe and most frequent were filed first), in the "
+        lines += ["", "Not filed this run (over the cap; most severe and most frequent were filed first), in the "
                       "run's report and `repros` artifact:", ""]
         lines += [f"- {md.code(r['cluster'])}: {md.text(r['verdict'])} in {md.text(r['backend'])}, {r['cases']} "
                   f"case(s), {md.code(r['repro'])}" for r in over]

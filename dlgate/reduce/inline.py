@@ -93,7 +93,7 @@ def array_source(a, indent: str = "", lead: int = 0) -> str:
         text = f"np.array([{_wrap(_items(a.reshape(-1)), indent, lead)}], dtype={dt})"
         if a.ndim != 1:
             text += f".reshape({', '.join(str(d) for d in a.shape)})"
-    back = eval(text, {"np": np})  # noqa: S307: our own literal, checked to give the array back
+    back = eval(text, {"np": np})  # our own literal, checked to give the array back
     if back.dtype != a.dtype or back.shape != a.shape or back.tobytes() != a.tobytes():
         raise NotInline("its values do not round-trip through a literal (a NaN payload)")
     return text
@@ -254,7 +254,7 @@ def model_source(model_bytes: bytes) -> str:
 def build(src: str):
     """The model that ``model_source``'s text builds."""
     scope = {"np": np}
-    exec(compile(src, "<repro.py build_model>", "exec"), scope)  # noqa: S102: source made and checked here
+    exec(compile(src, "<repro.py build_model>", "exec"), scope)  # source made here, checked to rebuild the model
     return scope["build_model"]()
 
 
