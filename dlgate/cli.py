@@ -231,12 +231,22 @@ def build_parser() -> argparse.ArgumentParser:
     iss.add_argument("--api-url", default=os.environ.get("GITHUB_API_URL", "https://api.github.com"),
                      help="REST API base (GitHub Enterprise: https://HOST/api/v3; default GITHUB_API_URL or api.github.com)")
     iss.add_argument("--label", default="dlgate", help="label carried by dlgate's issues (default dlgate)")
-    iss.add_argument("--max-issues", type=int, default=5, help="most new issues one run opens (default 5)")
+    iss.add_argument("--max-issues", type=int, help="most new issues one run opens, most severe and most frequent first "
+                                                   "(default: the campaign's issues.max_per_run, else 5)")
+    iss.add_argument("--bisect-releases", nargs="?", const=True, metavar="PACKAGE",
+                     help="before opening an issue, find its regression range among the compiler's published releases "
+                          "(`dlgate bisect-releases`; PACKAGE defaults to the backend's; default: the campaign's "
+                          "issues.bisect_releases, else off)")
     iss.add_argument("--dry-run", metavar="DIR", help="write each issue's Markdown to DIR instead of calling GitHub")
     iss.add_argument("--memory-safety", choices=("private", "public"),
                      help="where a crash that may be a memory-safety bug (SIGSEGV, SIGBUS, a corrupted heap or stack) "
                           "goes: private, GitHub's private vulnerability reporting, never an issue; public, an issue "
                           "(default: the campaign's issues.memory_safety, else private)")
+
+    from dlgate.github import releases
+
+    releases.add_arguments(sub.add_parser("bisect-releases", help="the regression range of a reduced repro among the "
+                                          "compiler's published releases: the newest without the bug, the oldest with it"))
 
     m = sub.add_parser("merge", help="combine shard outputs into one results file and report")
     m.add_argument("dirs", nargs="+", metavar="DIR", help="output folders of `dlgate run --shard`")
@@ -659,8 +669,14 @@ def cmd_issues(args) -> int:
     if stopped:
         raise UsageError(f"dlgate issues: {args.results}: the run was interrupted by {stopped.get('signal')} after "
                          f"{stopped.get('cases')} of {stopped.get('planned')} cases; run it again to finish it first")
-    if args.max_issues < 0:
+    if args.max_issues is None:
+        args.max_issues = _campaign_issues(args.results).get("max_per_run", 5)
+    if not isinstance(args.max_issues, int) or args.max_issues < 0:
         raise UsageError("dlgate issues: --max-issues must be non-negative")
+    from dlgate.github.releases import publish_hook
+
+    bisect = publish_hook(args.bisect_releases if args.bisect_releases is not None
+                          else _campaign_issues(args.results).get("bisect_releases", False), log=_log)
     client = None
     if not args.dry_run:
         from dlgate.github.client import GitHub, GitHubError
@@ -673,7 +689,7 @@ def cmd_issues(args) -> int:
             raise UsageError(f"dlgate issues: {e}") from None
     try:
         stats = publish(args.results, client, args.label, args.max_issues, args.dry_run, log=_log,
-                        memory_safety=args.memory_safety or _campaign_memory_safety(args.results))
+                        memory_safety=args.memory_safety or _campaign_memory_safety(args.results), bisect=bisect)
     except Exception as e:
         from dlgate.github.client import GitHubError
 
@@ -686,6 +702,20 @@ def cmd_issues(args) -> int:
          f"bugs the repository could not take privately), {stats['unchanged']} already up to date, "
          f"{stats['over_cap']} over the cap")
     return 0
+
+
+def _campaign_issues(results: str) -> dict:
+    """The campaign's ``issues`` settings as the run recorded them (``run.json``), else none."""
+    from dlgate.gate.journal import MANIFEST
+
+    try:
+        with open(os.path.join(results, MANIFEST)) as f:
+            manifest = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    config = manifest.get("config") if isinstance(manifest, dict) else None
+    issues = config.get("issues") if isinstance(config, dict) else None
+    return issues if isinstance(issues, dict) else {}
 
 
 def _campaign_memory_safety(results: str) -> str:
@@ -767,8 +797,18 @@ def _log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
+def cmd_bisect_releases(args) -> int:
+    from dlgate.github.releases import UsageProblem, command
+
+    try:
+        return command(args, log=_log)
+    except UsageProblem as e:
+        raise UsageError(str(e)) from None
+
+
 COMMANDS = {"targets": cmd_targets, "run": cmd_run, "reduce": cmd_reduce, "issues": cmd_issues, "merge": cmd_merge, "report": cmd_report, "baseline": cmd_baseline, "config": cmd_config,"gen": cmd_gen, "stats": cmd_stats, "probe": cmd_probe, "ops": cmd_ops, "check": cmd_check,
-            "backends": cmd_backends, "init": cmd_init}
+            "backends": cmd_backends, "init": cmd_init,
+            "bisect-releases": cmd_bisect_releases}
 
 
 #: OSErrors that are the machine's or the user's, not dlgate's: a full disk, a path that

@@ -1,7 +1,8 @@
 """A fake GitHub REST API on a real loopback HTTP server, so the client is tested over real sockets.
 
-It serves the endpoints dlgate uses (issues, comments, labels, repository security advisories and
-private vulnerability reports) with GitHub's JSON shapes, status codes,
+It serves the endpoints dlgate uses (issues, with their ``state`` and ``state_reason``, and
+closing them by ``PATCH``; comments, labels, repository security advisories and private
+vulnerability reports) with GitHub's JSON shapes, status codes,
 ``per_page``/``page`` pagination and ``Link`` headers, under an optional GitHub Enterprise ``/api/v3``
 prefix, and injects faults into chosen requests. The fault that matters most is ``drop-after``: the
 server applies a write and then closes the connection unanswered, which makes naive clients open duplicates.
@@ -26,6 +27,7 @@ ENTERPRISE_PREFIX = "/api/v3"
 LABEL_COLOR = re.compile(r"[0-9a-fA-F]{6}")
 CWE_ID = re.compile(r"CWE-\d+")
 SEVERITIES = ("critical", "high", "medium", "low")
+STATE_REASONS = ("completed", "not_planned", "reopened")
 GHSA_CHARS = "23456789cfghjmpqrvwx"  # the alphabet of GHSA ids
 
 
@@ -89,14 +91,25 @@ class FakeGitHub:
             self._faults.append({"kind": kind, "count": count, "method": method, "path_contains": path_contains,
                                  **params})
 
-    def add_issue(self, title: str, body: str, labels=(), state: str = "open", pull_request: bool = False) -> dict:
-        """Seed an issue (or, with ``pull_request``, a pull request, which the issue list also returns)."""
+    def add_issue(self, title: str, body: str, labels=(), state: str = "open", pull_request: bool = False,
+                  state_reason: str | None = None) -> dict:
+        """Seed an issue (or, with ``pull_request``, a pull request, which the issue list also returns);
+        a closed one is closed as ``completed`` unless ``state_reason`` says otherwise."""
+        if state_reason not in (None,) + STATE_REASONS:
+            raise ValueError(f"unknown state_reason {state_reason!r}")
         with self._lock:
             issue = self._new_issue(title, body, labels)
             issue["state"] = state
+            if state == "closed":
+                issue["state_reason"] = state_reason or "completed"
+                issue["closed_at"] = _now()
             if pull_request:
                 issue["pull_request"] = {"url": issue["url"].replace("/issues/", "/pulls/")}
             return issue
+
+    def close_issue(self, number: int, state_reason: str = "completed") -> dict:
+        """Close issue ``number`` as a maintainer does (``completed``: fixed; ``not_planned``)."""
+        return self._edit_issue(number, {"state": "closed", "state_reason": state_reason})[1]
 
     def add_comment(self, number: int, body: str) -> dict:
         with self._lock:
@@ -155,6 +168,7 @@ class FakeGitHub:
         routes = [
             ("GET", rf"{repo}/issues", lambda m: self._list_issues(query, base + path)),
             ("POST", rf"{repo}/issues", lambda m: self._create_issue(payload)),
+            ("PATCH", rf"{repo}/issues/(\d+)", lambda m: self._update_issue(int(m[1]), payload)),
             ("GET", rf"{repo}/issues/(\d+)/comments", lambda m: self._list_comments(int(m[1]), query, base + path)),
             ("POST", rf"{repo}/issues/(\d+)/comments", lambda m: self._create_comment(int(m[1]), payload)),
             ("GET", rf"{repo}/labels/([^/]+)", lambda m: self._get_label(unquote(m[1]))),
@@ -179,6 +193,30 @@ class FakeGitHub:
         if not isinstance(payload, dict) or not payload.get("title"):
             return _invalid("Issue", "missing_field", "title")
         return 201, self._new_issue(payload["title"], payload.get("body"), payload.get("labels") or []), {}
+
+    def _update_issue(self, number, payload):
+        """``PATCH .../issues/N``: ``state`` (open, closed) and ``state_reason``, as GitHub takes them."""
+        if not isinstance(payload, dict):
+            return _invalid("Issue", "invalid", "state")
+        return self._edit_issue(number, payload, locked=True)
+
+    def _edit_issue(self, number, payload, locked=False):
+        if not locked:
+            with self._lock:
+                return self._edit_issue(number, payload, locked=True)
+        issue = self._issue(number)
+        if not issue:
+            return _not_found()
+        state = payload.get("state", issue["state"])
+        reason = payload.get("state_reason")
+        if state not in ("open", "closed") or reason not in (None,) + STATE_REASONS:
+            return _invalid("Issue", "invalid", "state" if state not in ("open", "closed") else "state_reason")
+        if state == "closed":
+            issue.update(state="closed", state_reason=reason or "completed", closed_at=_now())
+        elif issue["state"] == "closed":
+            issue.update(state="open", state_reason="reopened", closed_at=None)
+        issue["updated_at"] = _now()
+        return 200, issue, {}
 
     def _list_comments(self, number, query, url):
         if not self._issue(number):
@@ -248,7 +286,7 @@ class FakeGitHub:
                  "state": "open", "url": api,
                  "html_url": f"https://github.com/{self.owner}/{self.repo}/issues/{number}",
                  "user": {"login": "dlgate-bot", "type": "Bot"}, "created_at": _now(), "updated_at": _now(),
-                 "comments": 0}
+                 "closed_at": None, "state_reason": None, "comments": 0}
         self.issues.append(issue)
         return issue
 
@@ -292,6 +330,9 @@ class _Handler(BaseHTTPRequestHandler):
         self._handle()
 
     def do_POST(self):
+        self._handle()
+
+    def do_PATCH(self):
         self._handle()
 
     def log_message(self, format, *args):

@@ -165,7 +165,11 @@ def test_nested_values_are_normalized_after_the_schema(tmp_path):
                    "base": {"python": "/usr/bin/python3", "env": {"B": 2, "A": "x"}}})
     assert cfg.backends == [{"name": "onnxruntime", "options": {"intra_op_threads": 2}}]
     assert cfg.issues == {"repo": "acme/tvm", "label": "dlgate", "max_per_run": 5, "api_url": "https://api.github.com",
-                          "memory_safety": "private"}
+                          "memory_safety": "private", "bisect_releases": False}
     assert C.build({"issues": {"repo": "acme/tvm", "memory_safety": "public"}}).issues["memory_safety"] == "public"
+    assert C.build({"issues": {"repo": "acme/tvm", "bisect_releases": "onnxruntime"}}).issues["bisect_releases"] == \
+        "onnxruntime"
+    with pytest.raises(C.ConfigError, match="bisect_releases"):
+        C.build({"issues": {"repo": "acme/tvm", "bisect_releases": "no spaces allowed"}})
     assert cfg.tolerances == {"float32": (1.0, 0.0)}
     assert cfg.base == {"python": "/usr/bin/python3", "env": {"A": "x", "B": "2"}}

@@ -113,7 +113,7 @@ def test_one_issue_per_cluster_then_one_comment_per_repeat_run(run_dir):
         assert s1["opened"] == n and len(gh.issues) == n and s1["reported"] == 1 and len(gh.advisories) == 1
         for f in public:
             (issue,) = gh.issues_containing(marker(f.cluster))
-            assert [lb["name"] for lb in issue["labels"]] == ["dlgate"]
+            assert [lb["name"] for lb in issue["labels"]] == ["dlgate", "fuzzer-generated"]
             assert "```mermaid" in issue["body"] and "def run(" in issue["body"] and "repro.py" in issue["body"]
             assert issue["title"].startswith("[dlgate] tests.fake_backends:")
         s2 = publish(run_dir, _client(gh), env=_env("101"), log=lambda m: None)
@@ -227,7 +227,9 @@ def test_a_segfault_is_reported_privately_once_and_nowhere_public(run_dir, tmp_p
         assert reports == ["/repos/acme/tvm/security-advisories/reports"]  # the reruns found it
         assert len(gh.issues) == len(public)
         _assert_nowhere_public(gh, crash)
-    assert not summary.exists()  # nothing withheld, nothing to say
+    text = summary.read_text()  # nothing withheld: no notice, only the issues' account
+    assert "not filed" not in text and text.count("### dlgate: issues") == 3
+    assert crash.cluster not in text and "1 reported privately" in text
     assert any(adv["ghsa_id"] in m and "reported privately" in m for m in logs)
 
 
@@ -354,3 +356,118 @@ def test_a_run_from_before_the_record_is_classed_by_its_crash_signal(run_dir, tm
         publish(results, _client(gh), env=_env("1200"), log=lambda m: None)
         assert len(gh.advisories) == 1 and len(gh.issues) == len(public)
         _assert_nowhere_public(gh, crash)
+
+
+def test_the_cap_takes_the_most_severe_then_the_most_frequent_and_lists_the_rest(run_dir, tmp_path):
+    from dlgate.github.issues import ISSUES_RECORD, Finding, rank
+
+    def f(cluster, verdict, cases, classes=("new",), ms=None):
+        return Finding(cluster, "", {"verdict": verdict}, [], cases, list(classes), [], ms)
+
+    order = sorted([f("a", "compile_error", 40), f("b", "mismatch", 2), f("c", "mismatch", 9),
+                    f("d", "crash", 1, ms={"kind": "invalid memory access"}), f("e", "crash", 50),
+                    f("f", "mismatch", 9, ("pre_existing",)), f("g", "mismatch", 9, ("regressions",))], key=rank)
+    assert [x.cluster for x in order] == ["d", "g", "c", "f", "b", "e", "a"]
+
+    results = str(tmp_path / "results")
+    shutil.copytree(run_dir, results)
+    private, public = _split(findings(results))
+    expected = sorted(public, key=rank)
+    summary = tmp_path / "summary.md"
+    with FakeGitHub(token=TOKEN) as gh:
+        gh.reports_refused = 403  # the crash is withheld: the cap is all the public issues'
+        stats = publish(results, _client(gh), max_issues=1, env=dict(_env("1300"), GITHUB_STEP_SUMMARY=str(summary)),
+                        log=lambda m: None)
+        assert stats["opened"] == 1 and stats["over_cap"] == len(public) - 1
+        (issue,) = gh.issues
+        assert marker(expected[0].cluster) in issue["body"]  # the first by rank got the issue
+    record = json.load(open(os.path.join(results, ISSUES_RECORD)))
+    assert record["cap"] == 1 and [r["cluster"] for r in record["causes"]] == [x.cluster for x in sorted(
+        findings(results), key=rank)]
+    over = [r for r in record["causes"] if r["outcome"] == "over the cap"]
+    assert [r["cluster"] for r in over] == [x.cluster for x in expected[1:]]
+    text = summary.read_text()
+    assert "Not filed this run (over the cap" in text and all(f"`{r['cluster']}`" in text for r in over)
+    assert all(r["repro"].startswith("repros/") for r in over)
+    # the run's own report still lists every cause
+    report = open(os.path.join(results, "summary.md")).read()
+    assert all(x.doc["fingerprint"] in report or x.cluster in report for x in public)
+
+
+def test_the_report_counts_dlgate_issues_closed_as_fixed(run_dir, tmp_path):
+    private, public = _split(findings(run_dir))
+    summary = tmp_path / "summary.md"
+    with FakeGitHub(token=TOKEN) as gh:
+        gh.add_issue("fixed one", marker("0000000000000001"), ["dlgate"], state="closed", state_reason="completed")
+        gh.add_issue("fixed two", marker("0000000000000002"), ["dlgate"], state="closed")
+        gh.add_issue("won't fix", marker("0000000000000003"), ["dlgate"], state="closed", state_reason="not_planned")
+        gh.add_issue("a user's", "no marker here", ["dlgate"], state="closed", state_reason="completed")
+        gh.add_issue("a pull request", marker("0000000000000004"), ["dlgate"], state="closed", pull_request=True)
+        stats = publish(run_dir, _client(gh), env=dict(_env("1400"), GITHUB_STEP_SUMMARY=str(summary)),
+                        log=lambda m: None)
+        assert stats["tally"] == {"filed": 3 + len(public), "open": len(public), "fixed": 2, "not_planned": 1,
+                                  "closed_other": 0}
+        # a maintainer closes one of this run's issues as fixed (PATCH, as GitHub takes it)
+        number = gh.issues_containing(marker(public[0].cluster))[0]["number"]
+        import requests
+        r = requests.patch(f"{gh.url}/repos/acme/tvm/issues/{number}", json={"state": "closed",
+                           "state_reason": "completed"}, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=5)
+        assert r.status_code == 200 and r.json()["state_reason"] == "completed"
+        closed = list(_client(gh).list_issues("dlgate", state="closed"))
+        assert sorted(i["title"] for i in closed) == sorted(["fixed one", "fixed two", "won't fix", "a user's",
+                                                             title(public[0])])
+        stats = publish(run_dir, _client(gh), env=dict(_env("1401"), GITHUB_STEP_SUMMARY=str(summary)),
+                        log=lambda m: None)
+        assert stats["tally"]["fixed"] == 3 and stats["tally"]["open"] == len(public) - 1
+        assert stats["commented"] == len(public)  # a closed issue is found again, not duplicated
+    assert "**3 closed as fixed**" in summary.read_text()
+
+
+def test_a_regression_range_goes_into_the_issue(run_dir, tmp_path):
+    from dlgate.github.releases import RESULT
+
+    results = str(tmp_path / "results")
+    shutil.copytree(run_dir, results)
+    calls = []
+
+    def bisect(repro_dir):  # what dlgate bisect-releases writes
+        calls.append(repro_dir)
+        with open(os.path.join(repro_dir, RESULT), "w") as f:
+            json.dump({"package": "fakecc", "summary": "fakecc 1.1 is the oldest release with the bug; 1.0 is the "
+                       "newest without it (2 release(s) probed, 3 s).", "newest_without": "1.0", "oldest_with": "1.1",
+                       "probes": [{"version": "1.2", "outcome": "bug", "seconds": 1.5, "line": "BUG: wrong result"},
+                                  {"version": "1.0", "outcome": "clean", "seconds": 1.5, "line": "OK: ..."}]}, f)
+
+    private, public = _split(findings(results))
+    with FakeGitHub(token=TOKEN) as gh:
+        publish(results, _client(gh), env=_env("1500"), log=lambda m: None, bisect=bisect)
+        assert sorted(calls) == sorted(f.repro for f in public)  # new issues only; never the private report
+        for f in public:
+            body = gh.issues_containing(marker(f.cluster))[0]["body"]
+            assert "### Regression range" in body and "fakecc 1.1 is the oldest release with the bug" in body
+            assert "| `1.2` | bug |" in body
+        publish(results, _client(gh), env=_env("1501"), log=lambda m: None, bisect=bisect)
+        assert len(calls) == len(public)  # a comment on a known issue bisects nothing
+
+
+def test_dlgate_issues_takes_the_cap_from_the_campaign(run_dir, tmp_path, monkeypatch):
+    results = str(tmp_path / "results")
+    shutil.copytree(run_dir, results)
+    manifest = json.load(open(os.path.join(results, "run.json")))
+    manifest["config"]["issues"] = {"repo": "acme/tvm", "label": "dlgate", "max_per_run": 1,
+                                    "api_url": "https://api.github.com", "memory_safety": "public",
+                                    "bisect_releases": False}
+    with open(os.path.join(results, "run.json"), "w") as f:
+        json.dump(manifest, f)
+    monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
+    for k, v in _env("1600").items():
+        monkeypatch.setenv(k, v)
+    with FakeGitHub(token=TOKEN) as gh:
+        assert main(["issues", "--results", results, "--repo", "acme/tvm", "--api-url", gh.url]) == 0
+        assert len(gh.issues) == 1
+    with FakeGitHub(token=TOKEN) as gh:
+        assert main(["issues", "--results", results, "--repo", "acme/tvm", "--api-url", gh.url,
+                     "--max-issues", "2"]) == 0
+        assert len(gh.issues) == 2
+    assert main(["issues", "--results", results, "--repo", "acme/tvm", "--max-issues", "-1",
+                 "--dry-run", str(tmp_path)]) == 2

@@ -134,7 +134,8 @@ FIELDS = (
           "operators a backend refuses (`unsupported`) are cut the same way. 1: a case stops at its first "
           "failure.", min=1, max=64),
     Field("issues", "issues", None, "Open GitHub issues from the gate: `{repo: OWNER/NAME, label: dlgate, "
-          "max_per_run: 5, api_url: https://api.github.com, memory_safety: private}`; the token comes from "
+          "max_per_run: 5, api_url: https://api.github.com, memory_safety: private, bisect_releases: false}`; the "
+          "token comes from "
           "`GITHUB_TOKEN`. A crash that may be a memory-safety bug (SIGSEGV, SIGBUS, a corrupted heap or stack) is "
           "reported through GitHub's private vulnerability reporting, never as an issue, unless `memory_safety: "
           "public`. Only complete runs (unsharded, or `dlgate merge`) publish. Null: off (`dlgate issues` does it "
@@ -242,7 +243,8 @@ def _check(f: Field, value, where: str):
     if f.kind == "issues":
         return {"repo": value["repo"], "label": value.get("label", "dlgate"),
                 "max_per_run": value.get("max_per_run", 5), "api_url": value.get("api_url", "https://api.github.com"),
-                "memory_safety": value.get("memory_safety", "private")}
+                "memory_safety": value.get("memory_safety", "private"),
+                "bisect_releases": value.get("bisect_releases", False)}
     if f.kind == "dict":
         return _tolerances(value, where)
     if f.kind == "base":

@@ -744,13 +744,15 @@ def publish_issues(out: str, conf: dict, log=print) -> None:
     does not change the gate's verdict (the run's findings are in the reports either way)."""
     from dlgate.github.client import GitHub, GitHubError
     from dlgate.github.issues import publish
+    from dlgate.github.releases import publish_hook
 
     if not os.environ.get("GITHUB_TOKEN"):
         log("dlgate: issues: not published: GITHUB_TOKEN is not set")
         return
     try:
         stats = publish(out, GitHub(conf["repo"], api_url=conf["api_url"], log=log), conf["label"],
-                        conf["max_per_run"], log=log, memory_safety=conf.get("memory_safety", "private"))
+                        conf["max_per_run"], log=log, memory_safety=conf.get("memory_safety", "private"),
+                        bisect=publish_hook(conf.get("bisect_releases"), log=log))
     except GitHubError as e:
         log(f"dlgate: issues: not published: GitHub: {e}")
         return

@@ -40,6 +40,10 @@ _ISSUES_KEYS = {
                       "Where a crash that may be a memory-safety bug goes: `private`, GitHub's private vulnerability "
                       "reporting (a notice in the log and step summary where the repository takes none), or "
                       "`public`, an issue like any other failure."),
+    "bisect_releases": ({"type": ["boolean", "string"], "pattern": "^[A-Za-z0-9][A-Za-z0-9._-]*$", "default": False},
+                        "Before opening an issue, find its regression range among the compiler's published releases "
+                        "(`dlgate bisect-releases`: the newest release without the bug, the oldest with it), quoted in "
+                        "the issue: `true` for the backend's package, a package name, or `false` (off)."),
 }
 _BASE_KEYS = {
     "python": ({"type": "string", "minLength": 1}, "Interpreter of the environment that holds the base build."),
@@ -55,12 +59,13 @@ _EXPECTED = {
     "backends[*]": "`NAME[:DEVICE][@LEVEL]` or a mapping",
     "backends[*].name": "a backend name",
     "tolerances.*": "[rtol, atol], two finite non-negative numbers",
-    "issues": "a mapping with repo (and label, max_per_run, api_url, memory_safety)",
+    "issues": "a mapping with repo (and label, max_per_run, api_url, memory_safety, bisect_releases)",
     "issues.repo": "OWNER/NAME",
     "issues.label": "a non-empty string",
     "issues.max_per_run": "a non-negative integer",
     "issues.api_url": "an http(s) URL",
     "issues.memory_safety": "private or public",
+    "issues.bisect_releases": "true, false or a package name",
     "base": "a mapping with `python` and optionally `env`",
     "base.python": "the path of a Python interpreter",
     "base.env": "a mapping of environment variable names to values",

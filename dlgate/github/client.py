@@ -118,6 +118,17 @@ class GitHub:
                 return issue
         return None
 
+    def list_issues(self, label: str | None = None, state: str = "all"):
+        """The repository's issues (pull requests left out), newest first, lazily page by page:
+        ``state`` open, closed or all; each carries GitHub's ``state`` and ``state_reason``
+        (``completed``, ``not_planned``, ``reopened`` or null)."""
+        params = {"state": state}
+        if label:
+            params["labels"] = label
+        for issue in self._paginate(f"/repos/{self.repo}/issues", params):
+            if "pull_request" not in issue:
+                yield issue
+
     def find_advisory(self, marker: str) -> dict | None:
         """The newest repository security advisory the token may read (draft, triage, published or
         closed; its own private reports among them) whose description contains ``marker``. Raises

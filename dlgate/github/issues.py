@@ -31,18 +31,34 @@ import zipfile
 from dataclasses import dataclass
 
 from dlgate import markdown as md
+from dlgate.gate.journal import write_json
 from dlgate.gate.report import run_url
+from dlgate.github import releases
 from dlgate.github.client import GitHubError
 from dlgate.oracle import memsafety as MS
 from dlgate.reduce.bundle import read_repro
 from dlgate.secrets import redact
 
 ELIGIBLE = ("new", "regressions", "pre_existing")
+#: The label every issue dlgate opens carries besides the campaign's own: how a maintainer tells a
+#: fuzzer's report from a user's, and filters them.
+FUZZER_LABEL = "fuzzer-generated"
+#: Verdicts from the most to the least severe, for the order in which the cap admits new issues:
+#: a possible memory-safety bug comes before them all (it may be exploitable); then wrong results,
+#: which reach users unnoticed; then crashes and hangs, which are seen but take the process down;
+#: then errors, which the compiler reports itself.
+SEVERITY = ("mismatch", "shape_mismatch", "dtype_mismatch", "crash", "timeout", "oom", "run_error", "compile_error")
+#: Among equally severe causes of equal frequency: a regression (the base build passed) first.
+CLASS_ORDER = ("regressions", "new", "pre_existing")
 #: Where a possible memory-safety bug goes: GitHub's private vulnerability reporting, or an issue.
 MEMORY_SAFETY = ("private", "public")
 #: GitHub's answers to a private report that a repository does not take: 403 or 404 when private
 #: vulnerability reporting is off (or the token may not use it), 422 when GitHub refuses the report.
 NOT_TAKEN = (403, 404, 422)
+#: What each publication did with each cause, written into the results folder.
+ISSUES_RECORD = "issues.json"
+#: What every dlgate issue's body holds (:func:`marker`), to tell them from others with the label.
+MARKER_PREFIX = "<!-- dlgate-cluster: "
 #: GitHub refuses issue bodies over 65,536 characters; keep room for the rest.
 INLINE_FILES_LIMIT = 30_000
 BODY_LIMIT = 65_000
@@ -61,7 +77,7 @@ class Finding:
 
 
 def marker(cluster: str) -> str:
-    return f"<!-- dlgate-cluster: {cluster} -->"
+    return f"{MARKER_PREFIX}{cluster} -->"
 
 
 def occurrence_marker(cluster: str, run_key: str) -> str:
@@ -92,6 +108,14 @@ def findings(results_dir: str) -> list:
                 f.classes.append(cls)
             f.operators = sorted(set(f.operators) | {p for p in (g.get("pattern") or "").split(">") if p})
     return [by_cl[k] for k in sorted(by_cl, key=lambda k: by_cl[k].repro)]
+
+
+def rank(f: Finding) -> tuple:
+    """The order in which the cap admits new issues: most severe first (:data:`SEVERITY`), then most
+    frequent (cases in this run), then regressions before new before pre-existing, then the cluster."""
+    verdict = f.doc.get("verdict", "")
+    return (0 if f.memory_safety else 1, SEVERITY.index(verdict) if verdict in SEVERITY else len(SEVERITY),
+            -f.cases, min(CLASS_ORDER.index(c) for c in f.classes) if f.classes else len(CLASS_ORDER), f.cluster)
 
 
 def _memory_safety(group: dict, repro: str | None) -> dict | None:
@@ -154,19 +178,42 @@ def body(f: Finding, run: dict, note: str = "") -> str:
     out += ["", "### What goes wrong", "", md.fence((d.get("detail") or "").strip()[:3000], "text"), "",
             "### The model", "", md.fence(read("graph.mmd"), "mermaid"), "",
             "<details><summary>Graph listing</summary>", "", md.fence(read("graph.txt"), "text"), "",
-            "</details>", "", "### Reproduce", "",
-            "`repro.py` needs only NumPy, onnx and the compiler under test. It prints what goes wrong and exits 1 "
-            "while the bug is present, 0 once it is fixed. It reads `model.onnx`, `inputs.npz` and "
-            "`reference.npz` from its own folder: the run's `repros` artifact holds the whole folder"
-            + (f" ({md.url(run['url'])})" if run.get("url") else "") + "."]
-    files = _inline_files(f.repro)
-    if files:
-        out += ["", "Or recreate the folder from this issue: save the block below as `files.b64`, then run "
-                "`python -c \"import base64,io,zipfile; zipfile.ZipFile(io.BytesIO(base64.b64decode("
-                "open('files.b64').read()))).extractall()\"` next to `repro.py`.", "",
-                "<details><summary>files.b64 (model.onnx, inputs.npz, reference.npz)</summary>", "",
-                md.fence("\n".join(files[i:i + 100] for i in range(0, len(files), 100)), "text"), "", "</details>"]
-    out += ["", "<details><summary>repro.py</summary>", "", md.fence(read("repro.py"), "python"), "",
+            "</details>", ""]
+    bis = releases.read(f.repro)
+    if bis:
+        out += ["### Regression range", "", md.text(bis["summary"]), ""]
+        if bis.get("probes"):
+            out += md.table(["release", "result", "seconds", "repro.py said"],
+                            [(md.code(p["version"], table=True), md.text(p["outcome"]), md.text(f"{p['seconds']:g}"),
+                              md.code(p["line"][:160], table=True)) for p in bis["probes"]]) + [""]
+    out += ["### Reproduce", ""]
+    if d.get("self_contained"):
+        out += ["`repro.py` below is the whole repro: it builds the reduced model with `onnx.helper` and holds its "
+                "inputs and the expected outputs, and needs only NumPy, onnx and the compiler under test. Save it and "
+                "run `python repro.py`: it prints expected versus actual (with onnx.reference's and a float64 "
+                "evaluation's values) and exits 1 while the bug is present, 0 once it is fixed. The run's `repros` "
+                "artifact holds the same folder with `model.onnx`"
+                + (f" ({md.url(run['url'])})" if run.get("url") else "") + "."]
+    else:
+        out += ["`repro.py` needs only NumPy, onnx and the compiler under test. It prints expected versus actual "
+                "(with onnx.reference's and a float64 evaluation's values) and exits 1 while the bug is present, 0 "
+                "once it is fixed. It reads `model.onnx`, `inputs.npz` and `reference.npz` from its own folder: the "
+                "run's `repros` artifact holds the whole folder"
+                + (f" ({md.url(run['url'])})" if run.get("url") else "") + "."]
+        files = _inline_files(f.repro)
+        if files:
+            out += ["", "Or recreate the folder from this issue: save the block below as `files.b64`, then run "
+                    "`python -c \"import base64,io,zipfile; zipfile.ZipFile(io.BytesIO(base64.b64decode("
+                    "open('files.b64').read()))).extractall()\"` next to `repro.py`.", "",
+                    "<details><summary>files.b64 (model.onnx, inputs.npz, reference.npz)</summary>", "",
+                    md.fence("\n".join(files[i:i + 100] for i in range(0, len(files), 100)), "text"), "",
+                    "</details>"]
+    if d.get("polygraphy"):
+        out += ["", "With TensorRT's own tools, in the same folder (`repro.py` writes `model.onnx` and `inputs.json`, "
+                "Polygraphy's input file, beside itself when they are missing):", "",
+                md.fence(d["polygraphy"], "sh")]
+    what = "repro.py (self-contained: save it and run it)" if d.get("self_contained") else "repro.py"
+    out += ["", f"<details><summary>{what}</summary>", "", md.fence(read("repro.py"), "python"), "",
             "</details>", ""]
     text = "\n".join(out)
     if len(text) > BODY_LIMIT:  # drop the inline files first, then cut
@@ -220,14 +267,19 @@ def _what(f: Finding) -> str:
 
 
 def publish(results_dir: str, client, label: str = "dlgate", max_issues: int = 5, dry_run: str | None = None,
-            log=print, env=os.environ, memory_safety: str = "private") -> dict:
+            log=print, env=os.environ, memory_safety: str = "private", bisect=None) -> dict:
     """Open or update one issue per cluster, or report a possible memory-safety bug privately
     (``memory_safety="private"``, the default); returns counts (opened, commented, reported,
-    withheld, unchanged, over the cap). ``max_issues`` caps issues and reports together."""
+    withheld, unchanged, over the cap) and, when GitHub was asked, ``tally``: dlgate's issues in
+    the repository by state (open, closed as fixed, closed otherwise). ``max_issues`` caps issues
+    and reports together; causes are taken most severe and most frequent first (:func:`rank`), and
+    those over the cap are listed in the log, the step summary and ``issues.json``. ``bisect``,
+    when given, is called with a repro folder before its issue is opened (``dlgate bisect-releases``:
+    it writes the folder's ``bisect.json``, which the issue's body quotes)."""
     if memory_safety not in MEMORY_SAFETY:
         raise ValueError(f"memory_safety: expected one of {', '.join(MEMORY_SAFETY)}, got {memory_safety!r}")
     run = run_info(results_dir, env)
-    found = findings(results_dir)
+    found = sorted(findings(results_dir), key=rank)
     private = {f.cluster for f in found if f.memory_safety and memory_safety == "private"}
     stats = {"findings": len(found), "opened": 0, "commented": 0, "reported": 0, "withheld": 0, "unchanged": 0,
              "over_cap": 0}
@@ -247,40 +299,123 @@ def publish(results_dir: str, client, label: str = "dlgate", max_issues: int = 5
         return stats
     if any(f.cluster not in private for f in found):
         client.ensure_label(label, "b60205", "Found by dlgate")
-    withheld = []
+        client.ensure_label(FUZZER_LABEL, "ededed", "Found by a fuzzer: a generated model, reduced")
+    withheld, outcome = [], {}
     for f in found:
         if f.cluster in private:
             why = _report_privately(f, client, run, stats, max_issues, log)
             if why:
                 withheld.append((f, why))
+            outcome[f.cluster] = ("withheld", None) if why else ("private report", None)
             continue
         existing = client.find_issue(marker(f.cluster), label)
         if existing is not None and occurrence_marker(f.cluster, run["key"]) in (existing.get("body") or ""):
             stats["unchanged"] += 1  # this run opened it (an earlier attempt): nothing to add
+            outcome[f.cluster] = ("opened", existing)
             log(f"dlgate: {f.cluster}: issue #{existing['number']} was opened by this run")
             continue
         if existing is not None:
             _, created = client.comment_once(existing["number"], occurrence_marker(f.cluster, run["key"]),
                                              comment(f, run))
             stats["commented" if created else "unchanged"] += 1
+            outcome[f.cluster] = ("commented", existing)
             log(f"dlgate: {f.cluster}: issue #{existing['number']} "
                 f"{'gets a comment' if created else 'already has this run'}")
             continue
         if stats["opened"] + stats["reported"] >= max_issues:
             stats["over_cap"] += 1
-            log(f"dlgate: {f.cluster}: not opened (cap of {max_issues} new issues per run)")
+            outcome[f.cluster] = ("over the cap", None)
+            log(f"dlgate: {f.cluster}: not opened (cap of {max_issues} new issues per run): "
+                f"{f.doc['verdict']} in {f.doc['backend']}, {f.cases} case(s), {os.path.relpath(f.repro, results_dir)}")
             continue
-        issue, created = client.open_or_find(marker(f.cluster), label, title(f), body(f, run), [label])
+        if bisect is not None and releases.read(f.repro) is None:
+            try:
+                bisect(f.repro)
+            except Exception as e:  # the issue is worth opening without its range
+                log(f"dlgate: {f.cluster}: no regression range: {type(e).__name__}: {e}")
+        issue, created = client.open_or_find(marker(f.cluster), label, title(f), body(f, run), [label, FUZZER_LABEL])
         stats["opened" if created else "unchanged"] += 1
+        outcome[f.cluster] = ("opened", issue)
         log(f"dlgate: {f.cluster}: issue #{issue['number']} {'opened' if created else 'exists'}: "
             f"{issue.get('html_url', '')}")
-    if withheld and env.get("GITHUB_STEP_SUMMARY"):
+    try:
+        stats["tally"] = tally(client, label)
+        t = stats["tally"]
+        log(f"dlgate: issues filed by dlgate in {client.repo}: {t['filed']}; {t['fixed']} closed as fixed, "
+            f"{t['not_planned']} closed as not planned, {t['closed_other']} closed otherwise, {t['open']} open")
+    except GitHubError as e:  # the tally is a report; the issues are filed
+        log(f"dlgate: cannot count dlgate's issues: {e}")
+    record = _record(found, outcome, stats, max_issues, results_dir)
+    try:
+        write_json(os.path.join(results_dir, ISSUES_RECORD), record)
+    except OSError as e:
+        log(f"dlgate: cannot write {ISSUES_RECORD}: {e.strerror or e}")
+    if env.get("GITHUB_STEP_SUMMARY"):
         try:
             with open(env["GITHUB_STEP_SUMMARY"], "a") as fh:
-                fh.write(redact(withheld_summary(withheld, client.repo)))
+                if withheld:
+                    fh.write(redact(withheld_summary(withheld, client.repo)))
+                fh.write(redact(issues_summary(record, client.repo)))
         except OSError as e:  # the log lines above said it already
             log(f"dlgate: cannot add the notice to the step summary: {e.strerror or e}")
     return stats
+
+
+def tally(client, label: str) -> dict:
+    """dlgate's issues in the repository (carrying ``label`` and a cluster marker), by state:
+    ``fixed`` counts those closed as completed (GitHub's ``state_reason``), which is how a
+    maintainer closes an issue a fix resolved."""
+    out = {"filed": 0, "open": 0, "fixed": 0, "not_planned": 0, "closed_other": 0}
+    for issue in client.list_issues(label, state="all"):
+        if MARKER_PREFIX not in (issue.get("body") or ""):
+            continue
+        out["filed"] += 1
+        if issue.get("state") == "open":
+            out["open"] += 1
+        elif issue.get("state_reason") == "completed":
+            out["fixed"] += 1
+        elif issue.get("state_reason") == "not_planned":
+            out["not_planned"] += 1
+        else:
+            out["closed_other"] += 1
+    return out
+
+
+def _record(found: list, outcome: dict, stats: dict, cap: int, results_dir: str) -> dict:
+    """``issues.json``: what this publication did with each cause, in the order the cap took them."""
+    causes = []
+    for f in found:
+        what, issue = outcome.get(f.cluster, ("", None))
+        row = {"cluster": f.cluster, "verdict": f.doc.get("verdict"), "backend": f.doc.get("backend"),
+               "cases": f.cases, "classes": f.classes, "repro": os.path.relpath(f.repro, results_dir),
+               "outcome": what}
+        if issue:
+            row.update(issue=issue.get("number"), url=issue.get("html_url", ""))
+        causes.append(row)
+    return {"cap": cap, "counts": {k: v for k, v in stats.items() if k != "tally"}, "tally": stats.get("tally"),
+            "causes": causes}
+
+
+def issues_summary(record: dict, repo: str) -> str:
+    """The workflow step summary's account of the issues: what was filed, the causes the cap left
+    unfiled (still in the run's report), and how many of dlgate's issues were closed as fixed."""
+    c = record["counts"]
+    lines = ["", "### dlgate: issues", "",
+             f"{c['opened']} opened, {c['commented']} commented, {c['reported']} reported privately, "
+             f"{c['withheld']} withheld, {c['unchanged']} already up to date, {c['over_cap']} over the cap "
+             f"of {record['cap']} new issues per run."]
+    t = record.get("tally")
+    if t:
+        lines += ["", f"Filed by dlgate in {md.text(repo)} so far: {t['filed']} issue(s); **{t['fixed']} closed as "
+                      f"fixed**, {t['not_planned']} closed as not planned, {t['closed_other']} closed otherwise, "
+                      f"{t['open']} open."]
+    over = [r for r in record["causes"] if r["outcome"] == "over the cap"]
+    if over:
+        lines += ["", "Not filed this run (over the cap; most severe and most frequent were filed first), in the "
+                      "run's report and `repros` artifact:", ""]
+        lines += [f"- {md.code(r['cluster'])}: {md.text(r['verdict'])} in {md.text(r['backend'])}, {r['cases']} "
+                  f"case(s), {md.code(r['repro'])}" for r in over]
+    return "\n".join(lines) + "\n"
 
 
 def _report_privately(f: Finding, client, run: dict, stats: dict, max_issues: int, log) -> str | None:
