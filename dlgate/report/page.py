@@ -49,7 +49,7 @@ col.c-id { width: 12%; }
 td.n { text-align: right; font-variant-numeric: tabular-nums; }
 code, pre { font-family: ui-monospace, "SFMono-Regular", Menlo, monospace; font-size: .9em; }
 code, .w { overflow-wrap: anywhere; }
-pre.msg, pre.cmd { white-space: pre-wrap; overflow-wrap: anywhere; margin: .3em 0; padding: .4em .5em;
+pre.msg, pre.cmd, pre.frames { white-space: pre-wrap; overflow-wrap: anywhere; margin: .3em 0; padding: .4em .5em;
                    background: #f6f8fa; border-radius: 4px; }
 pre.msg { border-left: 3px solid #cf222e; }
 .verdict { font-weight: 600; }
@@ -298,7 +298,7 @@ def _details(f: RunFolder, xs: list, links: _Links) -> str:
     frames = (x.error or {}).get("frames") or []
     if frames:
         out.append(f"<p>Raised at ({_e((x.error or {}).get('stage', ''))} stage; innermost last):</p>"
-                   f'<pre class="msg">{_e(chr(10).join(str(fr) for fr in frames))}</pre>')
+                   f'<pre class="frames">{_e(chr(10).join(str(fr) for fr in frames))}</pre>')
     rows = []
     for y in xs:
         first = links.a(y.sub_model or y.bundle, y.first_case, folder=True) if (y.sub_model or y.bundle) \
