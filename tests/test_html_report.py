@@ -65,6 +65,8 @@ class _Page(HTMLParser):
             self.details.append({"section": self.section, "open": "open" in a})
 
     def handle_endtag(self, tag):
+        if tag in ("pre", "p"):  # blocks: the text after one starts a line
+            self._text("\n")
         if tag in ("td", "th") and self.cells:
             self.cells.pop()
         elif tag == "table" and self.stack:

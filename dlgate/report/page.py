@@ -257,8 +257,8 @@ def _cause(f: RunFolder, xs: list, links: _Links, cols: int) -> list:
     text, cut = _clip(shown)
     more = ' <span class="note">(whole message in the details)</span>' if cut else ""
     refused = list(dict.fromkeys(t for y in xs for t in y.behind_refused))
-    what = (f'<span class="verdict">{_e(x.verdict)}</span> on {_e(x.backend)}'
-            f'<pre class="msg">{_e(text)}</pre>{more}')
+    msg = f'<pre class="msg">{_e(text)}</pre>{more}' if text else '<p class="note">No message recorded.</p>'
+    what = f'<span class="verdict">{_e(x.verdict)}</span> on {_e(x.backend)}{msg}'
     subs = sorted({os.path.basename(y.sub_model).split("-", 1)[0] for y in xs if y.sub_model})
     if subs:
         parts = (["the operators of an earlier failure"] if any(y.behind_failure for y in xs) or not refused else []) \
@@ -275,7 +275,7 @@ def _cause(f: RunFolder, xs: list, links: _Links, cols: int) -> list:
     if x.sub_model or x.bundle:
         files.append(links.a(x.sub_model or x.bundle, "case model", folder=True))
     if files:
-        repro += "<br>" + " · ".join(files)
+        repro += " · ".join(files)
     ops = "<br>".join(f"<code>{_e(_reduced_to(f, y))}</code>" for y in xs[:3])
     if len(xs) > 3:
         ops += f"<br>… {len(xs) - 3} more in the details"
@@ -294,7 +294,9 @@ def _details(f: RunFolder, xs: list, links: _Links) -> str:
     if reduced:
         out.append(f"<p>The reduced repro fails with (<code>{_e(x.repro)}/repro.json</code>):</p>"
                    f'<pre class="msg">{_e(reduced)}</pre>')
-    out.append(f"<p>In its first case, <code>{_e(x.first_case)}</code>:</p><pre class=\"msg\">{_e(_message(x))}</pre>")
+    if _message(x):
+        out.append(f"<p>In its first case, <code>{_e(x.first_case)}</code>:</p>"
+                   f'<pre class="msg">{_e(_message(x))}</pre>')
     frames = (x.error or {}).get("frames") or []
     if frames:
         out.append(f"<p>Raised at ({_e((x.error or {}).get('stage', ''))} stage; innermost last):</p>"
