@@ -231,8 +231,9 @@ def _reduced_to(f: RunFolder, x) -> str:
     text = N.folder_label(f.path, x.repro)
     if text:
         return text
-    ops = N.folder_op_types(f.path, x.sub_model or x.bundle)
-    return f"not reduced: {', '.join(ops)}" if ops else "not reduced"
+    ops = N.folder_op_types(f.path, x.sub_model or x.bundle) or []
+    more = f", … {len(ops) - 12} more" if len(ops) > 12 else ""  # a whole case can hold dozens of types
+    return f"not reduced: {', '.join(ops[:12])}{more}" if ops else "not reduced"
 
 
 def _cause_rows(found: list) -> list:
