@@ -21,7 +21,12 @@
 # the runner (see entrypoint/main.py, run_as()). No secret is used at build time: the token
 # arrives at run time as an input and is masked first thing.
 
-ARG BASE_IMAGE=python:3.11-slim
+# The base image pinned by digest, so that every build of one dlgate commit starts from the
+# same bytes: python:3.11-slim as published on 2026-08-05 (Python 3.11.15 on Debian 13
+# "trixie", glibc 2.41; the multi-platform index, as docker-library/repo-info records it).
+# Bump it in a reviewed change (docs/releasing.md, "The base image"); the compiler wheels that
+# the workflows build on ubuntu-latest must keep running on it (docs/adding-to-ci.md).
+ARG BASE_IMAGE=python:3.11-slim@sha256:90744cff8f32887f075c47d747a173ff333e9e98801667af93c357fa9f5e28ff
 FROM ${BASE_IMAGE}
 
 # 1 adds the GPU packages of requirements/gpu.txt and PyPI's CUDA build of torch.
@@ -39,7 +44,10 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 # Python 3.11 in a virtual environment, and git, which reads a pull request's change
 # (`changed-from`: git diff BASE...HEAD in the checkout). python:3.11-slim has Python; an
 # nvidia/cuda (Ubuntu 22.04) base gets it from the distribution, whose package versions
-# move with its security updates (hence unpinned).
+# move with its security updates (hence unpinned). Two shared libraries that compilers built
+# on a runner link from the system, and that the slim image lacks: libgomp1 (OpenMP, in a
+# PyTorch built from source) and libxml2 (in LLVM's system libraries, linked into a TVM that
+# links LLVM statically).
 # hadolint ignore=DL3008
 RUN set -eux; \
     apt-get update; \
@@ -47,7 +55,7 @@ RUN set -eux; \
         DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
             python3.11 python3.11-venv ca-certificates; \
     fi; \
-    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends git; \
+    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends git libgomp1 libxml2; \
     rm -rf /var/lib/apt/lists/*; \
     python3.11 -m venv /opt/venv
 

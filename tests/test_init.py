@@ -208,7 +208,8 @@ def test_the_workflows_use_only_inputs_the_action_has_and_build_for_its_python()
             for step in job["steps"]:
                 if step.get("uses") == ACTION:
                     assert set(step["with"]) <= set(action["inputs"]), (path.name, step["with"])
-    assert re.search(rf"^ARG BASE_IMAGE=python:{re.escape(IMAGE_PYTHON)}-slim$", (ROOT / "Dockerfile").read_text(), re.M)
+    assert re.search(rf"^ARG BASE_IMAGE=python:{re.escape(IMAGE_PYTHON)}-slim@sha256:[0-9a-f]{{64}}$",
+                     (ROOT / "Dockerfile").read_text(), re.M)  # pinned by digest
 
 
 def test_the_shipped_examples_are_what_init_writes_for_tvm(tmp_path):
@@ -307,3 +308,68 @@ def test_the_weekly_shards_are_time_bounded_and_their_plan_stays_the_campaigns_m
     assert report["with"]["path"].splitlines() == ["${{ steps.gate.outputs.junit }}",
                                                    "${{ steps.gate.outputs.summary }}",
                                                    "${{ steps.gate.outputs.repros }}"]
+
+
+@pytest.mark.parametrize("name", ["tvm", "tensorrt"])
+def test_the_pull_request_gate_is_time_bounded_like_clusterfuzzlites_code_change_runs(tmp_path, name):
+    """Every gate job of the pull-request workflow sets a budget (the action's input, or
+    --budget on the GPU runner) that leaves its job's time limit room for the action's start,
+    the case in flight and the reports; the models stay the deterministic plan."""
+    repo = _repo(tmp_path)
+    assert _init(repo, "--compiler", name, "--action-ref", ACTION, "--runner", "self-hosted,gpu") == 0
+    jobs = _workflow(repo / WORKFLOWS[0])["jobs"]
+    bounded = []
+    if "gate-cpu" in jobs:
+        job = jobs["gate-cpu"]
+        gate = _gate(job)
+        assert int(gate["with"]["budget"]) == steps.PR_BUDGET
+        assert job["timeout-minutes"] * 60 - steps.PR_BUDGET >= 1200
+        assert gate["with"]["models"] == steps.PR_MODELS  # the budget cuts the plan's tail, never reshapes it
+        bounded.append("gate-cpu")
+    run = _step(jobs["gate-gpu"], "dlgate (GPU)")["run"]
+    assert re.search(rf"(^|\s)--budget {steps.PR_BUDGET}(\s|$)", run), run
+    bounded.append("gate-gpu")
+    assert bounded == (["gate-gpu"] if compilers.COMPILERS[name].gpu_only else ["gate-cpu", "gate-gpu"])
+    header = " ".join(x.lstrip("# ") for x in (repo / WORKFLOWS[0]).read_text().splitlines() if x.startswith("#"))
+    assert f"at most {steps.PR_BUDGET} s on cases (`budget`)" in header
+    res = _lint(repo)
+    assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_the_action_ref_hint_names_the_refs_that_pull_the_prebuilt_image(tmp_path, capsys, monkeypatch):
+    """`uses: OWNER/dlgate@vN` or the commit of tag vX.Y.Z-action run the release's image; a
+    release tag, a branch or another commit runs the Dockerfile, built in every job."""
+    with pytest.raises(SystemExit):
+        main(["init", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    assert "@v1 (the moving major tag)" in help_text and "<commit of tag vX.Y.Z-action>" in help_text
+    assert "release commit" not in help_text and "builds the 1+ GB image in every job" in help_text
+    repo = _repo(tmp_path)
+    monkeypatch.setattr("dlgate.init.installed_action_ref", lambda: None)
+    assert _init(repo, "--compiler", "tvm") == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "@v1 (the moving major tag)" in err and "vX.Y.Z-action" in err
+    for ref, says in (("org/dlgate@v1", "(a release's prebuilt image)"),
+                      ("org/dlgate@v1.4.0-action", "(a release's prebuilt image)"),
+                      ("org/dlgate@v1.4.0", "(note: v1.4.0 builds the action's 1+ GB image in every job; org/dlgate@v1"),
+                      ("org/dlgate@main", "(note: main builds the action's 1+ GB image in every job;")):
+        one = tmp_path / ref.replace("/", "_").replace("@", "_")
+        one.mkdir()
+        assert _init(_repo(one), "--compiler", "tvm", "--action-ref", ref) == 0
+        out = capsys.readouterr().out
+        assert f"action: {ref} {says}" in out, out
+    # a commit pip installed from @v1 is the major tag's: the prebuilt image
+    from dlgate import init as I
+    assert I.action_note("org/dlgate@" + "c" * 40, "v1") == f"action: org/dlgate@{'c' * 40} (from v1: a release's prebuilt image)"
+    assert "builds the action's 1+ GB image" in I.action_note("org/dlgate@" + "c" * 40, "main")
+
+
+def test_the_tvm_wheel_links_llvm_statically_to_run_in_the_actions_image(tmp_path):
+    """The action's image has no libLLVM: the CPU build under test links LLVM statically."""
+    repo = _repo(tmp_path)
+    assert _init(repo, "--compiler", "tvm", "--action-ref", ACTION) == 0
+    build = _step(_workflow(repo / WORKFLOWS[0])["jobs"]["build"], "Build the wheel under test")["run"]
+    assert '--config-settings="cmake.define.USE_LLVM=llvm-config --ignore-libllvm --link-static"' in build
+    assert "cmake.define.HIDE_PRIVATE_SYMBOLS=ON" in build
+    docker = (ROOT / "Dockerfile").read_text()
+    assert re.search(r"apt-get install -y --no-install-recommends git libgomp1 libxml2;", docker)

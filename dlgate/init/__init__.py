@@ -11,6 +11,7 @@ import os
 import re
 import subprocess
 
+from dlgate import __version__
 from dlgate.init.compilers import COMPILERS, infer
 
 #: Where the workflows live; every path is relative to the repository root.
@@ -19,6 +20,15 @@ PR, BASE_WHEEL, WEEKLY_WF = (".github/workflows/dlgate-pr.yml", ".github/workflo
 ACTIONLINT = ".github/actionlint.yaml"
 _ACTION_RE = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+(/[A-Za-z0-9_./-]+)?@[A-Za-z0-9_./-]+")
 _LABEL_RE = re.compile(r"[A-Za-z0-9_.-]+")
+#: The refs whose action.yml runs a release's prebuilt image (docs/releasing.md): the moving
+#: major tag (vN: this dlgate's major version), or the action commit a release tags
+#: vX.Y.Z-action. Any other ref runs the Dockerfile, which every job then builds (1+ GB).
+PREBUILT = (f"OWNER/dlgate@v{__version__.split('.')[0]} (the moving major tag) or OWNER/dlgate@<commit of tag "
+            "vX.Y.Z-action>")
+PREBUILT_REFS = (f"{PREBUILT}, which pull a release's prebuilt image; a release tag vX.Y.Z, a branch or another "
+                 "commit builds the 1+ GB image in every job")
+_MAJOR_RE, _ACTION_TAG_RE = re.compile(r"v[0-9]+"), re.compile(r"v[0-9]+\.[0-9]+\.[0-9]+-action")
+_SHA_RE = re.compile(r"[0-9a-f]{40}")
 
 
 class InitError(ValueError):
@@ -34,8 +44,8 @@ def add_arguments(p) -> None:
                    help="labels of a self-hosted GPU runner (e.g. --runner self-hosted,gpu): adds a job on it "
                         "for the CUDA paths to each workflow; default: GitHub-hosted runners only")
     p.add_argument("--action-ref", metavar="OWNER/NAME@REF",
-                   help="the dlgate action the workflows use, e.g. org/dlgate@<release commit SHA> (default: "
-                        "where this dlgate was installed from, when pip recorded a GitHub repository)")
+                   help=f"the dlgate action the workflows use: {PREBUILT_REFS} (default: where this dlgate was "
+                        "installed from, when pip recorded a GitHub repository)")
     p.add_argument("--branch", help="the default branch (default: the origin remote's HEAD, else the current one)")
 
 
@@ -67,6 +77,36 @@ def installed_action_ref() -> str | None:
     m = re.fullmatch(r"(?:git\+)?https://github\.com/([^/]+)/([^/@]+?)(?:\.git)?/?", doc.get("url", ""))
     commit = (doc.get("vcs_info") or {}).get("commit_id")
     return f"{m.group(1)}/{m.group(2)}@{commit}" if m and commit else None
+
+
+def installed_revision() -> str | None:
+    """The revision pip was asked for when it installed this dlgate from git (``@v1``), if any."""
+    import json
+    from importlib import metadata
+
+    try:
+        text = metadata.distribution("dlgate").read_text("direct_url.json")
+        doc = json.loads(text) if text else {}
+    except (metadata.PackageNotFoundError, ValueError, OSError):
+        return None
+    return (doc.get("vcs_info") or {}).get("requested_revision")
+
+
+def action_note(action: str, revision: str | None = None) -> str:
+    """What the workflows' action ref runs: a release's prebuilt image, or the Dockerfile built in
+    every job. ``revision``: the name the ref was reached by (a commit pip installed from ``@v1``)."""
+    ref = action.rsplit("@", 1)[1]
+    for name in (ref, revision):
+        if name and (_MAJOR_RE.fullmatch(name) or _ACTION_TAG_RE.fullmatch(name)):
+            via = f"from {revision}: " if revision and revision != ref else ""
+            return f"action: {action} ({via}a release's prebuilt image)"
+    if _SHA_RE.fullmatch(ref) and not revision:
+        return (f"action: {action} (a release's prebuilt image if this is the commit of a tag vX.Y.Z-action or of "
+                "the major tag; any other commit builds the 1+ GB image in every job)")
+    named = f"{ref} (from {revision})" if revision and revision != ref else ref
+    better = PREBUILT.replace("OWNER/dlgate", action.rsplit("@", 1)[0])
+    return (f"action: {action} (note: {named} builds the action's 1+ GB image in every job; {better} pull a "
+            "release's prebuilt image)")
 
 
 def _compiler(args, root: str, remote: str | None):
@@ -103,7 +143,7 @@ def plan(args) -> tuple:
     action = args.action_ref or installed_action_ref()
     if not action:
         raise InitError("dlgate init: cannot tell where the dlgate action lives (this dlgate was not installed from "
-                        "a GitHub repository): pass --action-ref OWNER/NAME@REF, e.g. its release commit SHA")
+                        f"a GitHub repository): pass --action-ref OWNER/NAME@REF, e.g. {PREBUILT_REFS}")
     if not _ACTION_RE.fullmatch(action):
         raise InitError(f"dlgate init: --action-ref: expected OWNER/NAME@REF, got {action!r}")
     branch = args.branch or default_branch(root)
@@ -120,7 +160,8 @@ def plan(args) -> tuple:
     if lint:
         files[ACTIONLINT] = lint
     files[campaigns.BASELINE] = None  # written by the baseline module
-    notes = [f"compiler: {c.name} ({c.title}), from {how}", f"default branch: {branch}", f"action: {action}"]
+    revision = None if args.action_ref else installed_revision()
+    notes = [f"compiler: {c.name} ({c.title}), from {how}", f"default branch: {branch}", action_note(action, revision)]
     if remote:
         notes.append(f"repository: {remote}")
     return root, files, notes

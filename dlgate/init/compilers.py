@@ -48,10 +48,13 @@ COMPILERS = {c.name: c for c in (
         module="tvm", release="apache-tvm==0.27.0",
         hosted_setup="sudo apt-get update -q\nsudo apt-get install -y -q --no-install-recommends llvm-dev",
         # The repository root is a scikit-build-core project (pyproject.toml): pip runs CMake.
-        # LLVM gives the CPU target that dlgate's `tvm` backend compiles for.
+        # LLVM gives the CPU target that dlgate's `tvm` backend compiles for. It is linked
+        # statically (--ignore-libllvm: not the runner's libLLVM-NN.so, which the action's image
+        # lacks) and its symbols hidden, as TVM's install guide does for a wheel run elsewhere.
         build=(f"{_PIP} --upgrade pip\n"
                "python -m pip wheel --no-deps --wheel-dir \"$WHEEL_DIR\" \\\n"
-               "  --config-settings=cmake.define.USE_LLVM=llvm-config ."),
+               "  --config-settings=\"cmake.define.USE_LLVM=llvm-config --ignore-libllvm --link-static\" \\\n"
+               "  --config-settings=cmake.define.HIDE_PRIVATE_SYMBOLS=ON ."),
         gpu_build=(f"{_PIP} --upgrade pip\n"
                    "python -m pip wheel --no-deps --wheel-dir \"$WHEEL_DIR\" \\\n"
                    "  --config-settings=cmake.define.USE_LLVM=llvm-config \\\n"

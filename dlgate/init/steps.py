@@ -12,7 +12,9 @@ from dataclasses import dataclass
 
 from dlgate.init.compilers import Compiler
 
-#: The Python of the action's image (the Dockerfile's python:3.11): the wheels are built for it.
+#: The Python of the action's image (the Dockerfile's python:3.11-slim, Python 3.11.15 on Debian 13
+#: with glibc 2.41): the wheels are built for it, on ubuntu-latest (glibc 2.39, older: what is
+#: built there runs in the image). docs/adding-to-ci.md, "The wheel and the action's image".
 IMAGE_PYTHON = "3.11"
 CAMPAIGN = ".dlgate/campaign.yaml"
 WEEKLY = ".dlgate/weekly.yaml"
@@ -152,6 +154,13 @@ def build_job(s: Setup, why: str, cond: str = "") -> str:
 
 #: The pull-request label that runs a larger batch on the same targets, and its size.
 DEEP_LABEL, DEEP_MODELS = "dlgate-deep", 500
+#: The pull-request gate's time bound (seconds of cases, per shard), as ClusterFuzzLite's
+#: code-change runs bound theirs: a batch that runs slow (or the deep label's) is cut at a tail
+#: of its plan with its reports, instead of the job being killed at its 60-minute limit. The
+#: 20 minutes left cover the action's start, the case in flight (its runs, its base re-run and
+#: its reductions: a few minutes at the campaign's timeout_s 60 and reduce_seconds 60) and the
+#: reports.
+PR_BUDGET, PR_GATE_MINUTES = 2400, 60
 #: A pull-request job runs on every event of the workflow but a label other than DEEP_LABEL.
 PR_EVENT = f"github.event.action != 'labeled' || github.event.label.name == '{DEEP_LABEL}'"
 #: The batch size a pull-request run takes: DEEP_MODELS under the label, else the campaign's.
@@ -198,7 +207,7 @@ def gpu_job(s: Setup, campaign: str, commit: str, base: bool, report_only: bool,
     args += "\n--fail-on none" if report_only else ""
     env = f"    COMMIT: {commit}\n"
     if changed_from:
-        args += '\n--changed-from "$CHANGED_FROM" ${MODELS:+--models "$MODELS"}'
+        args += f'\n--changed-from "$CHANGED_FROM" ${{MODELS:+--models "$MODELS"}} --budget {PR_BUDGET}'
         env += f"    CHANGED_FROM: {changed_from}\n    MODELS: {PR_MODELS}\n"
     steps.append(indent(f"- name: dlgate (GPU)\n  env:\n{env}  run: >-\n"
                          + indent(args, 4), 6))

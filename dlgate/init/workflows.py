@@ -3,8 +3,8 @@ default branch (the base wheel, cached) and weekly (the deep campaign, sharded, 
 """
 from __future__ import annotations
 
-from dlgate.init.steps import (BASELINE, CAMPAIGN, DEEP_LABEL, DEEP_MODELS, JUNIT, PR_EVENT, PR_MODELS, PROBE_CACHE,
-                               RESTORE, SAVE, WEEKLY, WEEKLY_STATE, Setup, build, build_job, checkout, download,
+from dlgate.init.steps import (BASELINE, CAMPAIGN, DEEP_LABEL, DEEP_MODELS, JUNIT, PR_BUDGET, PR_EVENT,
+                               PR_GATE_MINUTES, PR_MODELS, PROBE_CACHE, RESTORE, SAVE, WEEKLY, WEEKLY_STATE, Setup, build, build_job, checkout, download,
                                gpu_job, indent, probe_restore, probe_save, python, upload)
 
 PR_PATH = ".github/workflows/dlgate-pr.yml"
@@ -57,7 +57,9 @@ def pull_request(s: Setup) -> str:
 # The batch is aimed at the change (`changed-from`: the pull request's base commit): 80% of
 # its models exercise the operators, opsets, dtypes and rewrites the changed files touch, and
 # the summary opens with what they covered. The label {DEEP_LABEL} runs {DEEP_MODELS} models on
-# the same targets (a deeper look before merging a risky change).
+# the same targets (a deeper look before merging a risky change). Each gate job spends at most
+# {PR_BUDGET} s on cases (`budget`); what it leaves unstarted is not judged, and the summary
+# says how many of the planned cases ran.
 """
     head += """name: dlgate
 
@@ -103,7 +105,7 @@ jobs:
     needs: [build, base-build]
     if: {PR_EVENT}
     runs-on: ubuntu-latest
-    timeout-minutes: 60
+    timeout-minutes: {PR_GATE_MINUTES}
     strategy:
       fail-fast: false
       matrix:
@@ -124,6 +126,8 @@ jobs:
           # the change: git diff BASE...HEAD (the merge commit's first parent is the base: depth 2)
           changed-from: {_BASE_SHA}
           models: {PR_MODELS} # {DEEP_MODELS} under the {DEEP_LABEL} label, else the campaign's
+          # seconds of cases per shard; the case in flight finishes and the reports say how many ran
+          budget: {PR_BUDGET}
           cache-dir: {PROBE_CACHE}
 {probe_save(6, pull_request=True)}
 {upload(6, "dlgate-out-cpu-${{ strategy.job-index }}", "dlgate-out", always=True)}
