@@ -24,49 +24,89 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # -- reading a page -------------------------------------------------------------------------
 class _Page(HTMLParser):
-    """The tables of a page (the id of the section they are in, their rows of cells with
-    text and link targets), its images and its script elements."""
+    """The tables of a page (the ids of the h2 and h3 sections they are in, their rows of
+    cells with text and link targets; nested tables apart), its images, its script elements,
+    and its top-level <details> elements in order (open or not, the h2 section before each)."""
 
     def __init__(self, text: str):
         super().__init__()
-        self.tables, self.images, self.scripts, self.section, self.cell = [], [], 0, None, None
+        self.tables, self.images, self.scripts, self.details = [], [], 0, []
+        self.section = self.sub = None
+        self.stack, self.cells = [], []  # open tables, open cells (nested tables have their own)
         self.feed(text)
 
     def handle_starttag(self, tag, attrs):
         a = dict(attrs)
         if tag == "h2":
-            self.section = a.get("id")
+            self.section = self.sub = a.get("id")
+        elif tag == "h3":
+            self.sub = a.get("id")
         elif tag == "table":
-            self.tables.append({"section": self.section, "rows": []})
+            t = {"section": self.section, "sub": self.sub, "rows": [], "class": a.get("class") or "",
+                 "nested": bool(self.stack)}
+            self.tables.append(t)
+            self.stack.append(t)
         elif tag == "tr":
-            self.tables[-1]["rows"].append([])
+            self.stack[-1]["rows"].append({"class": a.get("class") or "", "cells": []})
         elif tag in ("td", "th"):
-            self.cell = {"text": "", "links": []}
-            self.tables[-1]["rows"][-1].append(self.cell)
-        elif tag == "a" and self.cell is not None:
-            self.cell["links"].append(a["href"])
-        elif tag == "br" and self.cell is not None:
-            self.cell["text"] += "\n"
+            cell = {"text": "", "links": []}
+            self.stack[-1]["rows"][-1]["cells"].append(cell)
+            self.cells.append(cell)
+        elif tag == "a":
+            for c in self.cells:
+                c["links"].append(a["href"])
+        elif tag == "br":
+            self._text("\n")
         elif tag == "img":
             self.images.append(a)
         elif tag == "script":
             self.scripts += 1
+        elif tag == "details" and not self.cells:
+            self.details.append({"section": self.section, "open": "open" in a})
 
     def handle_endtag(self, tag):
-        if tag in ("td", "th"):
-            self.cell = None
+        if tag in ("pre", "p"):  # blocks: the text after one starts a line
+            self._text("\n")
+        if tag in ("td", "th") and self.cells:
+            self.cells.pop()
+        elif tag == "table" and self.stack:
+            self.stack.pop()
+
+    def _text(self, data):
+        for c in self.cells:
+            c["text"] += data
 
     def handle_data(self, data):
-        if self.cell is not None:
-            self.cell["text"] += data
+        self._text(data)
 
-    def table(self, section: str, first: str) -> list:
-        """The rows (header -> cell) of the table in ``section`` whose first header is ``first``."""
+    def table(self, section: str, first: str, rows: str = "") -> list:
+        """The rows (header -> cell) of the top-level table in ``section`` (an h2 or h3 id)
+        whose first header is ``first``; ``rows``: only rows of that class (a findings
+        table's "cause" rows; its "more" rows are :meth:`details_rows`)."""
+        out, found = [], False
         for t in self.tables:
-            head = [c["text"] for c in t["rows"][0]]
-            if t["section"] == section and head[0] == first:
-                return [dict(zip(head, r)) for r in t["rows"][1:]]
-        raise AssertionError(f"no table {first!r} in section {section!r}")
+            head = [c["text"] for c in t["rows"][0]["cells"]]
+            if section in (t["section"], t["sub"]) and head[0] == first and not t["nested"]:
+                found = True
+                out += [dict(zip(head, r["cells"])) for r in t["rows"][1:]
+                        if r["class"] != "more" and (not rows or r["class"] == rows)]
+        if not found:
+            raise AssertionError(f"no table {first!r} in section {section!r}")
+        return out
+
+    def fingerprints(self, section: str) -> list:
+        """The rows (header -> cell) of the fingerprint tables nested in the details rows of ``section``."""
+        out = []
+        for t in self.tables:
+            head = [c["text"] for c in t["rows"][0]["cells"]]
+            if t["nested"] and section in (t["section"], t["sub"]) and head[0] == "fingerprint":
+                out += [dict(zip(head, r["cells"])) for r in t["rows"][1:]]
+        return out
+
+    def details_rows(self, section: str) -> list:
+        """The text of each details row ("more") of the findings tables in ``section``."""
+        return [r["cells"][0]["text"] for t in self.tables if section in (t["section"], t["sub"])
+                for r in t["rows"] if r["class"] == "more"]
 
 
 def _read(path: str) -> str:
@@ -87,8 +127,26 @@ VERSIONS = {TVM: {"name": "tvm", "version": "0.27.0", "device": "cpu", "opt_leve
 EVIL = "Sigmoid(float32;mode=<script>alert(1)</script>&x)"
 
 
-def _v(backend, verdict="pass", fp=None, cluster=None, typed="", flaky=False, more=()):
-    v = {"backend": backend, "verdict": verdict, "versions": VERSIONS[backend], "detail": ""}
+#: A compiler's error as the worker catches it: several lines, one of them a long unbroken
+#: C++ signature (the page must wrap it, not widen for it), and the frames it was raised at.
+LONG_TOKEN = "tvm::relax::InferBinaryArithOpOutDtype<" + "tvm::ffi::Array<tvm::PrimExpr,void>," * 12 + ">"
+ERROR_C = {"type": "InternalError", "stage": "compile",
+           "message": "Check failed: shape.size() == indices.size() (1 vs. 0) : Tensor dimension mismatch\n"
+                      + "\n".join(f"  {k}: {LONG_TOKEN if k == 3 else 'frame text of the backtrace'}"
+                                   for k in range(14)),
+           "frames": ["onnx_frontend.py:_convert_operator", "tensor.cc:tvm::te::Tensor::IndexTensor"]}
+ERROR_B = {"type": "WorkerDied", "message": "worker died: killed by SIGSEGV", "stage": "run", "frames": []}
+REFUSAL = {"type": "NotImplemented", "stage": "compile", "frames": [],
+           "message": "Could not find an implementation for Celu(12) node with name 'n1'"}
+#: What the reduced repro of fpC fails with (repro.json): the row shows it first.
+REDUCED_C = "InternalError: Check failed: shape.size() == indices.size() (1 vs. 0) on the reduced model"
+
+
+def _v(backend, verdict="pass", fp=None, cluster=None, typed="", flaky=False, more=(), error=None, detail=""):
+    v = {"backend": backend, "verdict": verdict, "versions": VERSIONS[backend], "detail": detail}
+    if error:
+        v["error"] = error
+        v["detail"] = f"{error['type']}: {error['message']}"[:2000]
     if fp:
         v["identity"] = {"fingerprint": fp, "cluster": cluster or fp, "typed": typed, "pattern": typed.split("(")[0],
                          "text": f"{verdict} :: {typed}", "cluster_text": f"{verdict} in {typed}"}
@@ -100,13 +158,20 @@ def _v(backend, verdict="pass", fp=None, cluster=None, typed="", flaky=False, mo
 
 def _cases():
     """(case id, [tvm verdict, ort verdict], bundle?) of the fixture's six cases."""
-    behind = dict(_v(TVM, "mismatch", "fpD", "clC", "Neg(float32)"), bundle="cases/c3-cut")
+    behind = dict(_v(TVM, "mismatch", "fpD", "clC", "Neg(float32)", detail="output 0: 2 of 6 values differ"),
+                  bundle="cases/c3-cut", cut=[0])
+    refused = dict(_v(ORT, "unsupported", error=REFUSAL),
+                   residual={"cuts": [{"for": "unsupported", "operators": [1], "rest": "crash"}],
+                             "stopped": "the rest passes"},
+                   more=[dict(_v(ORT, "crash", "fpF", "clF", "Add(float32)", error=ERROR_B),
+                              bundle="cases/c4/cut1-ort-cpu", cut=[1])])
     return [
         ("c0", [_v(TVM), _v(ORT)], False),
-        ("c1", [_v(TVM, "mismatch", "fpA", "clA", EVIL), _v(ORT)], True),
-        ("c2", [_v(TVM, "mismatch", "fpA", "clA", EVIL), _v(ORT, "crash", "fpB", "clB", "Relu(float32)")], True),
-        ("c3", [_v(TVM, "compile_error", "fpC", "clC", "Abs(float32)", more=[behind]), _v(ORT)], True),
-        ("c4", [_v(TVM, "mismatch", "fpE", "clE", "Tanh(float32)", flaky=True), _v(ORT, "unsupported")], False),
+        ("c1", [_v(TVM, "mismatch", "fpA", "clA", EVIL, detail="output 0: 3 of 6 values differ"), _v(ORT)], True),
+        ("c2", [_v(TVM, "mismatch", "fpA", "clA", EVIL, detail="output 0: 3 of 6 values differ"),
+                _v(ORT, "crash", "fpB", "clB", "Relu(float32)", error=ERROR_B)], True),
+        ("c3", [_v(TVM, "compile_error", "fpC", "clC", "Abs(float32)", more=[behind], error=ERROR_C), _v(ORT)], True),
+        ("c4", [_v(TVM, "mismatch", "fpE", "clE", "Tanh(float32)", flaky=True), refused], True),
         ("c5", [_v(TVM), _v(ORT, "reference_error")], True),
     ]
 
@@ -130,6 +195,18 @@ def _lines(path, docs) -> None:
         f.writelines(json.dumps(d, sort_keys=True) + "\n" for d in docs)
 
 
+def _reduced_model(path: str) -> None:
+    """fpC's reduced model: a Constant of a few floats feeding a Sub, as ONNX names them."""
+    import onnx
+    from onnx import TensorProto, helper
+
+    nodes = [helper.make_node("Constant", [], ["k"], value_floats=[0.5, 2.0]),
+             helper.make_node("Sub", ["x", "k"], ["y"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)]), path)
+
+
 def make_folder(root: str, coverage: bool = True, decided: bool = True) -> str:
     d = os.path.join(root, "run")
     os.makedirs(d)
@@ -139,6 +216,7 @@ def make_folder(root: str, coverage: bool = True, decided: bool = True) -> str:
     records, timings = [], []
     for k, (case, verdicts, bundle) in enumerate(_cases()):
         rec = {"case": case, "index": k, "kind": "batch", "campaign": "nightly", "verdicts": verdicts,
+               "operators": ["Add", "Celu"] if case == "c4" else ["Add", "Relu"],
                "reference": {"versions": {"name": "torch", "version": "2.13.0", "device": "cpu"}}}
         if bundle:
             rec["bundle"] = f"cases/{case}"
@@ -147,11 +225,14 @@ def make_folder(root: str, coverage: bool = True, decided: bool = True) -> str:
         timings.append({"case": case, "backends": {TVM: {"compile_s": 0.1, "rewrites": REWRITES[case]},
                                                    ORT: {"compile_s": 0.1}}})
     os.makedirs(os.path.join(d, "cases", "c3-cut"))
-    for fp in ("fpA", "fpC"):  # reduced repros; fpB, fpD, fpE were not reduced
+    os.makedirs(os.path.join(d, "cases", "c4", "cut1-ort-cpu"))
+    for fp in ("fpA", "fpC"):  # reduced repros; fpB, fpD, fpE, fpF were not reduced
         os.makedirs(os.path.join(d, "repros", fp))
-        _lines(os.path.join(d, "repros", fp, "repro.json"), [{"fingerprint": fp}])
+        _lines(os.path.join(d, "repros", fp, "repro.json"),
+               [{"fingerprint": fp, "detail": REDUCED_C if fp == "fpC" else "output 0: 1 of 1 values differ"}])
         with open(os.path.join(d, "repros", fp, "repro.py"), "w") as f:
             f.write("print('repro')\n")
+    _reduced_model(os.path.join(d, "repros", "fpC", "model.onnx"))
     with open(os.path.join(d, "run.json"), "w") as f:
         json.dump(manifest, f)
     _lines(os.path.join(d, "results.jsonl"), records)
@@ -167,7 +248,8 @@ def make_folder(root: str, coverage: bool = True, decided: bool = True) -> str:
         g = lambda fp, b, cls: {"fingerprint": fp, "backend": b, "class": cls}  # noqa: E731
         with open(os.path.join(d, "verdict.json"), "w") as f:
             json.dump({"cases": 6, "result": "fail", "exit_code": 1, "fail_on": "new", "novelty": "baseline",
-                       "new": [g("fpA", TVM, "new"), g("fpB", ORT, "new"), g("fpD", TVM, "new")],
+                       "new": [g("fpA", TVM, "new"), g("fpB", ORT, "new"), g("fpD", TVM, "new"),
+                               g("fpF", ORT, "new")],
                        "known": [g("fpC", TVM, "known")], "flaky": [g("fpE", TVM, "flaky")],
                        "regressions": [], "pre_existing": []}, f)
     return d
@@ -188,44 +270,111 @@ def test_verdict_counts_per_backend(tmp_path):
                           "unsupported": "1", "reference_error": "1", "all cases": "6"}}
 
 
-def test_each_distinct_finding_is_listed_once_with_working_relative_links(tmp_path):
+def _ids(page: _Page, section: str) -> list:
+    return [r["id"]["text"].split("\n")[0] for r in page.table(section, "what went wrong")]
+
+
+def test_one_row_per_cause_in_its_class_with_working_relative_links(tmp_path):
     d = make_folder(str(tmp_path))
     html_path = report(d)
     page = _Page(_read(html_path))
-    rows = page.table("findings", "backend")
-    fps = [r["finding (reduced to)"]["text"].split("\n")[0] for r in rows]
-    assert fps == ["fpA", "fpB", "fpC", "fpD", "fpE"]  # once each, by first case; the reference error is none
-    by = {fp: r for fp, r in zip(fps, rows)}
-    assert {fp: by[fp]["class"]["text"] for fp in fps} == {"fpA": "new", "fpB": "new", "fpC": "known",
-                                                          "fpD": "new", "fpE": "flaky"}
-    assert by["fpA"]["cases"]["text"] == "2" and by["fpA"]["first case"]["text"] == "c1"
-    assert by["fpD"]["first case"]["text"] == "c3"  # found behind fpC in c3, its own cut bundle linked
-    assert EVIL in by["fpA"]["finding (reduced to)"]["text"]  # shown as text ...
+    # clC holds fpC (known) and fpD (new): one cause, in its most severe class
+    assert _ids(page, "findings-new") == ["clA", "clB", "clC", "clF"]
+    assert _ids(page, "findings-flaky") == ["clE"]
+    with pytest.raises(AssertionError):
+        page.table("findings-known", "what went wrong")
+    rows = {r["id"]["text"].split("\n")[0]: r for r in page.table("findings", "what went wrong")}
+    assert "+1 fingerprint(s)" in rows["clC"]["id"]["text"] and rows["clA"]["cases"]["text"] == "2"
+    fps = {r["fingerprint"]["text"]: r for r in page.fingerprints("findings")}
+    assert list(fps) == ["fpA", "fpB", "fpC", "fpD", "fpF", "fpE"]  # each finding once, under its cause
+    assert {fp: r["class"]["text"] for fp, r in fps.items()} == {
+        "fpA": "new", "fpB": "new", "fpC": "known", "fpD": "new", "fpF": "new", "fpE": "flaky"}
+    assert fps["fpD"]["first case"]["links"] == ["cases/c3-cut/"]  # found behind fpC in c3: its cut bundle
+    assert EVIL in fps["fpA"]["dlgate's pattern"]["text"]  # shown as text ...
     assert page.scripts == 0 and "<script>alert" not in _read(html_path)  # ... never as markup
-    want = {"fpA": ["cases/c1/", "repros/fpA/", "repros/fpA/repro.py"], "fpB": ["cases/c2/"],
-            "fpC": ["cases/c3/", "repros/fpC/", "repros/fpC/repro.py"], "fpD": ["cases/c3-cut/"], "fpE": []}
-    for fp, targets in want.items():
-        links = by[fp]["first case"]["links"] + by[fp]["repro"]["links"]
-        assert links == targets, fp
-        for href in links:
-            assert os.path.exists(_target(html_path, href)), href
-    assert by["fpB"]["repro"]["text"] == "not reduced"
+    # the repro command first: the reduced repro, else the bundle the finding showed in
+    cmds = {k: r["reproduce"]["text"].split("\n")[0] for k, r in rows.items()}
+    assert cmds == {"clA": "python repros/fpA/repro.py", "clB": "dlgate check cases/c2 --backend ort",
+                    "clC": "python repros/fpC/repro.py", "clE": "dlgate check cases/c4 --backend tvm",
+                    "clF": "dlgate check cases/c4/cut1-ort-cpu --backend ort"}
+    assert rows["clA"]["reproduce"]["links"] == ["repros/fpA/", "cases/c1/"]
+    links = [h for r in rows.values() for c in r.values() for h in c["links"]] + \
+        [h for r in fps.values() for c in r.values() for h in c["links"]]
+    assert len(links) >= 12
+    for href in links:
+        assert os.path.exists(_target(html_path, href)), href
+    # operators in ONNX's names, from the reduced model; dlgate's pattern only in the details
+    assert rows["clC"]["reduced to (ONNX)"]["text"].startswith("Constant(value_floats=[0.5, 2]) → Sub(float32")
+    assert "Abs(float32)" not in rows["clC"]["reduced to (ONNX)"]["text"]
+    assert fps["fpC"]["dlgate's pattern"]["text"] == "Abs(float32)"
     # the page written elsewhere links the same files
     other = str(tmp_path / "pages" / "nightly.html")
     report(d, "--out", other)
     moved = _Page(_read(other))
-    for r in moved.table("findings", "backend"):
-        for href in r["first case"]["links"] + r["repro"]["links"]:
+    for r in moved.table("findings", "what went wrong") + moved.fingerprints("findings"):
+        for href in [h for c in r.values() for h in c["links"]]:
             assert href.startswith("../run/") and os.path.exists(_target(other, href)), href
     assert [os.path.exists(_target(other, i["src"])) for i in moved.images] == [True, True, True]
 
 
-def test_findings_curves_count_distinct_confirmed_findings_and_causes(tmp_path):
-    f = load(make_folder(str(tmp_path)))
-    curves = S.finding_curves(f, S.findings(f))
-    # fpA at c1; fpB at c2; fpC and fpD at c3 share cause clC; fpE is only flaky
-    assert curves[TVM] == {"findings": [0, 1, 1, 3, 3, 3], "causes": [0, 1, 1, 2, 2, 2]}
-    assert curves[ORT] == {"findings": [0, 0, 1, 1, 1, 1], "causes": [0, 0, 1, 1, 1, 1]}
+def test_the_compilers_own_message_is_shown_first_and_whole_in_the_details(tmp_path):
+    page = _Page(_read(report(make_folder(str(tmp_path)))))
+    rows = {r["id"]["text"].split("\n")[0]: r for r in page.table("findings", "what went wrong")}
+    what = rows["clC"]["what went wrong"]["text"]
+    assert what.startswith("compile_error on tvm[cpu]") and REDUCED_C in what  # the reduced repro's message
+    assert "WorkerDied: worker died: killed by SIGSEGV" in rows["clB"]["what went wrong"]["text"]
+    assert "output 0: 1 of 1 values differ" in rows["clA"]["what went wrong"]["text"]
+    details = dict(zip(_ids(page, "findings-new"), page.details_rows("findings-new")))
+    full = "InternalError: " + ERROR_C["message"]
+    assert full in details["clC"] and LONG_TOKEN in details["clC"]  # every line, as the worker caught it
+    assert "tensor.cc:tvm::te::Tensor::IndexTensor" in details["clC"]  # where it was raised
+    assert "clC" in details["clC"] and "compile_error in Abs(float32)" in details["clC"]  # the normalized key
+    # a message of many lines shows its first lines in the row
+    d = make_folder(str(tmp_path / "b"))  # without fpC's repro: the case's own message
+    shutil.rmtree(os.path.join(d, "repros", "fpC"))
+    rows = {r["id"]["text"].split("\n")[0]: r for r in _Page(_read(report(d))).table("findings", "what went wrong")}
+    what = rows["clC"]["what went wrong"]["text"]
+    assert "Check failed: shape.size() == indices.size()" in what and "whole message in the details" in what
+    assert "13: frame text" not in what
+    assert LONG_TOKEN[:100] in what and LONG_TOKEN not in what
+
+
+def test_the_operators_a_backend_refused_are_listed(tmp_path):
+    page = _Page(_read(report(make_folder(str(tmp_path)))))
+    refused = page.table("refused", "operator (ONNX)")
+    assert [{k: c["text"] for k, c in r.items()} for r in refused] == [
+        {"operator (ONNX)": "Celu", "backend": ORT, "cases": "1", "first case": "c4",
+         "message": "NotImplemented: " + REFUSAL["message"]}]
+    rows = {r["id"]["text"].split("\n")[0]: r for r in page.table("findings", "what went wrong")}
+    assert "Found in sub-model cut1 of its case, once the operator(s) it refuses (Celu) were cut out." in \
+        " ".join(rows["clF"]["what went wrong"]["text"].split())
+    assert "once the operators of an earlier failure were cut out" in \
+        " ".join(rows["clC"]["what went wrong"]["text"].split())
+
+
+def test_a_refusal_that_names_no_operator_of_the_case_says_so(tmp_path):
+    d = make_folder(str(tmp_path))
+    recs = read_records(os.path.join(d, "results.jsonl"))
+    for r in recs:
+        r["operators"] = ["Add", "Relu"]  # Celu, which the message names, is not among them
+    _lines(os.path.join(d, "results.jsonl"), recs)
+    refused = _Page(_read(report(d))).table("refused", "operator (ONNX)")
+    assert [r["operator (ONNX)"]["text"] for r in refused] == ["not named by the message"]
+
+
+def test_dlgates_coverage_internals_are_closed_at_the_end(tmp_path):
+    text = _read(report(make_folder(str(tmp_path))))
+    page = _Page(text)
+    assert [x["section"] for x in page.details][-1] == "internals" and not page.details[-1]["open"]
+    heads = [m for m in ("findings", "refused", "files", "internals") if f'<h2 id="{m}"' in text]
+    assert heads == ["findings", "refused", "files", "internals"]
+    assert text.index('<h2 id="internals"') > max(text.index(f'<h2 id="{h}"') for h in heads[:-1])
+    assert text.count("<h2 ") - 1 == text[: text.index('<h2 id="internals"')].count("<h2 ")  # the last section
+    tail = text[text.index('<h2 id="internals"'):]
+    for inside in ('id="coverage"', 'id="stats"', "<img"):
+        assert inside in tail and inside not in text[: text.index('<h2 id="internals"')], inside
+    for t in ("criterion", "metric"):
+        assert any(x["section"] == "internals" for x in page.tables if x["rows"][0]["cells"][0]["text"] == t)
 
 
 def test_coverage_curves_are_monotone_and_count_distinct_features(tmp_path):
@@ -273,8 +422,9 @@ def test_an_undecided_folder_says_so(tmp_path):
     d = make_folder(str(tmp_path), decided=False)
     text = _read(report(d))
     assert "no verdict.json: the gate has not decided this folder" in text
-    classes = [r["class"]["text"] for r in _Page(text).table("findings", "backend")]
-    assert classes == ["undecided"] * 4 + ["flaky"]
+    page = _Page(text)
+    assert _ids(page, "findings-undecided") == ["clA", "clB", "clC", "clF"] and _ids(page, "findings-flaky") == ["clE"]
+    assert [r["class"]["text"] for r in page.fingerprints("findings")] == ["undecided"] * 5 + ["flaky"]
 
 
 def test_the_page_and_plots_are_deterministic(tmp_path):
@@ -417,7 +567,7 @@ def test_chromium_renders_the_tables_and_loads_every_plot(tmp_path):
     dom = rendered(page_path, str(tmp_path))
     page = _Page(dom)
     assert [r["backend"]["text"] for r in page.table("verdicts", "backend")] == [TVM, ORT]
-    assert len(page.table("findings", "backend")) == 5
+    assert len(page.table("findings", "what went wrong")) == 5
     assert_plots_loaded(dom, 3)
     # a plot missing or broken is caught
     os.unlink(os.path.join(d, "report", "findings.png"))
@@ -427,6 +577,134 @@ def test_chromium_renders_the_tables_and_loads_every_plot(tmp_path):
     with pytest.raises(AssertionError, match="findings.png.*features.png"):
         assert_plots_loaded(dom, 3)
     assert [i.get("data-loaded") for i in _Page(dom).images] == ["no", "no", "yes"]
+
+
+# -- layout, as Chromium draws it ----------------------------------------------------------------
+#: Added to a copy of the page: once it has loaded, writes the boxes the layout checks need
+#: (viewport and document widths, each top-level table and its header cells, the repro
+#: commands and messages of the findings rows with their line heights, the h2 headings, the
+#: internals' <details>) into the body's data-layout attribute, which --dump-dom returns.
+_LAYOUT = """<script>
+addEventListener('load', () => {
+  const box = e => { const b = e.getBoundingClientRect(); return {left: b.left, top: b.top + scrollY,
+                                                                  right: b.right, bottom: b.bottom + scrollY}; };
+  const text = e => Object.assign(box(e), {line: parseFloat(getComputedStyle(e).lineHeight)});
+  const tables = [...document.querySelectorAll('table')].filter(t => !t.parentElement.closest('table'));
+  const internals = document.querySelector('#internals + details');
+  document.body.dataset.layout = JSON.stringify({
+    width: innerWidth, scrollWidth: document.documentElement.scrollWidth,
+    tables: tables.map(t => Object.assign(box(t), {cls: t.className, visible: t.checkVisibility(),
+                                                   heads: [...t.rows[0].cells].map(box)})),
+    causes: [...document.querySelectorAll('table.findings tr.cause')].map(r => box(r)),
+    cmds: [...document.querySelectorAll('tr.cause pre.cmd')].map(text),
+    msgs: [...document.querySelectorAll('tr.cause pre.msg')].map(text),
+    h2: [...document.querySelectorAll('h2')].map(h => Object.assign(box(h), {id: h.id})),
+    internals: internals && {open: internals.open, box: box(internals),
+                             hidden: [...internals.querySelectorAll('img, table')].every(e => !e.checkVisibility())}
+  });
+});
+</script>"""
+
+
+def layout(page: str, tmp: str, width: int, height: int = 2400) -> dict:
+    """The boxes :data:`_LAYOUT` records for ``page`` in a ``width`` x ``height`` window."""
+    probe = page[: -len(".html")] + f".layout{width}.html"
+    with open(probe, "w", encoding="utf-8") as f:
+        f.write(_read(page).replace("</body>", _LAYOUT + "</body>"))
+    try:
+        got = _chrome(tmp, f"--window-size={width},{height}", "--virtual-time-budget=10000", "--dump-dom",
+                      "file://" + probe)
+    finally:
+        os.unlink(probe)
+    assert got.returncode == 0, got.stderr[-2000:]
+    body = [a for tag, a in _tags(got.stdout) if tag == "body"]
+    assert body and "data-layout" in body[0], "the layout probe did not run"
+    return json.loads(body[0]["data-layout"])
+
+
+def _tags(text: str) -> list:
+    out = []
+
+    class P(HTMLParser):
+        def handle_starttag(self, tag, attrs):
+            out.append((tag, dict(attrs)))
+
+    P().feed(text)
+    return out
+
+
+def screenshot(page: str, tmp: str, width: int, height: int = 2400):
+    """The page as Chromium draws it in a ``width`` x ``height`` window: an RGB array."""
+    from matplotlib.image import imread
+
+    shot = os.path.join(tmp, f"page-{width}.png")
+    got = _chrome(tmp, f"--window-size={width},{height}", f"--screenshot={shot}", "file://" + page)
+    assert got.returncode == 0 and os.path.isfile(shot), got.stderr[-2000:]
+    pixels = imread(shot)[..., :3]
+    assert pixels.shape[:2] == (height, width)  # a real screenshot, of the window asked for
+    return pixels
+
+
+def assert_fits(page: str, tmp: str, width: int) -> dict:
+    """The findings fit a ``width``-pixel window: checked on Chromium's boxes and on its
+    screenshot. Returns the boxes."""
+    got = layout(page, tmp, width)
+    assert got["width"] == width
+    assert got["scrollWidth"] <= width, f"the page scrolls sideways: {got['scrollWidth']} > {width}"
+    shown = [t for t in got["tables"] if t["visible"]]
+    findings = [t for t in shown if "findings" in t["cls"].split()]
+    assert findings
+    for t in shown:
+        assert t["right"] <= width - 8, (t["cls"], t["right"], width)  # inside the page's margin
+        assert t["heads"][-1]["right"] <= t["right"] + 1  # the last column is on the page
+    for t in findings:
+        assert t["right"] - t["left"] >= 0.85 * min(width - 48, 1500)  # the table uses the width it has
+        assert [h["top"] for h in t["heads"]] == [t["heads"][0]["top"]] * len(t["heads"])  # one header row
+    assert got["cmds"] and got["msgs"]
+    for c in got["cmds"]:  # the repro command wraps into a few lines, never a few characters a line
+        assert c["right"] - c["left"] >= 200 and c["bottom"] - c["top"] <= 4 * c["line"] + 20, c
+    for m in got["msgs"]:
+        assert m["right"] - m["left"] >= 380, m
+    # the internals: closed, drawn nothing, below every other section
+    assert got["internals"] and not got["internals"]["open"] and got["internals"]["hidden"]
+    assert got["h2"][-1]["id"] == "internals"
+    assert got["internals"]["box"]["bottom"] - got["internals"]["box"]["top"] < 80
+    # the screenshot: nothing drawn in the right margin (a table wider than the window would
+    # run through it), and the findings table's right border where the boxes put it
+    pixels = screenshot(page, tmp, width)
+    margin = pixels[:, width - 6:, :]
+    assert margin.min() > 0.97, "something is drawn in the right margin of the window"
+    first = findings[0]
+    assert first["bottom"] < pixels.shape[0], "the findings table starts below the screenshot"
+    x, y = int(round(first["right"])) - 1, int((first["heads"][0]["top"] + first["heads"][0]["bottom"]) / 2)
+    assert pixels[y, x - 1: x + 2].min() < 0.9, "no table border where Chromium's boxes put it"
+    assert pixels[y, x + 3: x + 12].min() > 0.97, "the page goes on right of the table"
+    return got
+
+
+@pytest.mark.parametrize("width", [1280, 1920])
+def test_the_findings_fit_the_window_in_chromium(tmp_path, width):
+    page = report(make_folder(str(tmp_path)))
+    got = assert_fits(page, str(tmp_path), width)
+    assert [t["right"] <= width - 8 for t in got["tables"] if "refusals" in t["cls"].split()] == [True]
+    # the message of many lines is clipped in the row: its box is a few lines, not the whole message
+    assert max(m["bottom"] - m["top"] for m in got["msgs"]) <= (12 if width == 1280 else 11) * got["msgs"][0]["line"]
+
+
+def test_the_layout_check_catches_a_page_that_does_not_fit(tmp_path):
+    """The check fails on a page whose findings table is wider than the window, as the page
+    of an earlier dlgate was (its columns sized to their unbroken contents)."""
+    page = report(make_folder(str(tmp_path)))
+    text = _read(page)
+    with open(page, "w", encoding="utf-8") as f:
+        f.write(text.replace("table.fixed { table-layout: fixed; width: 100%; }",
+                             "table.fixed { width: 1500px; max-width: none; }"))
+    with pytest.raises(AssertionError):
+        assert_fits(page, str(tmp_path), 1280)
+    with open(page, "w", encoding="utf-8") as f:
+        f.write(text.replace('<pre class="cmd">', '<pre class="cmd" style="width: 3em">'))
+    with pytest.raises(AssertionError, match="'right'"):
+        assert_fits(page, str(tmp_path), 1280)
 
 
 # -- end to end: a tiny real run --------------------------------------------------------------
@@ -464,14 +742,16 @@ def test_end_to_end_on_a_real_run_in_chromium(tmp_path, monkeypatch):
     records = read_records(os.path.join(out, "results.jsonl"))
     counts = {r["backend"]["text"]: int(r["all cases"]["text"]) for r in page.table("verdicts", "backend")}
     assert counts == {"tests.test_html_report:SigmoidBug[cpu]": len(records), "onnxruntime[cpu]": len(records)}
-    rows = page.table("findings", "backend")
-    fps = [r["finding (reduced to)"]["text"].split("\n")[0] for r in rows]
+    rows = page.table("findings", "what went wrong")
+    fps = [r["fingerprint"]["text"] for r in page.fingerprints("findings")]
     assert fps and sorted(fps) == sorted({g["fingerprint"] for g in verdict["new"]}) and len(set(fps)) == len(fps)
-    for r in rows:
-        assert r["class"]["text"] == "new"
-        for href in r["first case"]["links"] + r["repro"]["links"]:
+    assert len(rows) == len({g.get("cause") or g["cluster"] for g in verdict["new"]})  # one row per cause
+    assert [r["class"]["text"] for r in page.fingerprints("findings")] == ["new"] * len(fps)
+    for r in rows + page.fingerprints("findings"):
+        for href in [h for c in r.values() for h in c["links"]]:
             assert os.path.exists(_target(page_path, href)), href
-    assert any(r["repro"]["links"] for r in rows)  # the reducer wrote a repro, and the page links it
+    assert any(r["reproduce"]["text"].startswith("python repros/") for r in rows)  # the reducer wrote a repro
+    assert all("Sigmoid" in r["reduced to (ONNX)"]["text"] for r in rows)  # the bug's operator, as ONNX names it
     cov = {r["criterion"]["text"]: int(r["distinct features in this run"]["text"])
            for r in page.table("coverage", "criterion")}
     feats = [x for line in open(os.path.join(out, "coverage.jsonl")) for x in json.loads(line)["features"]]
@@ -481,10 +761,6 @@ def test_end_to_end_on_a_real_run_in_chromium(tmp_path, monkeypatch):
              for r in page.table("coverage", "backend")}
     assert kinds["onnxruntime[cpu]"] == len(stats["rewrites"]["onnxruntime[cpu]"])
     assert_plots_loaded(dom, 3)
-    shot = str(tmp_path / "page.png")
-    got = _chrome(str(tmp_path), "--window-size=1200,2400", f"--screenshot={shot}", "file://" + page_path)
-    assert got.returncode == 0 and os.path.getsize(shot) > 10_000, got.stderr[-2000:]
-    from matplotlib.image import imread
-
-    pixels = imread(shot)
-    assert pixels.shape[:2] == (2400, 1200) and pixels[..., :3].std() > 0.05  # drawn, not a blank page
+    assert_fits(page_path, str(tmp_path), 1280)
+    pixels = screenshot(page_path, str(tmp_path), 1200)
+    assert pixels.std() > 0.05  # drawn, not a blank page

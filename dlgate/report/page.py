@@ -12,9 +12,13 @@ files: the same folder gives the same bytes (no clock, no machine name).
 from __future__ import annotations
 
 import html
+import json
 import os
 from urllib.parse import quote
 
+from dlgate import opnames as N
+from dlgate.gate import decide as D
+from dlgate.gate.report import repro_command
 from dlgate.report import series as S
 from dlgate.report.load import ReportError, RunFolder, load
 from dlgate.report.plots import Line, curve_plot
@@ -27,18 +31,30 @@ FILES = ("summary.md", "junit.xml", "verdict.json", "run.json", "stats.json", "r
          "coverage.jsonl", "coverage-state.json")
 
 _CSS = """
-body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 1.5em auto; max-width: 1100px;
-       padding: 0 1em; color: #1f2328; line-height: 1.45; }
-h1 { font-size: 1.5em; border-bottom: 1px solid #d0d7de; padding-bottom: .3em; }
+body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 1.5em auto; max-width: 1500px;
+       padding: 0 1.5em; color: #1f2328; line-height: 1.45; }
+h1 { font-size: 1.5em; border-bottom: 1px solid #d0d7de; padding-bottom: .3em; overflow-wrap: anywhere; }
 h2 { font-size: 1.2em; margin-top: 1.8em; border-bottom: 1px solid #d0d7de; padding-bottom: .2em; }
-table { border-collapse: collapse; margin: .6em 0; font-size: .92em; }
+h3 { font-size: 1.05em; margin-top: 1.4em; }
+table { border-collapse: collapse; margin: .6em 0; font-size: .92em; max-width: 100%; }
+table.fixed { table-layout: fixed; width: 100%; }
 th, td { border: 1px solid #d0d7de; padding: .3em .6em; text-align: left; vertical-align: top;
-         overflow-wrap: break-word; }
-th { background: #f6f8fa; white-space: nowrap; }
-td code, td a, .w { overflow-wrap: anywhere; }
+         overflow-wrap: anywhere; }
+th { background: #f6f8fa; }
 tr:nth-child(even) td { background: #fafbfc; }
+table.findings tr.cause td { background: #fff; border-bottom: none; }
+table.findings tr.more td { background: #fff; border-top: none; padding-top: 0; }
+col.c-what { width: 40%; } col.c-repro { width: 24%; } col.c-ops { width: 18%; } col.c-cases { width: 6%; }
+col.c-id { width: 12%; }
 td.n { text-align: right; font-variant-numeric: tabular-nums; }
-code { font-family: ui-monospace, "SFMono-Regular", Menlo, monospace; font-size: .9em; }
+code, pre { font-family: ui-monospace, "SFMono-Regular", Menlo, monospace; font-size: .9em; }
+code, .w { overflow-wrap: anywhere; }
+pre.msg, pre.cmd, pre.frames { white-space: pre-wrap; overflow-wrap: anywhere; margin: .3em 0; padding: .4em .5em;
+                   background: #f6f8fa; border-radius: 4px; }
+pre.msg { border-left: 3px solid #cf222e; }
+.verdict { font-weight: 600; }
+p.behind { margin: .3em 0 0; font-size: .92em; }
+details > summary { cursor: pointer; color: #0969da; }
 img { max-width: 100%; height: auto; border: 1px solid #d0d7de; margin: .4em 0; }
 .note { color: #59636e; }
 .fail { color: #cf222e; font-weight: 600; } .pass { color: #1a7f37; font-weight: 600; }
@@ -63,9 +79,13 @@ class _Links:
         return f'<a href="{_e(self.href(rel, folder))}">{_e(text)}</a>'
 
 
-def _table(head: list, rows: list, numeric: set = frozenset()) -> str:
-    """A table of already-escaped cells; columns in ``numeric`` are right-aligned."""
-    out = ["<table>", "<tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>"]
+def _table(head: list, rows: list, numeric: set = frozenset(), cls: str = "", widths: tuple = ()) -> str:
+    """A table of already-escaped cells; columns in ``numeric`` are right-aligned; ``widths``
+    (percentages) fix the columns' widths (with ``cls="fixed"``: the table fits its page)."""
+    out = [f'<table class="{cls}">' if cls else "<table>"]
+    if widths:
+        out.append("<colgroup>" + "".join(f'<col style="width: {w}%">' for w in widths) + "</colgroup>")
+    out.append("<tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>")
     for r in rows:
         out.append("<tr>" + "".join(f'<td class="n">{c}</td>' if k in numeric else f"<td>{c}</td>"
                                     for k, c in enumerate(r)) + "</tr>")
@@ -154,26 +174,202 @@ def _verdicts(f: RunFolder) -> str:
     return _table(["backend"] + [_e(v) for v in cols] + ["all cases"], rows, set(range(1, len(cols) + 2)))
 
 
+#: A class's heading and what it means for the check, in the order the page lists them.
+_SECTIONS = ((D.NEW, "New failures", "fail the check"),
+             (D.REGRESSION, "Regressions: corpus cases that passed before", "fail the check"),
+             (D.PRE_EXISTING, "Pre-existing: the base build fails the same way", "do not fail the check"),
+             (D.KNOWN, "Known failures (in the baseline)", "do not fail the check"),
+             (S.UNDECIDED, "Undecided failures", "no verdict.json decides them"),
+             (D.FLAKY, "Flaky: did not reproduce on re-run", "do not fail the check"))
+#: Lines and characters of a message the row shows; the whole message is in its details.
+MESSAGE_LINES, MESSAGE_CHARS = 8, 600
+
+
+def _clip(text: str) -> tuple:
+    """``text``'s first lines, at most :data:`MESSAGE_LINES` and :data:`MESSAGE_CHARS`, and
+    whether anything was left out."""
+    lines = text.strip().splitlines()
+    shown = "\n".join(lines[:MESSAGE_LINES])
+    cut = len(lines) > MESSAGE_LINES
+    if len(shown) > MESSAGE_CHARS:
+        shown, cut = shown[:MESSAGE_CHARS].rstrip() + " …", True
+    return shown, cut
+
+
+def _repro_detail(f: RunFolder, x) -> str:
+    """What the reduced repro fails with (repro.json's ``detail``: the message ``repro.py``
+    prints), or "" without one."""
+    if not x.repro:
+        return ""
+    try:
+        with open(os.path.join(f.path, x.repro, "repro.json"), encoding="utf-8") as fh:
+            doc = json.load(fh)
+    except (OSError, ValueError):
+        return ""
+    return str(doc.get("detail") or "") if isinstance(doc, dict) else ""
+
+
+def _message(x) -> str:
+    """The backend's own message for finding ``x`` in its first case: the exception's type and
+    whole message as the worker caught it, else the verdict's detail (what differs, for a
+    wrong answer)."""
+    err = x.error or {}
+    if err.get("message") or err.get("type"):
+        return f"{err.get('type', '')}: {err.get('message', '')}".strip(": ")
+    return x.detail
+
+
+def _command(x) -> str:
+    if x.repro:
+        return f"python {x.repro}/repro.py"
+    return repro_command(x.sub_model or x.bundle, x.backend)
+
+
+def _reduced_to(f: RunFolder, x) -> str:
+    """The finding's operators in ONNX's names (:mod:`dlgate.opnames`), from its reduced model,
+    else the operator types of the model it showed in."""
+    text = N.folder_label(f.path, x.repro)
+    if text:
+        return text
+    ops = N.folder_op_types(f.path, x.sub_model or x.bundle) or []
+    more = f", … {len(ops) - 12} more" if len(ops) > 12 else ""  # a whole case can hold dozens of types
+    return f"not reduced: {', '.join(ops[:12])}{more}" if ops else "not reduced"
+
+
+def _cause_rows(found: list) -> list:
+    """The findings grouped by cause (backend and the gate's cause id), in the order of their
+    first finding; each cause's class the most severe of its findings'."""
+    out: dict = {}
+    for x in found:
+        out.setdefault((x.backend, x.cause_id), []).append(x)
+    return list(out.values())
+
+
+def _class_of(xs: list) -> str:
+    rank = {c: k for k, (c, _, _) in enumerate(_SECTIONS)}
+    return min((c for x in xs for c in (x.classes or [S.UNDECIDED])), key=lambda c: rank.get(c, len(rank)))
+
+
+def _cause(f: RunFolder, xs: list, links: _Links, cols: int) -> list:
+    """A cause's two rows: what went wrong, how to reproduce it, its operators, cases and id;
+    then its details (every finding, the whole message and frames, dlgate's own names)."""
+    x = xs[0]
+    shown = _repro_detail(f, x) or _message(x)
+    text, cut = _clip(shown)
+    more = ' <span class="note">(whole message in the details)</span>' if cut else ""
+    refused = list(dict.fromkeys(t for y in xs for t in y.behind_refused))
+    msg = f'<pre class="msg">{_e(text)}</pre>{more}' if text else '<p class="note">No message recorded.</p>'
+    what = f'<span class="verdict">{_e(x.verdict)}</span> on {_e(x.backend)}{msg}'
+    subs = sorted({os.path.basename(y.sub_model).split("-", 1)[0] for y in xs if y.sub_model})
+    if subs:
+        parts = (["the operators of an earlier failure"] if any(y.behind_failure for y in xs) or not refused else []) \
+            + ([f"the operator(s) it refuses ({', '.join(f'<code>{_e(t)}</code>' for t in refused)})"] if refused
+               else [])
+        why = " and ".join(parts)
+        what += (f'<p class="behind">Found in sub-model {_e(", ".join(subs))} of its case, once {why} were cut '
+                 "out.</p>")
+    cmd = _command(x)
+    repro = f'<pre class="cmd">{_e(cmd)}</pre>' if cmd else '<span class="note">no bundle to run</span>'
+    files = []
+    if x.repro:
+        files.append(links.a(x.repro, "repro folder", folder=True))
+    if x.sub_model or x.bundle:
+        files.append(links.a(x.sub_model or x.bundle, "case model", folder=True))
+    if files:
+        repro += " · ".join(files)
+    ops = "<br>".join(f"<code>{_e(_reduced_to(f, y))}</code>" for y in xs[:3])
+    if len(xs) > 3:
+        ops += f"<br>… {len(xs) - 3} more in the details"
+    n = len({c for y in xs for c in y.cases})
+    ident = f"<code>{_e(x.cluster)}</code>" + (f"<br>+{len(xs) - 1} fingerprint(s)" if len(xs) > 1 else "")
+    main = (f'<tr class="cause"><td class="what">{what}</td><td>{repro}</td><td>{ops}</td>'
+            f'<td class="n">{n}</td><td>{ident}</td></tr>')
+    return [main, f'<tr class="more"><td colspan="{cols}">{_details(f, xs, links)}</td></tr>']
+
+
+def _details(f: RunFolder, xs: list, links: _Links) -> str:
+    x = xs[0]
+    out = ['<details><summary>Details: the whole message, where it was raised, every fingerprint, '
+           "dlgate's own names</summary>"]
+    reduced = _repro_detail(f, x)
+    if reduced:
+        out.append(f"<p>The reduced repro fails with (<code>{_e(x.repro)}/repro.json</code>):</p>"
+                   f'<pre class="msg">{_e(reduced)}</pre>')
+    if _message(x):
+        out.append(f"<p>In its first case, <code>{_e(x.first_case)}</code>:</p>"
+                   f'<pre class="msg">{_e(_message(x))}</pre>')
+    frames = (x.error or {}).get("frames") or []
+    if frames:
+        out.append(f"<p>Raised at ({_e((x.error or {}).get('stage', ''))} stage; innermost last):</p>"
+                   f'<pre class="frames">{_e(chr(10).join(str(fr) for fr in frames))}</pre>')
+    rows = []
+    for y in xs:
+        first = links.a(y.sub_model or y.bundle, y.first_case, folder=True) if (y.sub_model or y.bundle) \
+            else _e(y.first_case)
+        repro = links.a(y.repro + "/repro.py", f"{y.repro}/repro.py") if y.repro and \
+            os.path.isfile(os.path.join(f.path, y.repro, "repro.py")) else "not reduced"
+        rows.append([f"<code>{_e(y.fingerprint)}</code>", _e(", ".join(y.classes) or "?"),
+                     f"<code>{_e(_reduced_to(f, y))}</code>", first, str(len(y.cases)), repro,
+                     f"<code>{_e(y.typed)}</code>"])
+    out.append(_table(["fingerprint", "class", "reduced to (ONNX)", "first case", "cases", "repro",
+                       "dlgate's pattern"], rows, {4}, cls="fixed", widths=(13, 8, 22, 12, 6, 17, 22)))
+    out.append(f'<p class="note">The cause (how dlgate groups failures; <code>{_e(x.cause_id)}</code>), '
+               f"normalized: <code>{_e(x.cause)}</code></p>")
+    out.append("</details>")
+    return "\n".join(out)
+
+
 def _findings(f: RunFolder, found: list, links: _Links) -> str:
     if not found:
         return "<p>No finding: no backend failed on any case.</p>" if f.records else "<p>No finding yet.</p>"
-    rows = []
-    for x in found:
-        first = links.a(x.bundle, x.first_case, folder=True) if x.bundle else _e(x.first_case)
-        repro = "not reduced"
-        if x.repro:
-            repro = links.a(x.repro, x.repro + "/", folder=True)
-            if os.path.isfile(os.path.join(f.path, x.repro, "repro.py")):
-                repro += " · " + links.a(x.repro + "/repro.py", "repro.py")
-        rows.append([f'<span class="w">{_e(x.backend)}</span>', _e(", ".join(x.classes) or "?"), _e(x.verdict),
-                     f"<code>{_e(x.fingerprint)}</code><br>{_e(x.typed)}",
-                     f"<code>{_e(x.cluster)}</code><br>{_e(x.cause)}", first, str(len(x.cases)), repro])
-    causes = len({(x.backend, x.cluster) for x in found})
+    groups = _cause_rows(found)
     flaky = sum(x.confirmed_at is None for x in found)
-    text = (f"<p>{len(found)} distinct finding(s) (fingerprints), {causes} distinct cause(s) (clusters)"
-            + (f"; {flaky} of them only flaky (not reproduced on re-run)" if flaky else "") + ".</p>")
-    return text + _table(["backend", "class", "verdict", "finding (reduced to)", "cause", "first case", "cases",
-                          "repro"], rows, {6})
+    behind = [x for x in found if x.sub_model]
+    refused = [x for x in behind if x.behind_refused]
+    out = [f"<p>{len(groups)} distinct cause(s) of {len(found)} distinct finding(s) (reduced models, by "
+           "fingerprint); each row is one cause: the message the compiler gave, the command that reproduces "
+           "it (from the run folder), the operators it reduces to in ONNX's names, and the id to quote (its "
+           "cluster). The details row under each holds the rest."
+           + (f" {flaky} finding(s) only flaky (not reproduced on re-run)." if flaky else "") + "</p>"]
+    if behind:
+        out.append(f"<p>{len(behind)} finding(s) showed in a sub-model of their case, once the operators of an "
+                   "earlier failure" + (f" or an operator the compiler refuses ({len(refused)} of them)"
+                                        if refused else "")
+                   + " were cut out: failures of the compiler on a valid model like any other.</p>")
+    by_class: dict = {}
+    for xs in groups:
+        by_class.setdefault(_class_of(xs), []).append(xs)
+    head = ["what went wrong", "reproduce", "reduced to (ONNX)", "cases", "id"]
+    for cls, title, means in _SECTIONS:
+        if cls not in by_class:
+            continue
+        rows = [r for xs in by_class[cls] for r in _cause(f, xs, links, len(head))]
+        out.append(f'<h3 id="findings-{_e(cls)}">{_e(title)} ({_e(means)}): {len(by_class[cls])} cause(s)</h3>')
+        out.append('<table class="findings fixed"><colgroup><col class="c-what"><col class="c-repro">'
+                   '<col class="c-ops"><col class="c-cases"><col class="c-id"></colgroup>')
+        out.append("<tr>" + "".join(f"<th>{h}</th>" for h in head) + "</tr>")
+        out += rows
+        out.append("</table>")
+    return "\n".join(out)
+
+
+def _refusals(f: RunFolder) -> str:
+    """The operators each backend refused (``unsupported``: no converter or kernel), by
+    ONNX type, with how many cases and the backend's own message."""
+    found = S.refusals(f)
+    if not found:
+        return ""
+    rows = []
+    for r in found:
+        op = f"<code>{_e(r.operator)}</code>" if r.operator else '<span class="note">not named by the message</span>'
+        rows.append([op, _e(r.backend), str(len(r.cases)), _e(r.cases[0]), f'<span class="w">{_e(r.message)}</span>'])
+    return "\n".join([
+        '<h2 id="refused">Operators the compiler refused</h2>',
+        f"<p>{len({x for r in found for x in r.cases})} case(s) were refused (<code>unsupported</code>: the compiler "
+        "has no converter or kernel for an operator). A refusal does not fail the check unless the base build "
+        "runs the model; dlgate cuts the refused operators out and tests the rest of the case.</p>",
+        _table(["operator (ONNX)", "backend", "cases", "first case", "message"], rows, {2}, cls="fixed refusals",
+               widths=(20, 12, 7, 16, 45))])
 
 
 def _final_table(name: str, curves: dict, what: str) -> str:
@@ -209,22 +405,21 @@ def _plots(f: RunFolder, found: list, plots_dir: str) -> dict:
     return written
 
 
-def render(f: RunFolder, page: str, plots_dir: str, written: dict, found: list) -> str:
-    links = _Links(f.path, page)
-    title = f"dlgate report: {f.manifest.get('campaign', '?')} on {str(f.manifest.get('root', '?'))[:12]}"
-    out = ["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
-           '<meta name="viewport" content="width=device-width, initial-scale=1">', f"<title>{_e(title)}</title>",
-           f"<style>{_CSS}</style>", "</head>", "<body>", f"<h1>{_e(title)}</h1>", _header(f), _change(f),
-           '<h2 id="verdicts">Verdicts per backend</h2>',
-           _verdicts(f) if f.records else "<p>No case has been journaled yet.</p>",
-           '<h2 id="findings">Distinct findings</h2>', _findings(f, found, links)]
-    if f.verdict is None:
-        out.append(f'<p class="note">Classes: {_e(f.verdict_note)}.</p>')
+def _internals(f: RunFolder, page: str, plots_dir: str, written: dict) -> list:
+    """dlgate's own view of the run (findings and coverage over the cases, batch metrics):
+    for dlgate's developers and campaign tuning, not needed to act on a finding, so the page
+    keeps it closed, at its end."""
+    out = ['<h2 id="internals">dlgate\'s coverage and metrics</h2>',
+           "<details><summary>Coverage over the cases, findings over the cases and stats.json (how well the batch "
+           "explored the compiler; closed: nothing here is needed to act on a finding)</summary>",
+           '<h3 id="found-over-cases">Findings over the cases</h3>']
     if "findings" in written:
         out.append(_img(plots_dir, page, PLOTS["findings"], written["findings"]))
         out.append('<p class="note">Solid: distinct findings (fingerprints); dashed: distinct causes (clusters). '
                    "A finding that never reproduced on re-run (flaky) is not counted.</p>")
-    out.append('<h2 id="coverage">Coverage over the cases</h2>')
+    else:
+        out.append("<p>No case has been journaled yet.</p>")
+    out.append('<h3 id="coverage">Coverage over the cases</h3>')
     feats = S.feature_curves(f) if f.records else None
     if f.coverage is None:
         out.append("<p>Graph-feature coverage not recorded (no coverage.jsonl in the run folder).</p>")
@@ -245,13 +440,33 @@ def render(f: RunFolder, page: str, plots_dir: str, written: dict, found: list) 
     if missing:
         out.append(f"<p>Rewrite kinds not recorded for {_e(', '.join(missing))} (the backend names none, or no "
                    "case compiled).</p>")
-    out.append('<h2 id="stats">Batch metrics (stats.json)</h2>')
+    out.append('<h3 id="stats">Batch metrics (stats.json)</h3>')
     out.append(_stats(f))
+    out.append("</details>")
+    return out
+
+
+def render(f: RunFolder, page: str, plots_dir: str, written: dict, found: list) -> str:
+    """The page: what a compiler engineer acts on first (the gate's result, the failures with
+    their messages and repro commands, the refused operators), the run's files, then dlgate's
+    own coverage internals, closed."""
+    links = _Links(f.path, page)
+    title = f"dlgate report: {f.manifest.get('campaign', '?')} on {str(f.manifest.get('root', '?'))[:12]}"
+    out = ["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
+           '<meta name="viewport" content="width=device-width, initial-scale=1">', f"<title>{_e(title)}</title>",
+           f"<style>{_CSS}</style>", "</head>", "<body>", f"<h1>{_e(title)}</h1>", _header(f), _change(f),
+           '<h2 id="verdicts">Verdicts per backend</h2>',
+           _verdicts(f) if f.records else "<p>No case has been journaled yet.</p>",
+           '<h2 id="findings">Failures, one row per cause</h2>', _findings(f, found, links)]
+    if f.verdict is None:
+        out.append(f'<p class="note">Classes: {_e(f.verdict_note)}.</p>')
+    out.append(_refusals(f))
     present = [n for n in FILES if os.path.isfile(os.path.join(f.path, n))]
     out.append('<h2 id="files">Files of the run</h2>')
     out.append("<p>" + " · ".join(links.a(n, n) for n in present) + "</p>" if present else "<p>None.</p>")
+    out += _internals(f, page, plots_dir, written)
     out += ["</body>", "</html>", ""]
-    return "\n".join(out)
+    return "\n".join(x for x in out if x)
 
 
 def _stats(f: RunFolder) -> str:

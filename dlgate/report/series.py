@@ -12,7 +12,9 @@ baseline the run was given could tell new from known).
 """
 from __future__ import annotations
 
+import json
 import os
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -113,14 +115,23 @@ class Finding:
     bundle: str | None = None  # the first case's bundle folder, relative to the run folder
     repro: str | None = None  # the reduced repro's folder, relative to the run folder
     confirmed_at: int | None = None  # position of the first case where it was not flaky
+    cause_id: str = ""  # the gate's cause (identity ``cause``, else the cluster): one row of the page each
+    detail: str = ""  # the first case's verdict detail: the backend's ``Type: message``, or what differs
+    error: dict | None = None  # the first case's error as the worker caught it (type, message, frames, stage)
+    sub_model: str | None = None  # the cut bundle it showed in, when found behind another failure of its case
+    behind_refused: list = field(default_factory=list)  # ONNX types refused in the case before it showed
+    behind_failure: bool = False  # showed once another failure's operators were cut out of its case
+    dtypes: list = field(default_factory=list)
 
 
 def _judged(rec: dict):
     """Each verdict of a record, then the findings made behind it (``v["more"]``: failures
-    found with the operators of an earlier one cut out of the case)."""
+    found with the operators of an earlier one cut out of the case), each with the verdict
+    it was found behind (None for the record's own verdicts)."""
     for v in rec["verdicts"]:
-        yield v
-        yield from v.get("more", ())
+        yield v, None
+        for x in v.get("more", ()):
+            yield x, v
 
 
 def findings(folder) -> list:
@@ -129,7 +140,7 @@ def findings(folder) -> list:
     empty = Baseline()
     out: dict = {}
     for pos, r in enumerate(folder.records, 1):
-        for v in _judged(r):
+        for v, top in _judged(r):
             if v["verdict"] == V.REFERENCE_ERROR:
                 continue  # dlgate's own failure, not a finding
             cls = D.classify(r, v, empty)  # None or flaky do not depend on the baseline
@@ -140,8 +151,18 @@ def findings(folder) -> list:
             if f is None:
                 f = out[i["fingerprint"]] = Finding(
                     v["backend"], i["fingerprint"], i.get("cluster") or i["fingerprint"], v["verdict"],
-                    i.get("typed") or i.get("pattern") or "", i.get("cluster_text") or i.get("text") or "",
-                    r["case"], pos)
+                    i.get("typed") or i.get("pattern") or "",
+                    i.get("cause_text") or i.get("cluster_text") or i.get("text") or "", r["case"], pos,
+                    cause_id=i.get("cause") or i.get("cluster") or i["fingerprint"], detail=str(v.get("detail") or ""),
+                    error=v.get("error") if isinstance(v.get("error"), dict) else None,
+                    dtypes=list(i.get("dtypes") or ()))
+                if top is not None and isinstance(v.get("bundle"), str):
+                    f.sub_model = v["bundle"]
+            if top is not None:
+                f.behind_failure |= top["verdict"] != V.UNSUPPORTED
+                for t in refused_behind(folder, r, top, v):
+                    if t not in f.behind_refused:
+                        f.behind_refused.append(t)
             if r["case"] not in f.cases:
                 f.cases.append(r["case"])
             if cls != D.FLAKY and f.confirmed_at is None:
@@ -159,6 +180,80 @@ def findings(folder) -> list:
         else:
             f.classes = [UNDECIDED] if f.confirmed_at is not None else [D.FLAKY]
     return sorted(out.values(), key=lambda f: (f.first_position, f.backend, f.fingerprint))
+
+
+def _spec_types(spec_op: str) -> tuple:
+    """The ONNX operator types a generator spec emits (its own node first, then its helper
+    nodes); () for a name this dlgate does not know (a record of another version)."""
+    from dlgate.spec.registry import get
+
+    try:
+        s = get(spec_op)
+    except KeyError:
+        return ()
+    return (s.onnx_op,) + tuple(s.onnx_ops)
+
+
+def named_refused(rec: dict, v: dict) -> list:
+    """The ONNX operator types of case ``rec`` that refusal ``v`` names (TVM lists the types it
+    has no converter for; onnxruntime names the type and its node), as whole, case-sensitive
+    words, in the case's order; [] when the message names none of them. The case's types are
+    those its specs emit (``rec["operators"]``), so no model file is needed: the batch keeps
+    only failing cases' bundles."""
+    err = v.get("error") if isinstance(v.get("error"), dict) else {}
+    text = f"{err.get('type', '')}: {err.get('message', '')}" if err else str(v.get("detail") or "")
+    types = dict.fromkeys(t for op in rec.get("operators") or () if isinstance(op, str) for t in _spec_types(op))
+    return [t for t in types if re.search(rf"(?<![A-Za-z0-9_]){re.escape(t)}(?![A-Za-z0-9_])", text)]
+
+
+def _cut_types(folder, rec: dict, indices) -> list:
+    """The primary ONNX types of the case's nodes at ``indices`` (its bundle's meta.json graph);
+    [] when the bundle is not there."""
+    try:
+        with open(os.path.join(folder.path, rec.get("bundle") or "", "meta.json"), encoding="utf-8") as f:
+            nodes = json.load(f)["graph"]["nodes"]
+        ops = [nodes[i]["op"] for i in indices]
+    except (OSError, ValueError, KeyError, IndexError, TypeError):
+        return []
+    return list(dict.fromkeys(t for op in ops for t in _spec_types(op)[:1]))
+
+
+def refused_behind(folder, rec: dict, top: dict, x: dict) -> list:
+    """The ONNX types the backend refused in case ``rec`` before finding ``x`` (made behind
+    verdict ``top``) showed: those the case's own refusal names, and the operators of refusals
+    met in cut models and cut before ``x`` (:func:`dlgate.gate.decide.behind_refusal`)."""
+    out = named_refused(rec, top) if top["verdict"] == V.UNSUPPORTED else []
+    cut = set(x.get("cut") or ())
+    for c in (top.get("residual") or {}).get("cuts", ()):
+        ops = set(c.get("operators") or ())
+        if c.get("for") == V.UNSUPPORTED and ops <= cut and top["verdict"] != V.UNSUPPORTED:
+            out += [t for t in _cut_types(folder, rec, sorted(ops)) if t not in out]
+    return out
+
+
+@dataclass
+class Refusal:
+    """An ONNX operator type a backend refused (``unsupported``), over the run's cases."""
+
+    backend: str
+    operator: str  # "" when the refusal names none of the case's operators
+    cases: list = field(default_factory=list)
+    message: str = ""  # the first case's message, as the backend worded it
+
+
+def refusals(folder) -> list:
+    """Every (backend, refused ONNX type) of the run's cases (each case's own verdicts), the
+    most frequent first, then by name."""
+    out: dict = {}
+    for r in folder.records:
+        for v in r["verdicts"]:
+            if v["verdict"] != V.UNSUPPORTED:
+                continue
+            for t in named_refused(r, v) or [""]:
+                x = out.setdefault((v["backend"], t), Refusal(v["backend"], t, message=str(v.get("detail") or "")))
+                if r["case"] not in x.cases:
+                    x.cases.append(r["case"])
+    return sorted(out.values(), key=lambda x: (-len(x.cases), x.backend, x.operator == "", x.operator))
 
 
 def _classes(verdict: dict | None) -> dict | None:
