@@ -764,3 +764,16 @@ def test_end_to_end_on_a_real_run_in_chromium(tmp_path, monkeypatch):
     assert_fits(page_path, str(tmp_path), 1280)
     pixels = screenshot(page_path, str(tmp_path), 1200)
     assert pixels.std() > 0.05  # drawn, not a blank page
+
+
+def test_page_quotes_the_id_the_summary_quotes():
+    """A cause spanning several clusters is quoted by the id summary.md gives it (the first
+    cluster in the gate's order), not by whichever cluster the page met first."""
+    from types import SimpleNamespace
+
+    from dlgate.report.page import _quote_ids
+
+    v = {"new": [{"cluster": "c2", "cause": "K"}, {"cluster": "c1", "cause": "K"}, {"cluster": "c3"}],
+         "pre_existing": [{"cluster": "c9", "cause": "P"}], "cluster_list": [{"cluster": "zz", "cause": "K"}]}
+    assert _quote_ids(SimpleNamespace(verdict=v)) == {"K": "c2", "c3": "c3", "P": "c9"}
+    assert _quote_ids(SimpleNamespace(verdict=None)) == {}

@@ -152,7 +152,7 @@ def summary(decision: D.Decision, fail_on: str, shard: str | None = None, out: s
     :func:`annotate`), a "what to do" line per section, dlgate's own names in a closed
     details block at the end. ``out``: the run's output folder, for the commands it gives."""
     code = decision.cases_code(fail_on)
-    rows = {cls: _rows(decision.of(cls)) for cls in D.CLASSES}
+    rows = {cls: rows_by_cause(decision.of(cls)) for cls in D.CLASSES}
     n_new = len(rows[D.NEW]) + len(rows[D.REGRESSION])
     head = {D.EXIT_OK: "✅ passed", D.EXIT_FAIL: f"❌ failed: {n_new} new failure(s)",
             D.EXIT_INTERNAL: "💥 dlgate internal error (not a compiler failure)",
@@ -260,7 +260,7 @@ def summary(decision: D.Decision, fail_on: str, shard: str | None = None, out: s
     return "\n".join(lines)
 
 
-def _rows(groups: list) -> list:
+def rows_by_cause(groups: list) -> list:
     """A class's groups, one list per cause (fingerprints sharing one cause, whatever dtype
     and sibling), in the groups' order."""
     out: dict = {}
@@ -362,9 +362,9 @@ def cause_counts(decision: D.Decision) -> str:
     """``4 distinct failure cause(s): 1 new, 3 pre-existing``: the rows of the tables below, by
     class (flaky apart: they are not failures of the compiler shown)."""
     n = len(decision.clusters)
-    parts = [f"{len(_rows(decision.of(c)))} {c}" for c in D.CLASSES if c != D.FLAKY and decision.of(c)]
+    parts = [f"{len(rows_by_cause(decision.of(c)))} {c}" for c in D.CLASSES if c != D.FLAKY and decision.of(c)]
     text = f"{n} distinct failure cause(s)" + (f": {', '.join(parts)}" if parts else "")
-    flaky = len(_rows(decision.of(D.FLAKY)))
+    flaky = len(rows_by_cause(decision.of(D.FLAKY)))
     return text + (f"; {flaky} flaky" if flaky else "")
 
 

@@ -18,7 +18,7 @@ from urllib.parse import quote
 
 from dlgate import opnames as N
 from dlgate.gate import decide as D
-from dlgate.gate.report import repro_command
+from dlgate.gate.report import repro_command, row_id, rows_by_cause
 from dlgate.report import series as S
 from dlgate.report.load import ReportError, RunFolder, load
 from dlgate.report.plots import Line, curve_plot
@@ -250,7 +250,20 @@ def _class_of(xs: list) -> str:
     return min((c for x in xs for c in (x.classes or [S.UNDECIDED])), key=lambda c: rank.get(c, len(rank)))
 
 
-def _cause(f: RunFolder, xs: list, links: _Links, cols: int) -> list:
+def _quote_ids(f: RunFolder) -> dict:
+    """Each cause's id to quote, as the run's summary gives it (:func:`row_id` over the
+    gate's own order), so the page and ``summary.md`` name a cause spanning several clusters
+    by the same id."""
+    out: dict = {}
+    v = f.verdict or {}
+    for cls in ("regressions", "new", "pre_existing", "known", "flaky", "fixed"):
+        groups = [g for g in v.get(cls) or [] if isinstance(g, dict) and "cluster" in g]
+        for gs in rows_by_cause(groups):
+            out.setdefault(gs[0].get("cause") or gs[0]["cluster"], row_id(gs))
+    return out
+
+
+def _cause(f: RunFolder, xs: list, links: _Links, cols: int, quote_ids: dict) -> list:
     """A cause's two rows: what went wrong, how to reproduce it, its operators, cases and id;
     then its details (every finding, the whole message and frames, dlgate's own names)."""
     x = xs[0]
@@ -281,7 +294,7 @@ def _cause(f: RunFolder, xs: list, links: _Links, cols: int) -> list:
     if len(xs) > 3:
         ops += f"<br>… {len(xs) - 3} more in the details"
     n = len({c for y in xs for c in y.cases})
-    ident = f"<code>{_e(x.cluster)}</code>" + (f"<br>+{len(xs) - 1} fingerprint(s)" if len(xs) > 1 else "")
+    ident = f"<code>{_e(quote_ids.get(x.cause_id, x.cluster))}</code>" + (f"<br>+{len(xs) - 1} fingerprint(s)" if len(xs) > 1 else "")
     main = (f'<tr class="cause"><td class="what">{what}</td><td>{repro}</td><td>{ops}</td>'
             f'<td class="n">{n}</td><td>{ident}</td></tr>')
     return [main, f'<tr class="more"><td colspan="{cols}">{_details(f, xs, links)}</td></tr>']
@@ -340,10 +353,11 @@ def _findings(f: RunFolder, found: list, links: _Links) -> str:
     for xs in groups:
         by_class.setdefault(_class_of(xs), []).append(xs)
     head = ["what went wrong", "reproduce", "reduced to (ONNX)", "cases", "id"]
+    quote_ids = _quote_ids(f)
     for cls, title, means in _SECTIONS:
         if cls not in by_class:
             continue
-        rows = [r for xs in by_class[cls] for r in _cause(f, xs, links, len(head))]
+        rows = [r for xs in by_class[cls] for r in _cause(f, xs, links, len(head), quote_ids)]
         out.append(f'<h3 id="findings-{_e(cls)}">{_e(title)} ({_e(means)}): {len(by_class[cls])} cause(s)</h3>')
         out.append('<table class="findings fixed"><colgroup><col class="c-what"><col class="c-repro">'
                    '<col class="c-ops"><col class="c-cases"><col class="c-id"></colgroup>')
