@@ -383,7 +383,12 @@ def _probe_doc(system: str, where: str, **kw) -> dict:
         load(system)
         return load_or_probe(system, **kw)
     except KeyError as e:
-        raise UsageError(f"{where}: {e.args[0]}") from None
+        from dlgate.backends.registry import names
+        from dlgate.gate.config import did_you_mean
+
+        hint = did_you_mean(system, names()) if ":" not in system else ""
+        why = e.args[0].replace("; known:", f"{hint} known:", 1) if hint else e.args[0]
+        raise UsageError(f"{where} {system}: {why}") from None
     except ProbeError as e:
         raise UsageError(f"{where}: cannot probe {system}: {e}") from None
 
@@ -688,13 +693,14 @@ def _cut_folders(case_dir: str, spec) -> list:
     import glob
     import re
 
-    cuts = [os.path.dirname(p) for p in glob.glob(os.path.join(glob.escape(case_dir), "cut*-*", "meta.json"))]
-    key = lambda p: (int(re.match(r"cut(\d+)", os.path.basename(p)).group(1))  # noqa: E731
-                     if re.match(r"cut\d+-", os.path.basename(p)) else 0, p)
-    cuts = sorted((p for p in cuts if re.match(r"cut\d+-", os.path.basename(p))), key=key)
-    label = re.sub(r"[^A-Za-z0-9_.@-]+", "-", spec.label()).strip("-")
-    mine = [p for p in cuts if os.path.basename(p).split("-", 1)[1] == label]
-    return mine or cuts
+    found = []
+    for p in glob.glob(os.path.join(glob.escape(case_dir), "cut*-*", "meta.json")):
+        m = re.fullmatch(r"cut(\d+)-(.+)", os.path.basename(os.path.dirname(p)))
+        if m:
+            found.append((int(m.group(1)), m.group(2), os.path.dirname(p)))
+    label = re.sub(r"[^A-Za-z0-9_.@-]+", "-", spec.label()).strip("-")  # as the gate names them
+    mine = [d for _, b, d in sorted(found) if b == label]
+    return mine or [d for _, _, d in sorted(found)]
 
 
 def _cut_pointer(case_dir: str, spec, args, behind: str) -> str:

@@ -87,6 +87,17 @@ def test_each_command_names_itself(command, case_dir, tmp_path, capsys):
     assert line.startswith(f"dlgate {command}: --reference troch: unknown backend 'troch'; did you mean 'torch'?")
 
 
+@pytest.mark.parametrize("argv, line", [
+    (["probe", "--system", "tvmm"], "dlgate probe: --system tvmm: unknown backend 'tvmm'; did you mean 'tvm'? known: "),
+    (["gen", "--seed", "s", "--count", "1", "--out", "OUT", "--support", "onnxrt"],
+     "dlgate gen: --support onnxrt: unknown backend 'onnxrt'; did you mean 'onnxruntime'? known: "),
+    (["probe", "--system", "zzz"], "dlgate probe: --system zzz: unknown backend 'zzz'; known: "),
+])
+def test_a_mistyped_system_gets_the_nearest_name(argv, line, tmp_path, capsys):
+    argv = [str(tmp_path / "o") if a == "OUT" else a for a in argv]
+    assert _one_line(capsys, argv).startswith(line)
+
+
 # -- output folders that cannot be written ------------------------------------------------------------
 def _commands_with_out(case_dir: str, run_dir: str) -> dict:
     """argv (without --out) of every command that takes --out."""
