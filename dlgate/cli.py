@@ -8,6 +8,7 @@ import math
 import os
 import stat
 import sys
+import tempfile
 import time
 
 from dlgate import __version__
@@ -78,7 +79,10 @@ def _seconds(text: str) -> float:
 
 def _out_dir(path: str, where: str) -> None:
     """An output folder that exists must be a writable folder; one that does not must be
-    creatable: one line and exit status 2 before any work, not a traceback after it."""
+    creatable: one line and exit status 2 before any work, not a traceback after it. Tried
+    for real (a folder made and removed where the output would go), since permission bits
+    do not tell: root passes them on a read-only mount, and a pseudo-filesystem (/proc,
+    /sys) takes no new folder whatever its bits say."""
     if not path or "\0" in path:
         raise UsageError(f"{where}: not a usable folder name: {path!r}")
     probe = os.path.abspath(path)
@@ -99,6 +103,34 @@ def _out_dir(path: str, where: str) -> None:
     if not os.access(probe, os.W_OK | os.X_OK):
         raise UsageError(f"{where}: {path}: " + ("the folder is not writable" if mine
                                                  else f"cannot be created: {probe} is not writable"))
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".dlgate-probe-", dir=probe))
+    except OSError as e:
+        fs = _pseudo_filesystem(probe)
+        why = f"{probe} is on {fs}, a pseudo-filesystem" if fs else f"{probe}: {e.strerror or e}"
+        raise UsageError(f"{where}: {path}: " + ("the folder is not writable" if mine else "cannot be created")
+                         + f" ({why})") from None
+
+
+#: Filesystems that hold no files of their own: nothing dlgate writes belongs there.
+_PSEUDO_FILESYSTEMS = ("proc", "sysfs", "devpts", "cgroup", "cgroup2", "debugfs", "tracefs", "securityfs",
+                       "configfs", "pstore", "bpf", "fusectl", "mqueue", "hugetlbfs", "efivarfs", "binfmt_misc")
+
+
+def _pseudo_filesystem(path: str) -> str | None:
+    """The type of the pseudo-filesystem ``path`` is on (``proc``), from /proc/self/mounts
+    (the longest mount point above it); None elsewhere or where that cannot be read."""
+    try:
+        with open("/proc/self/mounts", encoding="utf-8", errors="replace") as f:
+            mounts = [line.split()[1:3] for line in f if len(line.split()) >= 3]
+    except OSError:
+        return None
+    best, kind = "", None
+    for point, fs in mounts:
+        point = point.replace("\\040", " ")
+        if (path == point or path.startswith(point.rstrip("/") + "/")) and len(point) > len(best):
+            best, kind = point, fs
+    return kind if kind in _PSEUDO_FILESYSTEMS else None
 
 
 def _share(text: str) -> float:
@@ -361,7 +393,12 @@ def _probe_doc(system: str, where: str, **kw) -> dict:
         load(system)
         return load_or_probe(system, **kw)
     except KeyError as e:
-        raise UsageError(f"{where}: {e.args[0]}") from None
+        from dlgate.backends.registry import names
+        from dlgate.gate.config import did_you_mean
+
+        hint = did_you_mean(system, names()) if ":" not in system else ""
+        why = e.args[0].replace("; known:", f"{hint} known:", 1) if hint else e.args[0]
+        raise UsageError(f"{where} {system}: {why}") from None
     except ProbeError as e:
         raise UsageError(f"{where}: cannot probe {system}: {e}") from None
 
@@ -493,16 +530,15 @@ def cmd_ops(args) -> int:
     return 0
 
 
-def _backend_spec(text: str, what: str):
-    from dlgate.backends.base import BackendSpec
-    from dlgate.backends.registry import check
+def _backend_spec(text: str, where: str):
+    """The BackendSpec of ``--backend``/``--reference`` text; a bad one is one line naming
+    ``where`` (the command and the flag as typed), with the nearest name, device or level."""
+    from dlgate.gate.config import check_backend
 
     try:
-        spec = BackendSpec.parse(text)
-        check(spec)
-    except (ValueError, KeyError) as e:
-        raise UsageError(f"dlgate check: {what}: {e.args[0]}") from None
-    return spec
+        return check_backend(text)
+    except ValueError as e:
+        raise UsageError(f"{where}: {e.args[0]}") from None
 
 
 def cmd_check(args) -> int:
@@ -512,8 +548,8 @@ def cmd_check(args) -> int:
     from dlgate.exec.worker import Pool
     from dlgate.oracle import verdict as V
 
-    specs = [_backend_spec(b, "--backend") for b in args.backend]
-    ref = _backend_spec(args.reference, "--reference")
+    specs = [_backend_spec(b, f"dlgate check: --backend {b}") for b in args.backend]
+    ref = _backend_spec(args.reference, f"dlgate check: --reference {args.reference}")
     try:
         dirs = case_dirs(args.dir)
         for d in dirs:  # every case is checked before any runs, and before results.jsonl is opened
@@ -590,10 +626,17 @@ def cmd_run(args) -> int:
         if value is not None and not value.strip():
             raise UsageError(f"dlgate run: {flag}: must not be empty")
     over = {key: getattr(args, attr) for attr, key in _OVERRIDES.items()}
+    # an error in a setting the command line gave names the flag as typed, not the file's key
+    flags = {key: "--" + attr.replace("_", "-") for attr, key in _OVERRIDES.items() if getattr(args, attr) is not None}
+    if args.backend:
+        flags["backends"] = [f"--backend {b}" for b in args.backend]
+    if args.reference is not None:
+        flags["reference"] = f"--reference {args.reference}"
     if args.base_python:
         over["base"] = {"python": args.base_python}
+        flags["base"] = "--base-python"
     try:
-        cfg = C.load(args.config, over) if args.config else C.embedded_default(over)
+        cfg = C.load(args.config, over, flags) if args.config else C.embedded_default(over, flags)
         root, source = C.resolve_root(args.seed, args.commit)
         shard = Shard.parse(args.shard) if args.shard else None
         _out_dir(args.out, "dlgate run: --out")
@@ -611,8 +654,8 @@ def cmd_reduce(args) -> int:
     from dlgate.oracle import verdict as V
     from dlgate.reduce.reducer import NotReproduced, Reducer, Target
 
-    spec = _backend_spec(args.backend, "--backend")
-    ref = _backend_spec(args.reference, "--reference")
+    spec = _backend_spec(args.backend, f"dlgate reduce: --backend {args.backend}")
+    ref = _backend_spec(args.reference, f"dlgate reduce: --reference {args.reference}")
     if not os.path.isfile(os.path.join(args.case, "meta.json")):
         raise UsageError(f"dlgate reduce: {args.case}: not a case folder (no meta.json)")
     _out_dir(args.out or args.case.rstrip("/") + "-reduced", "dlgate reduce: --out")
@@ -627,7 +670,8 @@ def cmd_reduce(args) -> int:
         rec = check(pool, case, cfg)
         v = rec["verdicts"][0]
         if v["verdict"] not in V.FAILURES:
-            print(f"{case.id}: {spec.label()} does not fail here ({v['verdict']}); nothing to reduce", file=sys.stderr)
+            print(f"{case.id}: {spec.label()} does not fail here ({v['verdict']}); nothing to reduce"
+                  + _cut_pointer(args.case, spec, args, "behind it"), file=sys.stderr)
             return 1
         target = Target.of(spec, v)  # errors match by cluster, as in the gate
         try:
@@ -646,7 +690,43 @@ def cmd_reduce(args) -> int:
     print(f"{case.id}: {res.original_nodes} -> {len(res.case.graph.nodes)} operators "
           f"({', '.join(res.case.graph.op_names())}), still {res.verdict.verdict} on {spec.label()}; "
           f"{res.probes} probes in {res.seconds:.1f} s; wrote {d}")
+    more = _cut_pointer(args.case, spec, args, "behind this failure")
+    if more:
+        _log(f"dlgate reduce: {more[2:]}")
     return 0
+
+
+def _cut_folders(case_dir: str, spec) -> list:
+    """The cut cases under a failure's bundle (``cut<k>-<backend>/``, where the gate saved
+    the rest of the model once a failure's or a refusal's operators were cut out: the
+    findings made behind it), those of ``spec``'s backend when there are any, in order."""
+    import glob
+    import re
+
+    found = []
+    for p in glob.glob(os.path.join(glob.escape(case_dir), "cut*-*", "meta.json")):
+        m = re.fullmatch(r"cut(\d+)-(.+)", os.path.basename(os.path.dirname(p)))
+        if m:
+            found.append((int(m.group(1)), m.group(2), os.path.dirname(p)))
+    label = re.sub(r"[^A-Za-z0-9_.@-]+", "-", spec.label()).strip("-")  # as the gate names them
+    mine = [d for _, b, d in sorted(found) if b == label]
+    return mine or [d for _, _, d in sorted(found)]
+
+
+def _cut_pointer(case_dir: str, spec, args, behind: str) -> str:
+    """``; the finding BEHIND is in CUT (run `dlgate reduce CUT --backend B`)`` for the cut
+    cases under ``case_dir`` (:func:`_cut_folders`), or "" when there are none."""
+    import shlex
+
+    cuts = _cut_folders(case_dir, spec)
+    if not cuts:
+        return ""
+    ref = f" --reference {shlex.quote(args.reference)}" if args.reference != "torch" else ""
+    run = f"dlgate reduce {shlex.quote(cuts[0])} --backend {shlex.quote(args.backend)}{ref}"
+    where = ", ".join(cuts)
+    if len(cuts) == 1:
+        return f"; the finding {behind} is in {where} (run `{run}`)"
+    return f"; the {len(cuts)} findings {behind} are in {where} (run `{run}`, and likewise for the others)"
 
 
 def _interrupted(path: str) -> dict | None:
@@ -745,6 +825,8 @@ def cmd_merge(args) -> int:
 def cmd_report(args) -> int:
     from dlgate.report import ReportError, write_report
 
+    if args.out:  # the page's folder (its plots go next to it, in a folder of its name)
+        _out_dir(os.path.dirname(os.path.abspath(args.out)), f"dlgate report: --out {args.out}")
     try:
         paths = write_report(args.dir, args.out)
     except ReportError as e:

@@ -3,9 +3,14 @@
 ``TVM(extra_passes=[rewrite_op_pass("relax.sigmoid", "relax.tanh")])`` compiles every model
 with each ``relax.sigmoid`` call replaced by ``relax.tanh``: a known-wrong compiler, so end-to-end
 tests and benchmarks can check that the gate catches it (and only on models using the op).
-Imports TVM only when a pass is built.
+Imports TVM only when a pass is built. ``MisconvertingOnnxRuntime`` (one operator run as
+another) and ``RefusingOnnxRuntime`` (operator types whose kernels are gone, refused as
+onnxruntime refuses them) are cheap onnxruntime-based compilers with a known fault, nameable
+as ``dlgate.backends.testing:NAME`` in a campaign's ``backends``.
 """
 from __future__ import annotations
+
+import os
 
 
 def _call_pass(name: str, src: str, replace):
@@ -133,6 +138,23 @@ def sqrt_plus_one():
     return offset_op_pass("relax.sqrt", 1.0)
 
 
+def _misconverted(model, convert_from: str, convert_to: str):
+    """``model`` (a :class:`dlgate.backends.base.Model`) with every node of ONNX type
+    ``convert_from`` turned into ``convert_to`` (same inputs and attributes); itself when it
+    holds none."""
+    import onnx
+
+    from dlgate.backends.base import Model
+
+    m = onnx.load_from_string(model.onnx)
+    hit = False
+    for node in m.graph.node:
+        if node.op_type == convert_from and node.domain in ("", "ai.onnx"):
+            node.op_type = convert_to
+            hit = True
+    return Model(m.SerializeToString(), model.graph) if hit else model
+
+
 def _misconverting_onnxruntime():
     from dlgate.backends.onnxruntime import OnnxRuntime
 
@@ -154,27 +176,93 @@ def _misconverting_onnxruntime():
                     raise ValueError(f"option {k!r}: expected an ONNX operator type")
 
         def compile(self, model):
-            import onnx
-
-            from dlgate.backends.base import Model
-
-            m = onnx.load_from_string(model.onnx)
-            hit = False
-            for node in m.graph.node:
-                if node.op_type == self.options["convert_from"] and node.domain in ("", "ai.onnx"):
-                    node.op_type = self.options["convert_to"]
-                    hit = True
-            if hit:
-                model = Model(m.SerializeToString(), model.graph)
-            return super().compile(model)
+            return super().compile(_misconverted(model, self.options["convert_from"], self.options["convert_to"]))
 
     return MisconvertingOnnxRuntime
 
 
+#: The environment variable naming (comma-separated) more ONNX operator types
+#: :class:`RefusingOnnxRuntime` refuses, in the worker's environment: the build's.
+REFUSE_ENV = "DLGATE_REFUSE"
+#: The environment variable ``FROM:TO`` giving :class:`RefusingOnnxRuntime` a broken
+#: conversion when its options give none (``dlgate reduce --backend`` takes no options).
+CONVERT_ENV = "DLGATE_CONVERT"
+
+
+def _refused_types(value) -> list:
+    """ONNX operator types from a ``refuse`` option or :data:`REFUSE_ENV`: a list, or a
+    comma-separated string."""
+    items = value.split(",") if isinstance(value, str) else list(value or ())
+    return [x.strip() for x in items if isinstance(x, str) and x.strip()]
+
+
+def _refusing_onnxruntime():
+    from dlgate.backends.onnxruntime import OnnxRuntime
+
+    class RefusingOnnxRuntime(OnnxRuntime):
+        """onnxruntime that has lost the kernels of some operator types: a model holding a
+        node of a refused type is refused when it is compiled, in onnxruntime's own words
+        and exception (``NOT_IMPLEMENTED : Could not find an implementation for Tanh(13)
+        node with name 'n2'``, the first such node in graph order), so the gate sees the
+        refusal (``unsupported``) onnxruntime gives for a missing kernel. The types refused
+        are the option ``refuse`` (a list, or comma-separated) and those named by the
+        worker's environment variable ``DLGATE_REFUSE``: the environment is the build, so a
+        head-versus-base run whose head sets it and whose base (``base.env``) does not has
+        head lose a kernel the base build has, a support regression. ``convert_from`` and
+        ``convert_to`` (both or neither; else the environment's ``DLGATE_CONVERT=FROM:TO``)
+        break a conversion as :class:`MisconvertingOnnxRuntime` does, for a model holding a
+        refusal and a wrong answer behind it."""
+
+        name = "refusing-onnxruntime"
+        option_kinds = dict(OnnxRuntime.option_kinds, refuse="", convert_from="", convert_to="")
+
+        @classmethod
+        def check_options(cls, options: dict) -> None:
+            super().check_options(options)
+            refuse = options.get("refuse", ())
+            if not (isinstance(refuse, str) or (isinstance(refuse, (list, tuple))
+                                                and all(isinstance(x, str) for x in refuse))):
+                raise ValueError("option 'refuse': expected ONNX operator types (a list, or comma-separated)")
+            given = [k for k in ("convert_from", "convert_to") if k in options]
+            if given and len(given) < 2:
+                raise ValueError("options 'convert_from' and 'convert_to': give both or neither")
+            for k in given:
+                if not isinstance(options[k], str) or not options[k]:
+                    raise ValueError(f"option {k!r}: expected an ONNX operator type")
+
+        def refused_types(self) -> set:
+            return set(_refused_types(self.options.get("refuse"))) | set(_refused_types(os.environ.get(REFUSE_ENV)))
+
+        def compile(self, model):
+            import onnx
+            from onnxruntime.capi.onnxruntime_pybind11_state import NotImplemented as OrtNotImplemented
+
+            refuse = self.refused_types()
+            if refuse:
+                m = onnx.load_from_string(model.onnx)
+                opset = next((o.version for o in m.opset_import if o.domain in ("", "ai.onnx")), 1)
+                for node in m.graph.node:
+                    if node.op_type in refuse and node.domain in ("", "ai.onnx"):
+                        since = onnx.defs.get_schema(node.op_type, opset).since_version
+                        raise OrtNotImplemented(f"[ONNXRuntimeError] : 9 : NOT_IMPLEMENTED : Could not find an "
+                                                f"implementation for {node.op_type}({since}) node with name "
+                                                f"'{node.name}'")
+            convert = (self.options["convert_from"], self.options["convert_to"]) if "convert_from" in self.options \
+                else tuple(x.strip() for x in os.environ.get(CONVERT_ENV, "").split(":", 1))
+            if len(convert) == 2 and all(convert):
+                model = _misconverted(model, *convert)
+            return super().compile(model)
+
+    return RefusingOnnxRuntime
+
+
+_BUILT = {"MisconvertingOnnxRuntime": _misconverting_onnxruntime, "RefusingOnnxRuntime": _refusing_onnxruntime}
+
+
 def __getattr__(name: str):
     # built on first use, so importing this module needs no onnxruntime
-    if name == "MisconvertingOnnxRuntime":
-        cls = _misconverting_onnxruntime()
+    if name in _BUILT:
+        cls = _BUILT[name]()
         globals()[name] = cls
         return cls
     raise AttributeError(name)

@@ -8,10 +8,12 @@ backend is a :class:`ConfigError` naming the file, the key and what is allowed.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import hashlib
 import json
 import math
 import os
+import re
 from dataclasses import dataclass, field
 
 import yaml
@@ -291,18 +293,48 @@ def _tolerances(value: dict, where: str) -> dict:
     return out
 
 
-def _check_backend(entry, where: str, backends: dict) -> None:
-    from dlgate.backends.registry import check
+def did_you_mean(word, choices) -> str:
+    """``; did you mean 'X'?`` for the choice closest to a mistyped ``word`` (difflib), or ""."""
+    if not isinstance(word, str):
+        return ""
+    close = difflib.get_close_matches(word, [c for c in choices if isinstance(c, str)], n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
 
+
+def check_backend(entry, known=None):
+    """The BackendSpec of a ``backends`` entry (or ``--backend`` text) once its backend,
+    device, optimization level and options are known to exist; a ValueError otherwise, in
+    one line with what is allowed and, for a mistyped name, device or level, the nearest
+    one (``known``: the installed backends' names, default all of them)."""
+    from dlgate.backends.registry import check, load, names
+
+    spec = backend_spec(entry)  # ValueError for a malformed NAME[:DEVICE][@LEVEL]
+    known = sorted(names() if known is None else known)
+    if spec.name not in known and ":" not in spec.name:  # module:Class names load below
+        hint = did_you_mean(spec.name, known)
+        raise ValueError(f"unknown backend {spec.name!r}{hint}{' allowed: ' if hint else '; allowed: '}"
+                         f"{', '.join(known)}")
     try:
-        spec = backend_spec(entry)
+        cls = load(spec.name)
+    except KeyError as e:
+        raise ValueError(e.args[0]) from None
+    for what, value, allowed in (("device", spec.device, cls.devices),
+                                 ("optimization level", spec.opt_level, cls.opt_levels)):
+        if value is not None and value not in allowed:
+            hint = did_you_mean(value, allowed)
+            raise ValueError(f"{spec.name} has no {what} {value!r}{hint}{' allowed: ' if hint else '; allowed: '}"
+                             f"{', '.join(allowed)}")
+    try:
+        check(spec)  # the options
+    except KeyError as e:
+        raise ValueError(e.args[0]) from None
+    return spec
+
+
+def _check_backend(entry, where: str, backends: dict) -> None:
+    try:
+        check_backend(entry, backends)
     except ValueError as e:
-        raise ConfigError(f"{where}: {e}") from None
-    if spec.name not in backends and ":" not in spec.name:  # module:Class names load below
-        raise ConfigError(f"{where}: unknown backend {spec.name!r}; allowed: {', '.join(sorted(backends))}")
-    try:
-        check(spec)
-    except (KeyError, ValueError) as e:
         raise ConfigError(f"{where}: {e.args[0]}") from None
 
 
@@ -318,8 +350,18 @@ def _known_backends() -> dict:
     return out
 
 
-def build(values: dict, source: str = "<defaults>") -> Campaign:
-    """A validated Campaign from a mapping (a parsed file plus overrides)."""
+def build(values: dict, source: str = "<defaults>", flags: dict | None = None) -> Campaign:
+    """A validated Campaign from a mapping (a parsed file plus overrides). ``flags``: the
+    keys the command line set, each with the flag as the user typed it (``--fail-on``; for
+    ``backends``, one ``--backend TEXT`` per entry): an error in one of them names the flag,
+    not the file or the embedded default it overrode."""
+    try:
+        return _build(values, source)
+    except ConfigError as e:
+        raise _blamed(e, source, flags or {}) from None
+
+
+def _build(values: dict, source: str) -> Campaign:
     if not isinstance(values, dict):
         raise ConfigError(f"{source}: expected a mapping of settings at the top level, got {_type_name(values)}")
     from dlgate.gate.schema import validate
@@ -353,6 +395,34 @@ def build(values: dict, source: str = "<defaults>") -> Campaign:
     return cfg
 
 
+
+#: The setting an error is about, at the start of ``SOURCE: WHERE: ...``: a key, an index.
+_WHERE = re.compile(r"([a-z_]+)(?:\[(\d+)\])?((?:\.[a-z_]+)*)(?=:)")
+_BOUNDS = re.compile(r"min_nodes \((\d+)\) exceeds max_nodes \((\d+)\)")
+
+
+def _blamed(e: ConfigError, source: str, flags: dict) -> ConfigError:
+    """``e`` said of the flag that set the setting it is about (see :func:`build`), else ``e``."""
+    msg = str(e)
+    if not msg.startswith(f"{source}: "):
+        return e
+    bounds = _BOUNDS.fullmatch(msg[len(source) + 2:])
+    if bounds and {"min_nodes", "max_nodes"} & set(flags):  # two settings, one or both from flags
+        said = [f"{flags[k]} {n}" if k in flags else f"{k} ({n}) of {source}"
+                for k, n in zip(("min_nodes", "max_nodes"), bounds.groups())]
+        return ConfigError(f"{said[0]} exceeds {said[1]}")
+    m = _WHERE.match(msg[len(source) + 2:])
+    if m is None or m.group(1) not in flags:
+        return e
+    flag, rest = flags[m.group(1)], msg[len(source) + 2 + m.end():]
+    if isinstance(flag, (list, tuple)):
+        k = int(m.group(2)) if m.group(2) is not None else None
+        if k is None or k >= len(flag):
+            return e
+        flag = flag[k]
+    return ConfigError(f"{flag}{rest}")
+
+
 class _Loader(yaml.SafeLoader):
     """PyYAML's safe loader, refusing a key given twice in one mapping (PyYAML keeps the last)."""
 
@@ -368,9 +438,10 @@ class _Loader(yaml.SafeLoader):
         return super().construct_mapping(node, deep)
 
 
-def load(path: str, overrides: dict | None = None) -> Campaign:
+def load(path: str, overrides: dict | None = None, flags: dict | None = None) -> Campaign:
     """Read, validate and override a campaign file. ``overrides`` (from the command line)
-    go through the same validation and win over the file."""
+    go through the same validation and win over the file; an error in one names its flag
+    (``flags``, see :func:`build`)."""
     try:
         with open(path, "rb") as f:
             data = f.read(MAX_CONFIG_BYTES + 1)  # bounded: --config /dev/zero must not eat the memory
@@ -401,7 +472,7 @@ def load(path: str, overrides: dict | None = None) -> Campaign:
     for k, v in (overrides or {}).items():
         if v is not None:
             values[k] = v
-    return build(values, path)
+    return build(values, path, flags)
 
 
 #: The campaign ``dlgate run`` uses without ``--config``: a short gate run of the installed
@@ -409,10 +480,10 @@ def load(path: str, overrides: dict | None = None) -> Campaign:
 EMBEDDED_DEFAULT = {"campaign": "default", "models": 20, "max_nodes": 10, "backends": ["tvm"], "reference": "torch"}
 
 
-def embedded_default(overrides: dict | None = None) -> Campaign:
+def embedded_default(overrides: dict | None = None, flags: dict | None = None) -> Campaign:
     values = dict(EMBEDDED_DEFAULT)
     values.update({k: v for k, v in (overrides or {}).items() if v is not None})
-    return build(values, "<embedded default>")
+    return build(values, "<embedded default>", flags)
 
 
 def reference_markdown() -> str:

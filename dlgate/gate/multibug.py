@@ -87,19 +87,25 @@ class Search:
 
 
 def _cause(v: dict) -> str:
-    """A finding's cause: its cluster (for a wrong answer, its fingerprint)."""
+    """A finding's cause: its cluster (for a wrong answer, its fingerprint; for a support
+    regression, the operator refused: one message template names every operator a
+    compiler lacks)."""
     from dlgate.gate.decide import ident
 
-    return ident(v)["cluster"]
+    i = ident(v)
+    return i["cause"] if v["verdict"] == V.UNSUPPORTED and i.get("refused") else i["cluster"]
 
 
-def _refusal(s: Search, case, spec, v: dict) -> list:
+def _refusal(s: Search, case, spec, v: dict, reduced=None) -> list:
     """The operators of ``case`` behind a refusal (or a failure left unreduced): those it
-    names, else those the reducer shrinks the case to, in about two probes an operator
-    (empty when neither finds them)."""
+    names, else those of its reduction (``reduced``: a support regression's), else those
+    the reducer shrinks the case to, in about two probes an operator (empty when none
+    finds them)."""
     named = refused(case.graph, v.get("error"))
     if named:
         return named
+    if reduced is not None and reduced.kept:
+        return list(reduced.kept)
     from dlgate.reduce.reducer import NotReproduced, Reducer, Target
 
     n = len(case.graph.nodes)
@@ -129,7 +135,7 @@ def search(s: Search, case, spec, v: dict, reduced=None, kind: str = "batch") ->
     found, more, cuts, removed = len(causes), [], [], set()
     if v["verdict"] == V.UNSUPPORTED:
         symbolic = bool(case.graph.dynamic) and _SYMBOLIC in (v.get("detail") or "")
-        cut_now, why = ([], "symbolic dimensions") if symbolic else (_refusal(s, case, spec, v), "unsupported")
+        cut_now, why = ([], "symbolic dimensions") if symbolic else (_refusal(s, case, spec, v, reduced), "unsupported")
     elif reduced is not None or _unreduced(v):
         cut_now, why = _operators(s, case, spec, v, reduced), v["identity"]["fingerprint"]
         if not cut_now:
@@ -183,12 +189,11 @@ def search(s: Search, case, spec, v: dict, reduced=None, kind: str = "batch") ->
                 stopped = "not reproduced on re-run" if "identity" not in x else \
                     "the failure was not reduced: its operators are not known"
         elif x["verdict"] == V.UNSUPPORTED:
-            if s.base_pool is not None:
-                T.on_base(s.base_pool, c, s.ccfg, spec, ref, x, what="cut case")
-                if not x["base"]["reproduces"] and x["base"]["verdict"] == V.PASS:
-                    s.triage.identify(c, spec, ref, x, reduce=False)
-                    record = True  # head refuses what the base build runs: a regression
-            cut_now, why = [keep[k] for k in _refusal(s, c, spec, x)], "unsupported"
+            res = None
+            if s.base_pool is not None:  # head refuses what the base build runs: a regression, reduced
+                res = s.triage.refusal(c, spec, ref, x, what="cut case")
+                record = T.support_regression(x)
+            cut_now, why = [keep[k] for k in _refusal(s, c, spec, x, res)], "unsupported"
         else:
             stopped = _ENDS.get(x["verdict"], f"the rest is {x['verdict']}")
             if x["verdict"] == V.REFERENCE_ERROR:

@@ -584,10 +584,9 @@ def _run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | No
                         failing = True
                         reduced = triage.failure(case, spec, ref_out, v)
                     elif base_pool is not None and v["verdict"] in T.BASE_CHECKED:
-                        T.on_base(base_pool, case, ccfg, spec, ref_out, v)
-                        if not v["base"]["reproduces"] and v["base"]["verdict"] == V.PASS:
-                            failing = True  # head refuses a model the base build runs: a regression
-                            triage.identify(case, spec, ref_out, v, reduce=False)
+                        # head refuses a model the base build runs: a regression, reduced to the refused operator
+                        reduced = triage.refusal(case, spec, ref_out, v)
+                        failing = T.support_regression(v) or failing
                     failing = M.search(finder, case, spec, v, reduced, kind) or failing  # what it hides
                 if failing or any(v["verdict"] == V.REFERENCE_ERROR for v in rec["verdicts"]):
                     d = save_bundle(out, case)

@@ -25,6 +25,12 @@ not a pass), in order:
    (the weekly campaign) not reduced either (``identity.not_reduced``);
    only a failure the base build does not share, or cannot show (it fails the model
    otherwise), goes on to steps 1 and 2.
+   A refusal (``unsupported``) that the base build does not share, on a model the base
+   build runs, is a regression of head's support (:meth:`Triage.refusal`): it is reduced
+   with both builds as the judges (a candidate is kept where head refuses it the same way
+   and the base build runs it), so it ends at the operator head refuses, and its cause is
+   that operator (:func:`refusal_cause`): one cause per refused operator, however many
+   models meet it.
 4. **base, on the reduced case**: when the base build fails the model otherwise (it stops
    first at another operator: one it lacks, an older bug, a result it is excused for as
    undefined), that earlier failure hides whether it has head's. Sharing is then decided
@@ -50,6 +56,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from dataclasses import dataclass, field
 
 from dlgate.check import judge_backend
@@ -130,6 +137,13 @@ def on_base(base_pool, case, ccfg, spec, ref_out: list, v: dict, reduced=None, p
         on_reduced(base_pool, ccfg, spec, v, reduced, pool)
 
 
+def support_regression(v: dict) -> bool:
+    """Whether ``v``, a refusal of head's run on the base build (``v["base"]``), is a
+    regression: the base build passes the model head refuses."""
+    b = v.get("base") or {}
+    return v["verdict"] == V.UNSUPPORTED and b.get("verdict") == V.PASS and not b.get("reproduces")
+
+
 def inconclusive(v: dict) -> bool:
     """Whether the base build's run of the case (``v["base"]``) leaves open if it shares
     head's failure ``v``: it fails the case otherwise (another failure, a refusal, a result
@@ -183,13 +197,16 @@ def _same_output(head: dict | None, base: dict | None) -> bool:
 
 
 def identify(pool, case, ccfg, spec, ref_out: list, v: dict, out: str, campaign: str, root: str,
-             reduce: bool, max_seconds: float, log=print, reductions: "Reductions | None" = None):
+             reduce: bool, max_seconds: float, log=print, reductions: "Reductions | None" = None, base_pool=None):
     """Reduce the failure and record its identity (``v["identity"]``); write its repro.
     Returns the reduction (:class:`dlgate.reduce.reducer.Reduced`), or None when the case
     was identified whole. With ``reductions`` (the causes reduced earlier in the run), a
     failure of a cause reduced before reuses that reduction (:class:`Reused`), whatever
     ``reduce`` says; a fresh reduction is recorded with its key
-    (``identity.reduction``) for later cases."""
+    (``identity.reduction``) for later cases. ``base_pool``: a refusal of head's that the
+    base build does not share (:meth:`Triage.refusal`) is reduced to what head refuses and
+    the base build runs (:class:`~dlgate.reduce.reducer.Reducer`), and its cause is the
+    operator refused (:func:`refusal_cause`)."""
     from dlgate.backends.base import Model
     from dlgate.reduce.bundle import write_repro
     from dlgate.reduce.reducer import NotReproduced, Reducer, Target
@@ -207,7 +224,7 @@ def identify(pool, case, ccfg, spec, ref_out: list, v: dict, out: str, campaign:
         cl = S.cluster(v["verdict"], backend_name, v.get("error"))["id"]
         try:
             res = Reducer(pool, ccfg, Target(spec, v["verdict"], (v.get("signature") or {}).get("id"), cluster=cl),
-                          max_seconds=max_seconds).reduce(case)
+                          max_seconds=max_seconds, base_pool=base_pool).reduce(case)
             reduced, matter = res.case, getattr(res, "matter", None)
         except NotReproduced as e:  # did not fail the same way again: identify the whole case
             log(f"dlgate: cannot reduce {case.id} on {spec.label()}: {e}")
@@ -217,6 +234,8 @@ def identify(pool, case, ccfg, spec, ref_out: list, v: dict, out: str, campaign:
     error = v.get("error") if res is None else (res.verdict.error or v.get("error"))
     comparison = v.get("comparison") if res is None else (res.verdict.comparison or v.get("comparison"))
     ident = I.identity(v["verdict"], backend_name, error, reduced.graph, matter, comparison)
+    if v["verdict"] == V.UNSUPPORTED:
+        ident.update(refusal_cause(backend_name, reduced.graph, error))
     ident.update(reduced=res is not None, nodes=len(reduced.graph.nodes), original_nodes=len(case.graph.nodes))
     # read while the worker's output is still on the record (the journal keeps it apart)
     ms = MS.classify(v["verdict"], v.get("error")) or (res is not None and MS.classify(v["verdict"], error))
@@ -244,10 +263,34 @@ def identify(pool, case, ccfg, spec, ref_out: list, v: dict, out: str, campaign:
     return res
 
 
+def refusal_cause(backend_name: str, graph, error: dict | None) -> dict:
+    """The cause of a support regression (head refuses what the base build runs) whose
+    reduced case is ``graph``: the ONNX operator types refused, those of its operators the
+    refusal names, else all of its operators (a reduced case holds the one refused). One
+    cause per refused operator, whatever the model it was met in, its dtypes or the words of
+    the message (onnxruntime names the node, TVM lists every converter it lacks): a missing
+    kernel met in 42 models is one row, and two operators lost are two."""
+    from dlgate.reduce.cutout import refused
+    from dlgate.spec.registry import get
+
+    named = refused(graph, error)
+    text = f"{(error or {}).get('type', '')}: {(error or {}).get('message', '')}"
+    ops = set()
+    for i in (named or range(len(graph.nodes))):
+        spec = get(graph.nodes[i].op)  # a spec lowered to several ONNX operators: the one refused
+        said = [t for t in (spec.onnx_op, *spec.onnx_ops)
+                if named and re.search(rf"(?<![A-Za-z0-9]){re.escape(t)}(?![A-Za-z0-9])", text)]
+        ops.update(said[:1] or [spec.onnx_op])
+    ops = sorted(ops)
+    return {"cause": hashlib.sha256(json.dumps(["refused", backend_name, ops]).encode()).hexdigest()[:16],
+            "cause_text": f"{V.UNSUPPORTED}: refuses {', '.join(ops)}, which the base build runs", "refused": ops}
+
+
 #: Classes whose cause is known before reduction (an error's message, a crash's frames and
-#: signal), so a reduction can stand for later failures of the same cause. A wrong answer's
-#: cause is what it reduces to, and a timeout or an out-of-memory says nothing of where.
-REUSED_CLASSES = (V.COMPILE_ERROR, V.RUN_ERROR, V.CRASH)
+#: signal; a refusal's message, which names what is refused), so a reduction can stand for
+#: later failures of the same cause. A wrong answer's cause is what it reduces to, and a
+#: timeout or an out-of-memory says nothing of where.
+REUSED_CLASSES = (V.COMPILE_ERROR, V.RUN_ERROR, V.CRASH, V.UNSUPPORTED)
 
 
 def reduction_key(v: dict) -> str | None:
@@ -400,10 +443,23 @@ class Triage:
         if self.reductions is not None:
             self.reductions.add([rec])
 
-    def identify(self, case, spec, ref_out: list, v: dict, reduce: bool | None = None, reuse: bool = True):
+    def identify(self, case, spec, ref_out: list, v: dict, reduce: bool | None = None, reuse: bool = True,
+                 base_pool=None):
         return identify(self.pool, case, self.ccfg, spec, ref_out, v, self.out, self.campaign, self.root,
                         self.reduce if reduce is None else reduce, self.reduce_seconds, self.log,
-                        self.reductions if reuse else None)
+                        self.reductions if reuse else None, base_pool)
+
+    def refusal(self, case, spec, ref_out: list, v: dict, what: str = "case"):
+        """Head versus base, head refuses ``case`` (``v``: ``unsupported``): run it on the base
+        build. A refusal the base build shares, or a model it fails too, is no finding; a
+        model it runs is a regression of head's support (:func:`support_regression`), reduced
+        to what head refuses and the base build runs (the reducer's candidates judged on both
+        builds) and identified by the operator refused (:func:`refusal_cause`). Returns the
+        reduction (:class:`Reduced` or :class:`Reused`), or None."""
+        on_base(self.base_pool, case, self.ccfg, spec, ref_out, v, what=what)
+        if not support_regression(v):
+            return None
+        return self.identify(case, spec, ref_out, v, base_pool=self.base_pool)
 
     def failure(self, case, spec, ref_out: list, v: dict, what: str = "case"):
         """Triage failing verdict ``v`` of ``spec`` on ``case`` (``what``: ``case``, or ``cut

@@ -43,7 +43,10 @@ fails the same way (:meth:`Target.matches`): for errors and crashes the same *cl
 frames: removing an operator may change only the operator or dtype a message names), or,
 for a target built with only a signature, the same normalized signature; for mismatches, a
 mismatch on the same backend (the mismatch signature names the graph's operators, which
-reduction changes by design). The search is deterministic (a fixed order of candidates;
+reduction changes by design). For a refusal of head's that the base build does not share
+(head versus base, :class:`Reducer`'s ``base_pool``), a candidate is kept only where head
+still refuses it and the base build runs it: the reduction ends at the operator head
+refuses, in a form the base build handles. The search is deterministic (a fixed order of candidates;
 identical candidates are probed once) and bounded by ``max_seconds`` and ``max_probes``;
 the attribute-regime probes get ``matter_probes`` more probes and the last quarter of
 ``max_seconds`` (attributes left unprobed count as mattering); no probe runs past
@@ -385,13 +388,27 @@ class _Limit(Exception):
     """The time or probe bound is reached."""
 
 
+#: What the base build must do with a candidate for it to show a support regression (a
+#: refusal of head's the base build does not share): compile and run it. A wrong answer of the
+#: base build's counts (an older bug elsewhere does not make head's refusal any less new).
+BASE_RUNS = (V.PASS, V.UNDEFINED) + V.VALUE_CLASSES
+
+
 class Reducer:
+    """``base_pool``: the base build's workers, for a refusal of head's that the base build
+    does not share (head versus base): a candidate is then kept only where head refuses it
+    the target way *and* the base build runs it (:data:`BASE_RUNS`), so the reduction ends
+    at what head refuses and the base build still handles, never at a form both refuse."""
+
     def __init__(self, pool, cfg: CheckConfig, target: Target, max_seconds: float = 120.0, max_probes: int = 200,
-                 matter_probes: int = 40):
+                 matter_probes: int = 40, base_pool=None):
         self.pool, self.cfg, self.target = pool, cfg, target
         self.max_seconds, self.max_probes, self.matter_probes = max_seconds, max_probes, matter_probes
+        self.base_pool = base_pool
         self.probes = 0
         self._seen: dict = {}
+        self._refs: dict = {}  # candidate key -> the reference's outputs (the base build is judged on them)
+        self._base: dict = {}  # candidate key -> whether the base build runs it
         #: Whether the case being reduced stays in the domain the specification defines; its
         #: candidates must then stay there too (``judge``).
         self._defined = True
@@ -412,6 +429,8 @@ class Reducer:
         if ref.ok and (all_finite(ref.outputs) or getattr(case.graph, "extreme", None) is not None):
             v = judge_backend(self.pool, case, self.cfg, self.target.backend, ref.outputs, crosscheck=False,
                               explain=True)
+            if self.base_pool is not None:
+                self._refs[key] = ref.outputs
         if v is not None and self._defined and v.verdict not in V.VALUE_CLASSES + (V.UNDEFINED,) \
                 and ub.undefined_values(case.graph, case.inputs):
             # an error still raised, but on values the specification leaves open (a scale shrunk
@@ -421,21 +440,38 @@ class Reducer:
         return v
 
     def probe(self, case: Prepared) -> V.Verdict | None:
-        """The candidate's verdict when it still fails the target way, else None."""
+        """The candidate's verdict when it still fails the target way (with a base build,
+        and the base build runs it), else None."""
         v = self.judge(case)
-        return v if v is not None and self.target.matches(v) else None
+        if v is None or not self.target.matches(v):
+            return None
+        return v if self.base_pool is None or self.base_runs(case) else None
+
+    def base_runs(self, case: Prepared) -> bool:
+        """Whether the base build compiles and runs the candidate (:data:`BASE_RUNS`), on the
+        reference outputs :meth:`judge` got; asked once per distinct candidate."""
+        key = _key(case)
+        if key not in self._base:
+            ref = self._refs.get(key)
+            bv = None if ref is None else judge_backend(self.base_pool, case, self.cfg, self.target.backend, ref,
+                                                        crosscheck=False, explain=True)
+            self._base[key] = bv is not None and bv.verdict in BASE_RUNS
+        return self._base[key]
 
     def reduce(self, case: Prepared) -> Reduced:
         """The reduced case. ``max_seconds`` bounds the whole reduction: no probe runs past
         it (the workers' timeout is shortened to what is left, plus a second's grace)."""
-        self.probes, self._seen = 0, {}
+        self.probes, self._seen, self._refs, self._base = 0, {}, {}, {}
         self._defined = ub.undefined_values(case.graph, case.inputs) is None
-        had = getattr(self.pool, "deadline", None)
-        self.pool.deadline = time.monotonic() + self.max_seconds
+        pools = [p for p in (self.pool, self.base_pool) if p is not None]
+        had = [getattr(p, "deadline", None) for p in pools]
+        for p in pools:
+            p.deadline = time.monotonic() + self.max_seconds
         try:
             return _Run(self, case).run()
         finally:
-            self.pool.deadline = had
+            for p, d in zip(pools, had):
+                p.deadline = d
 
 
 class _Run:
@@ -680,7 +716,7 @@ class _Run:
                     if got is None or got.verdict in (V.UNDEFINED, V.INVALID):
                         continue  # nothing to judge at this value
                     judged += 1
-                    if self.red.target.matches(got):
+                    if self.red.target.matches(got) and (self.red.base_pool is None or self.red.base_runs(cand)):
                         verdict = f"does not matter: fails alike at {alt!r}"
                         break
                     verdict = verdict or f"matters: {got.verdict} at {alt!r}"
