@@ -52,6 +52,10 @@ def test_eta_comes_from_the_rate_after_the_first_case_and_only_once_there_is_one
         assert p.rate() == pytest.approx((5 * 2 + 10 * 6) / 15)
         assert p.eta() == f"~{P.duration(84 * 70 / 15)} left" == "~7 min left"
         assert p.status(clock.now).startswith("16/100 cases (16%), 10 with failures, 11 min elapsed, ~7 min left")
+        clock.now += 4.0  # the case in flight counts down, then holds at the cases after it
+        assert p.eta() == f"~{P.duration(83 * 70 / 15 + 70 / 15 - 4)} left"
+        clock.now += 60.0
+        assert p.eta() == f"~{P.duration(83 * 70 / 15)} left"
     finally:
         p.close()
 
@@ -246,6 +250,20 @@ def test_seal_keeps_the_last_progress_under_a_note(tmp_path):
     assert P.BEGIN not in sealed and P.END not in sealed and P.NOTE_START not in sealed
     assert sealed.startswith("> **dlgate:** ended with exit status 3\n\n### dlgate `pr`: progress\n\n**1 of 200**")
     assert not P.seal(path, "again")
+
+
+def test_closing_says_what_comes_next_without_an_eta(tmp_path):
+    clock, path = FakeClock(), str(tmp_path / "s.md")
+    p = P.Progress(20, "pr", enabled=False, every_s=1e6, stream=io.StringIO(), clock=clock,
+                   activity=P.Activity(clock), step_summary=path)
+    clock.now = 5.0
+    p.advance(False)
+    assert "ETA after 6 cases" in open(path).read()
+    p.close("deciding the verdict and writing the reports")
+    text = open(path).read()
+    assert "**1 of 20** cases run, **0** with failures, 5 s elapsed.\n" in text and "ETA" not in text
+    assert "Now: deciding the verdict and writing the reports." in text
+    assert not p._thread.is_alive()
 
 
 def test_entrypoint_seals_a_section_dlgate_left(tmp_path):

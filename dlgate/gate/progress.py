@@ -270,7 +270,8 @@ class Progress:
             else:
                 text = f"ETA after {self.min_span_s:g} s of cases"
             return text + (f"; the budget ends in {duration(budget_left)}" if budget_left is not None else "")
-        estimate = rate * left
+        # the case in flight has run since the last one finished: count what is left of it
+        estimate = rate * (left - 1) + max(0.0, rate - (self.clock() - self._last_done))
         if budget_left is not None and budget_left + rate < estimate:  # the last case to start still finishes
             return f"~{duration(budget_left + rate)} left (the budget ends the run)"
         return f"~{duration(estimate)} left"
@@ -350,7 +351,7 @@ class Progress:
         lines = [head, "", line + (f"; {md.text(eta)}." if eta else ".")]
         doing = closing or self.activity.describe()
         if doing:
-            lines += ["", f"{'Then' if closing else 'Now'}: {md.text(doing)}."]
+            lines += ["", f"Now: {md.text(doing)}."]
         lines += ["", f"{NOTE_START}The run's summary replaces this section when dlgate ends. If it is still here after "
                       "the job, the run stopped before writing its reports (a kill or a timeout): the log has the "
                       "rest, and the same command resumes it.</sub>"]
