@@ -137,8 +137,10 @@ def test_activity_counts_units_in_one_step():
     a = P.Activity(clock)
     assert a.describe() is None
     a.begin("reducing case 00017-0badcafe on tvm", "candidates tried")
+    a.tick()
+    assert a.describe() == "reducing case 00017-0badcafe on tvm: 1 candidate tried, 0 s"
     clock.now = 22.0
-    for _ in range(14):
+    for _ in range(13):
         a.tick()
     assert a.describe() == "reducing case 00017-0badcafe on tvm: 14 candidates tried, 22 s"
     a.begin("running case 00042-00c0ffee on tvm (reference torch)")

@@ -112,6 +112,9 @@ class Activity:
         if s is None:
             return None
         what, age, count, unit = s
+        if count == 1 and unit:  # "1 candidate tried": the unit is given in the plural
+            head, _, rest = unit.partition(" ")
+            unit = " ".join(x for x in (head[:-1] if head.endswith("s") else head, rest) if x)
         return f"{what}: {count} {unit}, {duration(age)}" if unit else f"{what}, {duration(age)}"
 
 
