@@ -945,6 +945,22 @@ def append_summary(env: dict, text: str) -> None:
         log(f"cannot write the job summary {path}: {e}")
 
 
+def seal_progress(env: dict, rc: int) -> None:
+    """``dlgate run`` keeps a live progress section in the job summary, which its final
+    summary replaces; when it ended without one (an internal error, a crash), turn the
+    section into a paragraph saying so, above the run's last progress."""
+    from dlgate.gate.progress import seal
+
+    path = env.get("GITHUB_STEP_SUMMARY")
+    if not path:
+        return
+    try:
+        seal(path, f"> **dlgate:** the run ended with exit status {rc} before writing its summary; see the log of "
+                   "the dlgate run step. Its last progress:")
+    except OSError as e:
+        log(f"cannot write the job summary {path}: {e}")
+
+
 # ---------------------------------------------------------------- results
 
 
@@ -1202,6 +1218,7 @@ def finish(p: Plan, ctx: Context, env: dict, token: str, ids: tuple | None, noti
     started = time.time() - 1  # file times may be coarser than time.time()
     cenv = dict(child_env(env), DLGATE_CACHE=p.cache_dir) if p.cache_dir else child_env(env)
     rc = normalize_exit(call(dlgate(*p.dlgate_args), f"dlgate {p.dlgate_args[0]}", here(p, ctx), cenv, ids))
+    seal_progress(env, rc)
     if notice:
         append_summary(env, notice)  # after dlgate's report, which it appends to the job summary
     verdict = read_verdict(p, ctx, started) if rc != EXIT_USAGE else None

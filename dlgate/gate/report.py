@@ -522,9 +522,10 @@ def write_all(out_dir: str, records: list, decision: D.Decision, baseline, timin
     write_json(paths["verdict"], doc)
     step = os.environ.get("GITHUB_STEP_SUMMARY")
     if step:
+        from dlgate.gate.progress import final_summary
+
         try:
-            with open(step, "a") as f:
-                f.write(text + "\n")
+            final_summary(step, text)  # in place of the run's live progress section, else appended
         except OSError:
             pass  # a summary we cannot append to must not fail the gate
     return paths

@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import sys
 import threading
 import time
 from contextlib import contextmanager
@@ -33,6 +32,7 @@ from dlgate.gate import triage as T
 from dlgate.gate.config import Campaign, ConfigError, backend_spec, build, is_optional
 from dlgate.gate.journal import (MANIFEST, RESULTS, Journal, OutLock, RunError, read_json, read_manifest,
                                   read_records, read_timings, write_json, write_text)
+from dlgate.gate.progress import ACTIVITY, Progress, heartbeat_seconds
 from dlgate.oracle import verdict as V
 
 #: What varies from run to run or machine to machine: timings, and the rewrites a compiler
@@ -220,43 +220,6 @@ def _split_timing(rec: dict) -> dict:
     if logs:
         t["logs"] = logs
     return t
-
-
-class Progress:
-    """A progress bar on a terminal; plain periodic lines in CI logs."""
-
-    def __init__(self, total: int, label: str, enabled: bool | None = None, every_s: float = 30.0):
-        self.total, self.label, self.every_s = total, label, every_s
-        self.done = self.failing = 0
-        self.t0 = self.last = time.monotonic()
-        tty = sys.stderr.isatty() and not os.environ.get("CI")
-        self.bar = None
-        if (enabled if enabled is not None else tty) and total:
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress as RP, TextColumn, TimeRemainingColumn
-
-            self.bar = RP(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                          TextColumn("{task.fields[failing]} failing"), transient=True)
-            self.bar.start()
-            self.task = self.bar.add_task(label, total=total, failing=0)
-
-    def advance(self, failing: bool) -> None:
-        self.done += 1
-        self.failing += failing
-        if self.bar is not None:
-            self.bar.update(self.task, advance=1, failing=self.failing)
-            return
-        now = time.monotonic()
-        if now - self.last >= self.every_s or self.done == self.total:
-            self.last = now
-            el = now - self.t0
-            eta = el / self.done * (self.total - self.done) if self.done else 0
-            print(f"dlgate: {self.label}: {self.done}/{self.total} cases ({100 * self.done // max(1, self.total)}%), "
-                  f"{self.failing} with failures, {el:.0f}s elapsed, ~{eta:.0f}s left", file=sys.stderr, flush=True)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.stop()
-            self.bar = None
 
 
 def _manifest(cfg: Campaign, root: str, root_source: str, shard: Shard | None, planned: int) -> dict:
@@ -496,6 +459,10 @@ def _run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | No
          progress: bool | None, log, opened: _Opened, change=None) -> int:
     from dlgate.exec.worker import Pool
 
+    try:
+        every_s = heartbeat_seconds()  # a bad DLGATE_HEARTBEAT_S is said before any work
+    except ValueError as e:
+        raise RunError(str(e)) from None
     base = B.load(cfg.baseline)
     given_state = read_coverage_state(cfg)
     skipped: dict = {}  # corpus cases (or baseline repros) that cannot be loaded: reported, not run
@@ -526,7 +493,9 @@ def _run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | No
     where = f" shard {shard}" if shard else ""
     log(f"dlgate: campaign {cfg.campaign!r}{where}: {len(items)} cases (seed {root_source} {root[:12]}), "
         f"backends {', '.join(labels(cfg.backends))} vs {cfg.reference}")
-    bar = Progress(len(todo), cfg.campaign, progress)
+    bar = Progress(len(todo), cfg.campaign, progress, every_s=every_s, budget_s=cfg.budget)
+    if todo:
+        ACTIVITY.begin(f"starting the workers ({', '.join([cfg.reference] + labels(cfg.backends))})")
     t_run = time.perf_counter()
     base_pool = Pool(cfg.timeout_s, cfg.memory_mb, python=cfg.base["python"], env=cfg.base["env"]) if cfg.base else None
     pool = Pool(cfg.timeout_s, cfg.memory_mb)
@@ -536,6 +505,8 @@ def _run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | No
     if cannot:
         todo = []  # nothing is judged without the backends it needs; a rerun resumes
     # The opset range guides generation: recorded in the manifest, kept by a resumed run.
+    if todo and not recorded.get("opset_range"):
+        ACTIVITY.begin("probing the opsets the backends load")
     opsets = recorded.get("opset_range") or (opset_range(cfg, pool, ccfg, log) if todo else None)
     if opsets is not None and manifest.get("opset_range") != opsets:
         manifest["opset_range"] = opsets
@@ -558,10 +529,14 @@ def _run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | No
                 if not budget.allows():  # only the tail is cut: the cases before it all ran
                     break
                 budget.ran += 1
+                bar.case_started()
                 t0 = time.perf_counter()
+                ACTIVITY.begin(f"generating case {_case_id((kind, key), cfg, root)}")
                 case, feats = _load(kind, key, gen, cfg, root, base, batch)
                 ref_out: list = []
                 kcfg = ccfg if kind != "baseline" else _only(ccfg, base.fingerprints[key]["backend"])
+                names = ", ".join(s.label() for s in kcfg.backends)
+                ACTIVITY.begin(f"running case {case.id} on {names} (reference {cfg.reference})")
                 rec = check(pool, case, kcfg, ref_out)
                 rec["kind"] = kind
                 if feats is not None:
@@ -587,6 +562,8 @@ def _run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | No
                         # head refuses a model the base build runs: a regression, reduced to the refused operator
                         reduced = triage.refusal(case, spec, ref_out, v)
                         failing = T.support_regression(v) or failing
+                    if v["verdict"] in V.FAILURES + (V.UNSUPPORTED,) and finder.limit > 1 and kind != "baseline":
+                        ACTIVITY.begin(f"looking behind case {case.id}'s {v['verdict']} on {spec.label()} (cut cases)")
                     failing = M.search(finder, case, spec, v, reduced, kind) or failing  # what it hides
                 if failing or any(v["verdict"] == V.REFERENCE_ERROR for v in rec["verdicts"]):
                     d = save_bundle(out, case)
@@ -596,15 +573,18 @@ def _run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | No
                 journal.append(rec, timing)
                 triage.journaled(rec)  # its reductions stand for later cases
                 bar.advance(failing)
-            bar.close()
+            ACTIVITY.clear()
+            bar.close("deciding the verdict and writing the reports")
     except Interrupted:
-        bar.close()
+        ACTIVITY.clear()
+        bar.close("interrupted: writing the reports of the cases run")
         if base_pool is not None:
             base_pool.close(kill=True)
         ran = len(journal.records) - resumed  # the case in flight is not recorded, nor counted
         _write_stats(out, ran, t_run, [p for p in (pool, base_pool) if p is not None])
         raise
     finally:
+        ACTIVITY.clear()
         bar.close()
         if base_pool is not None:
             base_pool.close()

@@ -60,6 +60,7 @@ import re
 from dataclasses import dataclass, field
 
 from dlgate.check import judge_backend
+from dlgate.gate.progress import ACTIVITY
 from dlgate.oracle import memsafety as MS
 from dlgate.oracle import signature as S
 from dlgate.oracle import verdict as V
@@ -86,6 +87,7 @@ def _cause_of(v) -> tuple:
 
 def confirm(pool, case, ccfg, spec, ref_out: list, v: dict, runs: int) -> None:
     want = _cause_of(v)
+    ACTIVITY.begin(f"confirming case {case.id}'s {v['verdict']} on {spec.label()} (re-running it)")
     seen, causes, values = [], [], set()
     for _ in range(runs):
         again = judge_backend(pool, case, ccfg, spec, ref_out, crosscheck=False, explain=False)
@@ -124,6 +126,7 @@ def on_base(base_pool, case, ccfg, spec, ref_out: list, v: dict, reduced=None, p
     base build fails the case otherwise and ``reduced`` (the failure's reduction,
     :class:`dlgate.reduce.reducer.Reduced`) is given, sharing is decided on the reduced case
     instead (its reference run on ``pool``)."""
+    ACTIVITY.begin(f"running {what} {case.id} on the base build ({spec.label()})")
     bv = judge_backend(base_pool, case, ccfg, spec, ref_out, crosscheck=False, explain=True)
     shares = same(v, bv)
     v["base"] = _base_record(bv, shares, what)
@@ -160,6 +163,7 @@ def on_reduced(base_pool, ccfg, spec, v: dict, reduced, pool) -> bool:
     from dlgate.backends.base import Model
 
     reused = isinstance(reduced, Reused)
+    ACTIVITY.begin(f"running reduced case {reduced.case.id} on the base build ({spec.label()})")
     ref = pool.execute(ccfg.reference, Model(reduced.case.model, reduced.case.graph), reduced.case.inputs)
     if not ref.ok:
         return not reused

@@ -63,6 +63,7 @@ import torch
 
 from dlgate.backends.base import BackendSpec, Model
 from dlgate.check import CheckConfig, Prepared, judge_backend
+from dlgate.gate.progress import ACTIVITY
 from dlgate.graph import dynamic
 from dlgate.graph.ir import Graph, Node
 from dlgate.materialize.onnx_model import to_onnx
@@ -424,6 +425,7 @@ class Reducer:
         if key in self._seen:
             return self._seen[key]
         self.probes += 1
+        ACTIVITY.tick()
         ref = self.pool.execute(self.cfg.reference, Model(case.model, case.graph), case.inputs)
         v = None
         if ref.ok and (all_finite(ref.outputs) or getattr(case.graph, "extreme", None) is not None):
@@ -462,6 +464,7 @@ class Reducer:
         """The reduced case. ``max_seconds`` bounds the whole reduction: no probe runs past
         it (the workers' timeout is shortened to what is left, plus a second's grace)."""
         self.probes, self._seen, self._refs, self._base = 0, {}, {}, {}
+        ACTIVITY.begin(f"reducing case {case.id} on {self.target.backend.label()}", "candidates tried")
         self._defined = ub.undefined_values(case.graph, case.inputs) is None
         pools = [p for p in (self.pool, self.base_pool) if p is not None]
         had = [getattr(p, "deadline", None) for p in pools]
