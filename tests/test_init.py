@@ -118,6 +118,9 @@ def test_runner_labels_add_the_gpu_jobs_and_tell_actionlint_about_them(tmp_path)
     run = " ".join(s.get("run", "") for s in gpu["steps"])
     assert "--config .dlgate/campaign.yaml --backend tvm:cuda" in run and "--base-python .dlgate-base/bin/python" in run
     assert 'dlgate @ git+https://github.com/org/dlgate@v1' in run  # dlgate from the action's own location
+    # `dlgate run` writes its own step's summary (live progress, then summary.md): no step appends it again
+    for wf in (pr, _workflow(repo / WORKFLOWS[2])):
+        assert not any("GITHUB_STEP_SUMMARY" in s.get("run", "") for s in wf["jobs"]["gate-gpu"]["steps"])
     assert _workflow(repo / WORKFLOWS[2])["jobs"]["gate-gpu"]["runs-on"] == ["self-hosted", "gpu"]
     assert yaml.safe_load((repo / ".github/actionlint.yaml").read_text()) == {"self-hosted-runner": {"labels": ["gpu"]}}
     res = _lint(repo)

@@ -211,9 +211,7 @@ def gpu_job(s: Setup, campaign: str, commit: str, base: bool, report_only: bool,
         env += f"    CHANGED_FROM: {changed_from}\n    MODELS: {PR_MODELS}\n"
     steps.append(indent(f"- name: dlgate (GPU)\n  env:\n{env}  run: >-\n"
                          + indent(args, 4), 6))
-    steps.append(indent("""- name: Job summary
-  if: ${{ !cancelled() && hashFiles('dlgate-out/summary.md') != '' }}
-  run: cat dlgate-out/summary.md >> "$GITHUB_STEP_SUMMARY\"""", 6))
+    # no separate job-summary step: `dlgate run` writes its step's summary itself (live progress, then summary.md)
     steps.append(upload(6, "dlgate-out-gpu", "dlgate-out", always=True, required=False))
     cond = "    if: github.event.pull_request.head.repo.full_name == github.repository\n" if guard else ""
     if guard and changed_from:
