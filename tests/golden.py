@@ -105,17 +105,21 @@ def _put_arrays(h, arrays) -> None:
 @contextlib.contextmanager
 def _no_time_cap():
     """``prepare`` with the input search bounded by its step budget alone (see the module
-    docstring). Patches the name ``dlgate.check`` calls, and fails loudly should it move."""
-    import dlgate.check as C
+    docstring): the name ``search`` in the namespace ``prepare`` runs in is rebound for the
+    duration, so this follows ``prepare`` wherever it is defined, and fails loudly should
+    it stop calling the search by that name."""
+    from dlgate.check import prepare
 
-    if not hasattr(C, "search"):
-        raise GoldenError("dlgate.check no longer calls the input search as `search`: update tests/golden.py")
-    was = C.search
-    C.search = functools.partial(was, max_seconds=math.inf)
+    names = prepare.__globals__
+    if "search" not in names:
+        raise GoldenError(f"{prepare.__module__}.prepare no longer calls the input search as `search`: "
+                          "update tests/golden.py")
+    was = names["search"]
+    names["search"] = functools.partial(was, max_seconds=math.inf)
     try:
-        yield C.prepare
+        yield prepare
     finally:
-        C.search = was
+        names["search"] = was
 
 
 def _generator(kw: dict):
