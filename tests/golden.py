@@ -12,7 +12,7 @@ The batch goes through the same public entry points a campaign uses: ``make_case
 the inputs. Its regimes cover the opsets (drawn per case, and fixed at the oldest, a middle
 and the newest), dynamic shapes, extreme values, longer graphs and the campaign defaults.
 
-What is hashed is machine-independent by construction:
+Three digests; the first two are machine-independent by construction:
 
 - ``models``: each case's ONNX bytes as generated (NumPy PCG64 streams and value ranges
   rounded to 7 significant digits: the same on every machine, docs/generator.md).
