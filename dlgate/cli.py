@@ -347,7 +347,7 @@ def cmd_gen(args) -> int:
         raise UsageError(f"dlgate gen: {e}") from None
     batch = None
     if not args.no_guidance:
-        from dlgate.coverage.guide import GuidedBatch
+        from dlgate.case import GuidedBatch
         from dlgate.coverage.state import CoverageState, StateError
 
         try:
@@ -620,7 +620,9 @@ def cmd_run(args) -> int:
     from dlgate.gate import config as C
     from dlgate.gate.baseline import BaselineError
     from dlgate.gate.baseline import load as load_baseline
-    from dlgate.gate.run import RunError, Shard, run
+    from dlgate.gate.journal import RunError
+    from dlgate.gate.run.loop import run
+    from dlgate.gate.run.plan import Shard
 
     for flag, value in (("--seed", args.seed), ("--commit", args.commit)):
         if value is not None and not value.strip():
@@ -813,7 +815,8 @@ def _campaign_memory_safety(results: str) -> str:
 
 
 def cmd_merge(args) -> int:
-    from dlgate.gate.run import RunError, merge
+    from dlgate.gate.journal import RunError
+    from dlgate.gate.run.merge import merge
 
     _out_dir(args.out, "dlgate merge: --out")
     try:
@@ -836,7 +839,8 @@ def cmd_report(args) -> int:
 
 
 def cmd_baseline(args) -> int:
-    from dlgate.gate.run import RunError, update_baseline
+    from dlgate.gate.journal import RunError
+    from dlgate.gate.run.updates import update_baseline
 
     try:
         update_baseline(args.run_dir, args.baseline, args.prune, log=_log)
@@ -938,7 +942,7 @@ def main(argv=None) -> int:
         args = build_parser().parse_args(argv)
         status = COMMANDS[args.command](args)
         if args.command == "run" and status in (130, 143):  # interrupted: no later signal changes the status
-            from dlgate.gate.run import hold_stop_signals
+            from dlgate.gate.run.lifecycle import hold_stop_signals
 
             hold_stop_signals()
         sys.stdout.flush()  # a closed stdout pipe shows here, where it is handled, not at exit

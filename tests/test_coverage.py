@@ -12,7 +12,8 @@ import yaml
 from dlgate.case import make_case
 from dlgate.cli import main
 from dlgate.coverage import features as F
-from dlgate.coverage.guide import Guide, GuidedBatch
+from dlgate.case import GuidedBatch
+from dlgate.coverage.guide import Guide
 from dlgate.coverage.state import CoverageState, StateError
 from dlgate.graph.generator import GenConfig, Generator
 from dlgate.graph.ir import Graph, Node
