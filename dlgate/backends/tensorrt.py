@@ -15,6 +15,7 @@ import numpy as np
 
 from dlgate.backends.base import Backend, Model, Unavailable
 from dlgate.backends.refusals import refused, symbolic_patterns
+from dlgate.backends.selftest import check_outputs, probe_model
 
 NO_GPU = "TensorRT needs an NVIDIA GPU with CUDA; none is visible"
 LEVELS = {f"O{k}": k for k in range(6)}  # IBuilderConfig.builder_optimization_level 0..5 (TensorRT's default: 3)
@@ -81,8 +82,6 @@ class TensorRT(Backend):
     def self_test(self) -> None:
         """The start-up probe (one Add) parsed, built into an engine and run on the GPU
         with the right sum."""
-        from dlgate.backends.selftest import check_outputs, probe_model
-
         # with fp16 a float32 model is refused (see the class): the probe is float16 then
         model, inputs, expected = probe_model(dtype="float16" if self.options.get("fp16") else "float32")
         try:

@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import os
 
+from dlgate.backends.base import Model
+from dlgate.backends.onnxruntime import OnnxRuntime
+
 
 def _call_pass(name: str, src: str, replace):
     """A Relax module pass that visits every function of the module and replaces each call
@@ -144,8 +147,6 @@ def _misconverted(model, convert_from: str, convert_to: str):
     holds none."""
     import onnx
 
-    from dlgate.backends.base import Model
-
     m = onnx.load_from_string(model.onnx)
     hit = False
     for node in m.graph.node:
@@ -156,8 +157,6 @@ def _misconverted(model, convert_from: str, convert_to: str):
 
 
 def _misconverting_onnxruntime():
-    from dlgate.backends.onnxruntime import OnnxRuntime
-
     class MisconvertingOnnxRuntime(OnnxRuntime):
         """onnxruntime with one operator's conversion broken on purpose: every node of type
         ``convert_from`` is run as ``convert_to`` (same inputs and attributes: pick two
@@ -197,8 +196,6 @@ def _refused_types(value) -> list:
 
 
 def _refusing_onnxruntime():
-    from dlgate.backends.onnxruntime import OnnxRuntime
-
     class RefusingOnnxRuntime(OnnxRuntime):
         """onnxruntime that has lost the kernels of some operator types: a model holding a
         node of a refused type is refused when it is compiled, in onnxruntime's own words

@@ -10,6 +10,7 @@ import numpy as np
 from dlgate.backends._cuda import NO_CUDA, missing
 from dlgate.backends.base import Backend, Model, Unavailable
 from dlgate.backends.refusals import refused, symbolic_patterns
+from dlgate.backends.selftest import check_outputs, probe_model
 
 TARGETS = {"cpu": "llvm", "cuda": "cuda"}
 #: Relax pipelines, lowest first. TVM 0.27's registered "zero" pipeline (legalize + fuse) does
@@ -96,8 +97,6 @@ class TVM(Backend):
         if self.device != "cuda":
             return
         import tvm
-
-        from dlgate.backends.selftest import check_outputs, probe_model
 
         if not tvm.cuda(0).exist:
             raise Unavailable(f"{self.name} on cuda: {NO_CUDA} (tvm.cuda(0).exist is False)")

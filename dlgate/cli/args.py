@@ -180,15 +180,13 @@ def _pseudo_filesystem(path: str) -> str | None:
 
 def probe_doc(system: str, where: str, **kw) -> dict:
     """The probe document of a backend (cached), with usage errors for bad names."""
-    from dlgate.backends.registry import load  # local: imports torch; off the CLI start-up
+    from dlgate.backends.registry import load, names  # local: imports torch; off the CLI start-up
     from dlgate.probe.support import ProbeError, load_or_probe
 
     try:
         load(system)
         return load_or_probe(system, **kw)
     except KeyError as e:
-        from dlgate.backends.registry import names
-
         hint = did_you_mean(system, names()) if ":" not in system else ""
         why = e.args[0].replace("; known:", f"{hint} known:", 1) if hint else e.args[0]
         raise UsageError(f"{where} {system}: {why}") from None

@@ -24,7 +24,7 @@ def add_parser(sub) -> None:
 
 def command(args) -> int:
     # local: imports torch; off the CLI start-up
-    from dlgate.check import CaseError, CheckConfig, load_bundle, save_bundle
+    from dlgate.check import CaseError, CheckConfig, check, load_bundle, save_bundle
     from dlgate.exec.worker import Pool
     from dlgate.oracle import verdict as V
     from dlgate.reduce.reducer import NotReproduced, Reducer, Target
@@ -40,8 +40,6 @@ def command(args) -> int:
         raise UsageError(f"dlgate reduce: {e}") from None
     cfg = CheckConfig([spec], ref, timeout_s=args.timeout, crosscheck=False)
     with Pool(cfg.timeout_s, cfg.memory_mb) as pool:
-        from dlgate.check import check
-
         rec = check(pool, case, cfg)
         v = rec["verdicts"][0]
         if v["verdict"] not in V.FAILURES:

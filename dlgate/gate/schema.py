@@ -83,7 +83,7 @@ def _object(keys: dict, required: tuple = ()) -> dict:
 
 
 def _field(f: Field) -> dict:
-    from dlgate.oracle.compare import DEFAULT_TOLERANCES
+    from dlgate.oracle.compare import DEFAULT_TOLERANCES  # local: imports numpy; off the CLI start-up
 
     if f.kind == "str":
         s = {"type": "string", "minLength": 1}
