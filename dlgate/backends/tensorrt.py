@@ -74,7 +74,7 @@ class TensorRT(Backend):
         if not torch.cuda.is_available():
             return NO_GPU
         try:
-            import tensorrt  # noqa: F401
+            import tensorrt  # noqa: F401  # local: optional compiler, imported where it runs
         except ImportError as e:
             return f"the tensorrt package is not installed ({e}); pip install tensorrt"
         return None
@@ -92,12 +92,12 @@ class TensorRT(Backend):
         check_outputs(f"{self.name} on cuda", outs, expected)
 
     def version(self) -> str:
-        import tensorrt as trt
+        import tensorrt as trt  # local: optional compiler, imported where it runs
 
         return trt.__version__
 
     def _logger(self):
-        import tensorrt as trt
+        import tensorrt as trt  # local: optional compiler, imported where it runs
 
         if not hasattr(self, "_trt_logger"):
             self._trt_logger = trt.Logger(trt.Logger.ERROR)
@@ -111,7 +111,7 @@ class TensorRT(Backend):
                     f"option fp16: the model has {', '.join(wide)} tensors, which TensorRT's FP16 kernels may "
                     f"compute in float16, and a {wide[0]} reference cannot judge that without false alarms; "
                     f"with fp16 only models whose floating-point tensors are all float16 are run")
-        import tensorrt as trt
+        import tensorrt as trt  # local: optional compiler, imported where it runs
 
         logger = self._logger()
         builder = trt.Builder(logger)
@@ -147,7 +147,7 @@ class TensorRT(Backend):
         return engine, context, io, model.input_names, model.output_names, declared
 
     def run(self, compiled: Any, inputs: list) -> list:
-        import tensorrt as trt
+        import tensorrt as trt  # local: optional compiler, imported where it runs
         import torch
 
         engine, context, io, in_names, out_names, declared = compiled

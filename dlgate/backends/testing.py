@@ -19,9 +19,9 @@ from dlgate.backends.onnxruntime import OnnxRuntime
 def _call_pass(name: str, src: str, replace):
     """A Relax module pass that visits every function of the module and replaces each call
     of operator ``src`` by ``replace(mutator, call)`` (after visiting its arguments)."""
-    import tvm
+    import tvm  # local: optional compiler, imported where it runs
     from tvm import relax
-    from tvm.relax.expr_functor import PyExprMutator, mutator
+    from tvm.relax.expr_functor import PyExprMutator, mutator  # local: optional compiler, imported where it runs
 
     src_op = tvm.ir.Op.get(src)
 
@@ -53,7 +53,7 @@ def _call_pass(name: str, src: str, replace):
 def rewrite_op_pass(src: str = "relax.sigmoid", dst: str = "relax.tanh"):
     """A Relax module pass replacing every call of operator ``src`` by ``dst`` (same arguments
     and attributes: pick operators of the same signature, e.g. two unary or two binary ones)."""
-    import tvm
+    import tvm  # local: optional compiler, imported where it runs
     from tvm import relax
 
     dst_op = tvm.ir.Op.get(dst)
@@ -76,7 +76,7 @@ def offset_op_pass(src: str, delta: float = 1.0):
     """A Relax module pass adding ``delta`` to every result of operator ``src`` (a
     tensor-valued call): a miscompilation for any operator family, whatever the operator's
     signature (``offset_op_pass("relax.nn.layer_norm")``)."""
-    from tvm import relax
+    from tvm import relax  # local: optional compiler, imported where it runs
 
     def offset(m, call):
         call = m.builder_.normalize(call)
@@ -105,7 +105,7 @@ def bitwise_and_to_or():
 def trilu_plus_one():
     """``offset_op_pass`` on ``relax.tril`` then on ``relax.triu`` (ONNX Trilu, either way
     round): every Trilu result off by one."""
-    import tvm
+    import tvm  # local: optional compiler, imported where it runs
 
     return tvm.transform.Sequential([offset_op_pass("relax.tril"), offset_op_pass("relax.triu")])
 
