@@ -12,12 +12,12 @@ measures static models only):
 
 * **a**: the generator without motifs and without guidance (every spec but the motifs);
 * **b**: with motifs (every spec), without guidance;
-* **c**: with motifs and coverage guidance (:mod:`dlgate.coverage.guide`), as a recurring
+* **c**: with motifs and coverage guidance (:mod:`dlgate.coverage.guide`, :class:`dlgate.case.GuidedBatch`), as a recurring
   campaign with a ``coverage_state`` makes them: ``--runs`` consecutive runs of
   ``count / runs`` models each (their own roots, one campaign), the first from an empty
   state, each later one from the state the one before ended with: its start, every
   case's graph features and every rewrite kind its backends applied, as
-  ``dlgate.gate.run.write_coverage`` writes ``coverage-state.json``. Within a run, as in
+  ``dlgate.gate.run.guidance.write_coverage`` writes ``coverage-state.json``. Within a run, as in
   ``dlgate run``, the batch is generated in index order and each case's features join
   the state before the next; rewrite kinds join it only between runs (a run's cases
   depend on its start state and seeds alone, never on what a compiler did mid-run). So
@@ -72,7 +72,7 @@ from dlgate import stats as S  # noqa: E402
 from dlgate.backends.base import BackendSpec, Model  # noqa: E402
 from dlgate.case import make_case  # noqa: E402
 from dlgate.coverage import features as F  # noqa: E402
-from dlgate.coverage.guide import GuidedBatch  # noqa: E402
+from dlgate.case import GuidedBatch  # noqa: E402
 from dlgate.coverage.state import CoverageState  # noqa: E402
 from dlgate.exec.worker import Pool  # noqa: E402
 from dlgate.graph.generator import GenConfig, GenerationError, Generator  # noqa: E402

@@ -78,8 +78,8 @@ class Phases:
 def _instrument(ph: Phases) -> list:
     """Time the gate's phases (module attributes replaced; the list restores them)."""
     from dlgate.gate import multibug as M
-    from dlgate.gate import run as R
     from dlgate.gate import triage as T
+    from dlgate.gate.run import loop as R
     from dlgate.reduce import reducer
 
     saved = []
@@ -125,7 +125,7 @@ def _reductions(out: str) -> dict:
 
 
 def run_one(cfg, root: str, out: str, log_path: str) -> dict:
-    from dlgate.gate import run as R
+    from dlgate.gate.run import loop as R
 
     ph = Phases()
     saved = _instrument(ph)

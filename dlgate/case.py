@@ -1,4 +1,5 @@
-"""A generated case: the graph, its ONNX bytes and its metadata, derived from a seed."""
+"""A generated case: the graph, its ONNX bytes and its metadata, derived from a seed; and a
+batch of cases under coverage guidance, each generated from the coverage of those before."""
 from __future__ import annotations
 
 import hashlib
@@ -7,7 +8,10 @@ import os
 from dataclasses import dataclass
 
 from dlgate import GENERATOR_VERSION, __version__
-from dlgate.graph.generator import Generator
+from dlgate.coverage import features as F
+from dlgate.coverage.guide import Guide
+from dlgate.coverage.state import CoverageState
+from dlgate.graph.generator import GenerationError, Generator
 from dlgate.graph.ir import Graph
 from dlgate.materialize.onnx_model import to_onnx
 from dlgate.seeds import case_id, case_seed, sub_seed
@@ -67,3 +71,39 @@ def make_case(gen: Generator, root: str, campaign: str, index: int) -> Case:
     graph = gen.generate(seed)
     model = to_onnx(graph, sub_seed(seed, "onnx"), doc=f"dlgate case {root}/{campaign}/{index}")
     return Case(case_id(root, campaign, index), root, campaign, index, seed, graph, model.SerializeToString())
+
+
+class GuidedBatch:
+    """The cases of one batch under coverage guidance, generated in index order (see
+    :mod:`dlgate.coverage.guide`). ``start`` is the campaign's starting state; it is not changed."""
+
+    def __init__(self, gen, root: str, campaign: str, start: CoverageState):
+        self.gen, self.root, self.campaign, self.start = gen, root, campaign, start
+        self._reset()
+
+    def _reset(self) -> None:
+        self.state = self.start.copy()
+        self.gen.guide = Guide(self.state)
+        self.next = 0
+
+    def _observe(self, graph) -> list:
+        feats = F.graph_features(graph)
+        self.state.add_features(feats)
+        return feats
+
+    def _skip_to(self, index: int) -> None:
+        if index < self.next:
+            self._reset()
+        while self.next < index:
+            try:
+                self._observe(self.gen.generate(case_seed(self.root, self.campaign, self.next)))
+            except GenerationError:
+                pass  # a case that cannot be generated adds nothing
+            self.next += 1
+
+    def case(self, index: int):
+        """The case at ``index`` and its graph features."""
+        self._skip_to(index)
+        self.next = index + 1
+        c = make_case(self.gen, self.root, self.campaign, index)
+        return c, self._observe(c.graph)

@@ -12,6 +12,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
+from dlgate import dtypes as dt
 from dlgate.backends.base import BackendSpec, Model
 from dlgate.backends.registry import load
 from dlgate.exec import worker as W
@@ -21,11 +22,13 @@ from dlgate.inputs.search import search
 from dlgate.materialize.onnx_model import to_onnx
 from dlgate.oracle import rules
 from dlgate.oracle import verdict as V
+from dlgate.oracle.compare import all_finite
+from dlgate.oracle.rules.base import Context
+from dlgate.oracle.rules.reference_defect import defect
 from dlgate.oracle.rules.refusal import refused_by_optimization
 from dlgate.oracle.rules.symbolic import judge_symbolic
-from dlgate.oracle.compare import all_finite
 from dlgate.seeds import sub_seed
-from dlgate.spec.registry import get
+from dlgate.spec.registry import all_specs, get
 
 REFERENCE = BackendSpec("torch")
 
@@ -110,9 +113,6 @@ def _read_meta(directory: str) -> dict:
 def _read_graph(directory: str, d: dict) -> Graph:
     """meta.json's graph, checked to be one dlgate can run: known dtypes and operators,
     concrete shapes, tensor ids in range."""
-    from dlgate import dtypes as dt
-    from dlgate.spec.registry import all_specs
-
     def bad(why: str) -> CaseError:
         return CaseError(f"{directory}: meta.json: graph: {why}")
 
@@ -380,9 +380,6 @@ def judge_backend(pool: W.Pool, case: Prepared, cfg: CheckConfig, spec: BackendS
 def _onnx_reference(pool: W.Pool, case: Prepared, model: Model):
     """ONNX's reference evaluator on the case, or why it is not consulted (it computes an
     instance of the model wrongly: ``rules.reference_defect``)."""
-    from dlgate.oracle.rules.base import Context
-    from dlgate.oracle.rules.reference_defect import defect
-
     why = defect(Context(case.graph, case.inputs))
     return why if why else pool.execute(BackendSpec("onnx-reference"), model, case.inputs)
 

@@ -7,7 +7,8 @@ import argparse
 import sys
 
 from dlgate import docblocks
-from dlgate.cliparse import RUN_EXIT_STATUSES, subcommands, walk
+from dlgate.cli import build_parser
+from dlgate.cli.parser import RUN_EXIT_STATUSES, subcommands, walk
 
 
 def _cell(text: str) -> str:
@@ -74,8 +75,6 @@ def exit_status_markdown() -> str:
 
 
 def blocks() -> dict:
-    from dlgate.cli import build_parser
-
     return {"commands": reference_markdown(build_parser()), "exit-statuses": exit_status_markdown()}
 
 

@@ -36,6 +36,7 @@ import math
 import os
 from collections import defaultdict
 
+from dlgate import tables as T
 from dlgate.spec.registry import all_specs
 
 GRAPH_METRICS = ("NOO", "NOT", "NOP", "NTR", "NSA")
@@ -141,8 +142,6 @@ def compute(graphs: list, ops=None) -> dict:
 def summary(res: dict) -> list:
     """The batch statistics as lines and a table, for :func:`dlgate.tables.show` (the JSON
     file carries the full detail)."""
-    from dlgate import tables as T
-
     table = T.table("metric", "value", "kind", right=("value",))
     for m in GRAPH_METRICS + OP_METRICS + ("div_V", "div_E"):
         v = res[m]
@@ -156,6 +155,4 @@ def summary(res: dict) -> list:
 
 def render(res: dict) -> str:
     """The batch statistics as plain text."""
-    from dlgate import tables as T
-
     return T.render(*summary(res))

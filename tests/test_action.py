@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import importlib.util
 import json
 import os
 import re
@@ -22,6 +21,13 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
+import entrypoint.base
+import entrypoint.children
+import entrypoint.inputs
+import entrypoint.plan
+import entrypoint.results
+import entrypoint.workflow
+
 ROOT = Path(__file__).resolve().parent.parent
 ENTRYPOINT = ROOT / "entrypoint" / "main.py"
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml")) + \
@@ -34,17 +40,6 @@ FAST = {"crosscheck": False, "confirm_runs": 0, "reduce": False, "min_nodes": 1,
 PASSING = dict(FAST, campaign="pass", backends=["onnxruntime"], operators=["Relu", "Add", "Mul", "Abs", "Neg"],
                dtypes=["float32"])
 FAILING = dict(FAST, campaign="fail", backends=["onnxruntime", {"name": "tests.fake_backends:Raises"}])
-
-
-def _load_entrypoint():
-    spec = importlib.util.spec_from_file_location("dlgate_action_entrypoint", ENTRYPOINT)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # dataclasses resolve annotations through sys.modules
-    spec.loader.exec_module(mod)
-    return mod
-
-
-ep = _load_entrypoint()
 
 
 # ---------------------------------------------------------------- a simulated runner
@@ -369,19 +364,19 @@ def test_the_base_build_replaces_the_images_build_of_the_same_distribution(tmp_p
     import packaging
 
     wheel = fake_wheel(tmp_path / "dist", "packaging", "0.0.1", "__version__ = '0.0.1'\n")
-    p = ep.Plan([], "o", base_requirements=[str(wheel)])
-    ctx = ep.Context(workspace=str(tmp_path))
+    p = entrypoint.plan.Plan([], "o", base_requirements=[str(wheel)])
+    ctx = entrypoint.inputs.Context(workspace=str(tmp_path))
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path), "PIP_NO_INDEX": "1",
            "INPUT_GITHUB-TOKEN": TOKEN, "GITHUB_TOKEN": TOKEN}
-    rc, base = ep.create_base_env(p, ctx, env)
+    rc, base = entrypoint.base.create_base_env(p, ctx, env)
     try:
         assert rc == 0, capfd.readouterr()
-        assert ep.check_base_env(p, ctx, env, base, None) == 0
+        assert entrypoint.base.check_base_env(p, ctx, env, base, None) == 0
         out = capfd.readouterr().out
         assert f"dlgate: head: packaging {packaging.__version__} from {os.path.realpath(packaging.__file__)}" in out
         assert f"dlgate: base: packaging 0.0.1 from {os.path.realpath(base.root)}" in out
         got = subprocess.run([base.python, "-c", "import packaging, dlgate, numpy; print(packaging.__version__)"],
-                             env=ep.base_env_vars(ep.child_env(env)), capture_output=True, text=True, check=True)
+                             env=entrypoint.children.base_env_vars(entrypoint.children.child_env(env)), capture_output=True, text=True, check=True)
         assert got.stdout.strip() == "0.0.1"  # and the image's other packages are still there
         assert TOKEN not in out
     finally:
@@ -393,13 +388,13 @@ def test_a_base_build_whose_module_is_imported_from_elsewhere_is_refused(tmp_pat
     metadata claims a module (json) that the environment finds outside it, as it would a
     build shadowed by the image's."""
     wheel = fake_wheel(tmp_path / "dist", "fakejson", "1.0", "__version__ = '1.0'\n", top_level="json")
-    p = ep.Plan([], "o", base_requirements=[str(wheel)])
-    ctx = ep.Context(workspace=str(tmp_path))
+    p = entrypoint.plan.Plan([], "o", base_requirements=[str(wheel)])
+    ctx = entrypoint.inputs.Context(workspace=str(tmp_path))
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(tmp_path), "PIP_NO_INDEX": "1"}
-    rc, base = ep.create_base_env(p, ctx, env)
+    rc, base = entrypoint.base.create_base_env(p, ctx, env)
     try:
         assert rc == 0, capfd.readouterr()
-        assert ep.check_base_env(p, ctx, env, base, None) == 2
+        assert entrypoint.base.check_base_env(p, ctx, env, base, None) == 2
         errors = [x for x in capfd.readouterr().out.splitlines() if x.startswith("::error")]
         assert len(errors) == 1 and errors[0].startswith("::error title=dlgate%3A wrong base build::the base "
                                                          "environment imports json from ")
@@ -457,20 +452,20 @@ def test_plan_reads_base_compiler_like_compiler(tmp_path):
     (tmp_path / "dist" / "base").mkdir(parents=True)
     wheel = tmp_path / "dist" / "base" / "tvm-0.27.0-cp311-cp311-linux_x86_64.whl"
     wheel.write_bytes(b"")
-    ctx = ep.Context(event_name="push", sha=MERGE, workspace=str(tmp_path))
-    p = ep.plan({"INPUT_CONFIG": "c.yaml", "INPUT_BASE-COMPILER": "dist/base/*.whl"}, ctx)
+    ctx = entrypoint.inputs.Context(event_name="push", sha=MERGE, workspace=str(tmp_path))
+    p = entrypoint.plan.plan({"INPUT_CONFIG": "c.yaml", "INPUT_BASE-COMPILER": "dist/base/*.whl"}, ctx)
     assert p.base_requirements == [str(wheel)] and p.requirements == []
     assert not any(a.startswith("--base") for a in p.dlgate_args)  # added once the environment exists
     for bad in ("-e .", "tvm --pre", "missing/*.whl"):
-        with pytest.raises(ep.InputError, match="^base-compiler: "):
-            ep.plan({"INPUT_CONFIG": "c.yaml", "INPUT_BASE-COMPILER": bad}, ctx)
+        with pytest.raises(entrypoint.inputs.InputError, match="^base-compiler: "):
+            entrypoint.plan.plan({"INPUT_CONFIG": "c.yaml", "INPUT_BASE-COMPILER": bad}, ctx)
     (tmp_path / "shards" / "s1").mkdir(parents=True)
-    merged = ep.plan({"INPUT_MERGE": "shards/*", "INPUT_BASE-COMPILER": "apache-tvm==0.27.0"}, ctx)
+    merged = entrypoint.plan.plan({"INPUT_MERGE": "shards/*", "INPUT_BASE-COMPILER": "apache-tvm==0.27.0"}, ctx)
     assert merged.base_requirements == []  # a merge runs no compiler
 
 
 def test_dist_name_of_a_requirement():
-    assert [ep.dist_name(r) for r in ("apache-tvm==0.27.0", "onnxruntime[cuda] >= 1.20", "tvm @ https://x.test/t.whl",
+    assert [entrypoint.base.dist_name(r) for r in ("apache-tvm==0.27.0", "onnxruntime[cuda] >= 1.20", "tvm @ https://x.test/t.whl",
                                       "/ws/dist/tvm-0.28.dev0-cp311-cp311-linux_x86_64.whl",
                                       "https://x.test/onnxruntime_gpu-1.20.0-cp311-none-any.whl",
                                       "git+https://github.com/apache/tvm", "./python")] == \
@@ -481,34 +476,34 @@ def test_dist_name_of_a_requirement():
 
 
 def test_workflow_command_escaping():
-    assert ep.escape_data("50%\r\nx") == "50%25%0D%0Ax"
-    assert ep.escape_property("a:b,c%\n") == "a%3Ab%2Cc%25%0A"
-    assert ep.command("error", "line1\nline2", title="t: x, y") == "::error title=t%3A x%2C y::line1%0Aline2"
-    assert ep.command("endgroup") == "::endgroup::"
+    assert entrypoint.workflow.escape_data("50%\r\nx") == "50%25%0D%0Ax"
+    assert entrypoint.workflow.escape_property("a:b,c%\n") == "a%3Ab%2Cc%25%0A"
+    assert entrypoint.workflow.command("error", "line1\nline2", title="t: x, y") == "::error title=t%3A x%2C y::line1%0Aline2"
+    assert entrypoint.workflow.command("endgroup") == "::endgroup::"
 
 
 def test_outputs_use_a_delimiter_the_value_does_not_contain(tmp_path):
     path = tmp_path / "out"
     value = "two\nlines\nghadelimiter_x"
-    ep.write_outputs({"GITHUB_OUTPUT": str(path)}, {"a": value, "b": ""})
+    entrypoint.workflow.write_outputs({"GITHUB_OUTPUT": str(path)}, {"a": value, "b": ""})
     assert parse_outputs(path.read_text()) == {"a": value, "b": ""}
     first = path.read_text().splitlines()[0]
     assert re.fullmatch(r"a<<ghadelimiter_[0-9a-f]{32}", first)
 
 
 def test_inputs_read_both_spellings_and_booleans():
-    assert ep.get_input({"INPUT_OPEN-ISSUES": " true "}, "open-issues") == "true"
-    assert ep.get_input({"INPUT_OPEN_ISSUES": "true"}, "open-issues") == "true"
-    assert ep.get_input({"INPUT_FAIL-ON": "  ", "INPUT_FAIL_ON": "any"}, "fail-on") == "any"
-    assert ep.get_input({}, "seed") == ""
-    assert ep.get_bool({"INPUT_OPEN-ISSUES": "True"}, "open-issues") is True
-    assert ep.get_bool({}, "open-issues") is False
-    with pytest.raises(ep.InputError):
-        ep.get_bool({"INPUT_OPEN-ISSUES": "yes please"}, "open-issues")
+    assert entrypoint.inputs.get_input({"INPUT_OPEN-ISSUES": " true "}, "open-issues") == "true"
+    assert entrypoint.inputs.get_input({"INPUT_OPEN_ISSUES": "true"}, "open-issues") == "true"
+    assert entrypoint.inputs.get_input({"INPUT_FAIL-ON": "  ", "INPUT_FAIL_ON": "any"}, "fail-on") == "any"
+    assert entrypoint.inputs.get_input({}, "seed") == ""
+    assert entrypoint.inputs.get_bool({"INPUT_OPEN-ISSUES": "True"}, "open-issues") is True
+    assert entrypoint.inputs.get_bool({}, "open-issues") is False
+    with pytest.raises(entrypoint.inputs.InputError):
+        entrypoint.inputs.get_bool({"INPUT_OPEN-ISSUES": "yes please"}, "open-issues")
 
 
 def _ctx(name: str, event: dict, ref: str = "refs/heads/main") -> object:
-    return ep.Context(event_name=name, event=event, repository="acme/tvm", sha=MERGE, ref=ref)
+    return entrypoint.inputs.Context(event_name=name, event=event, repository="acme/tvm", sha=MERGE, ref=ref)
 
 
 @pytest.mark.parametrize("name,event,ref,trusted,why", [
@@ -524,52 +519,52 @@ def _ctx(name: str, event: dict, ref: str = "refs/heads/main") -> object:
     ("merge_group", {}, "refs/heads/gh-readonly-queue/main/pr-1", False, "only a push to the default branch"),
 ])
 def test_trusted_event(name, event, ref, trusted, why):
-    got, reason = ep.trusted_event(_ctx(name, event, ref))
+    got, reason = entrypoint.inputs.trusted_event(_ctx(name, event, ref))
     assert got is trusted and why in reason
 
 
 def test_seed_is_the_pull_requests_head_commit_else_github_sha():
-    assert ep.seed_commit(_ctx("pull_request", pr_event(fork=True))) == HEAD
-    assert ep.seed_commit(_ctx("push", {})) == MERGE
-    assert ep.seed_commit(_ctx("schedule", SCHEDULE)) == MERGE
+    assert entrypoint.inputs.seed_commit(_ctx("pull_request", pr_event(fork=True))) == HEAD
+    assert entrypoint.inputs.seed_commit(_ctx("push", {})) == MERGE
+    assert entrypoint.inputs.seed_commit(_ctx("schedule", SCHEDULE)) == MERGE
 
 
 def test_plan_builds_an_argument_list_of_flag_value_pairs(tmp_path):
     (tmp_path / "c.yaml").write_text("models: 1\n")
     env = {"INPUT_CONFIG": "c.yaml", "INPUT_MODELS": "7", "INPUT_SHARD": "2/3", "INPUT_FAIL-ON": "any",
            "INPUT_SEED": "--fresh", "INPUT_OUTPUT-DIR": "o"}
-    p = ep.plan(env, ep.Context(event_name="push", sha=MERGE, workspace=str(tmp_path)))
+    p = entrypoint.plan.plan(env, entrypoint.inputs.Context(event_name="push", sha=MERGE, workspace=str(tmp_path)))
     assert p.dlgate_args == ["run", "--config=c.yaml", "--out=o", "--no-progress", "--seed=--fresh", "--models=7",
                              "--shard=2/3", "--fail-on=any"]
-    assert ep.plan({"INPUT_CONFIG": "c.yaml"}, ep.Context(sha=MERGE, workspace=str(tmp_path))).dlgate_args[-1] == \
+    assert entrypoint.plan.plan({"INPUT_CONFIG": "c.yaml"}, entrypoint.inputs.Context(sha=MERGE, workspace=str(tmp_path))).dlgate_args[-1] == \
         f"--commit={MERGE}"
 
 
 def test_config_falls_back_to_the_actions_own_campaigns(tmp_path):
-    assert ep.resolve_config("configs/weekly.yaml", str(tmp_path)) == str(ROOT / "configs" / "weekly.yaml")
+    assert entrypoint.plan.resolve_config("configs/weekly.yaml", str(tmp_path)) == str(ROOT / "configs" / "weekly.yaml")
     (tmp_path / "configs").mkdir()
     (tmp_path / "configs" / "weekly.yaml").write_text("models: 1\n")
-    assert ep.resolve_config("configs/weekly.yaml", str(tmp_path)) == "configs/weekly.yaml"  # the workspace wins
-    with pytest.raises(ep.InputError):
-        ep.resolve_config("pyproject.toml", str(tmp_path))  # only the action's configs/, nothing else of it
+    assert entrypoint.plan.resolve_config("configs/weekly.yaml", str(tmp_path)) == "configs/weekly.yaml"  # the workspace wins
+    with pytest.raises(entrypoint.inputs.InputError):
+        entrypoint.plan.resolve_config("pyproject.toml", str(tmp_path))  # only the action's configs/, nothing else of it
 
 
 def test_compiler_requirements(tmp_path):
     (tmp_path / "dist").mkdir()
     wheel = tmp_path / "dist" / "tvm-0.28.0-cp311-cp311-linux_x86_64.whl"
     wheel.write_bytes(b"")
-    got = ep.compiler_requirements("apache-tvm >= 0.28\n# a comment\n\ndist/*.whl\nhttps://x.test/a.whl", str(tmp_path))
+    got = entrypoint.plan.compiler_requirements("apache-tvm >= 0.28\n# a comment\n\ndist/*.whl\nhttps://x.test/a.whl", str(tmp_path))
     assert got == ["apache-tvm >= 0.28", str(wheel), "https://x.test/a.whl"]
     for bad in ("-e .", "tvm --pre", "--extra-index-url=http://evil", "missing/*.whl"):
-        with pytest.raises(ep.InputError):
-            ep.compiler_requirements(bad, str(tmp_path))
+        with pytest.raises(entrypoint.inputs.InputError):
+            entrypoint.plan.compiler_requirements(bad, str(tmp_path))
 
 
 def test_children_never_see_the_token_or_the_runners_credentials():
     env = {"INPUT_GITHUB-TOKEN": TOKEN, "INPUT_MODELS": "3", "GITHUB_TOKEN": TOKEN, "ACTIONS_RUNTIME_TOKEN": "x",
            "ACTIONS_RUNTIME_URL": "u", "ACTIONS_ID_TOKEN_REQUEST_URL": "u", "ACTIONS_CACHE_URL": "u",
            "MY_SECRET": "s", "PATH": "/bin", "GITHUB_SHA": MERGE, "GITHUB_API_URL": "https://api.github.com"}
-    assert ep.child_env(env) == {"PATH": "/bin", "GITHUB_SHA": MERGE, "GITHUB_API_URL": "https://api.github.com"}
+    assert entrypoint.children.child_env(env) == {"PATH": "/bin", "GITHUB_SHA": MERGE, "GITHUB_API_URL": "https://api.github.com"}
 
 
 def _group(cls: str, i: int) -> dict:
@@ -578,32 +573,32 @@ def _group(cls: str, i: int) -> dict:
 
 
 def test_annotations_follow_the_fail_on_policy_and_are_capped():
-    p = ep.Plan([], "dlgate-out")
+    p = entrypoint.plan.Plan([], "dlgate-out")
     verdict = {"fail_on": "new", "new": [_group("new", i) for i in range(12)],
                "regressions": [_group("regression", 99)], "pre_existing": [_group("pre-existing", 50)],
                "known": [_group("known", 60)]}
-    lines = ep.annotations(verdict, p)
+    lines = entrypoint.results.annotations(verdict, p)
     errors = [x for x in lines if x.startswith("::error")]
     warnings = [x for x in lines if x.startswith("::warning")]
-    assert len(errors) == ep.MAX_ANNOTATIONS + 1 and "3 more errors" in errors[-1]
-    assert warnings == [ep.command("warning", "[sig50] in 1 case(s), e.g. 00001-ab: SIGSEGV\nreproduce: dlgate check "
+    assert len(errors) == entrypoint.results.MAX_ANNOTATIONS + 1 and "3 more errors" in errors[-1]
+    assert warnings == [entrypoint.workflow.command("warning", "[sig50] in 1 case(s), e.g. 00001-ab: SIGSEGV\nreproduce: dlgate check "
                                    "dlgate-out/cases/00001-ab --backend tvm",
                                    title="dlgate pre-existing failure: tvm[cpu] crash")]
     assert not [x for x in lines if "known" in x]
     verdict["fail_on"] = "none"
-    assert all(x.startswith("::warning") for x in ep.annotations(verdict, p))
+    assert all(x.startswith("::warning") for x in entrypoint.results.annotations(verdict, p))
 
 
 def test_exit_statuses_pass_through_and_others_are_internal_errors():
-    assert [ep.normalize_exit(c) for c in (0, 1, 2, 3, 4, 130, 143, -9, 7)] == [0, 1, 2, 3, 4, 130, 143, 3, 3]
+    assert [entrypoint.results.normalize_exit(c) for c in (0, 1, 2, 3, 4, 130, 143, -9, 7)] == [0, 1, 2, 3, 4, 130, 143, 3, 3]
     report = {"result": "fail", "exit_code": 1, "new": [{}], "regressions": [{}]}
-    p = ep.Plan([], "/abs/out")
-    assert ep.outputs(p, 1, report) == {"verdict": "fail", "new-failures": "2", "junit": "/abs/out/junit.xml",
+    p = entrypoint.plan.Plan([], "/abs/out")
+    assert entrypoint.results.outputs(p, 1, report) == {"verdict": "fail", "new-failures": "2", "junit": "/abs/out/junit.xml",
                                         "summary": "/abs/out/summary.md", "repros": "/abs/out/repros",
                                         "cases": "0", "planned": "0", "stopped-by-budget": "false", "new": "1",
                                         "regressions": "1", "known": "0", "pre-existing": "0", "fixed": "0",
                                         "flaky": "0"}
-    assert ep.outputs(p, 3, report)["verdict"] == "internal-error"  # crashed after writing the report
+    assert entrypoint.results.outputs(p, 3, report)["verdict"] == "internal-error"  # crashed after writing the report
 
 
 @pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0 or not os.path.exists("/usr/bin/python3"),
@@ -620,23 +615,23 @@ def test_the_compiler_runs_as_the_workspace_owner_not_root():
                                extra_groups=[], capture_output=True, check=False)
         if probe.returncode != 0:
             pytest.skip(f"this checkout ({ROOT}) is not readable by uid 1001")
-        ids = ep.run_as(str(ws), env, python="/usr/bin/python3")
+        ids = entrypoint.children.run_as(str(ws), env, python="/usr/bin/python3")
         assert ids is not None and ids[:2] == (1001, 1001) and os.stat(ids[2]).st_uid == 1001
         code = "import os; open('who', 'w').write(f'{os.getuid()} {os.getgid()} {os.getgroups()}')"
-        assert ep.call(["/usr/bin/python3", "-c", code], "probe", str(ws), env, ids) == 0
+        assert entrypoint.children.call(["/usr/bin/python3", "-c", code], "probe", str(ws), env, ids) == 0
         assert (ws / "who").read_text() == "1001 1001 []"
         assert os.stat(ws / "who").st_uid == 1001
-        assert ep.run_as(str(base), env, python="/usr/bin/python3") is None  # a root-owned workspace: stay
+        assert entrypoint.children.run_as(str(base), env, python="/usr/bin/python3") is None  # a root-owned workspace: stay
         # a base build's environment (base-compiler) must be usable by that user too, else stay root
         benv = base / "base-env"
         subprocess.run(["/usr/bin/python3", "-m", "venv", "--without-pip", str(benv)], check=True)
         purelib = subprocess.run([str(benv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_path("
                                   "'purelib'))"], capture_output=True, text=True, check=True).stdout.strip()
-        Path(purelib, ep.BASE_PTH).write_text(f"import site; site.addsitedir({str(ROOT)!r})\n")  # no PYTHONPATH there
-        assert ep.run_as(str(ws), env, python="/usr/bin/python3", base_python=str(benv / "bin" / "python"))[:2] == \
+        Path(purelib, entrypoint.base.BASE_PTH).write_text(f"import site; site.addsitedir({str(ROOT)!r})\n")  # no PYTHONPATH there
+        assert entrypoint.children.run_as(str(ws), env, python="/usr/bin/python3", base_python=str(benv / "bin" / "python"))[:2] == \
             (1001, 1001)
         os.chmod(benv, 0o700)
-        assert ep.run_as(str(ws), env, python="/usr/bin/python3", base_python=str(benv / "bin" / "python")) is None
+        assert entrypoint.children.run_as(str(ws), env, python="/usr/bin/python3", base_python=str(benv / "bin" / "python")) is None
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
@@ -686,7 +681,7 @@ def test_every_declared_input_is_read_and_every_read_input_is_declared(tmp_path)
     asked = set()
     for extra in ({}, {"INPUT_MERGE": "shards/*"}):
         env = _Recording({"INPUT_CONFIG": "configs/pr.yaml", **extra})
-        ep.plan(env, ep.Context(event_name="push", sha=MERGE, workspace=str(tmp_path)))
+        entrypoint.plan.plan(env, entrypoint.inputs.Context(event_name="push", sha=MERGE, workspace=str(tmp_path)))
         asked |= env.asked
     asked |= {"INPUT_GITHUB-TOKEN"}  # read by main() before anything else
     read = {k[len("INPUT_"):].lower() for k in asked if k.startswith("INPUT_") and "_" not in k[len("INPUT_"):]}
@@ -932,9 +927,9 @@ def test_workflow_commands_in_input_values_are_never_acted_on(tmp_path):
 
 
 def test_log_and_command_break_up_the_legacy_syntax(capsys):
-    ep.log("value ##[set-output name=verdict;]pass")
-    ep.emit(ep.command("error", "bad ##[add-mask]x", title="t ##[y]"))
-    ep.mask("tok##[en")  # a mask's value stays exact
+    entrypoint.workflow.log("value ##[set-output name=verdict;]pass")
+    entrypoint.workflow.emit(entrypoint.workflow.command("error", "bad ##[add-mask]x", title="t ##[y]"))
+    entrypoint.workflow.mask("tok##[en")  # a mask's value stays exact
     out = capsys.readouterr().out.splitlines()
     assert out[0] == "dlgate: value ##\\[set-output name=verdict;]pass"
     assert "##[" not in out[1] and out[1].startswith("::error title=t ##\\[y]::bad ##\\[add-mask]x")
@@ -962,10 +957,10 @@ def test_output_dir_inside_the_workspace(tmp_path):
     (tmp_path / "real").mkdir()
     (tmp_path / "inner").symlink_to(tmp_path / "real", target_is_directory=True)
     for ok in ("dlgate-out", "a/b", str(tmp_path / "abs"), "inner/x", "a/../b"):
-        assert ep.output_dir(ok, str(tmp_path)) == ok
+        assert entrypoint.plan.output_dir(ok, str(tmp_path)) == ok
     for bad in (".", "..", "a/../..", "/tmp", "--fresh"):
-        with pytest.raises(ep.InputError, match="^output-dir: "):
-            ep.output_dir(bad, str(tmp_path))
+        with pytest.raises(entrypoint.inputs.InputError, match="^output-dir: "):
+            entrypoint.plan.output_dir(bad, str(tmp_path))
 
 
 @pytest.mark.parametrize("name", ["compiler", "base-compiler"])
@@ -979,9 +974,9 @@ def test_a_compiler_input_of_only_comments_is_refused(tmp_path, name):
     assert "install the compiler under test" not in res.stdout and "-m dlgate run" not in res.stdout
     assert "::group::dlgate: create the base build" not in res.stdout
     assert r.outputs()["verdict"] == "usage-error"
-    with pytest.raises(ep.InputError, match=f"^{name}: only comments"):
-        ep.compiler_requirements("# x\n#y", str(tmp_path), name)
-    assert ep.compiler_requirements("", str(tmp_path), name) == []  # empty: the image's build, as documented
+    with pytest.raises(entrypoint.inputs.InputError, match=f"^{name}: only comments"):
+        entrypoint.plan.compiler_requirements("# x\n#y", str(tmp_path), name)
+    assert entrypoint.plan.compiler_requirements("", str(tmp_path), name) == []  # empty: the image's build, as documented
 
 
 def test_sigterm_to_the_entrypoint_reaches_dlgate():
@@ -993,7 +988,7 @@ def test_sigterm_to_the_entrypoint_reaches_dlgate():
 
     before = signal.getsignal(signal.SIGTERM)
     child = subprocess.Popen([_sys.executable, "-c", "import time; time.sleep(60)"])
-    with ep.forwarded_signals(child):
+    with entrypoint.children.forwarded_signals(child):
         os.kill(os.getpid(), signal.SIGTERM)
         assert child.wait(timeout=10) == -signal.SIGTERM
     assert signal.getsignal(signal.SIGTERM) is before  # this process's own handling is back

@@ -11,7 +11,11 @@ import os
 import pytest
 import yaml
 
-from tests.test_action import ACTION, FAST, PASSING, SCHEDULE, Runner, active_commands, ep
+import entrypoint.inputs
+import entrypoint.main
+import entrypoint.plan
+import entrypoint.results
+from tests.test_action import ACTION, FAST, PASSING, SCHEDULE, Runner, active_commands
 
 #: onnxruntime's answers after a compile of SLOW seconds: a budget of SLOW lets exactly one case
 #: start per run (the first always starts; by the second, SLOW seconds have passed).
@@ -69,8 +73,8 @@ def test_budget_cut_shards_merge_and_update_the_baseline_as_the_weekly_workflow_
 
 @pytest.mark.parametrize("value", ["0", "-5", "1e3", "ten", "86401", "3; touch x"])
 def test_a_budget_that_is_not_positive_seconds_is_a_usage_error(tmp_path, value):
-    with pytest.raises(ep.InputError, match="budget"):
-        ep.plan({"INPUT_BUDGET": value}, ep.Context(event_name="push", sha="a" * 40, workspace=str(tmp_path)))
+    with pytest.raises(entrypoint.inputs.InputError, match="budget"):
+        entrypoint.plan.plan({"INPUT_BUDGET": value}, entrypoint.inputs.Context(event_name="push", sha="a" * 40, workspace=str(tmp_path)))
 
 
 def test_working_directory_resolves_relative_paths_and_outputs_stay_relative_to_the_workspace(tmp_path):
@@ -96,33 +100,33 @@ def test_working_directory_resolves_relative_paths_and_outputs_stay_relative_to_
 @pytest.mark.parametrize("wd", ["../elsewhere", "/", "missing", "-C"])
 def test_a_working_directory_outside_the_workspace_or_missing_is_refused(tmp_path, wd):
     (tmp_path / "ws").mkdir()
-    with pytest.raises(ep.InputError, match="working-directory"):
-        ep.plan({"INPUT_WORKING-DIRECTORY": wd, "INPUT_CONFIG": "configs/pr.yaml"},
-                ep.Context(event_name="push", sha="a" * 40, workspace=str(tmp_path / "ws")))
+    with pytest.raises(entrypoint.inputs.InputError, match="working-directory"):
+        entrypoint.plan.plan({"INPUT_WORKING-DIRECTORY": wd, "INPUT_CONFIG": "configs/pr.yaml"},
+                entrypoint.inputs.Context(event_name="push", sha="a" * 40, workspace=str(tmp_path / "ws")))
 
 
 def test_output_dir_and_cache_dir_are_relative_to_the_working_directory_and_confined(tmp_path):
     ws = tmp_path / "ws"
     (ws / "sub").mkdir(parents=True)
-    ctx = ep.Context(event_name="push", sha="a" * 40, workspace=str(ws))
+    ctx = entrypoint.inputs.Context(event_name="push", sha="a" * 40, workspace=str(ws))
     env = {"INPUT_WORKING-DIRECTORY": "sub", "INPUT_CONFIG": "configs/pr.yaml", "INPUT_OUTPUT-DIR": "../top",
            "INPUT_CACHE-DIR": ".dlgate-cache"}
-    p = ep.plan(env, ctx)
-    assert p.wd == "sub" and ep.display_path(p, "junit.xml") == "top/junit.xml"
+    p = entrypoint.plan.plan(env, ctx)
+    assert p.wd == "sub" and entrypoint.results.display_path(p, "junit.xml") == "top/junit.xml"
     assert p.cache_dir == os.path.realpath(ws / "sub" / ".dlgate-cache")
     for name in ("INPUT_OUTPUT-DIR", "INPUT_CACHE-DIR"):
-        with pytest.raises(ep.InputError, match=name[6:].lower()):
-            ep.plan(dict(env, **{name: "../../outside"}), ctx)
+        with pytest.raises(entrypoint.inputs.InputError, match=name[6:].lower()):
+            entrypoint.plan.plan(dict(env, **{name: "../../outside"}), ctx)
 
 
 def test_dlgate_runs_in_the_working_directory_with_the_cache_dir(tmp_path, monkeypatch):
     ws = tmp_path / "ws"
     (ws / "sub").mkdir(parents=True)
-    ctx = ep.Context(event_name="push", sha="a" * 40, workspace=str(ws))
-    p = ep.plan({"INPUT_WORKING-DIRECTORY": "sub", "INPUT_CONFIG": "configs/pr.yaml", "INPUT_CACHE-DIR": "c"}, ctx)
+    ctx = entrypoint.inputs.Context(event_name="push", sha="a" * 40, workspace=str(ws))
+    p = entrypoint.plan.plan({"INPUT_WORKING-DIRECTORY": "sub", "INPUT_CONFIG": "configs/pr.yaml", "INPUT_CACHE-DIR": "c"}, ctx)
     calls = []
-    monkeypatch.setattr(ep, "call", lambda args, title, cwd, env, ids=None: calls.append((args, cwd, env)) or 0)
-    assert ep.finish(p, ctx, {"PATH": "/bin", "INPUT_GITHUB-TOKEN": "t"}, "t", None, "") == 0
+    monkeypatch.setattr(entrypoint.main, "call", lambda args, title, cwd, env, ids=None: calls.append((args, cwd, env)) or 0)
+    assert entrypoint.main.finish(p, ctx, {"PATH": "/bin", "INPUT_GITHUB-TOKEN": "t"}, "t", None, "") == 0
     (args, cwd, env), = calls
     assert args[-len(p.dlgate_args):] == p.dlgate_args and cwd == str(ws / "sub")
     assert env["DLGATE_CACHE"] == os.path.realpath(ws / "sub" / "c") and "INPUT_GITHUB-TOKEN" not in env
@@ -141,14 +145,14 @@ def test_a_relative_dlgate_cache_is_taken_from_the_current_folder(tmp_path, monk
 
 def test_the_counts_are_outputs_named_after_verdict_json():
     report = {"result": "pass", "exit_code": 0, "cases": 40, "planned": 100, "stopped_by_budget": True,
-              **{key: [{}] * k for k, (key, _) in enumerate(ep.COUNTS, 1)}}
-    out = ep.outputs(ep.Plan([], "o", wd="w"), 0, report)
-    assert {name: out[name] for _, name in ep.COUNTS} == {"new": "1", "regressions": "2", "known": "3",
+              **{key: [{}] * k for k, (key, _) in enumerate(entrypoint.results.COUNTS, 1)}}
+    out = entrypoint.results.outputs(entrypoint.plan.Plan([], "o", wd="w"), 0, report)
+    assert {name: out[name] for _, name in entrypoint.results.COUNTS} == {"new": "1", "regressions": "2", "known": "3",
                                                            "pre-existing": "4", "fixed": "5", "flaky": "6"}
     assert (out["cases"], out["planned"], out["stopped-by-budget"]) == ("40", "100", "true")
     assert out["new-failures"] == "3" and out["repros"] == "w/o/repros"
     assert set(out) == set(ACTION["outputs"])
-    none = ep.outputs(ep.Plan([], "o"), 2, None)  # a usage error: nothing ran
+    none = entrypoint.results.outputs(entrypoint.plan.Plan([], "o"), 2, None)  # a usage error: nothing ran
     assert (none["verdict"], none["cases"], none["new"], none["stopped-by-budget"]) == ("usage-error", "0", "0", "false")
 
 
@@ -163,14 +167,14 @@ def test_the_inputs_are_declared(tmp_path):
 def test_changed_from_diff_compiler_repo_and_target_share_become_dlgate_run_arguments(tmp_path):
     (tmp_path / "c.yaml").write_text("campaign: x\n")
     (tmp_path / "tvm").mkdir()
-    ctx = ep.Context(event_name="pull_request", sha="m" * 40, workspace=str(tmp_path))
+    ctx = entrypoint.inputs.Context(event_name="pull_request", sha="m" * 40, workspace=str(tmp_path))
     base = {"INPUT_CONFIG": "c.yaml"}
-    p = ep.plan(dict(base, **{"INPUT_CHANGED-FROM": "a" * 40, "INPUT_COMPILER-REPO": "tvm",
+    p = entrypoint.plan.plan(dict(base, **{"INPUT_CHANGED-FROM": "a" * 40, "INPUT_COMPILER-REPO": "tvm",
                               "INPUT_TARGET-SHARE": "0.6"}), ctx)
     assert p.dlgate_args[-3:] == [f"--changed-from={'a' * 40}", "--repo=tvm", "--target-share=0.6"]
-    p = ep.plan(dict(base, **{"INPUT_DIFF": "pr.diff"}), ctx)
+    p = entrypoint.plan.plan(dict(base, **{"INPUT_DIFF": "pr.diff"}), ctx)
     assert p.dlgate_args[-1] == "--diff=pr.diff"
-    assert not [a for a in ep.plan(base, ctx).dlgate_args if a.startswith(("--changed-from", "--diff", "--repo"))]
+    assert not [a for a in entrypoint.plan.plan(base, ctx).dlgate_args if a.startswith(("--changed-from", "--diff", "--repo"))]
 
 
 @pytest.mark.parametrize("inputs,message", [
@@ -184,9 +188,9 @@ def test_changed_from_diff_compiler_repo_and_target_share_become_dlgate_run_argu
 ])
 def test_bad_change_inputs_are_refused(tmp_path, inputs, message):
     (tmp_path / "c.yaml").write_text("campaign: x\n")
-    ctx = ep.Context(event_name="pull_request", workspace=str(tmp_path))
-    with pytest.raises(ep.InputError, match=message.replace("(", r"\(").replace(")", r"\)")):
-        ep.plan(dict({"INPUT_CONFIG": "c.yaml"}, **inputs), ctx)
+    ctx = entrypoint.inputs.Context(event_name="pull_request", workspace=str(tmp_path))
+    with pytest.raises(entrypoint.inputs.InputError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        entrypoint.plan.plan(dict({"INPUT_CONFIG": "c.yaml"}, **inputs), ctx)
 
 
 def test_a_bad_diff_input_is_one_line_and_exit_status_2(tmp_path):

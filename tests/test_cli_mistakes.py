@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from dlgate.cli import build_parser, main
-from dlgate.cliparse import walk
+from dlgate.cli.parser import walk
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REFUSING = "dlgate.backends.testing:RefusingOnnxRuntime"

@@ -16,7 +16,7 @@ import pytest
 from dlgate import clidoc
 from dlgate import tables as T
 from dlgate.cli import build_parser, main
-from dlgate.cliparse import RUN_EXIT_STATUSES, Parser, UsageError, subcommands, walk
+from dlgate.cli.parser import RUN_EXIT_STATUSES, Parser, UsageError, subcommands, walk
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOC = os.path.join(ROOT, "docs", "cli.md")

@@ -12,7 +12,8 @@ import yaml
 from dlgate.case import make_case
 from dlgate.cli import main
 from dlgate.coverage import features as F
-from dlgate.coverage.guide import Guide, GuidedBatch
+from dlgate.case import GuidedBatch
+from dlgate.coverage.guide import Guide
 from dlgate.coverage.state import CoverageState, StateError
 from dlgate.graph.generator import GenConfig, Generator
 from dlgate.graph.ir import Graph, Node
@@ -284,12 +285,13 @@ def test_a_resumed_run_refuses_a_changed_starting_state(tmp_path, capsys):
 
 # -- the Action carries the state from week to week ---------------------------------------------
 def test_the_action_passes_a_coverage_state_and_the_weekly_example_carries_it(tmp_path):
-    from tests.test_action import ep
+    import entrypoint.inputs
+    import entrypoint.plan
 
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     (tmp_path / "c.yaml").write_text("models: 1\n")
     env = {"INPUT_CONFIG": "c.yaml", "INPUT_COVERAGE-STATE": ".dlgate/cov.json", "INPUT_SEED": "s"}
-    p = ep.plan(env, ep.Context(event_name="push", sha="a" * 40, workspace=str(tmp_path)))
+    p = entrypoint.plan.plan(env, entrypoint.inputs.Context(event_name="push", sha="a" * 40, workspace=str(tmp_path)))
     assert "--coverage-state=.dlgate/cov.json" in p.dlgate_args
     action = yaml.safe_load(open(os.path.join(root, "action.yml")))
     assert "coverage-state" in action["inputs"]

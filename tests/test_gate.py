@@ -399,14 +399,14 @@ def test_fail_on_policy(tmp_path, monkeypatch):
 
 
 def test_internal_errors_exit_3_and_are_not_compiler_failures(tmp_path, monkeypatch, capsys):
-    import dlgate.gate.run as R
+    from dlgate.gate.run import loop
 
     cfg = write_config(str(tmp_path), models=1, backends=["onnxruntime"])
 
     def boom(*a, **k):
         raise RuntimeError("a defect")
 
-    monkeypatch.setattr(R, "_generator", boom)
+    monkeypatch.setattr(loop, "generator", boom)
     assert main(["run", "--config", cfg, "--seed", "x", "--out", str(tmp_path / "o")]) == 3
     err = capsys.readouterr().err
     assert "internal error" in err and "not a failure of the compiler" in err

@@ -346,7 +346,7 @@ def _pinned_support(path="onnxruntime-1.32.0-support.txt") -> frozenset:
 def _guided_case(cfg, root, campaign, index):
     """The guided batch's case ``index``, after checking that the draw alone (``redraw=False``,
     as single-operator probing draws) still fails there."""
-    from dlgate.coverage.guide import GuidedBatch
+    from dlgate.case import GuidedBatch
     from dlgate.coverage.state import CoverageState
 
     gen = Generator(cfg)
@@ -457,7 +457,7 @@ def test_a_fixed_opset_that_holds_no_allowed_operator_is_a_configuration_error()
 def test_checking_that_a_configuration_can_draw_changes_no_case():
     # the check walks the opsets; the next case's draw reads the generator's current one
     # (coverage guidance's narrow-motif candidates), so the check must leave it as it was
-    from dlgate.coverage.guide import GuidedBatch
+    from dlgate.case import GuidedBatch
     from dlgate.coverage.state import CoverageState
 
     def cases(check):

@@ -19,8 +19,13 @@ from pathlib import Path
 
 import pytest
 
+import entrypoint.base
+import entrypoint.compiler
+import entrypoint.inputs
+import entrypoint.plan
+import entrypoint.workflow
 from dlgate import install
-from tests.test_action import TOKEN, ep
+from tests.test_action import TOKEN
 
 PINNED = ("apache-fakecomp", "1.0", "old_only.py")
 STAND_IN = ("fakecomp", "2.0.dev0", "new_only.py")
@@ -222,10 +227,10 @@ def test_the_gate_imports_the_stand_in_and_says_so(venv, wheels, tmp_path, capfd
     ws = tmp_path / "ws"
     ws.mkdir()
     env = _env(tmp_path)
-    p = ep.Plan([], "o", requirements=ep.compiler_requirements(os.path.relpath(stand_in, ws), str(ws)))
-    ctx = ep.Context(workspace=str(ws))
-    assert ep.install_compiler(p, ctx, env, python=venv) == 0
-    assert ep.verify_builds(p, ctx, env, None, None) == 0
+    p = entrypoint.plan.Plan([], "o", requirements=entrypoint.plan.compiler_requirements(os.path.relpath(stand_in, ws), str(ws)))
+    ctx = entrypoint.inputs.Context(workspace=str(ws))
+    assert entrypoint.compiler.install_compiler(p, ctx, env, python=venv) == 0
+    assert entrypoint.compiler.verify_builds(p, ctx, env, None, None) == 0
     out = capfd.readouterr().out
     site = site_packages(venv)
     init = site / "fakecomp" / "__init__.py"
@@ -245,8 +250,8 @@ def test_the_gate_refuses_a_mix_with_exit_status_4(venv, wheels, tmp_path, capfd
     pip(venv, str(pinned))
     pip(venv, str(stand_in))  # as a plain pip install would leave it
     env = _env(tmp_path)
-    p = ep.Plan([], "o", installed=install.Installed(venv, ["fakecomp"]))
-    assert ep.verify_builds(p, ep.Context(workspace=str(tmp_path)), env, None, None) == ep.EXIT_CANNOT_RUN
+    p = entrypoint.plan.Plan([], "o", installed=install.Installed(venv, ["fakecomp"]))
+    assert entrypoint.compiler.verify_builds(p, entrypoint.inputs.Context(workspace=str(tmp_path)), env, None, None) == entrypoint.workflow.EXIT_CANNOT_RUN
     errors = [x for x in capfd.readouterr().out.splitlines() if x.startswith("::error")]
     assert len(errors) == 1
     assert errors[0].startswith("::error title=dlgate%3A the build under test is not what imports::build under test: "
@@ -257,22 +262,22 @@ def test_the_gate_refuses_a_mix_with_exit_status_4(venv, wheels, tmp_path, capfd
 
 def test_build_table_escapes_cells():
     row = install.Row("a|b", "1`2", "m", "/x|y\nz", "", ok=True)
-    table = ep.build_table([("base build", row)], [])
+    table = entrypoint.compiler.build_table([("base build", row)], [])
     assert "| base build | a\\|b | 1\\`2 | `m` | - | `/x\\|y z` | ok |" in table
-    assert ep.build_table([], []).startswith("### dlgate: the builds tested")
+    assert entrypoint.compiler.build_table([], []).startswith("### dlgate: the builds tested")
 
 
 def test_the_base_build_is_verified_and_tabled_too(wheels, tmp_path, capfd):
     """base-compiler goes through the same install and check, in its own environment."""
     _, stand_in = wheels
     env = _env(tmp_path)
-    p = ep.Plan([], "o", base_requirements=[str(stand_in)])
-    ctx = ep.Context(workspace=str(tmp_path))
-    rc, base = ep.create_base_env(p, ctx, env)
+    p = entrypoint.plan.Plan([], "o", base_requirements=[str(stand_in)])
+    ctx = entrypoint.inputs.Context(workspace=str(tmp_path))
+    rc, base = entrypoint.base.create_base_env(p, ctx, env)
     try:
         assert rc == 0, capfd.readouterr().out
         assert base.installed.targets == ["fakecomp"] and base.installed.removed == []
-        assert ep.verify_builds(p, ctx, env, base, None) == 0
+        assert entrypoint.compiler.verify_builds(p, ctx, env, base, None) == 0
         init = site_packages(base.python) / "fakecomp" / "__init__.py"
         assert str(init).startswith(os.path.realpath(base.root))
         assert f"dlgate: base build: fakecomp 2.0.dev0, import fakecomp gives 2.0.dev0 from {init}" in \

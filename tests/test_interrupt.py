@@ -160,14 +160,14 @@ def test_a_second_signal_does_not_cut_the_reports_short(tmp_path):
 
 
 def test_the_stop_handler_raises_once_and_ignores_what_follows():
-    from dlgate.gate.run import Interrupted, _stopped_by_signals
+    from dlgate.gate.run.lifecycle import Interrupted, stopped_by_signals
 
     before = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
-    with _stopped_by_signals():
+    with stopped_by_signals():
         pass
     assert {s: signal.getsignal(s) for s in before} == before  # a run not interrupted: restored
     try:
-        with _stopped_by_signals():
+        with stopped_by_signals():
             with pytest.raises(Interrupted) as got:
                 os.kill(os.getpid(), signal.SIGTERM)
                 time.sleep(5)  # the handler runs before this ends

@@ -17,7 +17,7 @@ import yaml
 
 from dlgate.cli import main
 from dlgate.gate import config as C
-from dlgate.gate.run import publish_issues
+from dlgate.gate.run.publish import publish_issues
 from dlgate.github.client import GitHub
 from dlgate.github.issues import findings, marker, publish, title
 from tests.github_fake import FakeGitHub

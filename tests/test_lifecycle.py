@@ -15,7 +15,7 @@ import time
 import pytest
 import yaml
 
-import dlgate.gate.run  # noqa: F401  (imported before any timing-sensitive step)
+import dlgate.gate.run.loop  # noqa: F401  (imported before any timing-sensitive step)
 from dlgate.cli import main
 from dlgate.gate.journal import OutLock, RunError, json_line, read_records
 

@@ -257,10 +257,10 @@ def test_issue_body_and_comment_show_hostile_compiler_text_literally(tmp_path):
 
 def test_action_job_summary_table_escapes_build_values():
     from dlgate import install
-    from entrypoint import main as ep
+    import entrypoint.compiler
 
     row = install.Row("evil|dist", "1.0`<b>`", "mod", "/site/x|y\n# z", "@me", ok=False)
-    lines = ep.build_table([("build under test", row)], [])
+    lines = entrypoint.compiler.build_table([("build under test", row)], [])
     rows = cells(PARSER.parse(lines))
     assert len(rows) == 2 and all(len(r) == 7 for r in rows)
     assert [plain(c) for c in rows[1]] == ["build under test", "evil|dist", "1.0`<b>`", "mod", "@me",

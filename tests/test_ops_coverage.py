@@ -43,7 +43,7 @@ def test_ops_lists_the_count_and_gaps_lists_the_reasons(capsys):
 def test_every_spec_appears_in_a_2000_model_batch():
     """The default generator (every spec, opsets 13-28, 1-20 operators, coverage-guided as
     campaigns are) draws every spec in 2,000 models, and so every covered ONNX operator type."""
-    from dlgate.coverage.guide import GuidedBatch
+    from dlgate.case import GuidedBatch
     from dlgate.coverage.state import CoverageState
     from dlgate.graph.generator import GenConfig, Generator
 

@@ -269,17 +269,16 @@ def test_closing_says_what_comes_next_without_an_eta(tmp_path):
 
 
 def test_entrypoint_seals_a_section_dlgate_left(tmp_path):
-    from tests.test_action import _load_entrypoint
+    import entrypoint.results
 
-    E = _load_entrypoint()
     path = tmp_path / "s.md"
     path.write_text("before\n")
     P.put_section(str(path), "### dlgate `pr`: progress\n\n**3 of 100** cases run")
-    E.seal_progress({"GITHUB_STEP_SUMMARY": str(path)}, 3)
+    entrypoint.results.seal_progress({"GITHUB_STEP_SUMMARY": str(path)}, 3)
     assert path.read_text() == ("before\n> **dlgate:** the run ended with exit status 3 before writing its summary; "
                                 "see the log of the dlgate run step. Its last progress:\n\n"
                                 "### dlgate `pr`: progress\n\n**3 of 100** cases run\n")
-    E.seal_progress({}, 3)  # no job summary: nothing to do
+    entrypoint.results.seal_progress({}, 3)  # no job summary: nothing to do
 
 
 # -- a real run ------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from onnx import TensorProto, helper, numpy_helper
 from dlgate.backends import registry
 from dlgate.backends.base import Model
 from dlgate.cli import main
-from dlgate.gate.run import rewrite_coverage
+from dlgate.gate.run.guidance import rewrite_coverage
 
 
 def _conv_relu_identity() -> Model:

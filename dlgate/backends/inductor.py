@@ -7,7 +7,9 @@ import numpy as np
 
 from dlgate.backends.base import Model, Unavailable
 from dlgate.backends.refusals import refused
+from dlgate.backends.selftest import X, Y
 from dlgate.backends.torch_eager import TorchEager, to_torch
+from dlgate.graph.ir import random_values
 
 #: opt level -> ``torch.compile`` mode; "eager" compiles nothing (the plain module).
 MODES = {"eager": None, "default": "default", "max-autotune-no-cudagraphs": "max-autotune-no-cudagraphs"}
@@ -37,8 +39,6 @@ class Inductor(TorchEager):
     def compile(self, model: Model) -> Any:
         import torch
 
-        from dlgate.graph.ir import random_values
-
         module = super().compile(model)
         mode = MODES[self.opt_level]
         if mode is None:
@@ -60,8 +60,6 @@ class Inductor(TorchEager):
         if self.device != "cuda":
             return
         import torch
-
-        from dlgate.backends.selftest import X, Y
 
         def probe(x, y):
             return x + y * 2.0

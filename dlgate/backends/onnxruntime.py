@@ -1,19 +1,19 @@
 """ONNX Runtime: CPU, CUDA and TensorRT execution providers."""
 from __future__ import annotations
 
-from typing import Any
-
-import numpy as np
-
 import contextlib
 import os
 import tempfile
 from collections import Counter
+from typing import Any
+
+import numpy as np
 
 from dlgate.backends._cuda import NO_CUDA, cuda_device_count, missing
 from dlgate.backends.base import Backend, Model, Unavailable
 from dlgate.backends.ort_log import Fd2Capture, modified
 from dlgate.backends.refusals import refused
+from dlgate.backends.selftest import check_outputs, probe_model
 
 PROVIDERS = {
     "cpu": ["CPUExecutionProvider"],
@@ -104,8 +104,6 @@ class OnnxRuntime(Backend):
         providers: the provider must be among the session's, and the profile onnxruntime
         writes must show the probe's node ran on it."""
         import onnxruntime as ort
-
-        from dlgate.backends.selftest import check_outputs, probe_model
 
         model, inputs, expected = probe_model()
         so = self._session_options()

@@ -21,6 +21,9 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from dlgate.backends.ort_log import Fd2Capture
+from dlgate.backends.ort_log import registered as parse
+
 #: Entry kinds.
 COVERED, UNREACHABLE, GAP = "covered", "unreachable", "gap"
 
@@ -146,8 +149,6 @@ def registered() -> dict:
     (0: run by the session around the levels), from a VERBOSE session on a one-node model."""
     import onnxruntime as ort
     from onnx import TensorProto, helper
-
-    from dlgate.backends.ort_log import Fd2Capture, registered as parse
 
     g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g",
                           [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2])],

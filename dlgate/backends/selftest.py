@@ -11,6 +11,7 @@ import numpy as np
 
 from dlgate.backends.base import Model, Unavailable
 from dlgate.graph.ir import Graph, Node
+from dlgate.materialize.onnx_model import to_onnx
 from dlgate.spec.base import TensorType
 
 #: The probe's inputs: small exact float32 values, so every device gives the exact sum.
@@ -21,8 +22,6 @@ Y = np.array([[0.25, -2.0, 1.0], [4.0, 1.5, -0.125]], dtype=np.float32)
 def probe_model(dtype: str = "float32", opset: int = 17) -> tuple:
     """(model, inputs, expected outputs) of ``t2 = Add(t0, t1)`` on ``dtype``[2, 3] (the
     values and their sum are exact in float16 too)."""
-    from dlgate.materialize.onnx_model import to_onnx
-
     t = TensorType(dtype, (2, 3))
     g = Graph([t, t, t], [Node("Add", {}, [0, 1], [2])], inputs=[0, 1], consts=[], outputs=[2], opset=opset)
     onnx_bytes = to_onnx(g, 0, doc="dlgate start-up probe").SerializeToString()

@@ -15,6 +15,7 @@ import numpy as np
 
 from dlgate.backends.base import Backend, Model, Unavailable
 from dlgate.backends.refusals import refused, symbolic_patterns
+from dlgate.backends.selftest import check_outputs, probe_model
 
 NO_GPU = "TensorRT needs an NVIDIA GPU with CUDA; none is visible"
 LEVELS = {f"O{k}": k for k in range(6)}  # IBuilderConfig.builder_optimization_level 0..5 (TensorRT's default: 3)
@@ -73,7 +74,7 @@ class TensorRT(Backend):
         if not torch.cuda.is_available():
             return NO_GPU
         try:
-            import tensorrt  # noqa: F401
+            import tensorrt  # noqa: F401  # local: optional compiler, imported where it runs
         except ImportError as e:
             return f"the tensorrt package is not installed ({e}); pip install tensorrt"
         return None
@@ -81,8 +82,6 @@ class TensorRT(Backend):
     def self_test(self) -> None:
         """The start-up probe (one Add) parsed, built into an engine and run on the GPU
         with the right sum."""
-        from dlgate.backends.selftest import check_outputs, probe_model
-
         # with fp16 a float32 model is refused (see the class): the probe is float16 then
         model, inputs, expected = probe_model(dtype="float16" if self.options.get("fp16") else "float32")
         try:
@@ -93,12 +92,12 @@ class TensorRT(Backend):
         check_outputs(f"{self.name} on cuda", outs, expected)
 
     def version(self) -> str:
-        import tensorrt as trt
+        import tensorrt as trt  # local: optional compiler, imported where it runs
 
         return trt.__version__
 
     def _logger(self):
-        import tensorrt as trt
+        import tensorrt as trt  # local: optional compiler, imported where it runs
 
         if not hasattr(self, "_trt_logger"):
             self._trt_logger = trt.Logger(trt.Logger.ERROR)
@@ -112,7 +111,7 @@ class TensorRT(Backend):
                     f"option fp16: the model has {', '.join(wide)} tensors, which TensorRT's FP16 kernels may "
                     f"compute in float16, and a {wide[0]} reference cannot judge that without false alarms; "
                     f"with fp16 only models whose floating-point tensors are all float16 are run")
-        import tensorrt as trt
+        import tensorrt as trt  # local: optional compiler, imported where it runs
 
         logger = self._logger()
         builder = trt.Builder(logger)
@@ -148,7 +147,7 @@ class TensorRT(Backend):
         return engine, context, io, model.input_names, model.output_names, declared
 
     def run(self, compiled: Any, inputs: list) -> list:
-        import tensorrt as trt
+        import tensorrt as trt  # local: optional compiler, imported where it runs
         import torch
 
         engine, context, io, in_names, out_names, declared = compiled

@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import os
 
+from dlgate.backends.base import Model
+from dlgate.backends.onnxruntime import OnnxRuntime
+
 
 def _call_pass(name: str, src: str, replace):
     """A Relax module pass that visits every function of the module and replaces each call
     of operator ``src`` by ``replace(mutator, call)`` (after visiting its arguments)."""
-    import tvm
+    import tvm  # local: optional compiler, imported where it runs
     from tvm import relax
-    from tvm.relax.expr_functor import PyExprMutator, mutator
+    from tvm.relax.expr_functor import PyExprMutator, mutator  # local: optional compiler, imported where it runs
 
     src_op = tvm.ir.Op.get(src)
 
@@ -50,7 +53,7 @@ def _call_pass(name: str, src: str, replace):
 def rewrite_op_pass(src: str = "relax.sigmoid", dst: str = "relax.tanh"):
     """A Relax module pass replacing every call of operator ``src`` by ``dst`` (same arguments
     and attributes: pick operators of the same signature, e.g. two unary or two binary ones)."""
-    import tvm
+    import tvm  # local: optional compiler, imported where it runs
     from tvm import relax
 
     dst_op = tvm.ir.Op.get(dst)
@@ -73,7 +76,7 @@ def offset_op_pass(src: str, delta: float = 1.0):
     """A Relax module pass adding ``delta`` to every result of operator ``src`` (a
     tensor-valued call): a miscompilation for any operator family, whatever the operator's
     signature (``offset_op_pass("relax.nn.layer_norm")``)."""
-    from tvm import relax
+    from tvm import relax  # local: optional compiler, imported where it runs
 
     def offset(m, call):
         call = m.builder_.normalize(call)
@@ -102,7 +105,7 @@ def bitwise_and_to_or():
 def trilu_plus_one():
     """``offset_op_pass`` on ``relax.tril`` then on ``relax.triu`` (ONNX Trilu, either way
     round): every Trilu result off by one."""
-    import tvm
+    import tvm  # local: optional compiler, imported where it runs
 
     return tvm.transform.Sequential([offset_op_pass("relax.tril"), offset_op_pass("relax.triu")])
 
@@ -144,8 +147,6 @@ def _misconverted(model, convert_from: str, convert_to: str):
     holds none."""
     import onnx
 
-    from dlgate.backends.base import Model
-
     m = onnx.load_from_string(model.onnx)
     hit = False
     for node in m.graph.node:
@@ -156,8 +157,6 @@ def _misconverted(model, convert_from: str, convert_to: str):
 
 
 def _misconverting_onnxruntime():
-    from dlgate.backends.onnxruntime import OnnxRuntime
-
     class MisconvertingOnnxRuntime(OnnxRuntime):
         """onnxruntime with one operator's conversion broken on purpose: every node of type
         ``convert_from`` is run as ``convert_to`` (same inputs and attributes: pick two
@@ -197,8 +196,6 @@ def _refused_types(value) -> list:
 
 
 def _refusing_onnxruntime():
-    from dlgate.backends.onnxruntime import OnnxRuntime
-
     class RefusingOnnxRuntime(OnnxRuntime):
         """onnxruntime that has lost the kernels of some operator types: a model holding a
         node of a refused type is refused when it is compiled, in onnxruntime's own words

@@ -8,6 +8,8 @@ import numpy as np
 from dlgate.backends._cuda import missing
 from dlgate.backends.base import Backend, Model, Unavailable
 from dlgate.backends.refusals import refused
+from dlgate.backends.selftest import check_outputs, probe_model
+from dlgate.materialize.torch_model import GraphModule
 
 
 def torch_cuda_reason() -> str | None:
@@ -49,8 +51,6 @@ class TorchEager(Backend):
         """On cuda: the start-up probe (one Add) runs on the GPU with the right sum."""
         if self.device != "cuda":
             return
-        from dlgate.backends.selftest import check_outputs, probe_model
-
         model, inputs, expected = probe_model()
         try:
             outs = self.run(self.compile(model), inputs)
@@ -66,8 +66,6 @@ class TorchEager(Backend):
 
     def compile(self, model: Model) -> Any:
         import torch
-
-        from dlgate.materialize.torch_model import GraphModule
 
         torch.set_num_threads(1)
         return GraphModule(model.graph).to(self.device).eval()

@@ -10,6 +10,7 @@ import numpy as np
 from dlgate.backends._cuda import NO_CUDA, missing
 from dlgate.backends.base import Backend, Model, Unavailable
 from dlgate.backends.refusals import refused, symbolic_patterns
+from dlgate.backends.selftest import check_outputs, probe_model
 
 TARGETS = {"cpu": "llvm", "cuda": "cuda"}
 #: Relax pipelines, lowest first. TVM 0.27's registered "zero" pipeline (legalize + fuse) does
@@ -27,7 +28,7 @@ PIPELINES = {"zero": "default_build", "default": "target-default"}
 
 def _resolve_pass(item):
     """A pass, a zero-argument callable returning one, or ``"package.module:function"``."""
-    import tvm
+    import tvm  # local: optional compiler, imported where it runs
 
     if isinstance(item, str):
         mod, _, attr = item.partition(":")
@@ -81,7 +82,7 @@ class TVM(Backend):
         if reason:
             return reason
         if device == "cuda":
-            import tvm
+            import tvm  # local: optional compiler, imported where it runs
 
             if not tvm.runtime.enabled("cuda"):
                 return "this TVM build has no CUDA runtime (the apache-tvm wheel is CPU-only); build TVM with CUDA"
@@ -95,9 +96,7 @@ class TVM(Backend):
         On the CPU the first case is the test (a compile costs ~60 ms at every start)."""
         if self.device != "cuda":
             return
-        import tvm
-
-        from dlgate.backends.selftest import check_outputs, probe_model
+        import tvm  # local: optional compiler, imported where it runs
 
         if not tvm.cuda(0).exist:
             raise Unavailable(f"{self.name} on cuda: {NO_CUDA} (tvm.cuda(0).exist is False)")
@@ -110,12 +109,12 @@ class TVM(Backend):
         check_outputs(f"{self.name} on cuda", outs, expected)
 
     def version(self) -> str:
-        import tvm
+        import tvm  # local: optional compiler, imported where it runs
 
         return tvm.__version__
 
     def _pipeline(self, target):
-        import tvm
+        import tvm  # local: optional compiler, imported where it runs
         from tvm import relax
 
         if PIPELINES[self.opt_level] == "target-default":
@@ -124,7 +123,7 @@ class TVM(Backend):
         if self.device != "cuda":
             return build
         # Unscheduled TIR has no thread bindings: a GPU needs at least DLight's fallback schedule.
-        from tvm.s_tir import dlight as dl
+        from tvm.s_tir import dlight as dl  # local: optional compiler, imported where it runs
 
         @tvm.transform.module_pass(opt_level=0, name="BuildWithGpuFallbackSchedule")
         def _build_gpu(mod, _ctx):
@@ -137,9 +136,9 @@ class TVM(Backend):
 
     def compile(self, model: Model) -> Any:
         import onnx
-        import tvm
+        import tvm  # local: optional compiler, imported where it runs
         from tvm import relax
-        from tvm.relax.frontend.onnx import from_onnx
+        from tvm.relax.frontend.onnx import from_onnx  # local: optional compiler, imported where it runs
 
         proto = onnx.load_from_string(model.onnx)
         try:
@@ -171,7 +170,7 @@ class TVM(Backend):
         return getattr(self, "_rewrites", None)
 
     def run(self, compiled: Any, inputs: list) -> list:
-        import tvm
+        import tvm  # local: optional compiler, imported where it runs
 
         vm, dev, order = compiled
         out = vm["main"](*[tvm.runtime.tensor(np.array(inputs[k], order="C"), dev) for k in order])
@@ -274,7 +273,7 @@ class _Rewrites:
 
     @staticmethod
     def make():
-        import tvm
+        import tvm  # local: optional compiler, imported where it runs
 
         @tvm.instrument.pass_instrument
         class Instrument:
@@ -299,6 +298,6 @@ class _Rewrites:
 
 
 def _hash(mod) -> int:
-    import tvm_ffi
+    import tvm_ffi  # local: optional compiler, imported where it runs
 
     return tvm_ffi.structural_hash(mod)

@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import os
 
+from dlgate.change import diff as D
+from dlgate.change.compilers import NAMES, MappingError, for_backends, map_change
+
 
 class ChangeError(ValueError):
     """The change cannot be read or mapped (bad diff, git failure, unknown compiler)."""
@@ -19,8 +22,6 @@ class ChangeError(ValueError):
 
 def read(changed_from: str | None = None, diff: str | None = None, repo: str = ".", head: str = "HEAD"):
     """The change: ``git diff changed_from...head`` in ``repo``, or the unified diff in ``diff``."""
-    from dlgate.change import diff as D
-
     try:
         if diff:
             return D.from_file(diff, repo if repo and os.path.isdir(repo) else None)
@@ -31,8 +32,6 @@ def read(changed_from: str | None = None, diff: str | None = None, repo: str = "
 
 def map_targets(change, compiler: str, table: str | None = None):
     """The change's :class:`~.targets.TargetSet` on ``compiler``."""
-    from dlgate.change.compilers import MappingError, map_change
-
     try:
         return map_change(change, compiler, table)
     except MappingError as e:
@@ -41,8 +40,6 @@ def map_targets(change, compiler: str, table: str | None = None):
 
 def compiler_of(backends, given: str | None = None) -> str:
     """The compiler a change is mapped on: ``given``, else the first backend's."""
-    from dlgate.change.compilers import NAMES, for_backends
-
     if given:
         if given not in NAMES:
             raise ChangeError(f"no change mapping for compiler {given!r} (known: {', '.join(NAMES)})")

@@ -67,10 +67,10 @@ def resolve(targets, compiler: str, specs: dict | None = None) -> tuple:
     """(aims, gaps): an :class:`Aim` per target some spec exercises, and ``{target key:
     why}`` for the others."""
     if specs is None:
-        from dlgate.spec.registry import all_specs
+        from dlgate.spec.registry import all_specs  # local: imports torch; off the CLI start-up
 
         specs = all_specs()
-    from dlgate.graph.generator import NEWEST_OPSET, OLDEST_OPSET
+    from dlgate.graph.generator import NEWEST_OPSET, OLDEST_OPSET  # local: imports torch; off the CLI start-up
 
     aims, gaps = [], {}
     for t in targets:

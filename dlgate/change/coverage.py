@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dlgate.change.aim import Aim, exercised, resolve
 from dlgate.change.targets import REWRITE, TargetSet
+from dlgate.spec.registry import all_specs
 
 #: Verdicts that mean a backend did not test the model (refused it, or could not run).
 _UNTESTED = ("unsupported", "skipped", "unavailable")
@@ -38,8 +39,6 @@ def rewrites_of(timings) -> dict:
 
 
 def _expects(aim: Aim, compiler: str) -> set:
-    from dlgate.spec.registry import all_specs
-
     specs = all_specs()
     kinds = {f"transformer:{aim.target.name}", f"pass:{aim.target.name}"}
     for n in aim.specs:

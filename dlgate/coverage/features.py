@@ -22,6 +22,8 @@ choice. Features are a pure function of the graph.
 from __future__ import annotations
 
 from dlgate.graph.ir import Graph
+from dlgate.spec.motif import Motif
+from dlgate.spec.registry import get
 
 CRITERIA = ("op_dtype", "op_shape", "edge", "path3", "motif")
 #: HirFuzz's three criteria, the ones its paper counts.
@@ -50,9 +52,6 @@ def shape_text(shape) -> str:
 
 def graph_features(graph: Graph) -> list:
     """The graph's coverage features, sorted."""
-    from dlgate.spec.motif import Motif
-    from dlgate.spec.registry import get
-
     out: set = set()
     producer = graph.producers()
     preds: list = []  # per node: the operator names of its producing nodes

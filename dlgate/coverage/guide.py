@@ -23,7 +23,7 @@ wasted and no operator is ever ruled out:
 Spec weights are computed once per case from the state (the campaign's starting state and
 every case generated before this one) and updated for the chosen spec after each
 insertion. Each model is thus a pure function of its seed and the state, and
-:class:`GuidedBatch` makes the state a pure function of the starting state and the cases
+:class:`dlgate.case.GuidedBatch` makes the state a pure function of the starting state and the cases
 before: the batch is generated in index order, the graph features of each case are added
 before the next, and a case out of order replays the ones before it (generation is a few
 milliseconds a model).
@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from dlgate.coverage import features as F
 from dlgate.coverage.state import CoverageState
+from dlgate.spec.motif import Motif
 
 SPEC_UNSEEN = 6.0
 SIG_UNSEEN = 4.0
@@ -70,8 +71,6 @@ class Guide:
         return set().union(*got) if got else None
 
     def spec_weight(self, spec, sigs) -> float:
-        from dlgate.spec.motif import Motif
-
         w = 1.0
         if sigs:
             unseen = sum(1 for s in sigs if not self.seen(F.op_dtype(spec.name, s)))
@@ -100,8 +99,6 @@ class Guide:
     def focus(self, specs, lo: int, hi: int) -> list:
         """(motif, its opsets) for each narrow motif among ``specs`` that wants coverage (see
         the module docstring), in ``specs``' order."""
-        from dlgate.spec.motif import Motif
-
         out = []
         for spec in specs:
             if not isinstance(spec, Motif):
@@ -123,44 +120,3 @@ class Guide:
         if any(not self.seen(F.path3(g, producer, op)) for g in grand):
             w += PATH_UNSEEN
         return w
-
-
-class GuidedBatch:
-    """The cases of one batch under guidance, generated in index order (see the module
-    docstring). ``start`` is the campaign's starting state; it is not changed."""
-
-    def __init__(self, gen, root: str, campaign: str, start: CoverageState):
-        self.gen, self.root, self.campaign, self.start = gen, root, campaign, start
-        self._reset()
-
-    def _reset(self) -> None:
-        self.state = self.start.copy()
-        self.gen.guide = Guide(self.state)
-        self.next = 0
-
-    def _observe(self, graph) -> list:
-        feats = F.graph_features(graph)
-        self.state.add_features(feats)
-        return feats
-
-    def _skip_to(self, index: int) -> None:
-        from dlgate.graph.generator import GenerationError
-        from dlgate.seeds import case_seed
-
-        if index < self.next:
-            self._reset()
-        while self.next < index:
-            try:
-                self._observe(self.gen.generate(case_seed(self.root, self.campaign, self.next)))
-            except GenerationError:
-                pass  # a case that cannot be generated adds nothing
-            self.next += 1
-
-    def case(self, index: int):
-        """The case at ``index`` (a ``dlgate.case.Case``) and its graph features."""
-        from dlgate.case import make_case
-
-        self._skip_to(index)
-        self.next = index + 1
-        c = make_case(self.gen, self.root, self.campaign, index)
-        return c, self._observe(c.graph)

@@ -1,0 +1,3 @@
+"""Isolation: each backend runs in its own long-lived worker process, with a timeout and a
+memory cap over its whole process tree, so that a compiler that crashes, hangs or eats the
+machine becomes a verdict (crash, timeout, out of memory) instead of taking the gate down."""

@@ -31,6 +31,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from dlgate.backends.base import BackendSpec, Model, Unavailable
+from dlgate.backends.registry import create
 from dlgate.exec.proctree import ProcessTree, end_tree
 from dlgate.secrets import redact_obj, scrubbed_env
 
@@ -139,8 +140,6 @@ def _serve(spec: BackendSpec, conn, log_path: str, pdeathsig: bool = False) -> N
     os.dup2(fd, 2)
     os.close(fd)
     os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
-    from dlgate.backends.registry import create
-
     try:
         backend = create(spec)
         backend.start()  # imports the compiler and proves it runs on its device (Backend.start)

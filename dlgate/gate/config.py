@@ -1,6 +1,6 @@
 """Campaign configuration: YAML files in ``configs/``, validated on load.
 
-Every key is declared once in ``FIELDS`` with its type, default and help text; the same
+Every key is declared once in ``FIELDS`` (:mod:`dlgate.gate.fields`) with its type, default and help text; the same
 table validates files, applies command-line overrides and renders the config reference in
 docs/configuration.md (``dlgate config --reference``). An unknown key, a wrong type or an unknown
 backend is a :class:`ConfigError` naming the file, the key and what is allowed.
@@ -8,149 +8,23 @@ backend is a :class:`ConfigError` naming the file, the key and what is allowed.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import hashlib
 import json
 import math
 import os
 import re
+import subprocess
 from dataclasses import dataclass, field
 
 import yaml
 
-FAIL_ON = ("new", "any", "none")
+from dlgate.gate.fields import FIELDS, ConfigError, Field, type_name
+from dlgate.gate.schema import validate
+from dlgate.suggest import did_you_mean
+
 #: The most a campaign file may hold; a larger one (or ``--config /dev/zero``) is refused unread.
 MAX_CONFIG_BYTES = 1 << 20
 
-
-class ConfigError(ValueError):
-    """A malformed campaign config; the message names the file and the key."""
-
-
-@dataclass(frozen=True)
-class Field:
-    name: str
-    kind: str  # str | int | float | bool | list[str] | dict | base
-    default: object
-    help: str
-    min: float | None = None
-    max: float | None = None
-    choices: tuple | None = None
-    optional: bool = False  # null allowed
-
-
-FIELDS = (
-    Field("campaign", "str", "default", "Campaign name; part of every case's seed, so two campaigns on one "
-          "commit test different models."),
-    Field("models", "int", 100, "Number of generated models in the batch.", min=1, max=1_000_000),
-    Field("min_nodes", "int", 1, "Fewest operators per model.", min=1, max=200),
-    Field("max_nodes", "int", 10, "Most operators per model.", min=1, max=200),
-    Field("opset", "int", None, "Fixed ONNX opset; null draws one per case from 13 up to `max_opset`.", min=13,
-          max=28, optional=True),
-    Field("max_opset", "int", None, "Newest opset drawn; null: the newest that every backend under test loads "
-          "(probed at the start of a run, at most 28, the newest the pinned onnx defines), so an older runtime "
-          "is not flooded with load errors. The range used is recorded in the run's manifest, and a resumed "
-          "run keeps it.", min=13, max=28, optional=True),
-    Field("dynamic_share", "float", 0.25, "Share of models whose inputs declare symbolic batch/sequence "
-          "dimensions (`dim_param`), where other sizes keep the model valid; each such case runs at two or "
-          "more shapes from one compile, judged at each. A backend that cannot compile the symbolic model "
-          "reports it unsupported (a crash is still a crash). 0 turns it off.", min=0, max=1),
-    Field("extreme_share", "float", 0.2, "Share of models whose inputs and constants carry extreme values in "
-          "some elements: NaN and +/-Inf where every operator they reach defines them, magnitudes at float16's "
-          "65504 and beyond float32's range, subnormals, signed zeros, rounding ties, integer limits and values "
-          "a narrowing Cast wraps. NaN and Inf positions are compared exactly; a special value where the ONNX "
-          "specification leaves the result open makes the verdict `undefined`. 0 turns it off.", min=0, max=1),
-    Field("target_share", "float", 0.8, "With a change to aim at (`dlgate run --changed-from BASE` or `--diff "
-          "FILE`): the share of models drawn to exercise what the change touches (its operators with the opsets, "
-          "dtypes and attribute regimes the changed code concerns, the motifs of the rewrites it changes); the rest "
-          "stay random, so unrelated regressions keep a chance. Without a change it has no effect. See "
-          "docs/change-aware.md.", min=0, max=1),
-    Field("guidance", "bool", True, "Coverage-guided generation: bias operator, motif, dtype and connection "
-          "choices toward what the campaign has not covered yet (operator x dtype signature, operator edges and "
-          "three-operator paths, motif decision sides, rewrites no backend has applied). The batch is then "
-          "generated in index order, each case a pure function of its seed and the coverage state before it; "
-          "false: every case independent of the others."),
-    Field("coverage_state", "str", None, "A coverage state file to start from (`coverage-state.json` of an "
-          "earlier run, e.g. last week's campaign, restored from a cache); null or a file that does not exist "
-          "yet: start empty (logged). Copied into the run's folder (`coverage-start.json`, its digest in "
-          "`run.json`), so every case can be regenerated.", optional=True),
-    Field("operators", "list[str]", None, "Operator specs to draw from (`dlgate ops`); null for all.", optional=True),
-    Field("dtypes", "list[str]", None, "Tensor dtypes models may use (e.g. `[float32, int64]`); null for all.",
-          optional=True),
-    Field("support", "list[str]", [], "Generate only what every one of these backends was probed to support "
-          "(`dlgate probe`), whatever `restrict_to_support` says; empty: see `restrict_to_support`."),
-    Field("restrict_to_support", "bool/auto", False, "Generate only the operator x dtype x opset combinations "
-          "that every backend under test that is not optional was probed to support (`dlgate probe`, cached per "
-          "version). `auto`: only when no base build is configured (head versus base, a model the base build "
-          "runs and head refuses is a regression the batch must be able to meet). The support used is recorded "
-          "in `run.json`, and a resumed run generates from it. false: everything; what a backend refuses is "
-          "`unsupported`, and cut out to run the rest (`findings_per_case`)."),
-    Field("backends", "backends", ["tvm", "onnxruntime"], "Backends under test: `NAME[:DEVICE][@LEVEL]` "
-          "(`dlgate backends`), or a mapping `{name, device, opt_level, options, optional}` to pass backend "
-          "options (e.g. `options: {intra_op_threads: 2}`); `name` may also be `module:Class` for a backend not "
-          "registered as an entry point. A backend that cannot start (not installed, a broken build, no GPU) "
-          "fails the gate (exit status 4), unless marked optional (`optional: true`, or a `?` suffix: "
-          "`tvm:cuda?`): then it is skipped with its reason."),
-    Field("reference", "str", "torch", "The trusted reference backend."),
-    Field("tolerances", "dict", {}, "Per-dtype `[rtol, atol]` overriding the defaults, e.g. "
-          "`{float32: [1e-2, 1e-3]}`."),
-    Field("timeout_s", "float", 60.0, "Seconds one compile and run may take before it is a timeout.", min=1,
-          max=86_400),
-    Field("memory_mb", "int", 4096, "Resident-memory cap of a backend worker; beyond it the case is oom.",
-          min=64, max=1 << 24),
-    Field("search_steps", "int", 24, "Step budget of the numeric-valid input search.", min=0, max=10_000),
-    Field("crosscheck", "bool", True, "Cross-check disagreements at the lowest optimization level and with "
-          "onnx.reference."),
-    Field("confirm_runs", "int", 1, "Re-runs of a failing case; a failure that does not reproduce every "
-          "time is flaky and does not fail the gate.", min=0, max=10),
-    Field("baseline", "str", None, "Known-failure baseline file (JSON); relative paths are relative to the "
-          "working directory.", optional=True),
-    Field("corpus", "str", None, "Regression corpus folder, re-run before the fresh batch; new findings "
-          "are added to it.", optional=True),
-    Field("base", "base", None, "Head-versus-base mode: `{python: PATH, env: {VAR: value}}`, the "
-          "interpreter of an environment holding the base build of the compiler (and dlgate). A new "
-          "failure that also fails there is pre-existing and does not fail the check.", optional=True),
-    Field("reduce", "bool", True, "Reduce each failure to its cause before it is journaled: the reduced case "
-          "decides its fingerprint, and its repro bundle (`OUT/repros/<fingerprint>/`, with a standalone "
-          "`repro.py`) is written once per fingerprint. false: failures are identified by their whole model, "
-          "which splits one cause into many."),
-    Field("reduce_seconds", "float", 60.0, "Time bound of one reduction.", min=1, max=86_400),
-    Field("reuse_reductions", "bool", True, "Reduce each cause once per run: a failure of a cause already reduced "
-          "in an earlier case (the same backend, class, cluster and sharing key; errors and crashes only, as a "
-          "wrong answer's cause is known only once reduced) takes that reduction's identity and repro instead of "
-          "being reduced again; its record names the case reduced (`identity.reduction.reused`). A resumed run "
-          "rebuilds what was reduced from the journal. false: every failure is reduced."),
-    Field("base_first", "bool", True, "Head versus base: run a failing case on the base build before it is "
-          "confirmed and reduced, so that a failure the base build shares costs no confirmation, and no reduction "
-          "unless `reduce_pre_existing` asks for one. false: the order before (confirm, reduce, then the base build)."),
-    Field("reduce_pre_existing", "bool", False, "Head versus base, with `base_first`: also reduce a failure "
-          "the base build shares (pre-existing; never re-run to confirm it, the base build's failing the same way "
-          "does). false (pull requests): it is reported by its cluster, "
-          "identified by its whole model unless its cause was reduced earlier in the run, and behind it only the "
-          "operators its message names are cut; true (the weekly campaign, which files issues for every cause): "
-          "reduced like a new failure."),
-    Field("findings_per_case", "int", 4, "Most findings one case yields per backend. After a failure is "
-          "reduced, its operators are cut out of the model (the rest fed the reference's values of what they "
-          "made) and the rest runs again, judged like any case, until it passes, nothing is left, this many "
-          "findings are made, 2 x this many cuts are made, or (this - 1) x `reduce_seconds` are spent; "
-          "operators a backend refuses (`unsupported`) are cut the same way. 1: a case stops at its first "
-          "failure.", min=1, max=64),
-    Field("issues", "issues", None, "Open GitHub issues from the gate: `{repo: OWNER/NAME, label: dlgate, "
-          "max_per_run: 5, api_url: https://api.github.com, memory_safety: private, bisect_releases: false}`; the "
-          "token comes from "
-          "`GITHUB_TOKEN`. A crash that may be a memory-safety bug (SIGSEGV, SIGBUS, a corrupted heap or stack) is "
-          "reported through GitHub's private vulnerability reporting, never as an issue, unless `memory_safety: "
-          "public`. Only complete runs (unsharded, or `dlgate merge`) publish. Null: off (`dlgate issues` does it "
-          "on demand, with these settings from the run's `run.json`).",
-          optional=True),
-    Field("fail_on", "str", "new", "What fails the check: `new` failures only, `any` failure, or `none` "
-          "(report only).", choices=FAIL_ON),
-    Field("budget", "float", None, "Seconds this invocation may spend running cases (like ClusterFuzzLite's "
-          "`fuzz-seconds`); null: no budget. Cases start in plan order while time is left; the case in flight "
-          "finishes (its reduction included), the rest is left for a rerun of the same command, which resumes "
-          "from the journal with a budget of its own. The verdict is decided on the cases that ran. Per shard "
-          "when sharded. Not part of the run's fingerprint.", min=0.001, max=86_400, optional=True),
-)
 _BY_NAME = {f.name: f for f in FIELDS}
 #: Keys that change the journal and were added later, with the value that behaves as runs
 #: made before them did: part of a run's fingerprint only when set otherwise.
@@ -212,16 +86,11 @@ class Campaign:
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def _type_name(v) -> str:
-    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "a list",
-            dict: "a mapping", type(None): "null"}.get(type(v), type(v).__name__)
-
-
 def _check(f: Field, value, where: str):
     """The value converted to the field's type, or a ConfigError for what the schema
     (``schema.validate``, run first) cannot say: NUL characters, NaN, ``1.0`` for an integer."""
     def bad(expected: str):
-        return ConfigError(f"{where}: expected {expected}, got {_type_name(value)} {value!r}")
+        return ConfigError(f"{where}: expected {expected}, got {type_name(value)} {value!r}")
 
     if value is None:
         return None
@@ -268,7 +137,7 @@ def is_optional(entry) -> bool:
 
 def backend_spec(entry):
     """The BackendSpec of a ``backends`` entry (a string or a mapping)."""
-    from dlgate.backends.base import BackendSpec
+    from dlgate.backends.base import BackendSpec  # local: imports torch; off the CLI start-up
 
     if isinstance(entry, str):
         return BackendSpec.parse(entry.removesuffix("?"))
@@ -293,20 +162,12 @@ def _tolerances(value: dict, where: str) -> dict:
     return out
 
 
-def did_you_mean(word, choices) -> str:
-    """``; did you mean 'X'?`` for the choice closest to a mistyped ``word`` (difflib), or ""."""
-    if not isinstance(word, str):
-        return ""
-    close = difflib.get_close_matches(word, [c for c in choices if isinstance(c, str)], n=1, cutoff=0.6)
-    return f"; did you mean {close[0]!r}?" if close else ""
-
-
 def check_backend(entry, known=None):
     """The BackendSpec of a ``backends`` entry (or ``--backend`` text) once its backend,
     device, optimization level and options are known to exist; a ValueError otherwise, in
     one line with what is allowed and, for a mistyped name, device or level, the nearest
     one (``known``: the installed backends' names, default all of them)."""
-    from dlgate.backends.registry import check, load, names
+    from dlgate.backends.registry import check, load, names  # local: imports torch; off the CLI start-up
 
     spec = backend_spec(entry)  # ValueError for a malformed NAME[:DEVICE][@LEVEL]
     known = sorted(names() if known is None else known)
@@ -339,7 +200,7 @@ def _check_backend(entry, where: str, backends: dict) -> None:
 
 
 def _known_backends() -> dict:
-    from dlgate.backends.registry import load, names
+    from dlgate.backends.registry import load, names  # local: imports torch; off the CLI start-up
 
     out = {}
     for n in names():
@@ -363,9 +224,7 @@ def build(values: dict, source: str = "<defaults>", flags: dict | None = None) -
 
 def _build(values: dict, source: str) -> Campaign:
     if not isinstance(values, dict):
-        raise ConfigError(f"{source}: expected a mapping of settings at the top level, got {_type_name(values)}")
-    from dlgate.gate.schema import validate
-
+        raise ConfigError(f"{source}: expected a mapping of settings at the top level, got {type_name(values)}")
     validate(values, source)  # keys, types, ranges, choices; "did you mean" for a mistyped key
     kw = {key: _check(_BY_NAME[key], value, f"{source}: {key}") for key, value in values.items()}
     cfg = Campaign(**kw, source=source)
@@ -380,13 +239,13 @@ def _build(values: dict, source: str) -> Campaign:
     for i, b in enumerate(cfg.support):
         _check_backend(b, f"{source}: support[{i}]", known)
     if cfg.dtypes is not None:
-        from dlgate import dtypes as dt
+        from dlgate import dtypes as dt  # local: imports torch; off the CLI start-up
 
         for i, t in enumerate(cfg.dtypes):
             if t not in dt.ALL:
                 raise ConfigError(f"{source}: dtypes[{i}]: unknown dtype {t!r}; allowed: {', '.join(dt.ALL)}")
     if cfg.operators is not None:
-        from dlgate.spec.registry import all_specs
+        from dlgate.spec.registry import all_specs  # local: imports torch; off the CLI start-up
 
         specs = all_specs()
         for i, op in enumerate(cfg.operators):
@@ -467,7 +326,7 @@ def load(path: str, overrides: dict | None = None, flags: dict | None = None) ->
     if values is None:
         values = {}
     if not isinstance(values, dict):
-        raise ConfigError(f"{path}: expected a mapping of settings at the top level, got {_type_name(values)}")
+        raise ConfigError(f"{path}: expected a mapping of settings at the top level, got {type_name(values)}")
     values = dict(values)
     for k, v in (overrides or {}).items():
         if v is not None:
@@ -505,8 +364,6 @@ def resolve_root(seed: str | None, commit: str | None, cwd: str = ".") -> tuple:
     sha = os.environ.get("GITHUB_SHA")
     if sha:
         return sha, "GITHUB_SHA"
-    import subprocess
-
     try:
         out = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):

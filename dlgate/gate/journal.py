@@ -16,6 +16,8 @@ import fcntl
 import json
 import os
 
+from dlgate.secrets import redact_obj
+
 RESULTS = "results.jsonl"
 TIMINGS = "timings.jsonl"
 MANIFEST = "run.json"
@@ -29,8 +31,6 @@ class RunError(RuntimeError):
 
 
 def json_line(obj: dict) -> str:
-    from dlgate.secrets import redact_obj  # no secret value reaches a journal (dlgate.secrets)
-
     return json.dumps(redact_obj(obj), sort_keys=True, default=str, separators=(",", ":")) + "\n"
 
 
@@ -122,8 +122,6 @@ class Journal:
 
 def write_json(path: str, obj) -> None:
     """Atomically (write, fsync, rename), secrets redacted (dlgate.secrets)."""
-    from dlgate.secrets import redact_obj
-
     write_text(path, json.dumps(redact_obj(obj), indent=1, sort_keys=True, default=str) + "\n")
 
 

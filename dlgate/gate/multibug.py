@@ -38,8 +38,10 @@ from dataclasses import dataclass, replace
 
 from dlgate.check import check, save_bundle
 from dlgate.gate import triage as T
+from dlgate.gate.decide import ident
 from dlgate.oracle import verdict as V
 from dlgate.reduce.cutout import cut_out, reference_values, refused, valid
+from dlgate.reduce.reducer import NotReproduced, Reducer, Target
 
 #: Why the search ends, per verdict of the rest that ends it.
 _ENDS = {V.PASS: "the rest passes", V.UNDEFINED: "the rest is undefined", V.INVALID: "the rest is invalid",
@@ -90,8 +92,6 @@ def _cause(v: dict) -> str:
     """A finding's cause: its cluster (for a wrong answer, its fingerprint; for a support
     regression, the operator refused: one message template names every operator a
     compiler lacks)."""
-    from dlgate.gate.decide import ident
-
     i = ident(v)
     return i["cause"] if v["verdict"] == V.UNSUPPORTED and i.get("refused") else i["cluster"]
 
@@ -106,8 +106,6 @@ def _refusal(s: Search, case, spec, v: dict, reduced=None) -> list:
         return named
     if reduced is not None and reduced.kept:
         return list(reduced.kept)
-    from dlgate.reduce.reducer import NotReproduced, Reducer, Target
-
     n = len(case.graph.nodes)
     try:
         return list(Reducer(s.pool, s.ccfg, Target.of(spec, v), max_seconds=s.reduce_seconds, max_probes=2 * n + 2,

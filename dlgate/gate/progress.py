@@ -29,6 +29,8 @@ import sys
 import threading
 import time
 
+from dlgate import markdown as md
+
 #: The environment variable that sets the interval, in seconds, of progress lines and
 #: heartbeats (tests make it short).
 HEARTBEAT_ENV = "DLGATE_HEARTBEAT_S"
@@ -237,7 +239,8 @@ class Progress:
         tty = self.stream.isatty() and not os.environ.get("CI")
         if (enabled if enabled is not None else tty) and total:
             from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress as RP, TextColumn
+            from rich.progress import BarColumn, MofNCompleteColumn, TextColumn
+            from rich.progress import Progress as RP
 
             self.bar = RP(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                           TextColumn("{task.fields[failing]} failing"), TextColumn("{task.fields[eta]}"),
@@ -345,8 +348,6 @@ class Progress:
     # -- the job summary ----------------------------------------------------------------
     def section(self, now: float, closing: str | None = None) -> str:
         """The live section's Markdown."""
-        from dlgate import markdown as md
-
         head = f"### dlgate {md.code(self.label)}: progress"
         line = (f"**{self.done} of {self.total}** cases run, **{self.failing}** with failures, "
                 f"{duration(now - self.t0)} elapsed")

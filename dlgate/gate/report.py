@@ -12,9 +12,14 @@ from junit_xml import TestCase, TestSuite, to_xml_report_string
 from dlgate import GENERATOR_VERSION, __version__
 from dlgate import markdown as md
 from dlgate import opnames as N
+from dlgate.change.report import lines as change_lines
 from dlgate.gate import decide as D
+from dlgate.gate.baseline import repros_dir
+from dlgate.gate.budget import stop_line
 from dlgate.gate.journal import write_json, write_text
+from dlgate.gate.progress import final_summary
 from dlgate.oracle import verdict as V
+from dlgate.secrets import redact
 
 _EMOJI = {D.NEW: "❌", D.REGRESSION: "❌", D.PRE_EXISTING: "⚠️", D.KNOWN: "ℹ️", D.FLAKY: "🎲"}
 
@@ -176,15 +181,11 @@ def summary(decision: D.Decision, fail_on: str, shard: str | None = None, out: s
                   "failures included. Run the same command on the same output folder again to resume where it "
                   "stopped (finished cases are not run again)."]
     if decision.stopped_by_budget:
-        from dlgate.gate.budget import stop_line
-
         lines += ["", f"⏱️ The run was {stop_line(decision.cases, decision.planned, decision.budget)}: the "
                   "verdict is decided on the cases that ran. Run the same command on the same output folder "
                   "again to continue where it stopped."]
     lines += ["", novelty_line(decision), ""]
     if decision.change:
-        from dlgate.change.report import lines as change_lines
-
         lines += change_lines(decision.change)
     if decision.baseline_missing:
         lines += [f"⚠️ {missing_baseline_text(decision, markdown=True)}", ""]
@@ -395,8 +396,6 @@ def counts_line(decision: D.Decision) -> str:
 def what_to_do(cls: str, decision: D.Decision, out: str | None = None) -> str:
     """The next step for a class of failures, with the exact command where there is one."""
     baseline = decision.baseline_path or ".dlgate/baseline.json"
-    from dlgate.gate.baseline import repros_dir
-
     update = md.code(f"dlgate baseline update {shlex.quote(out or 'OUT')} --baseline {shlex.quote(baseline)}")
     commit = f"then commit {md.code(baseline)} and {md.code(repros_dir(baseline) + '/')}"
     if not decision.baseline_path:
@@ -511,8 +510,6 @@ def write_all(out_dir: str, records: list, decision: D.Decision, baseline, timin
     written leaves each one whole: this run's or the one it had); returns their paths."""
     paths = {k: os.path.join(out_dir, f) for k, f in (("junit", "junit.xml"), ("summary", "summary.md"),
                                                       ("verdict", "verdict.json"))}
-    from dlgate.secrets import redact  # no secret value in a report, nor in the job summary
-
     annotate(out_dir, decision)
     write_text(paths["junit"], redact(junit(records, decision, baseline, timings, props, fail_on, logs, out_dir)))
     text = redact(summary(decision, fail_on, shard, out=out_dir))
@@ -522,8 +519,6 @@ def write_all(out_dir: str, records: list, decision: D.Decision, baseline, timin
     write_json(paths["verdict"], doc)
     step = os.environ.get("GITHUB_STEP_SUMMARY")
     if step:
-        from dlgate.gate.progress import final_summary
-
         try:
             final_summary(step, text)  # in place of the run's live progress section, else appended
         except OSError:

@@ -11,8 +11,10 @@ since, and shards merge only when they recorded the same.
 """
 from __future__ import annotations
 
+from dlgate.backends.base import BackendSpec
 from dlgate.gate.config import Campaign, backend_spec, is_optional
 from dlgate.gate.journal import RunError
+from dlgate.probe.support import ProbeError, load_or_probe, support_set
 
 
 def systems(cfg: Campaign) -> list:
@@ -20,8 +22,6 @@ def systems(cfg: Campaign) -> list:
     ``support`` list when it is set, else, where ``restrict_to_support`` holds (``auto``:
     no base build configured), each backend under test that is not optional (one that may
     be absent cannot shape the batch), by name."""
-    from dlgate.backends.base import BackendSpec
-
     if cfg.support:
         return sorted({BackendSpec.parse(s).name for s in cfg.support})
     on = cfg.base is None if cfg.restrict_to_support == "auto" else bool(cfg.restrict_to_support)
@@ -38,8 +38,6 @@ def record(doc: dict) -> dict:
 def support_of(recorded: dict) -> frozenset:
     """The generator's support set of a manifest's ``support`` entry: the combinations
     every recorded system supports."""
-    from dlgate.probe.support import support_set
-
     out = None
     for name in sorted(recorded["systems"]):
         r = recorded["systems"][name]
@@ -67,8 +65,6 @@ def resolve(cfg: Campaign, recorded: dict, manifest: dict, log=print) -> frozens
     names = systems(cfg)
     if not names:
         return None
-    from dlgate.probe.support import ProbeError, load_or_probe
-
     docs = {}
     for name in names:
         log(f"dlgate: generating only what {name} supports (its probed support; `dlgate probe --system {name}`)")

@@ -1,4 +1,4 @@
-"""The campaign file's JSON Schema, derived from ``config.FIELDS``, and validation against it.
+"""The campaign file's JSON Schema, derived from ``fields.FIELDS``, and validation against it.
 
 ``schema()`` turns the FIELDS table (kind, default, help, min/max, choices, optional) into a
 JSON Schema (draft 2020-12): ``dlgate config --schema`` prints it and ``docs/campaign.schema.json``
@@ -16,7 +16,8 @@ import json
 import math
 import re
 
-from dlgate.gate import config as C
+from dlgate.gate.fields import FIELDS, ConfigError, Field, type_name
+from dlgate.suggest import did_you_mean
 
 DIALECT = "https://json-schema.org/draft/2020-12/schema"
 #: The schema's identifier; it changes only when the format of campaign files does.
@@ -81,8 +82,8 @@ def _object(keys: dict, required: tuple = ()) -> dict:
     return out
 
 
-def _field(f: C.Field) -> dict:
-    from dlgate.oracle.compare import DEFAULT_TOLERANCES
+def _field(f: Field) -> dict:
+    from dlgate.oracle.compare import DEFAULT_TOLERANCES  # local: imports numpy; off the CLI start-up
 
     if f.kind == "str":
         s = {"type": "string", "minLength": 1}
@@ -124,7 +125,7 @@ def _field(f: C.Field) -> dict:
 
 
 def schema() -> dict:
-    """The JSON Schema (draft 2020-12) of a campaign file, from ``config.FIELDS``."""
+    """The JSON Schema (draft 2020-12) of a campaign file, from ``fields.FIELDS``."""
     backend = _object(_BACKEND_KEYS, required=("name",))
     backend.update(type=["string", "object"], minLength=1, description=(
         "`NAME[:DEVICE][@LEVEL]` (a `?` suffix: optional), or a mapping `{name, device, opt_level, options, "
@@ -139,7 +140,7 @@ def schema() -> dict:
                        "`dlgate config FILE`; `dlgate config --reference` explains every key.",
         "type": "object",
         "additionalProperties": False,
-        "properties": {f.name: _field(f) for f in C.FIELDS},
+        "properties": {f.name: _field(f) for f in FIELDS},
         "$defs": {"backend": backend, "tolerance": tolerance},
     }
 
@@ -176,7 +177,7 @@ def _got(value) -> str:
     if value is None:
         return "null"
     text = repr(value)
-    return f"{C._type_name(value)} {text if len(text) <= 120 else text[:117] + '...'}"
+    return f"{type_name(value)} {text if len(text) <= 120 else text[:117] + '...'}"
 
 
 def _words(values) -> str:
@@ -206,7 +207,7 @@ def _message(err, root) -> str:
     if err.validator == "additionalProperties":
         allowed = list(err.schema.get("properties", {}))
         key = next(k for k in err.instance if k not in allowed)
-        hint = C.did_you_mean(key, allowed)
+        hint = did_you_mean(key, allowed)
         hint = hint + " allowed: " if hint else "; allowed: "
         if not path:
             return f"unknown key {key!r}{hint}{', '.join(allowed)}"
@@ -237,7 +238,7 @@ def _message(err, root) -> str:
         return f"{where}: {value} is outside the allowed range {lo}..{hi if hi is not None else 'inf'}"
     if err.validator == "enum" and all(isinstance(v, str) for v in err.validator_value if v is not None):
         choices = [v for v in err.validator_value if v is not None]
-        return f"{where}: {value!r} is not one of {_words(choices)}{C.did_you_mean(value, choices)}"
+        return f"{where}: {value!r} is not one of {_words(choices)}{did_you_mean(value, choices)}"
     return f"{where}: expected {_expected(err.schema)}, got {_got(value)}"
 
 
@@ -248,4 +249,4 @@ def validate(values: dict, source: str) -> None:
 
     err = best_match(_validator().iter_errors(values))
     if err is not None:
-        raise C.ConfigError(f"{source}: {_message(err, values)}")
+        raise ConfigError(f"{source}: {_message(err, values)}")

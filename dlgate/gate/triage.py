@@ -59,12 +59,18 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from dlgate.check import judge_backend
+from dlgate.backends.base import Model
+from dlgate.check import CaseError, judge_backend, load_bundle
+from dlgate.gate.decide import findings
 from dlgate.gate.progress import ACTIVITY
 from dlgate.oracle import memsafety as MS
 from dlgate.oracle import signature as S
 from dlgate.oracle import verdict as V
 from dlgate.reduce import identity as I
+from dlgate.reduce.bundle import write_repro
+from dlgate.reduce.cutout import refused
+from dlgate.reduce.reducer import NotReproduced, Reducer, Target
+from dlgate.spec.registry import get
 
 #: Head verdicts re-run on the base build: every failure, and refusals (a model the base
 #: build ran and head no longer supports is a regression).
@@ -160,8 +166,6 @@ def on_reduced(base_pool, ccfg, spec, v: dict, reduced, pool) -> bool:
     :class:`Reused`) run on the base build; ``v["base"]`` keeps the whole case's verdict
     in ``whole``. A reused reduced case decides only when head fails it as it fails the
     case (:func:`same`); False when it cannot (nothing is recorded then)."""
-    from dlgate.backends.base import Model
-
     reused = isinstance(reduced, Reused)
     ACTIVITY.begin(f"running reduced case {reduced.case.id} on the base build ({spec.label()})")
     ref = pool.execute(ccfg.reference, Model(reduced.case.model, reduced.case.graph), reduced.case.inputs)
@@ -211,10 +215,6 @@ def identify(pool, case, ccfg, spec, ref_out: list, v: dict, out: str, campaign:
     base build does not share (:meth:`Triage.refusal`) is reduced to what head refuses and
     the base build runs (:class:`~dlgate.reduce.reducer.Reducer`), and its cause is the
     operator refused (:func:`refusal_cause`)."""
-    from dlgate.backends.base import Model
-    from dlgate.reduce.bundle import write_repro
-    from dlgate.reduce.reducer import NotReproduced, Reducer, Target
-
     key = reduction_key(v) if reductions is not None else None
     if key is not None and key in reductions:
         got = reductions.reuse(key, case, v, log)
@@ -274,9 +274,6 @@ def refusal_cause(backend_name: str, graph, error: dict | None) -> dict:
     cause per refused operator, whatever the model it was met in, its dtypes or the words of
     the message (onnxruntime names the node, TVM lists every converter it lacks): a missing
     kernel met in 42 models is one row, and two operators lost are two."""
-    from dlgate.reduce.cutout import refused
-    from dlgate.spec.registry import get
-
     named = refused(graph, error)
     text = f"{(error or {}).get('type', '')}: {(error or {}).get('message', '')}"
     ops = set()
@@ -316,8 +313,6 @@ def locate(graph, reduced_graph) -> list:
     operator of ``reduced_graph``: where a reused reduction's operators are in another case
     (every such operator, so that what is cut for looking behind it holds the failure)."""
     def token(g, n):
-        from dlgate.spec.registry import get
-
         return get(n.op).onnx_op, tuple(g.tensors[t].dtype for t in n.inputs)
 
     want = {token(reduced_graph, n) for n in reduced_graph.nodes}
@@ -353,8 +348,6 @@ class Reductions:
 
     def add(self, records) -> None:
         """Take in journaled records (in journal order): each reduction made for a key."""
-        from dlgate.gate.decide import findings
-
         for rec in records:
             for x, _ in findings(rec):
                 r = (x.get("identity") or {}).get("reduction")
@@ -365,8 +358,6 @@ class Reductions:
         """The reduced case of a reduction's identity, loaded from its repro (None when there is none)."""
         repro = ident.get("repro")
         if repro not in self._cases:
-            from dlgate.check import CaseError, load_bundle
-
             case = None
             if repro and os.path.isfile(os.path.join(self.out, repro, "repro.json")):
                 try:
@@ -383,8 +374,6 @@ class Reductions:
         reduced = self.reduced_case(ident)
         if reduced is not None:
             return reduced, locate(case.graph, reduced.graph)
-        from dlgate.spec.registry import get
-
         want = set(filter(None, (ident.get("pattern") or "").split(">")))
         have = {get(n.op).onnx_op for n in case.graph.nodes}
         return None, ([] if not want or not want <= have else [i for i, n in enumerate(case.graph.nodes)

@@ -338,7 +338,7 @@ def command(args, log=print) -> int:
 
 def package_of(doc: dict) -> str | None:
     """The index package of the backend a repro.json names (``tvm[cpu]@O3`` -> apache-tvm)."""
-    from dlgate.reduce.bundle import PACKAGES
+    from dlgate.reduce.bundle import PACKAGES  # local: imports torch; off the CLI start-up
 
     name = (doc.get("backend") or "").split("[")[0].split("@")[0].split(":")[0]
     return PACKAGES.get(name)

@@ -16,7 +16,8 @@ from __future__ import annotations
 import random
 
 from dlgate.graph.ir import Graph
-from dlgate.spec.base import Limits
+from dlgate.spec.base import Limits, all_true
+from dlgate.spec.registry import get
 
 #: Symbols exporters use, and the input axes they name: the batch on axis 0, the sequence on
 #: axis 1 of inputs of rank 3 or more.
@@ -30,9 +31,6 @@ def reinfer(graph: Graph, types: list, nodes: list | None = None) -> Graph | Non
     """The graph with ``nodes`` (default: its own) and every operator's output types
     re-inferred by its spec from ``types`` (whose graph inputs may have changed), or None
     when a spec rejects them."""
-    from dlgate.spec.base import all_true
-    from dlgate.spec.registry import get
-
     nodes = graph.nodes if nodes is None else nodes
     types = list(types)
     for n in nodes:
@@ -100,8 +98,6 @@ def make_dynamic(graph: Graph, rng: random.Random, limits: Limits = Limits()) ->
     dims = []
     # inputs read by a motif whose rewrite needs symbolic dims (``Motif.needs_dynamic``) first,
     # so the symbols take their sizes
-    from dlgate.spec.registry import get
-
     wanting = {t for n in graph.nodes if get(n.op).needs_dynamic for t in n.inputs}
     order = sorted(range(len(graph.inputs)), key=lambda pos: graph.inputs[pos] not in wanting)
     for sym, axis, min_rank in SYMBOLS:

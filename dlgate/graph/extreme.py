@@ -42,8 +42,10 @@ import random
 import numpy as np
 
 from dlgate import dtypes as dt
+from dlgate.graph.ir import domain_spans
 from dlgate.seeds import sub_seed
 from dlgate.spec.nonfinite import INF, NAN
+from dlgate.spec.registry import all_specs, get
 
 HUGE = "huge"  # in ``allowed``: finite magnitudes that may overflow downstream
 KINDS = ("nan", "inf", "huge", "f16_edge", "beyond_f32", "subnormal", "signed_zero", "round_tie", "cast_tie",
@@ -68,8 +70,6 @@ def allowed(graph) -> dict:
     define them (and, for ``"huge"``, through integer operators too: a large integer cast
     to a float type is a large float). A graph output is compared as it is (NaN and Inf
     positions exactly)."""
-    from dlgate.spec.registry import get
-
     specs = [get(n.op) for n in graph.nodes]
     cons = graph.consumers()
     memo: dict = {}
@@ -114,8 +114,6 @@ def integers_allowed(graph, ok: dict) -> dict:
     """Tensor id -> whether an integer tensor may hold its type's extremes: every operator
     reading it is in ``INT_DEFINED``, its integer outputs may too, and its float outputs
     (a Cast) may hold huge magnitudes (``ok``, from :func:`allowed`)."""
-    from dlgate.spec.registry import get
-
     cons = graph.consumers()
     memo: dict = {}
 
@@ -282,9 +280,6 @@ class Planter:
 def apply(graph, seed: int, share: float):
     """For a ``share`` of seeds (its own stream), the graph marked extreme, its constants
     planted with extreme values; otherwise the graph unchanged."""
-    from dlgate.graph.ir import domain_spans
-    from dlgate.spec.registry import all_specs
-
     if share <= 0 or random.Random(sub_seed(seed, "extreme")).random() >= share:
         return graph
     planter = Planter(graph, domain_spans(graph, all_specs()))

@@ -15,6 +15,8 @@ import numpy as np
 import z3
 
 from dlgate import dtypes as dt
+from dlgate.coverage import features as F
+from dlgate.coverage.guide import OPSET_FOCUS
 from dlgate.graph import extreme
 from dlgate.graph.dynamic import make_dynamic
 from dlgate.graph.ir import Graph, Node, domain_spans, random_values
@@ -367,8 +369,6 @@ class Generator:
         """(the case's opset, the narrow motif it is drawn for or None): under guidance, a
         share of the cases is drawn at the opsets of a motif that exists at a few only and
         still wants coverage (``Guide.focus``), and starts with that motif."""
-        from dlgate.coverage.guide import OPSET_FOCUS
-
         lo, hi = self.cfg.opset_range
         opset = hi if rng.random() < NEWEST_SHARE else rng.randint(lo, hi)
         if self.guide is not None:
@@ -822,8 +822,6 @@ class Generator:
     def _note(self, st: _State, node: Node) -> None:
         """Tell the guide what the new node covers (its signature, edges and paths),
         including the edges to consumers a backward insertion gave it."""
-        from dlgate.coverage import features as F
-
         feats = [F.op_dtype(node.op, [st.tensors[t].dtype for t in node.inputs])]
         preds = [st.nodes[st.producer[t]] for t in node.inputs if t in st.producer]
         for p in preds:

@@ -12,6 +12,9 @@ import re
 import subprocess
 
 from dlgate import __version__
+from dlgate.gate.baseline import Baseline
+from dlgate.init import campaigns
+from dlgate.init import workflows as W
 from dlgate.init.compilers import COMPILERS, infer
 
 #: Where the workflows live; every path is relative to the repository root.
@@ -123,8 +126,6 @@ def _compiler(args, root: str, remote: str | None):
 
 def plan(args) -> tuple:
     """(root, {relative path: text}, notes) of what init would write; InitError on bad input."""
-    from dlgate.init import campaigns, workflows as W
-
     root = os.path.abspath(args.dir)
     if not os.path.isdir(root):
         raise InitError(f"dlgate init: {args.dir}: not a folder")
@@ -166,8 +167,6 @@ def plan(args) -> tuple:
 
 def write(root: str, files: dict) -> list:
     """Write every file, or none when one exists (InitError naming them)."""
-    from dlgate.gate.baseline import Baseline
-
     there = [p for p in files if os.path.lexists(os.path.join(root, p))]
     if there:
         raise InitError(f"dlgate init: not overwriting what exists: {', '.join(there)} (move it away to write it "

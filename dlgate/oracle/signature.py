@@ -11,6 +11,8 @@ import hashlib
 import re
 from functools import lru_cache
 
+from dlgate.spec.registry import all_specs
+
 _RULES = [
     (re.compile(r"0x[0-9a-fA-F]+"), "<addr>"),
     (re.compile(r"(/[\w.\-+]+)+/?"), "<path>"),
@@ -75,8 +77,6 @@ _WORDS = {"and", "or", "not", "xor", "where", "less", "equal", "greater", "range
 def _op_names() -> re.Pattern:
     """Operator names as messages spell them: ONNX's (``Sigmoid``, case kept) and their
     lower-case forms, except those that are also English words."""
-    from dlgate.spec.registry import all_specs
-
     names = {s.onnx_op for s in all_specs().values()}
     names |= {n.lower() for n in names if n.lower() not in _WORDS}
     return re.compile(r"\b(" + "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True)) + r")\b")

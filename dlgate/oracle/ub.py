@@ -52,8 +52,9 @@ import torch
 
 from dlgate.graph.ir import Graph
 from dlgate.oracle import precision
-from dlgate.oracle.compare import compare
+from dlgate.oracle.compare import DEFAULT_TOLERANCES, compare
 from dlgate.spec import nonfinite
+from dlgate.spec.motif import Motif
 from dlgate.spec.registry import get
 from dlgate.spec.signal import WINDOWS
 
@@ -102,8 +103,6 @@ def _absolute(spec) -> bool:
     """Whether a node's rounding error is bounded by its operands' magnitude rather than
     its result's: an idiom or motif (several ONNX nodes, rounded inside, which compilers
     fuse into one kernel that rounds once) or an operator that cancels."""
-    from dlgate.spec.motif import Motif
-
     return spec is not None and (bool(spec.onnx_ops) or isinstance(spec, Motif) or bool(fact(spec, "cancels")))
 
 
@@ -381,8 +380,6 @@ def _past_a_pole(graph: Graph, trace: list) -> set:
 
 
 def _tolerance_bound(ref: np.ndarray, tolerances: dict | None) -> np.ndarray:
-    from dlgate.oracle.compare import DEFAULT_TOLERANCES
-
     if not np.issubdtype(ref.dtype, np.floating):
         return np.zeros(ref.shape)
     rtol, atol = dict(DEFAULT_TOLERANCES, **(tolerances or {}))[str(ref.dtype)]

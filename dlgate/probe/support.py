@@ -18,10 +18,10 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 
 from dlgate import GENERATOR_VERSION, __version__
-from dlgate.backends.base import BackendSpec, Model
+from dlgate.backends.base import BackendSpec, Model, Unavailable
 from dlgate.backends.registry import create, load
 from dlgate.exec import worker as W
-from dlgate.graph.generator import DEFAULT_OPSET_RANGE
+from dlgate.graph.generator import DEFAULT_OPSET_RANGE, NEWEST_OPSET, OLDEST_OPSET
 from dlgate.graph.ir import random_values
 from dlgate.probe.single import single_op_graph, single_op_model
 from dlgate.spec import schema
@@ -124,8 +124,6 @@ def probe(system: str, opsets=None, jobs: int = 1, progress=None, ops=None, time
 
 def version_of(system: str) -> str:
     """The backend's version, for the cache key (constructs it in this process)."""
-    from dlgate.backends.base import Unavailable
-
     try:
         return create(BackendSpec(system)).version()
     except Unavailable as e:
@@ -164,8 +162,6 @@ def opset_ceiling(execute, newest: int | None = None, oldest: int | None = None)
     worker's). An opset counts as loaded unless the backend refuses the model (declared
     unsupported, or an import or compile error); a crash or hang is a finding, not a limit.
     Returns ``{"opset", "ir_version", "refused": {opset: why}}``."""
-    from dlgate.graph.generator import NEWEST_OPSET, OLDEST_OPSET
-
     newest, oldest = newest or NEWEST_OPSET, oldest or OLDEST_OPSET
     refused = {}
     for opset in range(newest, oldest - 1, -1):

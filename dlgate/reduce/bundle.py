@@ -28,11 +28,13 @@ from dlgate import GENERATOR_VERSION, __version__
 from dlgate import markdown as md
 from dlgate.backends.base import BackendSpec
 from dlgate.backends.registry import load
+from dlgate.backends.tensorrt import LEVELS
 from dlgate.check import Prepared, save_bundle
 from dlgate.gate.journal import write_json
 from dlgate.oracle.compare import DEFAULT_TOLERANCES
 from dlgate.reduce import inline as IN
 from dlgate.reduce.identity import identity, pattern
+from dlgate.secrets import redact
 
 #: Seconds repro.py waits for the compiler before calling it a hang.
 REPRO_TIMEOUT_S = 600
@@ -469,8 +471,6 @@ def polygraphy_command(spec: BackendSpec, model: bytes, inputs: dict, reference:
         return None
     import onnx
 
-    from dlgate.backends.tensorrt import LEVELS
-
     m = onnx.load_from_string(model)
     tol = dict(DEFAULT_TOLERANCES, **(tolerances or {}))
     args = ["polygraphy", "run", "model.onnx", "--trt", "--onnxrt", "--load-inputs", "inputs.json"]
@@ -569,8 +569,6 @@ def write_repro(out_dir: str, case: Prepared, spec: BackendSpec, verdict: dict, 
     np.savez(os.path.join(d, "reference.npz"), **refs)
     provenance = (f"campaign {info.get('campaign')}, case {info.get('case')}, root {info.get('root')}, "
                   f"reduced from {info.get('original_nodes')} to {len(g.nodes)} operators")
-    from dlgate.secrets import redact  # repro.py embeds the failure's detail
-
     src = sources(case.model, feeds, refs)
     poly = polygraphy_command(spec, case.model, feeds, refs, tolerances)
     if poly:

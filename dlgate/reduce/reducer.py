@@ -66,7 +66,7 @@ from dlgate.check import CheckConfig, Prepared, judge_backend
 from dlgate.gate.progress import ACTIVITY
 from dlgate.graph import dynamic
 from dlgate.graph.ir import Graph, Node
-from dlgate.materialize.onnx_model import to_onnx
+from dlgate.materialize.onnx_model import Builder, to_onnx
 from dlgate.materialize.torch_model import GraphModule
 from dlgate.oracle import signature as S
 from dlgate.oracle import ub
@@ -74,6 +74,8 @@ from dlgate.oracle import verdict as V
 from dlgate.oracle.compare import all_finite
 from dlgate.reduce.identity import regime
 from dlgate.seeds import sub_seed
+from dlgate.spec.base import TensorType
+from dlgate.spec.registry import get
 
 
 @dataclass
@@ -215,8 +217,6 @@ def reshaped(graph: Graph, inputs: list, shapes: dict):
     """(graph, inputs) with each graph input or constant ``t`` of ``shapes`` given that
     shape (its values sliced) and every output type re-inferred, or None when an
     operator's constraints reject it."""
-    from dlgate.spec.base import TensorType
-
     types = list(graph.tensors)
     for t, shape in shapes.items():
         types[t] = TensorType(types[t].dtype, tuple(shape))
@@ -304,9 +304,6 @@ def reattributed(graph: Graph, k: int, attrs: dict):
     None when the specs reject it: its ``requires``, or its lowering (an attribute value
     the spec never draws, such as a negative scale under a square root)."""
     import random
-
-    from dlgate.materialize.onnx_model import Builder
-    from dlgate.spec.registry import get
 
     n = graph.nodes[k]
     try:

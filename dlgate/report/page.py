@@ -17,6 +17,7 @@ import os
 from urllib.parse import quote
 
 from dlgate import opnames as N
+from dlgate.change.coverage import rewrites_of, table
 from dlgate.gate import decide as D
 from dlgate.gate.report import repro_command, row_id, rows_by_cause
 from dlgate.report import series as S
@@ -140,8 +141,6 @@ def _change(f: RunFolder) -> str:
     doc = f.manifest.get("change")
     if not doc:
         return ""
-    from dlgate.change.coverage import rewrites_of, table
-
     ch = table(doc, f.records, rewrites_of(f.timings.values()))
     out = ['<h2 id="change">What this change touches</h2>',
            f"<p>{_e(ch.get('source', ''))}: {len(ch['rows'])} target(s) on {_e(ch.get('compiler', '?'))} from "

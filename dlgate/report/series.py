@@ -22,6 +22,7 @@ from dlgate.coverage.features import CRITERIA
 from dlgate.gate import decide as D
 from dlgate.gate.baseline import Baseline
 from dlgate.oracle import verdict as V
+from dlgate.spec.registry import get
 
 #: verdict.json's key for each class's groups.
 CLASS_KEYS = ((D.NEW, "new"), (D.REGRESSION, "regressions"), (D.PRE_EXISTING, "pre_existing"),
@@ -185,8 +186,6 @@ def findings(folder) -> list:
 def _spec_types(spec_op: str) -> tuple:
     """The ONNX operator types a generator spec emits (its own node first, then its helper
     nodes); () for a name this dlgate does not know (a record of another version)."""
-    from dlgate.spec.registry import get
-
     try:
         s = get(spec_op)
     except KeyError:

@@ -13,6 +13,8 @@ import json
 import os
 import subprocess
 
+from dlgate.change.compilers import NAMES
+
 
 class SourceError(RuntimeError):
     pass
@@ -64,8 +66,6 @@ class Source:
 
 
 def build(compiler: str, source: Source, **kw) -> dict:
-    from dlgate.change.compilers import NAMES
-
     if compiler not in NAMES:
         raise SourceError(f"no table builder for {compiler!r} (known: {', '.join(NAMES)})")
     doc = importlib.import_module(f"dlgate.change.builders.{compiler}").build(source, **kw)

@@ -35,6 +35,14 @@ from __future__ import annotations
 import ast
 import re
 
+from dlgate.change.builders import SourceError
+from dlgate.graph.generator import NEWEST_OPSET, OLDEST_OPSET
+from dlgate.graph.ir import random_values
+from dlgate.materialize.torch_model import GraphModule
+from dlgate.probe.single import single_op_graph
+from dlgate.spec import schema
+from dlgate.spec.registry import all_specs
+
 #: Where Inductor's source lives in PyTorch's tree, and the decompositions it starts from.
 INDUCTOR = "torch/_inductor/"
 DECOMP = ("torch/_decomp/decompositions.py",)
@@ -376,8 +384,6 @@ def read_source(source) -> dict:
     registered: set = set()
     paths = [p for p in source.ls(INDUCTOR, (".py",))] + [p for p in DECOMP if source.exists(p)]
     if not paths:
-        from dlgate.change.builders import SourceError
-
         raise SourceError(f"{source.where} holds no {INDUCTOR} (expected PyTorch's tree, or site-packages)")
     handlers: dict = {}
     for p in sorted(paths):
@@ -453,13 +459,6 @@ def trace_specs(names=None, seeds: int = 3) -> dict:
     from torch._inductor.decomposition import select_decomp_table
     from torch.overrides import TorchFunctionMode, resolve_name
     from torch.utils._python_dispatch import TorchDispatchMode
-
-    from dlgate.graph.generator import NEWEST_OPSET, OLDEST_OPSET
-    from dlgate.graph.ir import random_values
-    from dlgate.materialize.torch_model import GraphModule
-    from dlgate.probe.single import single_op_graph
-    from dlgate.spec import schema
-    from dlgate.spec.registry import all_specs
 
     decomp = select_decomp_table()
 

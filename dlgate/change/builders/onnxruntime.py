@@ -29,6 +29,8 @@ import posixpath
 import re
 
 from dlgate.change.diff import c_definitions
+from dlgate.change.targets import Target
+from dlgate.spec.registry import all_specs
 
 CPU = "onnxruntime/core/providers/cpu/"
 CONTRIB = "onnxruntime/contrib_ops/cpu/"
@@ -612,15 +614,11 @@ def mlas(tree: Tree):
 # -- the table -------------------------------------------------------------------------------
 
 def _motif_rewrites() -> list:
-    from dlgate.spec.registry import all_specs
-
     return sorted({s.rewrite for s in all_specs().values()
                    if getattr(s, "optimizer", None) == "onnxruntime" and getattr(s, "rewrite", None)})
 
 
 def _spec_ops() -> set:
-    from dlgate.spec.registry import all_specs
-
     out = set()
     for s in all_specs().values():
         if getattr(s, "optimizer", None):
@@ -639,8 +637,6 @@ def _dt(dtypes: tuple) -> list:
 
 
 def _key(kind, name, opsets=None, dtypes=()) -> str:
-    from dlgate.change.targets import Target
-
     return Target(kind, name, tuple(opsets) if opsets else None, tuple(dtypes)).key
 
 

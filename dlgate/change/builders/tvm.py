@@ -36,6 +36,8 @@ import re
 from collections import defaultdict
 
 from dlgate.change.diff import c_definitions
+from dlgate.graph.generator import NEWEST_OPSET
+from dlgate.spec.registry import all_specs
 
 FRONTEND = "python/tvm/relax/frontend/onnx/onnx_frontend.py"
 LEGALIZE = "python/tvm/relax/transform/legalize_ops/"
@@ -590,8 +592,6 @@ def motif_rewrites() -> dict:
     is the pass's name or starts with it and a space is reached by the target named as
     the pass; one naming the pass elsewhere (``ONNX importer ... + FuseOps``) by its full
     rewrite name."""
-    from dlgate.spec.registry import all_specs
-
     out: dict = defaultdict(set)
     for spec in all_specs().values():
         if getattr(spec, "optimizer", None) != "tvm" or not getattr(spec, "rewrite", None):
@@ -761,8 +761,6 @@ def build(source, python=None, ceiling: int | None = None) -> dict:
     ``python``: a second Source holding the release's installed ``tvm`` package, read for
     ``python/tvm/`` paths; ``ceiling``: the newest opset (default: dlgate's)."""
     if ceiling is None:
-        from dlgate.graph.generator import NEWEST_OPSET
-
         ceiling = NEWEST_OPSET
     src = _Overlay(source, python) if python is not None else source
     tab = _Table()
@@ -923,8 +921,6 @@ def build(source, python=None, ceiling: int | None = None) -> dict:
         e["note"] = "the CPU pipeline's passes; only those a motif aims at map"
 
     # notes: gaps against dlgate's specs
-    from dlgate.spec.registry import all_specs
-
     specs = all_specs().values()
     have_ops = {o for s in specs if not getattr(s, "optimizer", None)
                 for o in ((getattr(s, "onnx_ops", None) or ()) + (s.onnx_op,)) if o}

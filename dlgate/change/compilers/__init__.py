@@ -16,6 +16,7 @@ import importlib
 import json
 import os
 
+from dlgate.change.compilers import common
 from dlgate.change.targets import FileTargets, TargetSet, merge
 
 NAMES = ("tvm", "onnxruntime", "inductor")
@@ -80,8 +81,6 @@ def map_change(change, compiler: str, table_path: str | None = None) -> TargetSe
     tab = table(compiler, table_path)
     ts = TargetSet(compiler, change.source,
                    table={k: tab.get(k) for k in ("compiler", "version", "commit") if tab.get(k)})
-    from dlgate.change.compilers import common
-
     for fc in change.files:
         skipped = common.ordinary(fc.where)
         if skipped:

@@ -8,6 +8,7 @@ from typing import ClassVar
 import numpy as np
 
 from dlgate.graph.ir import Graph
+from dlgate.oracle import precision
 from dlgate.oracle.compare import WHOLE
 
 
@@ -55,8 +56,6 @@ class Context:
     @cached_property
     def trace(self) -> tuple:
         """``(env, steps)``: every tensor's reference value, and each node's (ins, outs)."""
-        from dlgate.oracle import precision
-
         return precision.trace(self.graph, self.inputs)
 
     @property

@@ -12,7 +12,7 @@ import torch
 
 from dlgate.graph.ir import Graph
 from dlgate.oracle.compare import WHOLE
-from dlgate.oracle.rules.base import union
+from dlgate.oracle.rules.base import Excuse, union
 from dlgate.spec.registry import get
 
 
@@ -69,8 +69,6 @@ def node_excuses(ctx, rule: str, find) -> list:
     """One excuse per node of the reference run where ``find(node, ins, outs)`` gives
     ``(reason, masks)`` (one boolean mask per node output, or None for its whole outputs):
     the reason names the node, the scope is what its marked elements reach."""
-    from dlgate.oracle.rules.base import Excuse
-
     _, steps = ctx.trace
     found = []
     for i, (node, (ins, outs)) in enumerate(zip(ctx.graph.nodes, steps)):

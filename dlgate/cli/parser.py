@@ -7,9 +7,10 @@ subcommand or option added later gets the same behaviour without further code.
 from __future__ import annotations
 
 import argparse
-import difflib
 import sys
 import textwrap
+
+from dlgate.suggest import did_you_mean
 
 
 class UsageError(Exception):
@@ -46,11 +47,6 @@ class _Formatter(argparse.HelpFormatter):
             out.append(textwrap.fill(body, width, initial_indent=pad,
                                      subsequent_indent=pad + ("     " if line != body else "")) if body else "")
         return "\n".join(out)
-
-
-def _did_you_mean(word: str, choices) -> str:
-    near = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return f"; did you mean {near[0]!r}?" if near else ""
 
 
 def subcommands(parser: argparse.ArgumentParser) -> dict:
@@ -97,7 +93,7 @@ class Parser(argparse.ArgumentParser):
             what = "command"
         else:
             what = f"value for {'/'.join(action.option_strings) or action.dest}"
-        hint = _did_you_mean(str(value), names) or f" (choose from {', '.join(names)})"
+        hint = did_you_mean(str(value), names) or f" (choose from {', '.join(names)})"
         self.error(f"unknown {what} {value!r}{hint}")
 
     def _unknown_option(self, args) -> str | None:
@@ -120,6 +116,6 @@ class Parser(argparse.ArgumentParser):
         unknown = self._unknown_option(args)  # before any other error: a misspelt option is the cause
         if unknown is not None:
             options = [o for o in self._option_string_actions if o.startswith("--") or not unknown.startswith("--")]
-            hint = _did_you_mean(unknown, options) or f" (see `{self.prog} --help`)"
+            hint = did_you_mean(unknown, options) or f" (see `{self.prog} --help`)"
             self.error(f"unknown option {unknown!r}{hint}")
         return super().parse_known_args(args, namespace)

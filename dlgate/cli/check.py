@@ -1,0 +1,71 @@
+"""``dlgate check``: generated cases run on backends and judged against the reference."""
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+
+from dlgate import tables as T
+from dlgate.cli.args import backend_spec, out_dir, positive, seconds
+from dlgate.cli.parser import UsageError
+
+
+def add_parser(sub) -> None:
+    c = sub.add_parser("check", help="run generated cases on backends and judge them against the reference")
+    c.add_argument("dir", metavar="DIR", help="a folder written by `dlgate gen`")
+    c.add_argument("--backend", action="append", required=True, metavar="NAME[:DEVICE][@LEVEL]",
+                   help="a backend under test (repeatable), e.g. tvm, onnxruntime@basic, tvm:cuda")
+    c.add_argument("--reference", default="torch", metavar="NAME[:DEVICE]", help="the trusted reference (default torch)")
+    c.add_argument("--out", help="where to write results.jsonl and failing cases (default DIR/check)")
+    c.add_argument("--timeout", type=seconds, default=60.0, help="seconds per compile+run before a case is a timeout")
+    c.add_argument("--memory-mb", type=positive, default=4096, help="memory cap of a backend worker")
+    c.add_argument("--no-crosscheck", action="store_true", help="skip the lowest-opt-level and onnx.reference checks")
+
+
+def command(args) -> int:
+    # local: imports torch; off the CLI start-up
+    from dlgate.check import CaseError, CheckConfig, case_dirs, check, load_bundle, save_bundle, verify_bundle
+    from dlgate.exec.worker import Pool
+    from dlgate.oracle import verdict as V
+
+    specs = [backend_spec(b, f"dlgate check: --backend {b}") for b in args.backend]
+    ref = backend_spec(args.reference, f"dlgate check: --reference {args.reference}")
+    try:
+        dirs = case_dirs(args.dir)
+        for d in dirs:  # every case is checked before any runs, and before results.jsonl is opened
+            verify_bundle(d)
+    except FileNotFoundError as e:
+        raise UsageError(f"dlgate check: {e}") from None
+    except CaseError as e:
+        raise UsageError(f"dlgate check: {e}") from None
+    out = args.out or os.path.join(args.dir, "check")
+    out_dir(out, "dlgate check: --out")
+    os.makedirs(out, exist_ok=True)
+    cfg = CheckConfig(specs, ref, timeout_s=args.timeout, memory_mb=args.memory_mb, crosscheck=not args.no_crosscheck)
+    counts: Counter = Counter()
+    internal = False
+    with Pool(cfg.timeout_s, cfg.memory_mb) as pool, open(os.path.join(out, "results.jsonl"), "w") as res:
+        for d in dirs:
+            try:
+                case = load_bundle(d)
+            except CaseError as e:  # changed since it was checked
+                raise UsageError(f"dlgate check: {e}") from None
+            rec = check(pool, case, cfg)
+            res.write(json.dumps(rec, sort_keys=True, default=str) + "\n")
+            res.flush()
+            bad = [v for v in rec["verdicts"] if v["verdict"] in V.FAILURES or v["verdict"] == V.REFERENCE_ERROR]
+            if bad:
+                save_bundle(out, case)
+            for v in rec["verdicts"]:
+                counts[(v["backend"], v["verdict"])] += 1
+                internal |= v["verdict"] == V.REFERENCE_ERROR
+            for v in bad:
+                sig = (v.get("signature") or {}).get("id", "")
+                print(f"{case.id} {v['backend']}: {v['verdict']} {sig} {v['detail'][:160]}")
+    t = T.table("backend", "verdict", "cases", right=("cases",))
+    for (backend, verdict), n in sorted(counts.items()):
+        T.row(t, backend, verdict, n)
+    T.show(f"{len(dirs)} cases; results in {os.path.join(out, 'results.jsonl')}", t)
+    if internal:
+        return 3
+    return 1 if any(v in V.FAILURES for (_, v) in counts) else 0

@@ -1,0 +1,276 @@
+"""``dlgate run``: a campaign over a seeded batch, journaled case by case, then decided.
+
+Order of work: the regression corpus (saved cases with stable names), then the fresh
+batch, seeded by (root, campaign, index). Each case is generated, given numeric-valid
+inputs, run on the reference and every backend in isolated workers, and judged; a failure
+is triaged (:class:`dlgate.gate.triage.Triage`): in head-versus-base mode run on the base
+build first, then, unless the base build shares it in a pull request's run, re-run to
+confirm it (flaky otherwise) and reduced, or identified by a reduction of its cause made
+earlier in the run. The record goes to the journal before the next case starts. The decision and the reports are a function of the journal, so a resumed run, a
+merged set of shards and an uninterrupted run decide alike.
+"""
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass
+
+from dlgate.case import GuidedBatch, make_case
+from dlgate.change.coverage import aims_of, case_row
+from dlgate.check import check, load_bundle, prepare, save_bundle
+from dlgate.coverage.features import graph_features
+from dlgate.exec.worker import Pool, close_all
+from dlgate.gate import baseline as B
+from dlgate.gate import budget as BG
+from dlgate.gate import multibug as M
+from dlgate.gate import restrict
+from dlgate.gate import triage as T
+from dlgate.gate.config import Campaign
+from dlgate.gate.journal import MANIFEST, Journal, OutLock, RunError, read_json, write_json
+from dlgate.gate.progress import ACTIVITY, Progress, heartbeat_seconds
+from dlgate.gate.run.finish import finish
+from dlgate.gate.run.guidance import coverage_start, read_coverage_state, rewrite_coverage
+from dlgate.gate.run.lifecycle import Interrupted, preflight, stopped_by_signals
+from dlgate.gate.run.outdir import manifest_of, open_out, progress_of
+from dlgate.gate.run.plan import Shard, case_key, check_config, generator, labels, only, opset_range, plan
+from dlgate.gate.run.updates import ORIGIN
+from dlgate.oracle import verdict as V
+
+
+#: What varies from run to run or machine to machine: timings, and the rewrites a compiler
+#: applied (onnxruntime's layout and fusion choices follow the CPU's features).
+_TIMING_KEYS = ("compile_s", "run_s", "wall_s", "rewrites")
+
+
+@dataclass
+class _Opened:
+    """What an interrupted run needs to write its reports: this run's manifest, once the
+    output folder is checked as this run's (None before), and what could not start."""
+
+    manifest: dict | None = None
+    cannot_run: dict | None = None
+
+
+def run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | None = None, fresh: bool = False,
+        progress: bool | None = None, log=print, change=None) -> int:
+    """The campaign, holding ``out``'s lock from start to end (a second run there is refused,
+    exit status 2). SIGTERM or SIGINT kills the workers, keeps the journal (the case in
+    flight is not recorded), writes the reports of the cases journaled so far marked as
+    interrupted (never a pass) and ends the run with 143 or 130 and a line saying how to
+    resume; a rerun of the same command resumes. ``change``: the pull request's
+    ``TargetSet`` (``dlgate.change``), aiming ``cfg.target_share`` of the batch at it."""
+    opened = _Opened()
+    with OutLock(out), stopped_by_signals():
+        try:
+            return _run(cfg, root, root_source, out, shard, fresh, progress, log, opened, change)
+        except Interrupted as e:
+            close_all()  # workers started outside a pool's `with` (preflight) too, and their logs
+            _report_interrupted(cfg, out, opened, e, log)
+            log(f"dlgate: interrupted by {e} after {progress_of(out)} cases; run the same command again to resume")
+            return e.status
+
+
+def _report_interrupted(cfg: Campaign, out: str, opened: _Opened, stop: Interrupted, log) -> None:
+    """The reports (junit.xml, summary.md, verdict.json) of the cases journaled before
+    ``stop``, marked as interrupted; none when the signal came before the output folder was
+    checked as this run's (its reports, if any, are another run's or none). A report that
+    cannot be written is said in the log: the status stays the interruption's."""
+    if opened.manifest is None:
+        return
+    try:
+        finish(out, cfg, opened.manifest, complete=False, log=log, cannot_run=opened.cannot_run,
+               interrupted=stop)
+    except (RunError, OSError) as e:
+        log(f"dlgate: the reports of the interrupted run could not be written: {e}")
+
+
+def _run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | None, fresh: bool,
+         progress: bool | None, log, opened: _Opened, change=None) -> int:
+    try:
+        every_s = heartbeat_seconds()  # a bad DLGATE_HEARTBEAT_S is said before any work
+    except ValueError as e:
+        raise RunError(str(e)) from None
+    base = B.load(cfg.baseline)
+    given_state = read_coverage_state(cfg)
+    skipped: dict = {}  # corpus cases (or baseline repros) that cannot be loaded: reported, not run
+    items = plan(cfg, shard, base, skipped)
+    manifest = manifest_of(cfg, root, root_source, shard, len(items))
+    aims = ()
+    if change is not None:
+        manifest["change"] = dict(change.to_json(), target_share=cfg.target_share)
+        aims, gaps = aims_of(manifest["change"])
+        manifest["change"]["gaps"] = gaps
+        log(f"dlgate: the change ({change.source}) touches {_touches(manifest['change'])}")
+    if skipped:
+        manifest["skipped"] = skipped  # the run's record (run.json) keeps what was left out, and why
+        for case, why in skipped.items():
+            log(f"dlgate: skipped {case}: it cannot be loaded: {why}")
+    recorded = open_out(out, manifest, fresh)
+    opened.manifest = manifest  # from here on, an interrupted run reports on its journal
+    ccfg = check_config(cfg)
+    support = restrict.resolve(cfg, recorded, manifest, log)  # probe errors come before any work
+    if support is not None:
+        write_json(os.path.join(out, MANIFEST), manifest)
+    journal = Journal(out)
+    todo = [it for it in items if case_key(it, cfg, root) not in journal.done]
+    if journal.done:
+        log(f"dlgate: resuming {out}: {len(items) - len(todo)} of {len(items)} cases already done")
+    where = f" shard {shard}" if shard else ""
+    log(f"dlgate: campaign {cfg.campaign!r}{where}: {len(items)} cases (seed {root_source} {root[:12]}), "
+        f"backends {', '.join(labels(cfg.backends))} vs {cfg.reference}")
+    bar = Progress(len(todo), cfg.campaign, progress, every_s=every_s, budget_s=cfg.budget)
+    if todo:
+        ACTIVITY.begin(f"starting the workers ({', '.join([cfg.reference] + labels(cfg.backends))})")
+    t_run = time.perf_counter()
+    base_pool = Pool(cfg.timeout_s, cfg.memory_mb, python=cfg.base["python"], env=cfg.base["env"]) if cfg.base else None
+    pool = Pool(cfg.timeout_s, cfg.memory_mb)
+    cannot = opened.cannot_run = preflight(pool, base_pool, ccfg, cfg) if todo else {}
+    for what, why in cannot.items():
+        log(f"dlgate: cannot run {what}: {why}")
+    if cannot:
+        todo = []  # nothing is judged without the backends it needs; a rerun resumes
+    # The opset range guides generation: recorded in the manifest, kept by a resumed run.
+    if todo and not recorded.get("opset_range"):
+        ACTIVITY.begin("probing the opsets the backends load")
+    opsets = recorded.get("opset_range") or (opset_range(cfg, pool, ccfg, log) if todo else None)
+    if opsets is not None and manifest.get("opset_range") != opsets:
+        manifest["opset_range"] = opsets
+        write_json(os.path.join(out, MANIFEST), manifest)
+    gen = generator(cfg, opsets, support, tuple(aims))
+    start = coverage_start(cfg, given_state, out, recorded, manifest, log)
+    write_json(os.path.join(out, MANIFEST), manifest)
+    batch = None
+    if cfg.guidance:
+        batch = GuidedBatch(gen, root, cfg.campaign, start)
+    triage = T.Triage.of(cfg, pool, base_pool, ccfg, out, root, log, journal.records)
+    finder = M.Search.of(cfg, triage)
+    budget = BG.Budget(cfg.budget)
+    resumed = len(journal.records)
+    try:
+        with pool, journal:
+            for kind, key in todo:
+                if not budget.allows():  # only the tail is cut: the cases before it all ran
+                    break
+                budget.ran += 1
+                bar.case_started()
+                t0 = time.perf_counter()
+                ACTIVITY.begin(f"generating case {case_key((kind, key), cfg, root)}")
+                case, feats = _load(kind, key, gen, cfg, root, base, batch)
+                ref_out: list = []
+                kcfg = ccfg if kind != "baseline" else only(ccfg, base.fingerprints[key]["backend"])
+                names = ", ".join(s.label() for s in kcfg.backends)
+                ACTIVITY.begin(f"running case {case.id} on {names} (reference {cfg.reference})")
+                rec = check(pool, case, kcfg, ref_out)
+                rec["kind"] = kind
+                if feats is not None:
+                    rec["features"] = feats
+                if aims:
+                    rec["change"] = case_row(aims, case.graph, case.meta)
+                if kind == "baseline":
+                    rec["baseline_entry"] = key
+                if kind == "corpus":
+                    rec["corpus_name"] = key
+                    origin = os.path.join(cfg.corpus, key, ORIGIN)
+                    if os.path.exists(origin):
+                        rec["corpus_origin"] = read_json(origin)
+                failing = False
+                for v, spec in zip(rec["verdicts"], kcfg.backends):
+                    reduced = None
+                    if v["verdict"] in V.FAILURES:  # confirmed, reduced, run on the base build (triage)
+                        failing = True
+                        reduced = triage.failure(case, spec, ref_out, v)
+                    elif base_pool is not None and v["verdict"] in T.BASE_CHECKED:
+                        # head refuses a model the base build runs: a regression, reduced to the refused operator
+                        reduced = triage.refusal(case, spec, ref_out, v)
+                        failing = T.support_regression(v) or failing
+                    if v["verdict"] in V.FAILURES + (V.UNSUPPORTED,) and finder.limit > 1 and kind != "baseline":
+                        ACTIVITY.begin(f"looking behind case {case.id}'s {v['verdict']} on {spec.label()} (cut cases)")
+                    failing = M.search(finder, case, spec, v, reduced, kind) or failing  # what it hides
+                if failing or any(v["verdict"] == V.REFERENCE_ERROR for v in rec["verdicts"]):
+                    d = save_bundle(out, case)
+                    rec["bundle"] = os.path.relpath(d, out)
+                timing = _split_timing(rec)
+                timing["case_s"] = time.perf_counter() - t0
+                journal.append(rec, timing)
+                triage.journaled(rec)  # its reductions stand for later cases
+                bar.advance(failing)
+            ACTIVITY.clear()
+            bar.close("deciding the verdict and writing the reports")
+    except Interrupted:
+        ACTIVITY.clear()
+        bar.close("interrupted: writing the reports of the cases run")
+        if base_pool is not None:
+            base_pool.close(kill=True)
+        ran = len(journal.records) - resumed  # the case in flight is not recorded, nor counted
+        _write_stats(out, ran, t_run, [p for p in (pool, base_pool) if p is not None])
+        raise
+    finally:
+        ACTIVITY.clear()
+        bar.close()
+        if base_pool is not None:
+            base_pool.close()
+    pools = [p for p in (pool, base_pool) if p is not None]
+    if budget.stopped:  # recorded for finish and merge; the next invocation's manifest drops it
+        manifest["stopped_by_budget"] = {"seconds": cfg.budget, "ran": len(journal.records), "planned": len(items)}
+        write_json(os.path.join(out, MANIFEST), manifest)
+        log(f"dlgate: {BG.stop_line(len(journal.records), len(items), cfg.budget)} ({budget.ran} in this run, "
+            f"{budget.spent():.0f} s); run the same command again to continue")
+    _write_stats(out, budget.ran, t_run, pools)
+    return finish(out, cfg, manifest, complete=shard is None, log=log, cannot_run=cannot)
+
+
+def _touches(doc: dict) -> str:
+    targets, files = doc.get("targets") or [], doc.get("files") or []
+    if not targets:
+        return (f"no target ({len(files)} changed file(s): tests, docs, build files or paths no table maps); "
+                "the batch is the ordinary one")
+    gaps = doc.get("gaps") or {}
+    return (f"{len(targets)} target(s) in {len(files)} changed file(s); {doc.get('target_share', 0):.0%} of the "
+            f"batch is aimed at them" + (f"; {len(gaps)} cannot be reached (listed in the summary)" if gaps else ""))
+
+
+def _load(kind: str, key, gen, cfg: Campaign, root: str, base: B.Baseline, batch=None):
+    """The case, and its coverage features (None for corpus and baseline cases)."""
+    if kind == "corpus":
+        return load_bundle(os.path.join(cfg.corpus, key), case_id=f"corpus/{key}"), None
+    if kind == "baseline":
+        return load_bundle(os.path.join(base.repros_dir(), base.fingerprints[key]["repro"]),
+                           case_id=f"baseline/{key}"), None
+    if batch is not None:
+        c, feats = batch.case(key)
+    else:
+        c = make_case(gen, root, cfg.campaign, key)
+        feats = graph_features(c.graph)
+    meta = c.meta()
+    return prepare(meta, c.graph, c.model_bytes, cfg.search_steps), feats
+
+
+def _split_timing(rec: dict) -> dict:
+    """Move what varies from run to run out of the record: timings, and the tail of the
+    worker's output attached to errors (both go to timings.jsonl)."""
+    t = {"search_s": rec.get("search", {}).pop("seconds", 0.0), "backends": {}}
+    ref = rec.get("reference") or {}
+    t["reference"] = {k: ref.pop(k) for k in _TIMING_KEYS if k in ref}
+    logs = {}
+    if (ref.get("error") or {}).get("log"):
+        logs["reference"] = ref["error"].pop("log")
+    for v in rec["verdicts"]:
+        t["backends"][v["backend"]] = {k: v.pop(k) for k in _TIMING_KEYS if k in v}
+        if (v.get("error") or {}).get("log") is not None:
+            logs[v["backend"]] = v["error"].pop("log")  # worker output: clock stamps, addresses
+        for extra in ("confirm", "base"):
+            for k in _TIMING_KEYS:
+                (v.get(extra) or {}).pop(k, None)
+        more = M.split_timings(v, _TIMING_KEYS)  # the findings behind this one
+        if more:
+            t.setdefault("more", {})[v["backend"]] = more
+    if logs:
+        t["logs"] = logs
+    return t
+
+
+def _write_stats(out: str, ran: int, t_run: float, pools: list) -> None:
+    write_json(os.path.join(out, "stats.json"), {
+        "cases_run": ran, "wall_s": round(time.perf_counter() - t_run, 3),
+        "backend_s": round(sum(p.busy_s for p in pools), 3), "worker_start_s": round(sum(p.start_s for p in pools), 3),
+        "rewrites": rewrite_coverage(out)})
