@@ -149,7 +149,7 @@ def case_digests(regimes=REGIMES):
     ``searched`` is "-" for a case the search did not move), the search method, and what
     the case exercises (opset, operators, dynamic bindings, extreme values)."""
     from dlgate.case import make_case
-    from dlgate.coverage.guide import GuidedBatch
+    from dlgate.case import GuidedBatch
     from dlgate.coverage.state import CoverageState
 
     with _no_time_cap() as prepare:
