@@ -3,4 +3,4 @@
 __version__ = "1.0.0"
 
 #: Bumped whenever a change alters the bytes generated for a given seed.
-GENERATOR_VERSION = "13"
+GENERATOR_VERSION = "14"

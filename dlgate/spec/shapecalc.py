@@ -135,7 +135,8 @@ def _pieces_ok(pieces: list, r: int) -> list:
             ok.append(-r <= p["dim"] < r)
         elif "dims" in p:
             s, e = p["dims"]
-            ok += [(_clamp(s, r), _clamp(e, r)) == (p["lo"], p["hi"]), p["hi"] > p["lo"]]
+            # empty only as a slice of a scalar's (empty) shape, see ReshapeFromShape
+            ok += [(_clamp(s, r), _clamp(e, r)) == (p["lo"], p["hi"]), p["hi"] > p["lo"] or r == 0]
     return ok
 
 
@@ -465,7 +466,9 @@ class ReshapeFromShape(FromShape):
     one entry sometimes -1 (inferred), and 0 (x's dim at that position) only where it
     copies x's dim. Regimes: ``reshape_as`` (``Shape(y)`` whole), keeping a prefix of x's
     own dims (y x-shaped, so ``x`` itself is often reused as ``y``: ``x.view(x.size(0),
-    -1)``), and dims taken from an unrelated ``y``. Some piece always reads y. Not
+    -1)``), dims taken from an unrelated ``y``, and a rank-0 ``y`` whose empty shape is
+    sliced and concatenated before constants (Shape of a scalar: the importer must keep
+    the empty shape static). Some piece always reads y. Not
     generated: y of another dtype than x (``schema.allowed`` binds y to Reshape's data
     type through ``schema_inputs``), ``allowzero=1`` (it matters only for zero-sized
     shapes, which are not generated)."""
@@ -494,6 +497,12 @@ class ReshapeFromShape(FromShape):
         u, r = ctx.rng.random(), len(x_shape)
         if u < 0.2:
             return {"pieces": [{"all": 1}], "y_shape": list(target)}
+        if u < 0.28:
+            # y a scalar: Slice(Shape(y)) is empty, concatenated before the constant target
+            # (the Shape of a rank-0 tensor is the empty shape, which importers must still
+            # know statically for the Slice after it)
+            pieces = [_slice_piece(ctx, 0, 0, 0)] + [{"const": v} for v in target]
+            return {"pieces": self._minus_one(ctx, pieces), "y_shape": []}
         keep = 0  # how many leading dims target shares with x
         while keep < min(r, len(target)) and target[keep] == x_shape[keep]:
             keep += 1
