@@ -123,17 +123,18 @@ class BatchNormalization(Norm):
     correctly rounded value, which a cancelling Add downstream magnifies.
 
     X may be 1-D (N values, one channel: the parameters are [1] vectors), as the schema
-    allows since version 9. From opset 15 the schema types scale/B (T1) and mean/var (T2)
-    apart from X (T): a quarter of the draws there mix float types (float16 X with float32
-    statistics, as mixed-precision exporters write). The result is X's type, computed in
-    the promotion of all five types (float32 at least), as onnx.reference computes it."""
+    allows since version 9. The schema types mean/var apart from X from opset 14 (U), and
+    scale/B too from opset 15 (T1, T2): a quarter of the draws there mix float types
+    (float16 X with float32 statistics, as mixed-precision exporters write). The result is
+    X's type, computed in the promotion of all five types (float32 at least), as
+    onnx.reference computes it."""
 
     onnx_op = "BatchNormalization"
     arity = 5
     restricted = True
     ranks = (1, 2, 3, 4, 5)
     #: (T, T1, T1, T2, T2): X, scale and B, mean and var; the schema rejects mixed ones
-    #: before opset 15, so they are drawn only from there on.
+    #: before opset 14 (and T1 other than T before 15), so they are drawn only there.
     dtypes = tuple((t, t1, t1, t2, t2) for t in dt.FLOATS for t1 in dt.FLOATS for t2 in dt.FLOATS)
     #: The share of mixed signatures among a draw's signatures, where any is allowed.
     MIXED_SHARE = 0.25
@@ -156,11 +157,12 @@ class BatchNormalization(Norm):
 
     def backward(self, ctx, out):
         got = super().backward(ctx, out)
-        if got is None or ctx.opset < 15 or not ctx.coin(self.MIXED_SHARE):
+        if got is None or ctx.opset < 14 or not ctx.coin(self.MIXED_SHARE):
             return got
         ins, a = got
         floats = [t for t in dt.FLOATS if t in ctx.dtypes]
-        t1, t2 = ctx.choice(floats), ctx.choice(floats)
+        t1 = ctx.choice(floats) if ctx.opset >= 15 else out.dtype  # BatchNormalization-14: scale/B are T
+        t2 = ctx.choice(floats)
         shape = ins[1].shape
         return [ins[0], TensorType(t1, shape), TensorType(t1, shape), TensorType(t2, shape), TensorType(t2, shape)], a
 
