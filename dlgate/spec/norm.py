@@ -138,16 +138,26 @@ class BatchNormalization(Norm):
     dtypes = tuple((t, t1, t1, t2, t2) for t in dt.FLOATS for t1 in dt.FLOATS for t2 in dt.FLOATS)
     #: The share of mixed signatures among a draw's signatures, where any is allowed.
     MIXED_SHARE = 0.25
+    #: How much likelier, among the mixed signatures, the one real exporters write: float16
+    #: X with float16/float32 parameters (mixed-precision models keep float32 statistics).
+    REAL_MIX = 4.0
+
+    @staticmethod
+    def _real_mix(sig) -> bool:
+        return sig[0] == dt.FLOAT16 and all(t in (dt.FLOAT16, dt.FLOAT32) for t in sig[1:])
 
     def sig_weights(self, sigs) -> list | None:
         """Homogeneous signatures as often as before mixed ones were allowed; the mixed ones
-        share ``MIXED_SHARE`` of the draws (uniform over all 27 would make them 8 in 9)."""
+        share ``MIXED_SHARE`` of the draws (uniform over all 27 would make them 8 in 9),
+        float16 X with float32 statistics the likeliest of them (``REAL_MIX``)."""
         mixed = [len(set(s)) > 1 for s in sigs]
-        n_mixed, n_same = sum(mixed), len(sigs) - sum(mixed)
-        if not n_mixed or not n_same:
+        n_same = len(sigs) - sum(mixed)
+        raw = [self.REAL_MIX if self._real_mix(s) else 1.0 for s in sigs]
+        total = sum(r for r, m in zip(raw, mixed) if m)
+        if not total or not n_same:
             return None
-        w_mixed = self.MIXED_SHARE * n_same / ((1 - self.MIXED_SHARE) * n_mixed)
-        return [w_mixed if m else 1.0 for m in mixed]
+        k = self.MIXED_SHARE * n_same / ((1 - self.MIXED_SHARE) * total)
+        return [k * r if m else 1.0 for r, m in zip(raw, mixed)]
 
     def param_shape(self, x, a):
         return (x[1],) if len(x) > 1 else (1,)
@@ -161,6 +171,8 @@ class BatchNormalization(Norm):
             return got
         ins, a = got
         floats = [t for t in dt.FLOATS if t in ctx.dtypes]
+        if out.dtype == dt.FLOAT16 and dt.FLOAT32 in floats and ctx.coin(0.5):
+            floats = [dt.FLOAT16, dt.FLOAT32]  # the mix real exporters write, as in sig_weights
         t1 = ctx.choice(floats) if ctx.opset >= 15 else out.dtype  # BatchNormalization-14: scale/B are T
         t2 = ctx.choice(floats)
         shape = ins[1].shape
@@ -174,7 +186,8 @@ class BatchNormalization(Norm):
             # BatchNormalization-9 is inference-only, but onnx.reference's version takes a
             # training path whenever momentum is set, and the schema default always sets it.
             return "onnx.reference's BatchNormalization-9 normalizes with batch statistics (training path)"
-        if ins[0].dtype == dt.FLOAT64 and ins[4].dtype != dt.FLOAT64:
+        # (any narrower parameter: callers may pass a model's distinct inputs, not the five)
+        if ins[0].dtype == dt.FLOAT64 and any(t.dtype != dt.FLOAT64 for t in ins[1:]):
             # numpy adds the float32 epsilon to a narrower variance in float32: sqrt(var + eps)
             # is rounded to float32 before the float64 division, off by float32's roundoff
             # where the float64 result (ours, and a compiler casting the parameters to X's
