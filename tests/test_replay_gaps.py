@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import onnx
+import pytest
 import torch
 from onnx.reference import ReferenceEvaluator
 
@@ -100,13 +101,14 @@ def test_batchnorm_reference_computes_in_the_widest_type_and_returns_x_type():
     assert torch.equal(y, (x.float() * p32).half())
 
 
-def test_shape_of_a_scalar_is_drawn_sliced_and_valid():
+@pytest.mark.parametrize("op", ["ReshapeFromShape", "ExpandFromShape"])
+def test_shape_of_a_scalar_is_drawn_sliced_and_valid(op):
     found = 0
-    for k, g in enumerate(_draws(("ReshapeFromShape", "Relu"), 150, opset=17)):
+    for k, g in enumerate(_draws((op, "Relu"), 150, opset=17)):
         hit = False
         for n in g.nodes:
             pieces = n.attrs.get("pieces") or []
-            if n.op == "ReshapeFromShape" and any("dims" in p for p in pieces) and g.tensors[n.inputs[1]].rank == 0:
+            if n.op == op and any("dims" in p for p in pieces) and g.tensors[n.inputs[1]].rank == 0:
                 # the empty slice of the empty shape, then constants
                 assert pieces[0]["lo"] == pieces[0]["hi"] == 0 and all("const" in p for p in pieces[1:])
                 hit = True

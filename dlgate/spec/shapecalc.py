@@ -122,6 +122,14 @@ def _slice_piece(ctx, lo: int, hi: int, r: int) -> dict:
     return {"dims": [start, end], "lo": lo, "hi": hi}
 
 
+def _scalar_pieces(ctx, target: list) -> dict:
+    """Attributes reading a rank-0 ``y``: the empty Slice of its empty Shape, concatenated
+    before ``target`` as constants. The Shape of a scalar is the empty shape, which an
+    importer must still know statically for the Slice after it (TVM 0.26 took the runtime
+    path meant for unknown shapes and its Slice converter failed)."""
+    return {"pieces": [_slice_piece(ctx, 0, 0, 0)] + [{"const": v} for v in target], "y_shape": []}
+
+
 def _clamp(v: int, r: int) -> int:
     v = v + r if v < 0 else v
     return min(max(v, 0), r)
@@ -498,11 +506,8 @@ class ReshapeFromShape(FromShape):
         if u < 0.2:
             return {"pieces": [{"all": 1}], "y_shape": list(target)}
         if u < 0.28:
-            # y a scalar: Slice(Shape(y)) is empty, concatenated before the constant target
-            # (the Shape of a rank-0 tensor is the empty shape, which importers must still
-            # know statically for the Slice after it)
-            pieces = [_slice_piece(ctx, 0, 0, 0)] + [{"const": v} for v in target]
-            return {"pieces": self._minus_one(ctx, pieces), "y_shape": []}
+            a = _scalar_pieces(ctx, list(target))
+            return dict(a, pieces=self._minus_one(ctx, a["pieces"]))
         keep = 0  # how many leading dims target shares with x
         while keep < min(r, len(target)) and target[keep] == x_shape[keep]:
             keep += 1
@@ -602,8 +607,9 @@ class ReshapeFromShape(FromShape):
 
 class ExpandFromShape(FromShape):
     """``Expand(x, shape)``, ``shape`` y's whole shape (``expand_as``, bidirectional) or some
-    of y's dims with constants (1s where x keeps its dim); the target may be shorter or
-    longer than x's rank. y has x's dtype (``schema_inputs``, as for Reshape)."""
+    of y's dims with constants (1s where x keeps its dim), or constants after the empty
+    Slice of a rank-0 y's Shape; the target may be shorter or longer than x's rank. y has
+    x's dtype (``schema_inputs``, as for Reshape)."""
 
     name = "ExpandFromShape"
     onnx_op = "Expand"
@@ -631,8 +637,11 @@ class ExpandFromShape(FromShape):
         return [1] * rt
 
     def _attrs(self, ctx, target) -> dict:
-        if ctx.coin(0.4):
+        u = ctx.rng.random()
+        if u < 0.4:
             return {"pieces": [{"all": 1}], "y_shape": list(target)}
+        if u < 0.48:
+            return _scalar_pieces(ctx, list(target))
         pieces, y_shape = _pieces_for(ctx, list(target), 0.6)
         return {"pieces": pieces, "y_shape": list(y_shape)}
 
