@@ -82,8 +82,9 @@ class Hog(Good):
 
     def run(self, graph, inputs):
         blocks = []
-        while True:  # touch every page so it is resident
-            blocks.append(np.ones(32 * 2**20, dtype=np.uint8))
+        while True:  # touch every page so it is resident; past 2 GiB (a cap that failed) it only waits
+            if len(blocks) < 64:
+                blocks.append(np.ones(32 * 2**20, dtype=np.uint8))
             time.sleep(0.01)
 
 

@@ -97,6 +97,19 @@ def _assert_nowhere_public(gh, f) -> None:
             assert needle not in text, needle
 
 
+def _results_with_issues(run_dir: str, tmp_path, **issues) -> str:
+    """A copy of the run folder whose recorded campaign (run.json) sets ``issues`` to the
+    fake repository's settings plus ``issues``, as a campaign file would."""
+    results = str(tmp_path / "results")
+    shutil.copytree(run_dir, results)
+    manifest = json.load(open(os.path.join(results, "run.json")))
+    manifest["config"]["issues"] = {"repo": "acme/tvm", "label": "dlgate", "api_url": "https://api.github.com",
+                                    **issues}
+    with open(os.path.join(results, "run.json"), "w") as f:
+        json.dump(manifest, f)
+    return results
+
+
 def test_one_issue_per_cluster_then_one_comment_per_repeat_run(run_dir):
     found = findings(run_dir)
     # EnvBug is wrong on every operator, so its cases reduce to one operator each: one
@@ -290,13 +303,7 @@ def test_the_campaign_option_files_them_as_public_issues(run_dir, tmp_path, monk
     """``issues.memory_safety: public`` in the campaign (as the run recorded it in run.json) opens an
     issue for the crash like for any failure; ``--memory-safety`` overrides the campaign."""
     (crash,), public = _split(findings(run_dir))
-    results = str(tmp_path / "results")
-    shutil.copytree(run_dir, results)
-    manifest = json.load(open(os.path.join(results, "run.json")))
-    manifest["config"]["issues"] = {"repo": "acme/tvm", "label": "dlgate", "max_per_run": 5,
-                                    "api_url": "https://api.github.com", "memory_safety": "public"}
-    with open(os.path.join(results, "run.json"), "w") as f:
-        json.dump(manifest, f)
+    results = _results_with_issues(run_dir, tmp_path, max_per_run=5, memory_safety="public")
     monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
     for k, v in _env("1000").items():
         monkeypatch.setenv(k, v)
@@ -451,14 +458,7 @@ def test_a_regression_range_goes_into_the_issue(run_dir, tmp_path):
 
 
 def test_dlgate_issues_takes_the_cap_from_the_campaign(run_dir, tmp_path, monkeypatch):
-    results = str(tmp_path / "results")
-    shutil.copytree(run_dir, results)
-    manifest = json.load(open(os.path.join(results, "run.json")))
-    manifest["config"]["issues"] = {"repo": "acme/tvm", "label": "dlgate", "max_per_run": 1,
-                                    "api_url": "https://api.github.com", "memory_safety": "public",
-                                    "bisect_releases": False}
-    with open(os.path.join(results, "run.json"), "w") as f:
-        json.dump(manifest, f)
+    results = _results_with_issues(run_dir, tmp_path, max_per_run=1, memory_safety="public", bisect_releases=False)
     monkeypatch.setenv("GITHUB_TOKEN", TOKEN)
     for k, v in _env("1600").items():
         monkeypatch.setenv(k, v)

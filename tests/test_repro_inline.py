@@ -257,3 +257,12 @@ def test_the_repro_is_deterministic(tmp_path):
         d = write_repro(str(tmp_path / f"b{k}"), case, BackendSpec.parse("tensorrt:cuda"), VERDICT, ref, INFO)
         texts.append((open(os.path.join(d, "repro.py")).read(), open(os.path.join(d, "inputs.json")).read()))
     assert texts[0] == texts[1] and polygraphy_inputs(feeds) == texts[0][1]
+
+
+def test_polygraphy_inputs_keep_a_scalar_input_rank_0():
+    """A rank-0 feed stays rank 0 in ``inputs.json`` (``np.ascontiguousarray`` would make it [1],
+    and TensorRT would then be fed another shape than the model declares)."""
+    feeds = {"x": np.array(-3.5, np.float32), "y": np.arange(6, dtype=np.int64).reshape(2, 3)}
+    (loaded,) = load_polygraphy_inputs(polygraphy_inputs(feeds))
+    assert {k: (v.dtype, v.shape) for k, v in loaded.items()} == {"x": (np.float32, ()), "y": (np.int64, (2, 3))}
+    assert all(loaded[k].tobytes() == v.tobytes() for k, v in feeds.items())

@@ -11,7 +11,6 @@ resolving to installed backends, known operators and dtypes, finite numbers, NUL
 """
 from __future__ import annotations
 
-import difflib
 import functools
 import json
 import math
@@ -202,19 +201,12 @@ def _expected(s: dict) -> str:
     return " or ".join(words) or "something else"
 
 
-def _suggest(word, choices) -> str:
-    if not isinstance(word, str):
-        return ""
-    close = difflib.get_close_matches(word, [c for c in choices if isinstance(c, str)], n=1)
-    return f"; did you mean {close[0]!r}?" if close else ""
-
-
 def _message(err, root) -> str:
     path = list(err.absolute_path)
     if err.validator == "additionalProperties":
         allowed = list(err.schema.get("properties", {}))
         key = next(k for k in err.instance if k not in allowed)
-        hint = _suggest(key, allowed)
+        hint = C.did_you_mean(key, allowed)
         hint = hint + " allowed: " if hint else "; allowed: "
         if not path:
             return f"unknown key {key!r}{hint}{', '.join(allowed)}"
@@ -245,7 +237,7 @@ def _message(err, root) -> str:
         return f"{where}: {value} is outside the allowed range {lo}..{hi if hi is not None else 'inf'}"
     if err.validator == "enum" and all(isinstance(v, str) for v in err.validator_value if v is not None):
         choices = [v for v in err.validator_value if v is not None]
-        return f"{where}: {value!r} is not one of {_words(choices)}{_suggest(value, choices)}"
+        return f"{where}: {value!r} is not one of {_words(choices)}{C.did_you_mean(value, choices)}"
     return f"{where}: expected {_expected(err.schema)}, got {_got(value)}"
 
 

@@ -64,16 +64,21 @@ def default_branch(root: str) -> str:
     return _git(root, "symbolic-ref", "--short", "HEAD") or "main"
 
 
-def installed_action_ref() -> str | None:
-    """OWNER/NAME@COMMIT of the GitHub repository this dlgate was pip-installed from (PEP 610)."""
+def _direct_url() -> dict:
+    """pip's record of where this dlgate was installed from (PEP 610 ``direct_url.json``), or {}."""
     import json
     from importlib import metadata
 
     try:
         text = metadata.distribution("dlgate").read_text("direct_url.json")
-        doc = json.loads(text) if text else {}
+        return json.loads(text) if text else {}
     except (metadata.PackageNotFoundError, ValueError, OSError):
-        return None
+        return {}
+
+
+def installed_action_ref() -> str | None:
+    """OWNER/NAME@COMMIT of the GitHub repository this dlgate was pip-installed from (PEP 610)."""
+    doc = _direct_url()
     m = re.fullmatch(r"(?:git\+)?https://github\.com/([^/]+)/([^/@]+?)(?:\.git)?/?", doc.get("url", ""))
     commit = (doc.get("vcs_info") or {}).get("commit_id")
     return f"{m.group(1)}/{m.group(2)}@{commit}" if m and commit else None
@@ -81,15 +86,7 @@ def installed_action_ref() -> str | None:
 
 def installed_revision() -> str | None:
     """The revision pip was asked for when it installed this dlgate from git (``@v1``), if any."""
-    import json
-    from importlib import metadata
-
-    try:
-        text = metadata.distribution("dlgate").read_text("direct_url.json")
-        doc = json.loads(text) if text else {}
-    except (metadata.PackageNotFoundError, ValueError, OSError):
-        return None
-    return (doc.get("vcs_info") or {}).get("requested_revision")
+    return (_direct_url().get("vcs_info") or {}).get("requested_revision")
 
 
 def action_note(action: str, revision: str | None = None) -> str:

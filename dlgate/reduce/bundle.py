@@ -343,7 +343,7 @@ def polygraphy(model, feeds):
     if not os.path.exists(os.path.join(HERE, "inputs.json")):
         def encode(a):
             buf = io.BytesIO()
-            np.save(buf, np.ascontiguousarray(a), allow_pickle=False)
+            np.save(buf, np.array(a, order="C"), allow_pickle=False)  # keeps a scalar rank 0
             return {"array": base64.b64encode(buf.getvalue()).decode(), "polygraphy_class": "ndarray"}
         with open(os.path.join(HERE, "inputs.json"), "w") as f:
             json.dump([{k: encode(v) for k, v in feeds.items()}], f, indent=4)
@@ -513,7 +513,7 @@ def polygraphy_inputs(inputs: dict) -> str:
 
     def encode(a):
         buf = io.BytesIO()
-        np.save(buf, np.ascontiguousarray(a), allow_pickle=False)
+        np.save(buf, np.array(a, order="C"), allow_pickle=False)  # keeps a scalar rank 0
         return {"array": base64.b64encode(buf.getvalue()).decode(), "polygraphy_class": POLYGRAPHY_CLASS}
 
     return json.dumps([{k: encode(np.asarray(v)) for k, v in inputs.items()}], indent=4) + "\n"

@@ -256,8 +256,8 @@ def _quote_ids(f: RunFolder) -> dict:
     by the same id."""
     out: dict = {}
     v = f.verdict or {}
-    for cls in ("regressions", "new", "pre_existing", "known", "flaky", "fixed"):
-        groups = [g for g in v.get(cls) or [] if isinstance(g, dict) and "cluster" in g]
+    for _, key in S.CLASS_KEYS:  # a cause is in one class per run, so their order does not matter
+        groups = [g for g in v.get(key) or [] if isinstance(g, dict) and "cluster" in g]
         for gs in rows_by_cause(groups):
             out.setdefault(gs[0].get("cause") or gs[0]["cluster"], row_id(gs))
     return out

@@ -24,7 +24,7 @@ from dlgate.gate.baseline import Baseline
 from dlgate.oracle import verdict as V
 
 #: verdict.json's key for each class's groups.
-_CLASS_KEYS = ((D.NEW, "new"), (D.REGRESSION, "regressions"), (D.PRE_EXISTING, "pre_existing"),
+CLASS_KEYS = ((D.NEW, "new"), (D.REGRESSION, "regressions"), (D.PRE_EXISTING, "pre_existing"),
                (D.KNOWN, "known"), (D.FLAKY, "flaky"))
 UNDECIDED = "undecided"
 
@@ -260,7 +260,7 @@ def _classes(verdict: dict | None) -> dict | None:
     if verdict is None:
         return None
     out: dict = {}
-    for cls, key in _CLASS_KEYS:
+    for cls, key in CLASS_KEYS:
         for g in verdict.get(key) or ():
             if isinstance(g, dict) and cls not in out.setdefault(g.get("fingerprint"), []):
                 out[g.get("fingerprint")].append(cls)
