@@ -113,7 +113,9 @@ def cause_found(v: dict, names: set, kind: str = "", sig: str = "") -> bool:
         verdict = g.get("verdict")
         if ok is not None and verdict not in ok:
             continue
-        text = " ".join(str(g.get(k) or "") for k in ("typed", "pattern"))
+        # the reduced case's specs (an idiom is written by its ONNX operator: ReshapeFromShape
+        # as Reshape) and the ONNX operators it lowers to (Shape -> Slice -> Concat -> Reshape)
+        text = " ".join(str(g.get(k) or "") for k in ("typed", "pattern", "reduced_to"))
         if not any(re.search(rf"(^|[^A-Za-z0-9]){re.escape(o)}\(", text) for o in names):
             continue
         if kind == "error" and sig and sig.lower() not in str(g.get("detail") or "").lower():

@@ -143,7 +143,9 @@ REGIMES = [
 @pytest.mark.parametrize("name,sig,opset,seen", REGIMES, ids=[r[0] for r in REGIMES])
 def test_degenerate_regime_is_produced_valid_and_judged(degenerate, name, sig, opset, seen):
     hits = misses = judged = 0
-    for k in range(40):
+    # up to 100 draws: some regimes' values come about one draw in twelve (ReduceSum's
+    # empty axes with noop), and 40 left three hits to the luck of the generator version
+    for k in range(100):
         g = single_op_graph(name, sig, opset, k)
         if g is None:
             continue

@@ -358,9 +358,9 @@ def _guided_case(cfg, root, campaign, index):
 
 
 @pytest.mark.parametrize("root, campaign, index, cfg", [
-    # `dlgate gen --seed bars-held-out-7 --support onnxruntime` (onnxruntime 1.32): a bool scalar
-    # placeholder for Or, and guidance weighing unseen motifs up drew nothing that takes it
-    ("bars-held-out-7", "default", 53, dict(support="pinned", dynamic_share=0.25, extreme_share=0.2)),
+    # (bars-held-out-7's case 53, a bool scalar placeholder for Or, draws an operator since
+    # BatchNormalization's signatures grew in generator version 14: no case of its first 120 is
+    # stuck any more)
     # configs/pr.yaml with the opsets capped at 25 (what onnxruntime 1.24 loads), seed prc-8
     ("prc-8", "pr", 44, dict(opset_range=(13, 25), dynamic_share=0.25, extreme_share=0.2)),
 ])
@@ -375,8 +375,6 @@ def test_a_case_whose_draws_never_came_back_to_its_first_operator_inserts_it(roo
         cfg = dict(cfg, support=_pinned_support())
     c = _guided_case(GenConfig(**cfg), root, campaign, index)
     assert c.graph.redrawn is None and "redrawn" not in c.meta()
-    if index == 53:
-        assert c.graph.op_names() == ["Or"] and c.graph.opset == 28
     _check_structure(c.graph)
 
 

@@ -139,8 +139,8 @@ def findings(rec) -> list:
 @pytest.fixture(scope="module")
 def two_faults(tmp_path_factory):
     """One run of the two-fault TVM with findings_per_case 4 (the default), and its config.
-    Seed ``two34``'s batch holds two models with one Sigmoid, one Abs and further operators
-    (so something is left, and passes, once both faults are cut out) and models with either
+    Seed ``two34``'s batch holds models with both faults, one of them with further operators
+    (so something is left, and passes, once both faults are cut out), and models with either
     fault alone."""
     d = tmp_path_factory.mktemp("two")
     cfg = write_config(str(d))
@@ -227,6 +227,7 @@ def test_two_independent_faults_in_one_model_are_two_findings_with_distinct_caus
     _, out = two_faults
     both = [r for r in results(out) if {"Sigmoid", "Abs"} <= set(r["operators"])]
     assert both, "the batch should hold models with both faulty operators"
+    assert any(set(r["operators"]) - {"Sigmoid", "Abs"} for r in both), "and one with further operators"
     for rec in both:
         got = findings(rec)
         assert len(got) == 2, (rec["case"], got, rec["verdicts"][0].get("residual"))
@@ -234,7 +235,9 @@ def test_two_independent_faults_in_one_model_are_two_findings_with_distinct_caus
         assert len({g[2] for g in got}) == 2 and len({g[3] for g in got}) == 2  # distinct fingerprints, causes
         v = rec["verdicts"][0]
         x = v["more"][0]
-        assert x["confirm"]["reproduced"] and x["cut"] and v["residual"]["stopped"] == "the rest passes"
+        # with both faults cut out, what is left passes; a model of faulty operators alone has nothing left
+        rest = "the rest passes" if set(rec["operators"]) - {"Sigmoid", "Abs"} else "nothing left to run"
+        assert x["confirm"]["reproduced"] and x["cut"] and v["residual"]["stopped"] == rest, (rec["case"], v["residual"])
         assert os.path.isfile(os.path.join(out, x["bundle"], "model.onnx"))
         assert load_bundle(os.path.join(out, x["bundle"])).graph.nodes  # a case folder dlgate check can run
         assert os.path.isfile(os.path.join(out, x["identity"]["repro"], "repro.py"))
@@ -308,17 +311,27 @@ def test_head_versus_base_judges_a_further_finding_on_the_same_cut_model(tmp_pat
     assert main(["run", "--config", cfg, "--seed", "hvb", "--out", out, "--no-progress"]) == 1
     both = [r for r in results(out) if {"Sigmoid", "Abs"} <= set(r["operators"])]
     assert both
+    abs_beside_sigmoid = 0  # Abs findings judged on a model that still holds a Sigmoid
     for rec in both:
         v = rec["verdicts"][0]
         got = [(x["identity"]["typed"].split("(")[0], x) for x in [v] + v.get("more", [])]
         assert {op for op, _ in got} == {"Sigmoid", "Abs"}, (rec["case"], v.get("residual"))
-        # every finding, the first and those behind it, is decided on its reduced case: the
-        # model (or the cut model) may still hold a Sigmoid the base build gets wrong at the
-        # same output, and only the reduced case tells the Sigmoid fault (shared) from the Abs
-        # one (new); a model with two Sigmoids and an Abs was called pre-existing before
+        # every finding, the first and those behind it, is decided on its reduced case where
+        # the model it was met on (the case, or the cut case) still holds a Sigmoid: the base
+        # build gets that wrong, maybe at the same output, and only the reduced case tells the
+        # Sigmoid fault (shared) from the Abs one (new); a model with two Sigmoids and an Abs
+        # was called pre-existing before. Where the Sigmoids were cut out, the base build
+        # passes the cut case, and that decides: new.
         for op, x in got:
+            met_on = rec["operators"] if x is v else load_bundle(os.path.join(out, x["bundle"])).meta["operators"]
             assert x["base"]["reproduces"] is (op == "Sigmoid"), (rec["case"], op, x["base"])
-            assert x["base"]["decided_on"] == "reduced case", (rec["case"], op, x["base"])
+            if "Sigmoid" in met_on:
+                assert x["base"]["decided_on"] == "reduced case", (rec["case"], op, x["base"])
+                abs_beside_sigmoid += op == "Abs"
+            else:
+                assert op == "Abs" and x["base"]["verdict"] == "pass", (rec["case"], op, x["base"])
+                assert x["base"]["decided_on"] == ("case" if x is v else "cut case"), (rec["case"], op, x["base"])
+    assert abs_beside_sigmoid, "the batch should hold an Abs finding met beside a Sigmoid"
     d = verdict(out)
     assert "Abs" in {g["typed"].split("(")[0] for g in d["new"]}
     assert {g["typed"].split("(")[0] for g in d["pre_existing"]} >= {"Sigmoid"}

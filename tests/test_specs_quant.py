@@ -378,16 +378,20 @@ def test_generated_float16_and_int32_inputs_hit_ties():
     from dlgate.spec.quant import _QDQParams
     from dlgate.spec.registry import all_specs
 
+    # about one float16 instance in seven has ties (one int32 instance in three), which ones the
+    # draws decide: the first is searched for among 60 (with scales 1.1 times as large, none of
+    # 60 has a tie)
     for sig, opset in ((("float16",), 21), (("int32",), 13)):
-        ties = 0
-        for k in range(12):
+        for k in range(60):
             g = single_op_graph("QuantizeLinear", sig, opset, k)
             a, t = g.nodes[0].attrs, g.inputs[0]
             x = random_values(np.random.default_rng(k), g.tensors[t], domain_spans(g, all_specs()).get(t))
             s, _ = _QDQParams.tensors(a, x.shape)
             q = torch.from_numpy(x).double() / s.double()
-            ties += int(((q - torch.floor(q)) == 0.5).sum())
-        assert ties > 0, sig
+            if ((q - torch.floor(q)) == 0.5).any():
+                break
+        else:
+            raise AssertionError(f"no tie in 60 instances of {sig}")
 
 
 def test_idioms_generate_and_run_in_mixed_graphs():
@@ -413,6 +417,9 @@ def test_idioms_generate_and_run_in_mixed_graphs():
 
 
 # -- a TVM miscompilation of relax.quantize, caught end to end -------------------------------------------
+QUANT_MOTIFS = {"FakeQuant", "QDQAdd", "QDQRelu", "QDQMatMul"}
+
+
 @pytest.fixture(scope="module")
 def tvm_cases(tmp_path_factory):
     pytest.importorskip("tvm")
@@ -422,11 +429,20 @@ def tvm_cases(tmp_path_factory):
 
     out = tmp_path_factory.mktemp("quant_batch")
     # opset 20: no blocked quantization (TVM 0.27 refuses it), onnx.reference has DequantizeLinear;
-    # seed quant-e2e-5: six cases hold a quantization motif (all four kinds), two do not
+    # the batch's first six cases that hold a quantization motif and first two that hold none,
+    # whatever the seed draws where
     gen = Generator(GenConfig(ops=("FakeQuant", "QDQAdd", "QDQRelu", "QDQMatMul", "Add", "Relu", "Neg", "Mul"),
                               dtypes=("float32",), max_nodes=4, opset=20))
-    for i in range(8):
-        make_case(gen, "quant-e2e-5", "check", i).write(str(out))
+    want = {True: 6, False: 2}
+    for i in range(200):
+        c = make_case(gen, "quant-e2e-5", "check", i)
+        held = bool(QUANT_MOTIFS & set(c.graph.op_names()))
+        if want[held]:
+            want[held] -= 1
+            c.write(str(out))
+        if not any(want.values()):
+            break
+    assert not any(want.values()), want
     return [prepare(*load_case(os.path.join(out, d))) for d in sorted(os.listdir(out))]
 
 
@@ -438,7 +454,7 @@ def test_injected_tvm_quantize_offset_is_caught_only_where_it_applies(tvm_cases)
 
     broken_spec = BackendSpec("tvm", options=(("extra_passes", ("dlgate.backends.testing:quantize_offset",)),))
     cfg = CheckConfig([broken_spec, BackendSpec("tvm")], crosscheck=False)
-    quant = {"FakeQuant", "QDQAdd", "QDQRelu", "QDQMatMul"}
+    quant = QUANT_MOTIFS
     with_quant = 0
     with Pool(timeout_s=120) as pool:
         for case in tvm_cases:

@@ -358,9 +358,35 @@ def test_generated_instances(name):
                 except Exception as e:
                     assert "NOT_IMPLEMENTED" in str(e), f"{where}: {e}"
                     continue
-                for r, o in zip(got, ours):
-                    assert mismatch(r, o) is None, f"{where}: onnxruntime"
+                exact = None
+                for i, (r, o) in enumerate(zip(got, ours)):
+                    err = mismatch(r, o)
+                    if err is not None and o.dtype == np.float16:
+                        # onnxruntime rounds some float16 intermediates the spec types as T (its
+                        # Attention: the scores after the product, the softcap and the mask, and
+                        # the probabilities); ours rounds once. The exact value decides: ours
+                        # must be its rounding, and onnxruntime the one farther from it.
+                        exact = exact if exact is not None else _exact(model, g, feeds)
+                        e = np.asarray(exact[i], np.float64)
+                        assert mismatch(e.astype(np.float16), o) is None, f"{where}: ours against float64"
+                        far = [float(np.abs(x.astype(np.float64) - e).max()) for x in (r, o)]
+                        assert far[0] > far[1], f"{where}: onnxruntime {err}, nearer the exact value than ours"
+                        continue
+                    assert err is None, f"{where}: onnxruntime"
     assert built >= len(opsets)
+
+
+def _exact(model: bytes, g, feeds) -> list:
+    """onnx.reference's outputs for the model with its float16 tensors widened to float64:
+    the spec with float16's rounding taken out, which tells two disagreeing float16 results
+    apart."""
+    m = onnx.load_from_string(model)
+    assert not any(i.data_type == onnx.TensorProto.FLOAT16 for i in m.graph.initializer)
+    for vi in [*m.graph.input, *m.graph.output, *m.graph.value_info]:
+        if vi.type.tensor_type.elem_type == onnx.TensorProto.FLOAT16:
+            vi.type.tensor_type.elem_type = onnx.TensorProto.DOUBLE
+    wide = [x.astype(np.float64) if x.dtype == np.float16 else x for x in feeds]
+    return ReferenceEvaluator(m).run(None, {g.name(t): x for t, x in zip(g.inputs, wide)})
 
 
 def _regimes(name, first, keys, n=80, opset=23):

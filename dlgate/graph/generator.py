@@ -436,7 +436,12 @@ class Generator:
         x0 = rng.choices(cands, weights)[0]
         first = st.tensors[x0]
         sigs = self._sigs(spec, first.dtype)
-        sig = ctx.choice(sigs) if guide is None else rng.choices(sigs, guide.sig_weights(spec.name, sigs))[0]
+        own = spec.sig_weights(sigs)
+        if guide is not None:
+            weights = guide.sig_weights(spec.name, sigs)
+            sig = rng.choices(sigs, weights if own is None else [w * o for w, o in zip(weights, own)])[0]
+        else:
+            sig = ctx.choice(sigs) if own is None else rng.choices(sigs, own)[0]
         for _ in range(3):
             a = spec.sample(ctx, [first])
             ids, ins = [x0], [first]

@@ -147,17 +147,20 @@ def pattern(kind: str, ref: np.ndarray, got: np.ndarray, bound: np.ndarray, bool
     each) relate to the right ones, in terms no dtype changes: ``zero`` (zeros instead),
     ``negated``, ``offset`` (one constant added), ``scaled`` (one factor), ``bool`` (a
     boolean flipped), else ``near`` (relative errors under 10%) or ``far``. One converter
-    bug met in several dtypes, or in sibling operators, leaves one pattern."""
+    bug met in several dtypes, or in sibling operators, leaves one pattern. A relation needs
+    two wrong values to show: one value fits several (-1 made 0 by a result off by one is
+    "zero", -0.5 made 0.5 "negated"), and a reduced case is often one element whose value
+    the reducer picked, so a single wrong value is only near or far."""
     if boolean:
         return f"{kind}:bool"
     if not np.any(ref != 0):
         return f"{kind}:zero" if not np.any(got) else f"{kind}:far"
     slack = bound + 1e-12
-    if np.all(got == 0):
-        return f"{kind}:zero"
-    if np.all(np.abs(got + ref) <= slack):
-        return f"{kind}:negated"
     d = got - ref
+    if d.size > 1 and np.all(got == 0):
+        return f"{kind}:zero"
+    if d.size > 1 and np.all(np.abs(got + ref) <= slack):
+        return f"{kind}:negated"
     if d.size > 1 and np.all(np.abs(d - d[0]) <= slack):
         return f"{kind}:offset"
     nz = ref != 0

@@ -774,6 +774,13 @@ class OpSpec:
     def available(self, opset: int) -> bool:
         return self.min_opset <= opset and (self.max_opset is None or opset <= self.max_opset)
 
+    def sig_weights(self, sigs: Sequence) -> list | None:
+        """Relative weights of drawing each of ``sigs`` (those allowed at a case's opset, for
+        its first input's dtype), or None for a uniform draw: a spec whose signatures are
+        mostly rare forms (BatchNormalization's mixed float types) keeps them from
+        crowding out the common ones."""
+        return None
+
     def sigs(self, first_dtype: str | None = None) -> list:
         return [s for s in self.dtypes if first_dtype is None or s[0] == first_dtype]
 

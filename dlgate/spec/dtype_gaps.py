@@ -50,8 +50,8 @@ UNSUPPORTED = {
 
 #: For a constraint the signatures do not decide: a specification is drawn (per group of
 #: opsets) until ``PATIENCE`` draws in a row show no type not seen before, at most ``DRAWS``.
-PATIENCE = 24
-DRAWS = 160
+PATIENCE = 96
+DRAWS = 480
 
 
 @dataclass(frozen=True)

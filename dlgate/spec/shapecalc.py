@@ -122,6 +122,14 @@ def _slice_piece(ctx, lo: int, hi: int, r: int) -> dict:
     return {"dims": [start, end], "lo": lo, "hi": hi}
 
 
+def _scalar_pieces(ctx, target: list) -> dict:
+    """Attributes reading a rank-0 ``y``: the empty Slice of its empty Shape, concatenated
+    before ``target`` as constants. The Shape of a scalar is the empty shape, which an
+    importer must still know statically for the Slice after it (TVM 0.26 took the runtime
+    path meant for unknown shapes and its Slice converter failed)."""
+    return {"pieces": [_slice_piece(ctx, 0, 0, 0)] + [{"const": v} for v in target], "y_shape": []}
+
+
 def _clamp(v: int, r: int) -> int:
     v = v + r if v < 0 else v
     return min(max(v, 0), r)
@@ -135,7 +143,8 @@ def _pieces_ok(pieces: list, r: int) -> list:
             ok.append(-r <= p["dim"] < r)
         elif "dims" in p:
             s, e = p["dims"]
-            ok += [(_clamp(s, r), _clamp(e, r)) == (p["lo"], p["hi"]), p["hi"] > p["lo"]]
+            # empty only as a slice of a scalar's (empty) shape, see ReshapeFromShape
+            ok += [(_clamp(s, r), _clamp(e, r)) == (p["lo"], p["hi"]), p["hi"] > p["lo"] or r == 0]
     return ok
 
 
@@ -465,7 +474,9 @@ class ReshapeFromShape(FromShape):
     one entry sometimes -1 (inferred), and 0 (x's dim at that position) only where it
     copies x's dim. Regimes: ``reshape_as`` (``Shape(y)`` whole), keeping a prefix of x's
     own dims (y x-shaped, so ``x`` itself is often reused as ``y``: ``x.view(x.size(0),
-    -1)``), and dims taken from an unrelated ``y``. Some piece always reads y. Not
+    -1)``), dims taken from an unrelated ``y``, and a rank-0 ``y`` whose empty shape is
+    sliced and concatenated before constants (Shape of a scalar: the importer must keep
+    the empty shape static). Some piece always reads y. Not
     generated: y of another dtype than x (``schema.allowed`` binds y to Reshape's data
     type through ``schema_inputs``), ``allowzero=1`` (it matters only for zero-sized
     shapes, which are not generated)."""
@@ -494,6 +505,9 @@ class ReshapeFromShape(FromShape):
         u, r = ctx.rng.random(), len(x_shape)
         if u < 0.2:
             return {"pieces": [{"all": 1}], "y_shape": list(target)}
+        if u < 0.28:
+            a = _scalar_pieces(ctx, list(target))
+            return dict(a, pieces=self._minus_one(ctx, a["pieces"]))
         keep = 0  # how many leading dims target shares with x
         while keep < min(r, len(target)) and target[keep] == x_shape[keep]:
             keep += 1
@@ -593,8 +607,9 @@ class ReshapeFromShape(FromShape):
 
 class ExpandFromShape(FromShape):
     """``Expand(x, shape)``, ``shape`` y's whole shape (``expand_as``, bidirectional) or some
-    of y's dims with constants (1s where x keeps its dim); the target may be shorter or
-    longer than x's rank. y has x's dtype (``schema_inputs``, as for Reshape)."""
+    of y's dims with constants (1s where x keeps its dim), or constants after the empty
+    Slice of a rank-0 y's Shape; the target may be shorter or longer than x's rank. y has
+    x's dtype (``schema_inputs``, as for Reshape)."""
 
     name = "ExpandFromShape"
     onnx_op = "Expand"
@@ -622,8 +637,11 @@ class ExpandFromShape(FromShape):
         return [1] * rt
 
     def _attrs(self, ctx, target) -> dict:
-        if ctx.coin(0.4):
+        u = ctx.rng.random()
+        if u < 0.4:
             return {"pieces": [{"all": 1}], "y_shape": list(target)}
+        if u < 0.48:
+            return _scalar_pieces(ctx, list(target))
         pieces, y_shape = _pieces_for(ctx, list(target), 0.6)
         return {"pieces": pieces, "y_shape": list(y_shape)}
 
