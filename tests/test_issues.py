@@ -24,6 +24,8 @@ from tests.github_fake import FakeGitHub
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TOKEN = "ghs_dlgateTestToken0123456789abcdef"
+#: One xdist worker runs the module: its two finished runs (minutes of reductions) are made once.
+pytestmark = pytest.mark.xdist_group("issues")
 
 
 @pytest.fixture(scope="module")
@@ -53,11 +55,12 @@ def run_dir(tmp_path_factory):
 @pytest.fixture(scope="module")
 def crash_dir(tmp_path_factory):
     """A finished gate run whose compilers die by SIGBUS, by glibc's abort on an invalid free(),
-    by a plain SIGABRT (an assertion: no memory-safety bug) and with an exception."""
+    by a plain SIGABRT (an assertion: no memory-safety bug) and with an exception: one case,
+    on which all four fail (four causes, one reduction each)."""
     tmp = tmp_path_factory.mktemp("crashes")
     cfg = tmp / "c.yaml"
     cfg.write_text(yaml.safe_dump({
-        "campaign": "sec", "models": 2, "max_nodes": 3, "opset": 18, "dtypes": ["float32"],
+        "campaign": "sec", "models": 1, "max_nodes": 3, "opset": 18, "dtypes": ["float32"],
         "operators": ["Sigmoid", "Add", "Relu"], "crosscheck": False, "timeout_s": 20, "reduce_seconds": 20,
         "backends": [{"name": f"tests.fake_backends:{b}"} for b in ("BusError", "BadFree", "Abort", "Raises")],
         "findings_per_case": 1}))

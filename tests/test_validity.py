@@ -24,19 +24,34 @@ from dlgate.graph.generator import GenConfig, Generator
 from dlgate.graph.ir import random_values
 from dlgate.materialize.torch_model import GraphModule
 from dlgate.oracle import ub
-from dlgate.probe.support import load_or_probe, support_set
 from dlgate.spec.registry import all_specs, get
+from tests import pinned_support
 from tests.helpers import TOL, finite, mismatch, ort_run
 
 N, CHUNKS = 2000, 8
 
 
+#: One xdist worker runs the whole module: the batch's operator lists, gathered as the chunks
+#: check its cases, serve the coverage test, which would otherwise generate all 2,000 again.
+pytestmark = pytest.mark.xdist_group("validity")
+
+
 @pytest.fixture(scope="module")
 def generator(tmp_path_factory):
-    import os
+    # onnxruntime's pinned support (tests/pinned_support.py) where it matches, else probed
+    root = str(tmp_path_factory.getbasetemp().parent / "dlgate-cache")
+    return Generator(GenConfig(min_nodes=1, max_nodes=20, support=pinned_support.support("onnxruntime", root)))
 
-    os.environ.setdefault("DLGATE_CACHE", str(tmp_path_factory.getbasetemp().parent / "dlgate-cache"))
-    return Generator(GenConfig(min_nodes=1, max_nodes=20, support=support_set(load_or_probe("onnxruntime"))))
+
+#: The operator names of the batch's cases by index, as the tests of this process made them
+#: (a case is a pure function of the generator's configuration, its seed and its index).
+_OPS: dict = {}
+
+
+def _case(generator, i: int):
+    c = make_case(generator, "validity", "v", i)
+    _OPS[i] = c.graph.op_names()
+    return c
 
 
 def _expose_all(model_bytes: bytes, g) -> bytes:
@@ -195,7 +210,7 @@ def _check_case(case):
 def test_batch_is_valid_and_agrees(generator, chunk):
     outcome = {}
     for i in range(chunk, N, CHUNKS):
-        r = _check_case(make_case(generator, "validity", "v", i))
+        r = _check_case(_case(generator, i))
         outcome[r] = outcome.get(r, 0) + 1
     valid = outcome.get("agree", 0) + outcome.get("amplified", 0)
     assert outcome.get("agree", 0) >= 0.9 * valid, outcome
@@ -205,7 +220,7 @@ def test_batch_covers_the_operator_set(generator):
     specs = all_specs()
     seen = set()
     for i in range(N):
-        seen.update(make_case(generator, "validity", "v", i).graph.op_names())
+        seen.update(_OPS[i] if i in _OPS else _case(generator, i).graph.op_names())
     onnx_types = {op for n in seen for op in (specs[n].onnx_op, *specs[n].onnx_ops)}
     assert len(onnx_types) >= 170, sorted(onnx_types)
     # nearly every spec onnxruntime runs in some form (its probed support) is drawn; every
