@@ -14,7 +14,6 @@ import pytest
 import torch
 
 from dlgate.case import make_case
-from dlgate.inputs.search import DEFAULT_MAX_STEPS
 from tests import golden as G
 
 S = importlib.import_module("dlgate.inputs.search")  # the module: the package exports the function as `search`
