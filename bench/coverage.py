@@ -77,8 +77,8 @@ from dlgate.coverage.state import CoverageState  # noqa: E402
 from dlgate.exec.worker import Pool  # noqa: E402
 from dlgate.graph.generator import GenConfig, GenerationError, Generator  # noqa: E402
 from dlgate.graph.ir import random_values  # noqa: E402
-from dlgate.spec.motif import Motif  # noqa: E402
-from dlgate.spec.registry import all_specs  # noqa: E402
+from dlgate.ops.motif import Motif  # noqa: E402
+from dlgate.ops.registry import all_specs  # noqa: E402
 
 SETTINGS = {"a": "no motifs, no guidance", "b": "motifs, no guidance", "c": "motifs and guidance",
             "d": "motifs and guidance, within the backend's support"}

@@ -41,8 +41,8 @@ sys.path.insert(0, REPO)
 
 
 def plain_ops() -> list:
-    from dlgate.spec.motif import Motif
-    from dlgate.spec.registry import all_specs
+    from dlgate.ops.motif import Motif
+    from dlgate.ops.registry import all_specs
 
     return [n for n, s in all_specs().items() if not isinstance(s, Motif)]
 

@@ -25,7 +25,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 from dlgate.case import make_case  # noqa: E402
 from dlgate.graph.generator import GenConfig, Generator  # noqa: E402
 from dlgate.inputs.search import DEFAULT_MAX_STEPS, search  # noqa: E402
-from dlgate.spec.registry import get  # noqa: E402
+from dlgate.ops.registry import get  # noqa: E402
 
 
 def main() -> int:

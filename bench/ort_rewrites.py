@@ -37,8 +37,8 @@ from dlgate.backends.ort_transformers import TRANSFORMERS, registered  # noqa: E
 from dlgate.backends.registry import load  # noqa: E402
 from dlgate.graph.generator import GenConfig, GenerationError, Generator  # noqa: E402
 from dlgate.materialize.onnx_model import to_onnx  # noqa: E402
-from dlgate.spec.motif import Motif  # noqa: E402
-from dlgate.spec.registry import all_specs  # noqa: E402
+from dlgate.ops.motif import Motif  # noqa: E402
+from dlgate.ops.registry import all_specs  # noqa: E402
 
 
 def _op_diff_only(model: bytes, level: str) -> float:

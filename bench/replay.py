@@ -68,7 +68,7 @@ def wrapper(envs: str, path: str) -> str:
 
 
 def spec_ops() -> dict:
-    from dlgate.spec.registry import all_specs
+    from dlgate.ops.registry import all_specs
 
     return {n: {s.onnx_op, *s.onnx_ops} for n, s in all_specs().items()}
 
@@ -76,7 +76,7 @@ def spec_ops() -> dict:
 def bug_specs(bug: dict, ops_of: dict) -> set:
     """The spec names a reduced case of the bug can be spelled with: the bug's operators, the
     specs emitting them, and the motifs of its rewrite."""
-    from dlgate.spec.registry import all_specs
+    from dlgate.ops.registry import all_specs
 
     ops = set(bug.get("operators") or ())
     names = set(ops) | {n for n, emitted in ops_of.items() if emitted & ops}

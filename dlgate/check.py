@@ -20,6 +20,7 @@ from dlgate.graph import dynamic
 from dlgate.graph.ir import Graph
 from dlgate.inputs.search import search
 from dlgate.materialize.onnx_model import to_onnx
+from dlgate.ops.registry import all_specs, get
 from dlgate.oracle import rules
 from dlgate.oracle import verdict as V
 from dlgate.oracle.compare import all_finite
@@ -28,7 +29,6 @@ from dlgate.oracle.rules.reference_defect import defect
 from dlgate.oracle.rules.refusal import refused_by_optimization
 from dlgate.oracle.rules.symbolic import judge_symbolic
 from dlgate.seeds import sub_seed
-from dlgate.spec.registry import all_specs, get
 
 REFERENCE = BackendSpec("torch")
 

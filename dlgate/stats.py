@@ -37,7 +37,7 @@ import os
 from collections import defaultdict
 
 from dlgate import tables as T
-from dlgate.spec.registry import all_specs
+from dlgate.ops.registry import all_specs
 
 GRAPH_METRICS = ("NOO", "NOT", "NOP", "NTR", "NSA")
 OP_METRICS = ("OTC", "IDC", "ODC", "SEC", "DEC", "SAC")

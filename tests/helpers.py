@@ -92,7 +92,7 @@ class OneNode(NamedTuple):
 
 def tensor_types(input_types) -> list:
     """TensorTypes from TensorTypes or (dtype, shape) pairs."""
-    from dlgate.spec.base import TensorType
+    from dlgate.ops.base import TensorType
 
     return [t if isinstance(t, TensorType) else TensorType(t[0], tuple(t[1])) for t in input_types]
 
@@ -107,8 +107,8 @@ def one_node_model(spec_name, attrs, input_types, opset, ir_version: int | str =
 
     from dlgate import dtypes as dt
     from dlgate.materialize.onnx_model import Builder
-    from dlgate.spec.base import all_true
-    from dlgate.spec.registry import get
+    from dlgate.ops.base import all_true
+    from dlgate.ops.registry import get
 
     spec = get(spec_name)
     ins = tensor_types(input_types)

@@ -11,7 +11,7 @@ import os
 from dlgate.backends.base import BackendSpec
 from dlgate.coverage.guide import MOTIF_UNFIRED, Guide
 from dlgate.coverage.state import CoverageState
-from dlgate.spec.registry import get
+from dlgate.ops.registry import get
 
 HERE = os.path.dirname(__file__)
 

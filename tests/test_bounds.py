@@ -19,9 +19,9 @@ from dlgate import dtypes as dt
 from dlgate.graph.generator import GenConfig, GenerationError, Generator
 from dlgate.inputs.search import search
 from dlgate.materialize.torch_model import GraphModule
+from dlgate.ops.base import TensorType
+from dlgate.ops.registry import all_specs, get
 from dlgate.seeds import case_seed
-from dlgate.spec.base import TensorType
-from dlgate.spec.registry import all_specs, get
 
 SPECS = all_specs()
 FAMILIES = sorted({s.family for s in SPECS.values()})
@@ -106,7 +106,7 @@ def test_bounds_and_exact_values_hold_on_real_runs(family):
 
 def test_exact_values_propagate_and_refuse_impossible_consumers():
     from dlgate.graph.generator import Generator as G
-    from dlgate.spec.base import INF, TensorType
+    from dlgate.ops.base import INF, TensorType
 
     x = TensorType("float32", (4, 8))
     # an element-wise map computes the exact value in the tensor's dtype
@@ -124,7 +124,7 @@ def test_exact_values_propagate_and_refuse_impossible_consumers():
 
 
 def test_valley_operators_bound_by_their_ends_or_their_minimum():
-    from dlgate.spec.base import TensorType
+    from dlgate.ops.base import TensorType
 
     x = TensorType("float32", (4,))
     for name in ("Gelu", "Mish", "HardSwish"):

@@ -11,8 +11,8 @@ import pytest
 import torch
 
 from dlgate.graph.generator import Generator
-from dlgate.spec.base import INF, UNBOUNDED, TensorType
-from dlgate.spec.registry import get
+from dlgate.ops.base import INF, UNBOUNDED, TensorType
+from dlgate.ops.registry import get
 
 admit = Generator._admit
 
@@ -146,7 +146,7 @@ def test_resize_cubic_overshoot_is_bounded_and_reached():
     assert -0.19 < lo < 0 and 1 < hi < 1.19  # a = -0.75: at most 3/16 of the range either side
     assert s.value_range(a, [(0.0, INF)], [x]) == [UNBOUNDED]
     # tight: a row's weight pattern as the input reaches the upper bound
-    from dlgate.spec.index import _weights
+    from dlgate.ops.index.resize import _weights
     w = _weights(a, 4, 10, 2.5)
     row = w[np.argmax(np.minimum(w, 0).sum(axis=1) * -1)]
     xin = torch.tensor(np.where(row >= 0, 1.0, 0.0), dtype=torch.float32).reshape(1, 1, 1, 4).repeat(1, 1, 6, 1)

@@ -9,9 +9,9 @@ import pytest
 import torch
 
 from dlgate.graph.generator import Generator
-from dlgate.spec.base import INF, UNBOUNDED, TensorType
-from dlgate.spec.linalg import product_bounds, sum_bounds
-from dlgate.spec.registry import get
+from dlgate.ops.base import INF, UNBOUNDED, TensorType
+from dlgate.ops.linalg._shared import product_bounds, sum_bounds
+from dlgate.ops.registry import get
 
 F32 = "float32"
 

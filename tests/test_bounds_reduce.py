@@ -8,8 +8,8 @@ import pytest
 import torch
 
 from dlgate.graph.generator import Generator
-from dlgate.spec.base import UNBOUNDED, TensorType
-from dlgate.spec.registry import get
+from dlgate.ops.base import UNBOUNDED, TensorType
+from dlgate.ops.registry import get
 
 INF = float("inf")
 admit = Generator._admit

@@ -10,8 +10,8 @@ import pytest
 import torch
 
 from dlgate.graph.generator import Generator
-from dlgate.spec.base import INF, UNBOUNDED, TensorType
-from dlgate.spec.registry import get
+from dlgate.ops.base import INF, UNBOUNDED, TensorType
+from dlgate.ops.registry import get
 
 X = TensorType("float32", (4, 8))
 admit = Generator._admit

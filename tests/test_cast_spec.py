@@ -15,11 +15,11 @@ from tests.helpers import judge_candidate
 from dlgate import dtypes as dt
 from dlgate.graph.ir import Graph, Node
 from dlgate.materialize.torch_model import run_numpy
+from dlgate.ops.base import TensorType as T
+from dlgate.ops.cast._shared import cast_undefined
+from dlgate.ops.registry import get
 from dlgate.oracle import ub
 from dlgate.oracle import verdict as V
-from dlgate.spec.base import TensorType as T
-from dlgate.spec.cast import cast_undefined
-from dlgate.spec.registry import get
 
 
 def _onnx_cast(x: np.ndarray, src: int, to: int) -> np.ndarray:

@@ -14,10 +14,10 @@ from dlgate.gate import baseline as B
 from dlgate.gate import decide as D
 from dlgate.gate.report import summary
 from dlgate.graph.ir import Graph, Node
+from dlgate.ops.base import TensorType
+from dlgate.ops.registry import all_specs
 from dlgate.oracle.compare import compare
 from dlgate.reduce.identity import identity
-from dlgate.spec.base import TensorType
-from dlgate.spec.registry import all_specs
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -23,7 +23,7 @@ from dlgate.change.builders import inductor as builder
 from dlgate.change.compilers import common, map_change, table
 from dlgate.change.compilers import inductor as mapper
 from dlgate.change.targets import FileTargets
-from dlgate.spec.registry import all_specs
+from dlgate.ops.registry import all_specs
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "change", "inductor")
 

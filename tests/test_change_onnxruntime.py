@@ -105,7 +105,7 @@ def test_unknown_source_paths_are_unmapped_with_a_reason(shipped):
 
 
 def test_shipped_table_loads_and_every_reference_resolves(shipped):
-    from dlgate.spec.registry import all_specs
+    from dlgate.ops.registry import all_specs
 
     assert shipped["compiler"] == "onnxruntime" and shipped["version"] and len(shipped["commit"]) == 40
     motifs = {s.rewrite for s in all_specs().values() if getattr(s, "optimizer", None) == "onnxruntime"}

@@ -16,7 +16,7 @@ from dlgate.change import diff
 from dlgate.change.builders import Source, build, dump
 from dlgate.change.compilers import map_change, table
 from dlgate.change.compilers import tvm as tvm_map
-from dlgate.spec.registry import all_specs
+from dlgate.ops.registry import all_specs
 
 DATA = os.path.join(os.path.dirname(__file__), "data", "change", "tvm")
 FRONTEND = "python/tvm/relax/frontend/onnx/onnx_frontend.py"

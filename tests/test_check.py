@@ -109,7 +109,7 @@ def test_cli_check_writes_results_and_exit_status(tmp_path, capsys):
 
 def _motif_cases(tmp_path, name: str, want, count: int = 40, dtype: str = "float32"):
     """Cases of one operator or motif ``name`` whose attributes satisfy ``want``."""
-    from dlgate.spec.registry import get
+    from dlgate.ops.registry import get
 
     spec = get(name)
     gen = Generator(GenConfig(ops=(name,), min_nodes=1, max_nodes=1, dynamic_share=0.0, const_prob=0.0,

@@ -60,7 +60,7 @@ def test_stats_prints_a_table_and_writes_json(tmp_path, capsys):
 
 
 def test_ops_lists_every_spec(capsys):
-    from dlgate.spec.registry import all_specs
+    from dlgate.ops.registry import all_specs
 
     assert main(["ops"]) == 0
     lines = capsys.readouterr().out.strip().splitlines()

@@ -221,8 +221,8 @@ def test_backends_table_in_a_pipe_is_plain_uncut_text():
 
 
 def test_ops_gaps_tables_hold_every_missing_operator():
-    from dlgate.spec import coverage
-    from dlgate.spec.registry import all_specs
+    from dlgate.ops import coverage
+    from dlgate.ops.registry import all_specs
 
     out = _piped("ops", "--gaps")
     assert "\x1b" not in out

@@ -9,16 +9,15 @@ from collections import Counter
 import pytest
 import yaml
 
-from dlgate.case import make_case
+from dlgate.case import GuidedBatch, make_case
 from dlgate.cli import main
 from dlgate.coverage import features as F
-from dlgate.case import GuidedBatch
 from dlgate.coverage.guide import Guide
 from dlgate.coverage.state import CoverageState, StateError
 from dlgate.graph.generator import GenConfig, Generator
 from dlgate.graph.ir import Graph, Node
-from dlgate.spec.base import TensorType
-from dlgate.spec.registry import get
+from dlgate.ops.base import TensorType
+from dlgate.ops.registry import get
 
 OPS = ["Sigmoid", "Add", "Relu", "Mul", "Abs", "Neg", "Tanh"]
 

@@ -17,9 +17,9 @@ from dlgate.graph.generator import GenConfig, Generator
 from dlgate.graph.ir import random_values
 from dlgate.materialize.onnx_model import to_onnx
 from dlgate.materialize.torch_model import GraphModule
+from dlgate.ops.base import SPELL_DEFAULTS, Ctx
+from dlgate.ops.norm._shared import EPS_DEFAULT
 from dlgate.probe.single import single_op_graph, single_op_model
-from dlgate.spec.base import SPELL_DEFAULTS, Ctx
-from dlgate.spec.norm import EPS_DEFAULT
 from tests.helpers import finite, mismatch, ort_run
 
 STREAM = Path(__file__).parent / "data" / "degenerate_off_stream.json"

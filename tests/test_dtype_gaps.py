@@ -1,4 +1,4 @@
-"""Dtype gaps derived from the ONNX schema (``dlgate.spec.dtype_gaps``): every type a spec'd
+"""Dtype gaps derived from the ONNX schema (``dlgate.ops.dtype_gaps``): every type a spec'd
 operator's schema allows (among dlgate's dtypes) is drawn by a spec or explained; the types
 widened to close gaps generate and agree with onnxruntime."""
 from __future__ import annotations
@@ -10,9 +10,9 @@ import torch
 
 from dlgate.graph.ir import random_values
 from dlgate.materialize.torch_model import GraphModule
+from dlgate.ops import dtype_gaps
+from dlgate.ops.registry import all_specs
 from dlgate.probe.single import single_op_graph, single_op_model
-from dlgate.spec import dtype_gaps
-from dlgate.spec.registry import all_specs
 from tests.helpers import mismatch, ort_run
 
 

@@ -26,12 +26,12 @@ from dlgate.graph.ir import Graph, Node
 from dlgate.inputs.search import search
 from dlgate.materialize.onnx_model import to_onnx
 from dlgate.materialize.torch_model import run_numpy
+from dlgate.ops.base import TensorType as T
+from dlgate.ops.registry import all_specs, get
 from dlgate.oracle import ub
 from dlgate.oracle import verdict as V
 from dlgate.oracle.compare import compare
 from dlgate.seeds import case_seed
-from dlgate.spec.base import TensorType as T
-from dlgate.spec.registry import all_specs, get
 
 F32_MAX = float(np.finfo(np.float32).max)
 

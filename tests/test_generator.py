@@ -9,9 +9,9 @@ from collections import Counter
 import pytest
 
 from dlgate.graph.generator import NEWEST_OPSET, GenConfig, GenerationError, Generator
+from dlgate.ops.base import Ctx, Limits, binned_int
+from dlgate.ops.registry import all_specs
 from dlgate.seeds import case_seed
-from dlgate.spec.base import Ctx, Limits, binned_int
-from dlgate.spec.registry import all_specs
 
 
 def _graphs(cfg, n=60, root="t"):
@@ -193,7 +193,7 @@ def test_admit_refuses_impossible_inputs_and_narrows_possible_ones():
 
 
 def test_spec_bounds_and_anchors():
-    from dlgate.spec.base import TensorType
+    from dlgate.ops.base import TensorType
 
     spec = all_specs()
     x = TensorType("float32", (4, 8))
@@ -246,7 +246,7 @@ def _state_with(ops):
 
 
 def test_a_new_consumer_that_narrows_a_tensor_rechecks_everything_downstream():
-    from dlgate.spec.base import TensorType
+    from dlgate.ops.base import TensorType
 
     x = TensorType("float64", ())
     # x -> ThresholdedRelu(alpha 1.5) -> Log: valid only with x > 1.5
@@ -259,7 +259,7 @@ def test_a_new_consumer_that_narrows_a_tensor_rechecks_everything_downstream():
 
 
 def test_narrowing_passes_back_through_monotone_operators():
-    from dlgate.spec.base import TensorType
+    from dlgate.ops.base import TensorType
 
     x = TensorType("float32", (4,))
     # Acosh(Asin(x)) needs Asin(x) >= 1, so x >= sin(1)
@@ -274,7 +274,7 @@ def test_narrowing_passes_back_through_monotone_operators():
 
 def test_starting_ranges_are_carried_back_from_restricted_operators():
     from dlgate.graph.ir import Graph, Node, domain_spans
-    from dlgate.spec.base import TensorType
+    from dlgate.ops.base import TensorType
 
     t = TensorType("float32", (2, 3))
     r = TensorType("float32", (2,))
@@ -295,7 +295,7 @@ def test_starting_ranges_are_carried_back_from_restricted_operators():
 
 
 def test_backward_insertion_narrows_the_new_inputs_and_rederives_the_output():
-    from dlgate.spec.base import Ctx, Limits, TensorType
+    from dlgate.ops.base import Ctx, Limits, TensorType
 
     spec = all_specs()
     x = TensorType("float32", (4,))

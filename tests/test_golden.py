@@ -38,7 +38,7 @@ def test_the_batch_matches_the_pin_of_its_generator_version(batch):
 
 def test_the_batch_covers_opsets_dynamic_shapes_and_extreme_values(batch):
     from dlgate.graph.generator import NEWEST_OPSET, OLDEST_OPSET
-    from dlgate.spec.registry import all_specs
+    from dlgate.ops.registry import all_specs
 
     r = batch["regimes"]
     assert batch["cases"] == sum(n for _, n, *_ in G.REGIMES) >= 300
@@ -70,7 +70,7 @@ def test_the_digest_is_the_same_in_other_processes_with_other_hash_seeds(batch):
 # touched, then runs the pin check on one regime.
 PERTURB = """
 import sys
-from dlgate.spec.registry import get
+from dlgate.ops.registry import get
 from tests import golden as G
 cls = type(get("LeakyRelu"))
 orig, hits = cls.sample, []

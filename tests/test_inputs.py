@@ -11,10 +11,10 @@ from dlgate.graph.generator import GenConfig, Generator
 from dlgate.graph.ir import Graph, Node
 from dlgate.inputs.search import SAMPLING_ATTEMPTS, search
 from dlgate.materialize.torch_model import GraphModule
+from dlgate.ops import losses as L
+from dlgate.ops.base import TensorType
+from dlgate.ops.registry import get
 from dlgate.seeds import case_seed
-from dlgate.spec import losses as L
-from dlgate.spec.base import TensorType
-from dlgate.spec.registry import get
 
 warnings.filterwarnings("ignore", message="Converting a tensor with requires_grad")
 
@@ -165,7 +165,7 @@ def test_scatter_reductions_differentiate_when_only_the_updates_need_gradients()
     # the input search differentiates through a ScatterElements whose data is not a search variable
     # (made by OneHot) and whose updates are: max, min and mul keep the row they read, which must not
     # be overwritten in place (onnxruntime 1.31.1 campaign, case 01435: an internal error)
-    from dlgate.spec.registry import get
+    from dlgate.ops.registry import get
 
     spec = get("ScatterElements")
     x = torch.zeros((3, 2), dtype=torch.float32)

@@ -1,4 +1,4 @@
-"""onnxruntime motifs (``dlgate/spec/motifs/ort_*.py``) against the installed onnxruntime:
+"""onnxruntime motifs (``dlgate/ops/motifs/ort_*/``) against the installed onnxruntime:
 each, drawn inside its rewrite's preconditions, fires the rewrite at its level on
 isolated single-motif graphs, and drawn with one condition broken, does not; the
 transformer table (``dlgate.backends.ort_transformers``) covers every transformer the
@@ -12,14 +12,14 @@ from collections import Counter
 
 import pytest
 
-from dlgate.backends import registry as backends
 from dlgate.backends import ort_log
 from dlgate.backends import ort_transformers as T
+from dlgate.backends import registry as backends
 from dlgate.backends.base import Model
 from dlgate.graph.generator import GenConfig, GenerationError, Generator
 from dlgate.materialize.onnx_model import to_onnx
-from dlgate.spec.motif import In, Motif, WholeMotif
-from dlgate.spec.registry import all_specs
+from dlgate.ops.motif import In, Motif, WholeMotif
+from dlgate.ops.registry import all_specs
 
 MOTIFS = {n: s for n, s in all_specs().items() if isinstance(s, Motif) and s.optimizer == "onnxruntime"}
 #: Transformers only some machines register (MLAS's NCHWc block size; int8 QDQ preference).
@@ -113,7 +113,7 @@ def test_motif_fires_inside_its_preconditions_and_declines_outside(name):
 def test_motif_reads_every_input_and_names_its_level(name):
     import random
 
-    from dlgate.spec.base import Ctx, TensorType, all_true
+    from dlgate.ops.base import Ctx, TensorType, all_true
 
     spec = MOTIFS[name]
     assert spec.level in ("basic", "extended", "all") and spec.expects

@@ -14,9 +14,9 @@ from dlgate.backends import registry
 from dlgate.backends.base import Model
 from dlgate.graph.generator import GenConfig, GenerationError, Generator
 from dlgate.materialize.onnx_model import to_onnx
-from dlgate.spec.base import Limits
-from dlgate.spec.motif import Motif
-from dlgate.spec.registry import all_specs
+from dlgate.ops.base import Limits
+from dlgate.ops.motif import Motif
+from dlgate.ops.registry import all_specs
 
 MOTIFS = [name for name, s in all_specs().items() if isinstance(s, Motif) and s.optimizer == "tvm"]
 SMALL = Limits(max_rank=4, max_dim=8, max_elems=512)

@@ -182,7 +182,7 @@ def test_shape_computations_stay_constants_and_computed_data_becomes_inputs():
     from dlgate.graph.ir import Graph, Node
     from dlgate.materialize.onnx_model import to_onnx
     from dlgate.reduce.cutout import valid
-    from dlgate.spec.base import TensorType
+    from dlgate.ops.base import TensorType
 
     # x -> Shape -> Neg (int64), x -> Relu -> Abs: cut Shape and Relu
     t = [TensorType("float32", (2, 3)), TensorType("int64", (2,)), TensorType("int64", (2,)),

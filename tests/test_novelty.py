@@ -19,9 +19,9 @@ from dlgate.cli import main
 from dlgate.gate import baseline as B
 from dlgate.gate import decide as D
 from dlgate.graph.ir import Graph, Node
+from dlgate.ops.base import TensorType
 from dlgate.oracle.signature import cluster, template
 from dlgate.reduce.identity import identity, regime, typed_pattern
-from dlgate.spec.base import TensorType
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -3,8 +3,8 @@ spec or listed as not generated with its reason, and every spec's gaps say why."
 from __future__ import annotations
 
 from dlgate.cli import main
-from dlgate.spec import coverage
-from dlgate.spec.registry import all_specs
+from dlgate.ops import coverage
+from dlgate.ops.registry import all_specs
 
 
 def test_every_standard_operator_is_covered_or_excused():

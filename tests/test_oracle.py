@@ -6,11 +6,11 @@ import numpy as np
 from dlgate.exec.worker import Outcome
 from tests.helpers import judge_candidate
 from dlgate.graph.ir import Graph, Node
+from dlgate.ops.base import TensorType as T
 from dlgate.oracle import rules, ub
 from dlgate.oracle import verdict as V
 from dlgate.oracle.compare import compare
 from dlgate.oracle.signature import normalize, signature
-from dlgate.spec.base import TensorType as T
 
 
 def test_compare_exact_for_integers_and_positions_of_nonfinite():
@@ -137,7 +137,7 @@ def _gelu_then(op, attrs, out_type):
 def _gelu_tanh(x):
     import torch
 
-    from dlgate.spec.registry import get
+    from dlgate.ops.registry import get
     return get("GeluTanhIdiom").torch({"dtype": "float32", "cube": "mul"}, torch.from_numpy(x)).numpy()
 
 
@@ -192,7 +192,7 @@ def test_lrn_window_sum_drift_of_onnxruntime_is_excused_a_wrong_lrn_is_not():
     import torch
     from onnx import TensorProto, helper
 
-    from dlgate.spec.registry import get
+    from dlgate.ops.registry import get
 
     attrs = {"size": 3, "alpha": 1e-4, "beta": 0.75, "bias": 1.0}
     g = _graph([Node("LRN", attrs, [0], [1])], [T("float32", (1, 8, 1, 1))] * 2, [0], [1])
@@ -253,7 +253,7 @@ def test_dft_rounding_of_its_twiddle_angles_is_excused_a_wrong_bin_is_not():
     import torch
     from onnx import TensorProto, helper
 
-    from dlgate.spec.registry import get
+    from dlgate.ops.registry import get
 
     # a real signal of length 10 whose first sample dominates: the imaginary parts of bins 0 and 5
     # are exactly 0, onnxruntime's (Bluestein: a float32 chirp) a few units of L * sum|x| off
@@ -292,7 +292,7 @@ def test_bicubic_grid_sample_rounding_before_a_fmod_jump_is_excused_a_wrong_rema
     # with t2 / t3 = -234.03 then takes the next quotient: -0.0046 instead of -0.00013
     import torch
 
-    from dlgate.spec.registry import get
+    from dlgate.ops.registry import get
 
     attrs = {"align_corners": 0, "mode": "cubic", "out": [1, 1], "padding_mode": "border", "volumetric_ok": False}
     g = _graph([Node("GridSample", attrs, [0, 1], [3]), Node("Mod", {}, [2, 3], [4])],

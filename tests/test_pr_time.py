@@ -261,7 +261,7 @@ def test_a_reduction_stands_only_for_a_case_holding_its_operators(tmp_path):
     from dlgate.gate.triage import Reductions, Reused
     from dlgate.graph.ir import Graph, Node
     from dlgate.materialize.onnx_model import to_onnx
-    from dlgate.spec.base import TensorType
+    from dlgate.ops.base import TensorType
 
     def case(name, ops, dtype="float32"):
         t = TensorType(dtype, (2, 3))

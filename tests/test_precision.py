@@ -11,11 +11,11 @@ from tests.helpers import judge_candidate
 from dlgate.graph.ir import Graph, Node
 from dlgate.materialize.onnx_model import to_onnx
 from dlgate.materialize.torch_model import run_numpy
+from dlgate.ops.base import TensorType as T
+from dlgate.ops.registry import get
 from dlgate.oracle import precision
 from dlgate.oracle import verdict as V
 from dlgate.oracle.compare import compare
-from dlgate.spec.base import TensorType as T
-from dlgate.spec.registry import get
 
 N = 8
 
@@ -187,8 +187,8 @@ def test_reduceprod_whose_order_decides_overflow_or_underflow_is_undefined():
     legitimately differ; a product every order computes alike is judged."""
     import torch
 
-    from dlgate.spec.base import TensorType
-    from dlgate.spec.registry import get
+    from dlgate.ops.base import TensorType
+    from dlgate.ops.registry import get
 
     spec, out = get("ReduceProd"), [TensorType("float32", ())]
     row = lambda *v: [torch.tensor(v, dtype=torch.float32)]  # noqa: E731

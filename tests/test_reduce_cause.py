@@ -13,12 +13,12 @@ from dlgate.check import CheckConfig, Prepared, check
 from dlgate.exec.worker import Pool
 from dlgate.graph.ir import Graph, Node
 from dlgate.materialize.onnx_model import to_onnx
+from dlgate.ops.base import TensorType
+from dlgate.ops.registry import get
 from dlgate.oracle import signature as S
 from dlgate.oracle import verdict as V
 from dlgate.reduce.identity import identity
 from dlgate.reduce.reducer import Reducer, Target, alternatives, cut_map, intermediates
-from dlgate.spec.base import TensorType
-from dlgate.spec.registry import get
 
 
 class _Ort(Backend):

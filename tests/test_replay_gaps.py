@@ -15,7 +15,7 @@ from dlgate.graph.generator import GenConfig, Generator
 from dlgate.graph.ir import domain_spans, random_values
 from dlgate.materialize.onnx_model import to_onnx
 from dlgate.materialize.torch_model import GraphModule
-from dlgate.spec.registry import all_specs, get
+from dlgate.ops.registry import all_specs, get
 from tests.helpers import mismatch
 
 SPECS = all_specs()

@@ -12,12 +12,12 @@ from dlgate.exec import worker as W
 from dlgate.exec.worker import Outcome
 from dlgate.graph.ir import Graph, Node
 from dlgate.materialize.torch_model import run_numpy
+from dlgate.ops.base import TensorType as T
 from dlgate.oracle import rules
 from dlgate.oracle import verdict as V
 from dlgate.oracle.compare import WHOLE, compare_each
 from dlgate.oracle.rules.scope import reach
 from dlgate.oracle.rules.symbolic import declared, judge_symbolic
-from dlgate.spec.base import TensorType as T
 from tests.helpers import judge_candidate
 
 

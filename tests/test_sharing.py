@@ -26,9 +26,9 @@ from dlgate.gate import triage as T
 from dlgate.gate.journal import read_records
 from dlgate.graph.ir import Graph, Node
 from dlgate.materialize.onnx_model import to_onnx
+from dlgate.ops.base import TensorType
 from dlgate.oracle.signature import cluster, essence, share_key
 from dlgate.reduce.reducer import Reducer, Target
-from dlgate.spec.base import TensorType
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -10,9 +10,9 @@ from onnx.reference import ReferenceEvaluator
 
 from dlgate.graph.ir import domain_spans, random_values
 from dlgate.materialize.torch_model import GraphModule
+from dlgate.ops import schema
+from dlgate.ops.registry import all_specs
 from dlgate.probe.single import single_op_graph, single_op_model
-from dlgate.spec import schema
-from dlgate.spec.registry import all_specs
 from tests.helpers import finite, mismatch, ort_run
 
 SPECS = all_specs()

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 import torch
 
-from dlgate.spec import schema
-from dlgate.spec.base import Ctx, TensorType
-from dlgate.spec.registry import get
+from dlgate.ops import schema
+from dlgate.ops.base import Ctx, TensorType
+from dlgate.ops.registry import get
 from tests.helpers import check_against_reference, draw_feed
 
 INTS = ("uint8", "int8", "int32", "int64")

@@ -22,9 +22,10 @@ from dlgate import dtypes as dt
 from dlgate.graph.ir import Graph, Node, random_values
 from dlgate.materialize.onnx_model import to_onnx
 from dlgate.materialize.torch_model import GraphModule
-from dlgate.spec import control, schema
-from dlgate.spec.base import Ctx, Limits, TensorType, all_true
-from dlgate.spec.registry import get
+from dlgate.ops import schema
+from dlgate.ops.base import Ctx, Limits, TensorType, all_true
+from dlgate.ops.control import _shared as control
+from dlgate.ops.registry import get
 from tests.helpers import check_against_reference, finite, mismatch, one_node_model, ort_run
 
 SMALL = Limits(max_rank=4, max_dim=8, max_elems=512)

@@ -10,8 +10,8 @@ import random
 import numpy as np
 import pytest
 
-from dlgate.spec.base import Ctx, TensorType, all_true
-from dlgate.spec.registry import get
+from dlgate.ops.base import Ctx, TensorType, all_true
+from dlgate.ops.registry import get
 from tests.helpers import check_against_reference, tensor_types
 
 LOSSES = ("NegativeLogLikelihoodLoss", "NegativeLogLikelihoodLossWeighted", "SoftmaxCrossEntropyLoss",

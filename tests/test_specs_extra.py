@@ -1,6 +1,6 @@
 """The last standard operators to get specs: TensorScatter (24) and CausalConvWithState (27)
-in dlgate/spec/transformer.py, BitCast (26, and the exp2 bit-trick idiom) in
-dlgate/spec/cast.py, MeanVarianceNormalization (13) in dlgate/spec/norm.py. Every regime
+in dlgate/ops/transformer/, BitCast (26, and the exp2 bit-trick idiom) in
+dlgate/ops/cast/, MeanVarianceNormalization (13) in dlgate/ops/norm/. Every regime
 through the spec's own lowering, ONNX's full checker and strict shape inference, against
 onnx.reference and onnxruntime; the hazards each spec steers clear of; TVM 0.27's
 conversion (MeanVarianceNormalization only) with an injected miscompilation caught end to
@@ -20,10 +20,11 @@ import torch
 from onnx.reference import ReferenceEvaluator
 
 from dlgate import dtypes as dt
-from dlgate.spec import cast as C
-from dlgate.spec import norm as N
-from dlgate.spec.base import Ctx, TensorType, all_true
-from dlgate.spec.registry import get
+from dlgate.ops.base import Ctx, TensorType, all_true
+from dlgate.ops.cast.bit_cast import bitcast_targets
+from dlgate.ops.cast.bit_cast_exp2_idiom import EXP2
+from dlgate.ops.norm import mean_variance_normalization as N
+from dlgate.ops.registry import get
 from tests.helpers import check_against_reference, draw_feed, one_node_model, ort_outputs
 
 CAUSAL = ["CausalConvWithState", "CausalConvWithStateBias", "CausalConvWithStatePast", "CausalConvWithStateBiasPast"]
@@ -138,7 +139,7 @@ def test_causal_conv_refuses_kernel_size_one():
 
 
 # -- BitCast ----------------------------------------------------------------------------------
-PAIRS = [(s, t) for s in dt.ALL for t in C.bitcast_targets(s)]
+PAIRS = [(s, t) for s in dt.ALL for t in bitcast_targets(s)]
 
 
 def test_bitcast_pairs_are_the_equal_width_ones():
@@ -189,7 +190,7 @@ def test_bitcast_undefined_for_nan_and_zero_bits():
 @pytest.mark.parametrize("src", ["int32", "int64"])
 @pytest.mark.parametrize("mantissa", ["zero", "half", "top", "some"])
 def test_bitcast_exp2_idiom(src, mantissa):
-    ft, bias, mbits = C.EXP2[src]
+    ft, bias, mbits = EXP2[src]
     m = {"zero": 0, "half": 1 << (mbits - 1), "top": (1 << mbits) - 1, "some": 12345}[mantissa]
     a = {"src": src, "mantissa": m}
     x = np.arange(-8, 9, dtype=dt.NUMPY[src]).reshape(1, 17)

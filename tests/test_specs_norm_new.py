@@ -12,8 +12,9 @@ import torch
 from onnx.reference import ReferenceEvaluator
 
 from dlgate import dtypes as dt
-from dlgate.spec.base import Ctx, TensorType
-from dlgate.spec.norm import LRN, LpNormalization
+from dlgate.ops.base import Ctx, TensorType
+from dlgate.ops.norm.lp_normalization import LpNormalization
+from dlgate.ops.norm.lrn import LRN
 from tests.helpers import mismatch
 
 ONNX_T = {"float32": onnx.TensorProto.FLOAT, "float64": onnx.TensorProto.DOUBLE, "float16": onnx.TensorProto.FLOAT16}

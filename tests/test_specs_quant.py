@@ -1,4 +1,4 @@
-"""Targeted checks of the quantization specs (dlgate/spec/quant.py): rounding ties, every
+"""Targeted checks of the quantization specs (dlgate/ops/quant/): rounding ties, every
 granularity (per tensor, per axis with negative axes, blocked), omitted zero points and
 output_dtype, float16/int32 inputs, DynamicQuantizeLinear's formula, the integer
 operators' zero points, QLinear requantization, the QDQ idioms against onnxruntime's
@@ -16,9 +16,9 @@ import torch
 from onnx.reference import ReferenceEvaluator
 
 from dlgate import dtypes as dt
-from dlgate.spec.base import Ctx, TensorType, all_true
-from dlgate.spec.quant import SIGMOID_MARGIN, QDQSigmoid
-from dlgate.spec.registry import all_specs, get
+from dlgate.ops.base import Ctx, TensorType, all_true
+from dlgate.ops.quant.qdq_sigmoid import SIGMOID_MARGIN, QDQSigmoid
+from dlgate.ops.registry import all_specs, get
 from tests.helpers import mismatch, one_node_model, ort_outputs, torch_outputs
 
 DISABLE, ALL = ort.GraphOptimizationLevel.ORT_DISABLE_ALL, ort.GraphOptimizationLevel.ORT_ENABLE_ALL
@@ -377,8 +377,8 @@ def test_every_spec_documents_its_gaps():
 def test_generated_float16_and_int32_inputs_hit_ties():
     from dlgate.graph.ir import domain_spans, random_values
     from dlgate.probe.single import single_op_graph
-    from dlgate.spec.quant import _QDQParams
-    from dlgate.spec.registry import all_specs
+    from dlgate.ops.quant._shared import _QDQParams
+    from dlgate.ops.registry import all_specs
 
     # about one float16 instance in seven has ties (one int32 instance in three), which ones the
     # draws decide: the first is searched for among 60 (with scales 1.1 times as large, none of

@@ -12,9 +12,9 @@ import pytest
 import torch
 from onnx.reference import ReferenceEvaluator
 
-from dlgate.spec.base import Ctx, TensorType, all_true
-from dlgate.spec.recurrent import ACTIVATIONS
-from dlgate.spec.registry import get
+from dlgate.ops.base import Ctx, TensorType, all_true
+from dlgate.ops.recurrent._shared import ACTIVATIONS
+from dlgate.ops.registry import get
 from tests.helpers import mismatch, one_node_model, ort_session
 
 ort.set_default_logger_severity(3)
@@ -338,8 +338,8 @@ def test_recurrent_thresholded_relu_is_zero_at_the_threshold_as_onnx_defines():
     # common) must give 0, as onnxruntime's GRU does, and as the standalone operator's spec computes
     import torch
 
-    from dlgate.spec.recurrent import act
-    from dlgate.spec.registry import get
+    from dlgate.ops.recurrent._shared import act
+    from dlgate.ops.registry import get
 
     x = torch.tensor([0.5, 1.0, 1.5, -2.0])
     assert act("ThresholdedRelu", 1.0, None, x).tolist() == [0.0, 0.0, 1.5, 0.0]

@@ -11,9 +11,9 @@ from onnx.reference import ReferenceEvaluator
 
 from dlgate.graph.ir import random_values
 from dlgate.materialize.torch_model import GraphModule
+from dlgate.ops.conv._shared import auto_pads
+from dlgate.ops.registry import all_specs
 from dlgate.probe.single import single_op_graph, single_op_model
-from dlgate.spec.conv import auto_pads
-from dlgate.spec.registry import all_specs
 from tests.helpers import finite, mismatch, ort_run
 
 
@@ -86,7 +86,7 @@ def test_variadic_inputs(name, n):
 
 def test_mean_reference_defect_only_when_first_input_broadcasts():
     spec = all_specs()["Mean5"]
-    from dlgate.spec.base import TensorType as T
+    from dlgate.ops.base import TensorType as T
     full = [T("float32", (2, 3))] + [T("float32", (1, 3))] * 4
     assert spec.reference_defect({}, full, 21) is None
     assert spec.reference_defect({}, full[::-1], 21) is not None

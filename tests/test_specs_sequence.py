@@ -1,4 +1,4 @@
-"""Targeted checks of the sequence and optional idioms (``dlgate/spec/sequence.py``): every
+"""Targeted checks of the sequence and optional idioms (``dlgate/ops/sequence/``): every
 split mode, positions counted either way, insert/erase with and without positions,
 SequenceEmpty's dtype, ConcatFromSequence's ``new_axis`` and negative axes, SequenceMap
 bodies, optionals with and without elements. Each idiom is lowered by its spec into a model
@@ -18,9 +18,9 @@ from onnx.reference import ReferenceEvaluator
 
 from dlgate import dtypes as dt
 from dlgate.materialize.onnx_model import Builder
-from dlgate.spec import schema
-from dlgate.spec.base import Ctx, TensorType, all_true
-from dlgate.spec.registry import all_specs, get
+from dlgate.ops import schema
+from dlgate.ops.base import Ctx, TensorType, all_true
+from dlgate.ops.registry import all_specs, get
 from tests.helpers import check_against_reference, draw_feed
 
 NAMES = ["SplitToSequenceConcat", "SplitToSequenceAt", "SequenceEditConcat", "SequenceConstructAt",
@@ -219,7 +219,7 @@ def test_sequence_empty_dtype(dtype):
 
 def _map_cases():
     for dtype in dt.ALL:
-        from dlgate.spec.sequence import BINARY_BODY, UNARY_BODY, kind
+        from dlgate.ops.sequence.sequence_map_unary import BINARY_BODY, UNARY_BODY, kind
         for op in UNARY_BODY[kind(dtype)]:
             yield "SequenceMapUnary", dtype, op
         for op in BINARY_BODY[kind(dtype)]:

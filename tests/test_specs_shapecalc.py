@@ -21,10 +21,12 @@ from dlgate.graph.generator import GenConfig, Generator
 from dlgate.graph.ir import random_values
 from dlgate.materialize.onnx_model import Builder, to_onnx
 from dlgate.materialize.torch_model import GraphModule
-from dlgate.spec import schema
-from dlgate.spec.base import Ctx, TensorType, all_true
-from dlgate.spec.registry import get
-from dlgate.spec.shapecalc import INT64_MAX, _range_attrs, _range_count, unique
+from dlgate.ops import schema
+from dlgate.ops.base import Ctx, TensorType, all_true
+from dlgate.ops.registry import get
+from dlgate.ops.shapecalc._shared import INT64_MAX
+from dlgate.ops.shapecalc.range import _range_attrs, _range_count
+from dlgate.ops.shapecalc.unique import unique
 from tests.helpers import finite, mismatch, one_node_model, ort_session
 
 NAMES = ("ConstantOfShape", "Range", "CumProd", "ReshapeFromShape", "ExpandFromShape", "ConstantOfShapeFromShape",

@@ -14,8 +14,8 @@ import torch
 from onnx.reference import ReferenceEvaluator
 
 from dlgate import dtypes as dt
-from dlgate.spec.base import Ctx, TensorType, all_true
-from dlgate.spec.registry import get
+from dlgate.ops.base import Ctx, TensorType, all_true
+from dlgate.ops.registry import get
 from tests.helpers import mismatch, one_node_model, ort_session
 
 ort.set_default_logger_severity(3)

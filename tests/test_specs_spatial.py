@@ -19,8 +19,8 @@ from onnx.reference import ReferenceEvaluator
 
 from dlgate import dtypes as dt
 from dlgate.materialize.onnx_model import Builder
-from dlgate.spec.base import Ctx, Limits, TensorType, all_true
-from dlgate.spec.registry import get
+from dlgate.ops.base import Ctx, Limits, TensorType, all_true
+from dlgate.ops.registry import get
 from tests.helpers import mismatch, one_node_model, ort_session
 
 
@@ -586,8 +586,9 @@ def test_injected_tvm_grid_sample_miscompilation_is_caught(grid_cases):
 def test_nan_and_far_coordinates_sample_nan_and_stay_in_bounds():
     """A NaN grid coordinate or deformation offset gives NaN there (not an out-of-range
     index); a coordinate far outside the image is held, and GridSample calls it undefined."""
-    from dlgate.spec.registry import get
-    from dlgate.spec.spatial import _bilinear_zero, grid_sample
+    from dlgate.ops.registry import get
+    from dlgate.ops.spatial.deform_conv import _bilinear_zero
+    from dlgate.ops.spatial.grid_sample import grid_sample
 
     x = torch.rand(1, 2, 4, 5, dtype=torch.float64)
     g = torch.rand(1, 3, 3, 2, dtype=torch.float64) * 2 - 1

@@ -1,4 +1,4 @@
-"""The transformer family (dlgate/spec/transformer.py, Gelu, Shrink, LayerNormalization):
+"""The transformer family (dlgate/ops/transformer/, Gelu, Shrink, LayerNormalization):
 every regime against ONNX's checker and shape inference, onnx.reference (where it is not
 known to be wrong) and onnxruntime; the exporter idioms against the fused operators they
 spell; and an injected TVM miscompilation caught end to end."""
@@ -19,10 +19,13 @@ from dlgate import dtypes as dt
 from dlgate.graph.ir import random_values
 from dlgate.materialize.onnx_model import Builder
 from dlgate.materialize.torch_model import GraphModule
+from dlgate.ops.base import Ctx, TensorType, all_true, f32
+from dlgate.ops.registry import get
+from dlgate.ops.transformer._shared import swish
+from dlgate.ops.transformer.attention import MASK_FORMS, attention, sqrt_scale
+from dlgate.ops.transformer.rms_normalization import SCALE_FORMS, rms_norm, _scale_shape
+from dlgate.ops.transformer.rotary_embedding import rope_cache, rotary
 from dlgate.probe.single import single_op_graph, single_op_model
-from dlgate.spec import transformer as T
-from dlgate.spec.base import Ctx, TensorType, all_true
-from dlgate.spec.registry import get
 from tests.helpers import check_against_reference, draw_feed, finite, mismatch, ort_run
 
 FAMILY = [n for n in ("Attention", "AttentionMask", "AttentionBoolMask", "AttentionPast", "AttentionPastMask",
@@ -83,15 +86,15 @@ def test_attention_scale_is_computed_in_float32_and_cast():
     # Cast<to=T1>(Sqrt(1 / Sqrt(float(head)))), every step in float32
     f = np.float32
     want = float(np.sqrt(f(1) / np.sqrt(f(8))))
-    assert T.sqrt_scale(None, 8, torch.float64) == want != math.sqrt(1 / math.sqrt(8))
-    assert T.sqrt_scale(0.3, 8, torch.float16) == float(np.float16(np.sqrt(f(0.3))))
+    assert sqrt_scale(None, 8, torch.float64) == want != math.sqrt(1 / math.sqrt(8))
+    assert sqrt_scale(0.3, 8, torch.float16) == float(np.float16(np.sqrt(f(0.3))))
     # float64 Attention: onnxruntime scales like the function body (onnx.reference does not)
     a = _att()
     assert get("Attention").reference_defect(a, [TensorType("float64", (2, 4, 3, 8))], 23)
     _check("Attention", a, _att_ins("Attention", a, dtype="float64"), 23)
 
 
-@pytest.mark.parametrize("form", T.MASK_FORMS)
+@pytest.mark.parametrize("form", MASK_FORMS)
 @pytest.mark.parametrize("name", ["AttentionMask", "AttentionBoolMask"])
 def test_attention_mask_forms(name, form):
     a = _att(mask_form=form, causal=int(form in ("st", "bhst")))
@@ -148,8 +151,8 @@ def test_attention_one_query_causal_past_step_has_one_new_key():
 @pytest.mark.parametrize("form", ["norm", "last", "one", "wide", "ones"])
 def test_rms_norm_axes_and_scale_broadcast(axis, form):
     x = (2, 3, 4)
-    a = {"axis": axis, "epsilon": T.f32(1e-5), "stash_type": 1, "scale_form": form}
-    s = T._scale_shape(form, x, axis)
+    a = {"axis": axis, "epsilon": f32(1e-5), "stash_type": 1, "scale_form": form}
+    s = _scale_shape(form, x, axis)
     if not all_true(get("RMSNormalization").requires([TensorType("float32", x), TensorType("float32", s)], a)):
         pytest.skip("scale shape does not broadcast for this axis")
     _check("RMSNormalization", a, [("float32", x), ("float32", s)], 23)
@@ -158,7 +161,7 @@ def test_rms_norm_axes_and_scale_broadcast(axis, form):
 @pytest.mark.parametrize("dtype,stash", [("float16", 1), ("float16", 10), ("float32", 11), ("float64", 1),
                                          ("float64", 11), ("float32", 1)])
 def test_rms_norm_stash_types(dtype, stash):
-    a = {"axis": -1, "epsilon": T.f32(1e-3), "stash_type": stash, "scale_form": "norm"}
+    a = {"axis": -1, "epsilon": f32(1e-3), "stash_type": stash, "scale_form": "norm"}
     _, ref, got = _check("RMSNormalization", a, [(dtype, (3, 5)), (dtype, (5,))], 23)
     assert (ref is None) == (stash != 1 or dtype == "float64") and got is not None
 
@@ -202,7 +205,7 @@ def test_rotary_embedding_constant_caches():
         ours, _, _ = _check("RotaryEmbeddingConstCache", a, [(x.dtype, x.shape)], 23, seed=i)
         done += 1
     assert done >= 15
-    cos, sin = T.rope_cache(4, 2, 10000.0, "float32")
+    cos, sin = rope_cache(4, 2, 10000.0, "float32")
     assert np.allclose(cos ** 2 + sin ** 2, 1, atol=1e-5) and cos[0].tolist() == [1.0, 1.0]
 
 
@@ -210,12 +213,12 @@ def test_rotary_embedding_constant_caches():
 @pytest.mark.parametrize("alpha", [1.0, 1.702, 0.25])
 @pytest.mark.parametrize("dtype", ["float32", "float16", "float64"])
 def test_swish_and_swiglu(alpha, dtype):
-    a = {"alpha": T.f32(alpha if dtype != "float16" else float(np.float16(alpha)))}
+    a = {"alpha": f32(alpha if dtype != "float16" else float(np.float16(alpha)))}
     _check("Swish", a, [(dtype, (3, 7))], 24)
     _check("SwiGLU", a, [(dtype, (3, 7)), (dtype, (3, 7))], 28)  # onnxruntime: NOT_IMPLEMENTED
     r = get("Swish").value_range(a, [(-10.0, 10.0)], [TensorType(dtype, (3,))])[0]
     x = torch.linspace(-10, 10, 20001, dtype=torch.float64)
-    y = T.swish(x, a["alpha"])
+    y = swish(x, a["alpha"])
     assert r[0] <= float(y.min()) and float(y.max()) <= r[1]
 
 
@@ -272,7 +275,7 @@ def test_gelu_and_silu_idioms_match_the_operators():
         th = _run_idiom("GeluTanhIdiom", {"dtype": "float64", "cube": cube}, [x])
         assert torch.allclose(th, get("Gelu").torch({"approximate": "tanh"}, x), atol=1e-14)
     silu = _run_idiom("SiluIdiom", {"dtype": "float64"}, [x])
-    assert torch.allclose(silu, T.swish(x, 1.0), atol=1e-14)
+    assert torch.allclose(silu, swish(x, 1.0), atol=1e-14)
     assert float(silu.min()) >= get("SiluIdiom").valley[2]
 
 
@@ -280,8 +283,8 @@ def test_gelu_and_silu_idioms_match_the_operators():
 @pytest.mark.parametrize("inv", ["recip", "div1", "div"])
 def test_rms_norm_idiom_matches_rms_normalization(square, inv):
     x, w = torch.randn(3, 4, 6, dtype=torch.float64), torch.randn(4, 6, dtype=torch.float64)
-    a = {"axes": 2, "square": square, "inv": inv, "cast": False, "epsilon": T.f32(1e-5), "dtype": "float64"}
-    want = T.rms_norm(x, w, -2, T.f32(1e-5), 11)
+    a = {"axes": 2, "square": square, "inv": inv, "cast": False, "epsilon": f32(1e-5), "dtype": "float64"}
+    want = rms_norm(x, w, -2, f32(1e-5), 11)
     assert torch.allclose(_run_idiom("RMSNormIdiom", a, [x, w]), want, atol=1e-12)
     for opset in (17, 18):  # ReduceMean's axes: an attribute, then an input
         ins = [("float16", (3, 4, 6)), ("float16", (4, 6))]
@@ -296,7 +299,7 @@ def test_attention_idiom_matches_attention(form):
     scale = 1 / math.sqrt(8) if form == "div" else 0.3
     a = {"kv_len": 5, "past_len": 0, "v_head": 6, "scale_form": form, "scale": scale, "mask": "causal_add",
          "align": "top", "fill": "-inf", "dtype": "float64", "rank": 4, "sq": 4, "head": 8}
-    want = T.attention(_att(heads=3, kv_heads=3, causal=1, scale=scale), q, k, v)[0]
+    want = attention(_att(heads=3, kv_heads=3, causal=1, scale=scale), q, k, v)[0]
     assert torch.allclose(spec.torch(a, q, k, v), want, atol=1e-6)  # the fused op scales in float32
     for mask in ("none", "causal_where", "causal_add"):
         for fill in ("-1e4", "f32min", "lowest"):
@@ -309,11 +312,11 @@ def test_rotary_idiom_matches_rotary_embedding():
     x = torch.randn(2, 3, 5, 8, dtype=torch.float32)
     freqs = torch.randn(2, 5, 4)
     cos, sin = freqs.cos(), freqs.sin()
-    fused = T.rotary({"num_heads": None, "rotary_dim": 0, "interleaved": 0}, x, cos, sin)
+    fused = rotary({"num_heads": None, "rotary_dim": 0, "interleaved": 0}, x, cos, sin)
     a = {"rot": 8, "form": "half", "cache": "full", "head": 8, "shape": [2, 3, 5, 8]}
     dup = (torch.cat([cos, cos], -1).unsqueeze(1), torch.cat([sin, sin], -1).unsqueeze(1))
     assert torch.allclose(_run_idiom("RotaryIdiom", a, [x, *dup]), fused, atol=1e-6)
-    fused = T.rotary({"num_heads": None, "rotary_dim": 0, "interleaved": 1}, x, cos, sin)
+    fused = rotary({"num_heads": None, "rotary_dim": 0, "interleaved": 1}, x, cos, sin)
     dup = (cos.repeat_interleave(2, -1).unsqueeze(1), sin.repeat_interleave(2, -1).unsqueeze(1))
     assert torch.allclose(_run_idiom("RotaryIdiom", dict(a, form="interleaved"), [x, *dup]), fused, atol=1e-6)
 
@@ -407,10 +410,10 @@ def test_regimes_are_all_drawn():
     s = _regimes("Attention", lambda ctx: TensorType("float32", (2, 3, 24)), ("rank3", "heads"))
     assert s["rank3"] == {True} and len(s["heads"]) >= 3
     assert _regimes("AttentionQK", q4, ("qk_mode",))["qk_mode"] == {0, 1, 2, 3}
-    assert _regimes("AttentionMask", q4, ("mask_form",))["mask_form"] == set(T.MASK_FORMS)
+    assert _regimes("AttentionMask", q4, ("mask_form",))["mask_form"] == set(MASK_FORMS)
     s = _regimes("RMSNormalization", lambda ctx: TensorType("float16", (2, 3, 4)),
                  ("stash_type", "scale_form", "axis"))
-    assert s["stash_type"] == {1, 10} and s["scale_form"] == set(T.SCALE_FORMS) and min(s["axis"]) < 0
+    assert s["stash_type"] == {1, 10} and s["scale_form"] == set(SCALE_FORMS) and min(s["axis"]) < 0
     s = _regimes("RotaryEmbedding", lambda ctx: TensorType("float32", (2, 3, 5, 8)),
                  ("interleaved", "rotary_dim", "position_ids"))
     assert s["interleaved"] == {0, 1} and 0 in s["rotary_dim"] and len(s["rotary_dim"]) > 1

@@ -17,8 +17,8 @@ from dlgate.gate import decide as D
 from dlgate.gate import report as R
 from dlgate.graph.ir import Graph, Node
 from dlgate.materialize.onnx_model import to_onnx
+from dlgate.ops.base import TensorType
 from dlgate.reduce.identity import identity
-from dlgate.spec.base import TensorType
 
 PARSER = MarkdownIt("commonmark", {"html": True}).enable(["table"])
 ERR = {"type": "TVMError", "message": "Check failed: lanes == 1", "frames": ["codegen.cc:7"]}

@@ -23,8 +23,8 @@ from dlgate.case import make_case
 from dlgate.graph.generator import GenConfig, Generator
 from dlgate.graph.ir import random_values
 from dlgate.materialize.torch_model import GraphModule
+from dlgate.ops.registry import all_specs, get
 from dlgate.oracle import ub
-from dlgate.spec.registry import all_specs, get
 from tests import pinned_support
 from tests.helpers import TOL, finite, mismatch, ort_run
 

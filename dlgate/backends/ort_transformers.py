@@ -7,7 +7,7 @@ transformer that can fire on a model of the standard ONNX domain on the CPU shou
 on some generated model.
 
 ``TRANSFORMERS`` says, per transformer, which spec reaches it (a motif of
-``dlgate/spec/motifs/ort_*.py`` whose ``expects`` names it, or an idiom spec), or why none
+``dlgate/ops/motifs/ort_*/`` whose ``expects`` names it, or an idiom spec), or why none
 does: ``UNREACHABLE`` reasons (it cannot fire on a standard-domain model on the CPU: it
 matches only nodes placed on another execution provider, only contrib operators that no
 CPU rewrite makes, or needs a session option dlgate does not set) and ``GAP`` reasons

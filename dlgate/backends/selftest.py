@@ -12,7 +12,7 @@ import numpy as np
 from dlgate.backends.base import Model, Unavailable
 from dlgate.graph.ir import Graph, Node
 from dlgate.materialize.onnx_model import to_onnx
-from dlgate.spec.base import TensorType
+from dlgate.ops.base import TensorType
 
 #: The probe's inputs: small exact float32 values, so every device gives the exact sum.
 X = np.array([[1.0, 2.0, 3.0], [-4.0, 0.5, 8.0]], dtype=np.float32)

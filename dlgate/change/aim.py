@@ -67,7 +67,7 @@ def resolve(targets, compiler: str, specs: dict | None = None) -> tuple:
     """(aims, gaps): an :class:`Aim` per target some spec exercises, and ``{target key:
     why}`` for the others."""
     if specs is None:
-        from dlgate.spec.registry import all_specs  # local: imports torch; off the CLI start-up
+        from dlgate.ops.registry import all_specs  # local: imports torch; off the CLI start-up
 
         specs = all_specs()
     from dlgate.graph.generator import NEWEST_OPSET, OLDEST_OPSET  # local: imports torch; off the CLI start-up

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dlgate.change.aim import Aim, exercised, resolve
 from dlgate.change.targets import REWRITE, TargetSet
-from dlgate.spec.registry import all_specs
+from dlgate.ops.registry import all_specs
 
 #: Verdicts that mean a backend did not test the model (refused it, or could not run).
 _UNTESTED = ("unsupported", "skipped", "unavailable")

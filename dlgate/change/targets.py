@@ -23,7 +23,7 @@ OPERATOR = "operator"
 REWRITE = "rewrite"
 KINDS = (OPERATOR, REWRITE)
 
-#: Attribute regimes a target may ask for (see ``dlgate.spec.base.Ctx.regime``):
+#: Attribute regimes a target may ask for (see ``dlgate.ops.base.Ctx.regime``):
 #: ``degenerate`` draws attributes at the values kernels and rewrites special-case
 #: (identity permutations, unit scales, defaults spelled out, empty or full axes lists,
 #: zero pads).

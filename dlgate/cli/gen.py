@@ -42,7 +42,7 @@ def add_parser(sub) -> None:
 def command(args) -> int:
     from dlgate.case import make_case  # local: imports torch; off the CLI start-up
     from dlgate.graph.generator import GenConfig, GenerationError, Generator
-    from dlgate.spec.registry import select
+    from dlgate.ops.registry import select
 
     ops = tuple(o.strip() for o in args.ops.split(",") if o.strip()) if args.ops else None
     if ops is not None:

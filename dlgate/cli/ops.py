@@ -14,8 +14,8 @@ def add_parser(sub) -> None:
 def command(args) -> int:
     import onnx  # local: imports torch; off the CLI start-up
 
-    from dlgate.spec import coverage
-    from dlgate.spec.registry import all_specs
+    from dlgate.ops import coverage
+    from dlgate.ops.registry import all_specs
 
     specs = list(all_specs().values())
     cov = coverage.covered(specs)
@@ -29,7 +29,7 @@ def command(args) -> int:
         parts = T.table("spec", "part not generated", "why")
         for name, what, why in gaps:
             T.row(parts, name, what, why)
-        from dlgate.spec import dtype_gaps
+        from dlgate.ops import dtype_gaps
         types = dtype_gaps.listed()
         dts = T.table("schema type not drawn", "why")
         for what, why in types:

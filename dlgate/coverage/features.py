@@ -22,8 +22,8 @@ choice. Features are a pure function of the graph.
 from __future__ import annotations
 
 from dlgate.graph.ir import Graph
-from dlgate.spec.motif import Motif
-from dlgate.spec.registry import get
+from dlgate.ops.motif import Motif
+from dlgate.ops.registry import get
 
 CRITERIA = ("op_dtype", "op_shape", "edge", "path3", "motif")
 #: HirFuzz's three criteria, the ones its paper counts.

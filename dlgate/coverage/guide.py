@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from dlgate.coverage import features as F
 from dlgate.coverage.state import CoverageState
-from dlgate.spec.motif import Motif
+from dlgate.ops.motif import Motif
 
 SPEC_UNSEEN = 6.0
 SIG_UNSEEN = 4.0

@@ -245,7 +245,7 @@ def _build(values: dict, source: str) -> Campaign:
             if t not in dt.ALL:
                 raise ConfigError(f"{source}: dtypes[{i}]: unknown dtype {t!r}; allowed: {', '.join(dt.ALL)}")
     if cfg.operators is not None:
-        from dlgate.spec.registry import all_specs  # local: imports torch; off the CLI start-up
+        from dlgate.ops.registry import all_specs  # local: imports torch; off the CLI start-up
 
         specs = all_specs()
         for i, op in enumerate(cfg.operators):

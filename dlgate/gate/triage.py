@@ -63,6 +63,7 @@ from dlgate.backends.base import Model
 from dlgate.check import CaseError, judge_backend, load_bundle
 from dlgate.gate.decide import findings
 from dlgate.gate.progress import ACTIVITY
+from dlgate.ops.registry import get
 from dlgate.oracle import memsafety as MS
 from dlgate.oracle import signature as S
 from dlgate.oracle import verdict as V
@@ -70,7 +71,6 @@ from dlgate.reduce import identity as I
 from dlgate.reduce.bundle import write_repro
 from dlgate.reduce.cutout import refused
 from dlgate.reduce.reducer import NotReproduced, Reducer, Target
-from dlgate.spec.registry import get
 
 #: Head verdicts re-run on the base build: every failure, and refusals (a model the base
 #: build ran and head no longer supports is a regression).

@@ -16,8 +16,8 @@ from __future__ import annotations
 import random
 
 from dlgate.graph.ir import Graph
-from dlgate.spec.base import Limits, all_true
-from dlgate.spec.registry import get
+from dlgate.ops.base import Limits, all_true
+from dlgate.ops.registry import get
 
 #: Symbols exporters use, and the input axes they name: the batch on axis 0, the sequence on
 #: axis 1 of inputs of rank 3 or more.

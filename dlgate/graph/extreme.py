@@ -43,9 +43,9 @@ import numpy as np
 
 from dlgate import dtypes as dt
 from dlgate.graph.ir import domain_spans
+from dlgate.ops.nonfinite import INF, NAN
+from dlgate.ops.registry import all_specs, get
 from dlgate.seeds import sub_seed
-from dlgate.spec.nonfinite import INF, NAN
-from dlgate.spec.registry import all_specs, get
 
 HUGE = "huge"  # in ``allowed``: finite magnitudes that may overflow downstream
 KINDS = ("nan", "inf", "huge", "f16_edge", "beyond_f32", "subnormal", "signed_zero", "round_tie", "cast_tie",

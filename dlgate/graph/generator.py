@@ -21,11 +21,11 @@ from dlgate.graph import extreme
 from dlgate.graph.dynamic import make_dynamic
 from dlgate.graph.ir import Graph, Node, domain_spans, random_values
 from dlgate.graph.solver import Solver, concretize
+from dlgate.ops import schema
+from dlgate.ops.base import (UNBOUNDED, Ctx, Limits, OpSpec, SymCtx, TensorType, all_true, excludes_zero, inside,
+                             overlaps)
+from dlgate.ops.registry import all_specs, get, select
 from dlgate.seeds import sub_seed
-from dlgate.spec import schema
-from dlgate.spec.base import (UNBOUNDED, Ctx, Limits, OpSpec, SymCtx, TensorType, all_true, excludes_zero, inside,
-                              overlaps)
-from dlgate.spec.registry import all_specs, get, select
 
 #: The newest ONNX opset dlgate generates: the newest the pinned onnx release defines.
 NEWEST_OPSET = 28

@@ -5,7 +5,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from dlgate.spec.base import TensorType, sampling_window
+from dlgate.ops.base import TensorType, sampling_window
 
 
 @dataclass

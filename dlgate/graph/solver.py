@@ -14,8 +14,8 @@ import random
 
 import z3
 
-from dlgate.spec import sym
-from dlgate.spec.base import bin_ranges
+from dlgate.ops import sym
+from dlgate.ops.base import bin_ranges
 
 RLIMIT = 2_000_000
 

@@ -36,7 +36,7 @@ Algorithm, over the graph inputs and the float constants together:
 Extreme cases (``graph.extreme``, see :mod:`dlgate.graph.extreme`): the first draw and the
 odd re-draws plant extreme values (NaN, infinities, huge magnitudes, subnormals, signed
 zeros, ties, integer limits) in the leaves, and a run is valid when every special value
-an operator sees or makes is one its spec defines (``dlgate.spec.nonfinite``: NaN through
+an operator sees or makes is one its spec defines (``dlgate.ops.nonfinite``: NaN through
 Add, +/-inf through Relu, overflow to inf in Mul or in a Cast between float types), no
 operator's result is undefined on its inputs (``OpSpec.undefined``: signed overflow, a
 conversion out of range), and restricted operators with non-float outputs stay in their
@@ -74,10 +74,10 @@ from dlgate import dtypes as dt
 from dlgate.graph import extreme
 from dlgate.graph.ir import Graph, domain_spans, random_values
 from dlgate.materialize.torch_model import GraphModule
+from dlgate.ops import nonfinite
+from dlgate.ops.base import IEEE
+from dlgate.ops.registry import all_specs
 from dlgate.seeds import sub_seed
-from dlgate.spec import nonfinite
-from dlgate.spec.base import IEEE
-from dlgate.spec.registry import all_specs
 
 #: Adam's initial learning rate (NNSmith §5.1).
 LR = 0.5

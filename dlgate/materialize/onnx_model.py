@@ -7,12 +7,12 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from dlgate import __version__
 from dlgate import dtypes as dt
+from dlgate import __version__
 from dlgate.graph.dynamic import symbolic_shapes
 from dlgate.graph.ir import Graph
-from dlgate.spec.base import SPELL_DEFAULTS
-from dlgate.spec.registry import get
+from dlgate.ops.base import SPELL_DEFAULTS
+from dlgate.ops.registry import get
 
 
 class Builder:

@@ -8,7 +8,7 @@ import torch
 
 from dlgate import dtypes as dt
 from dlgate.graph.ir import Graph
-from dlgate.spec.registry import get
+from dlgate.ops.registry import get
 
 
 class GraphModule(torch.nn.Module):

@@ -23,8 +23,8 @@ import torch
 from dlgate import dtypes as dt
 from dlgate.graph.ir import Graph
 from dlgate.materialize.torch_model import GraphModule
+from dlgate.ops.motif import Motif
 from dlgate.oracle.compare import DEFAULT_TOLERANCES, compare
-from dlgate.spec.motif import Motif
 
 #: The low-precision floating-point types dlgate generates, widened to float64.
 LOW = (dt.FLOAT16,)

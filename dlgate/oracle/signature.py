@@ -11,7 +11,7 @@ import hashlib
 import re
 from functools import lru_cache
 
-from dlgate.spec.registry import all_specs
+from dlgate.ops.registry import all_specs
 
 _RULES = [
     (re.compile(r"0x[0-9a-fA-F]+"), "<addr>"),

@@ -6,7 +6,7 @@ this module holds the machinery they run on the *reference*:
 * **Undefined special values.** A NaN or an infinity that reaches (or is made by) an
   operator whose specification does not define its result for it (``OpSpec.nonfinite``:
   Relu or Max of NaN, a comparison with NaN, inf through a reduction whose order decides
-  between inf and NaN, overflow to inf inside MatMul), see :mod:`dlgate.spec.nonfinite`.
+  between inf and NaN, overflow to inf inside MatMul), see :mod:`dlgate.ops.nonfinite`.
 * **Undefined values.** Signed integer overflow in integer arithmetic, and conversions
   from floating point to an integer type of NaN, Inf or values out of the target's range,
   which the ONNX Cast specification leaves undefined (C++ too), so compilers differ
@@ -51,12 +51,12 @@ import numpy as np
 import torch
 
 from dlgate.graph.ir import Graph
+from dlgate.ops import nonfinite
+from dlgate.ops.motif import Motif
+from dlgate.ops.registry import get
+from dlgate.ops.signal._shared import WINDOWS
 from dlgate.oracle import precision
 from dlgate.oracle.compare import DEFAULT_TOLERANCES, compare
-from dlgate.spec import nonfinite
-from dlgate.spec.motif import Motif
-from dlgate.spec.registry import get
-from dlgate.spec.signal import WINDOWS
 
 #: Relative perturbation per dtype: a few units in the last place.
 NOISE = {"float16": 4 * 2.0**-11, "float32": 4 * 2.0**-24, "float64": 4 * 2.0**-53}

@@ -4,8 +4,8 @@ from __future__ import annotations
 from dlgate.graph.generator import GenConfig, GenerationError, Generator
 from dlgate.graph.ir import Graph
 from dlgate.materialize.onnx_model import to_onnx
+from dlgate.ops.base import Limits
 from dlgate.seeds import case_seed, sub_seed
-from dlgate.spec.base import Limits
 
 SMALL = Limits(max_rank=4, max_dim=8, max_elems=512)
 

@@ -23,9 +23,9 @@ from dlgate.backends.registry import create, load
 from dlgate.exec import worker as W
 from dlgate.graph.generator import DEFAULT_OPSET_RANGE, NEWEST_OPSET, OLDEST_OPSET
 from dlgate.graph.ir import random_values
+from dlgate.ops import schema
+from dlgate.ops.registry import all_specs
 from dlgate.probe.single import single_op_graph, single_op_model
-from dlgate.spec import schema
-from dlgate.spec.registry import all_specs
 
 #: Bumped when the probing policy changes, so stale caches are not reused.
 PROBE_VERSION = 4

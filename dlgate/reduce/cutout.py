@@ -22,8 +22,8 @@ import re
 
 from dlgate.check import Prepared
 from dlgate.graph.ir import Graph
-from dlgate.reduce.reducer import _checks, as_case, cut_map, fed, intermediates
-from dlgate.spec.registry import get
+from dlgate.ops.registry import get
+from dlgate.reduce.reducer import as_case, _checks, cut_map, fed, intermediates
 
 #: Operators whose outputs depend only on their inputs' shapes (and attributes).
 SHAPE_ONLY = ("Shape", "Size", "EyeLike")

@@ -14,7 +14,7 @@ corpus, issues) uses these two, never the operator set of an unreduced model:
   fingerprint.
 * **cause**: what the report counts and gives one row: for errors and crashes the cluster;
   for a wrong answer the backend, class, operators (an operator with sibling operators,
-  :attr:`dlgate.spec.base.OpSpec.siblings`, by their shared name) with their attribute
+  :attr:`dlgate.ops.base.OpSpec.siblings`, by their shared name) with their attribute
   regimes but not their dtypes, and the wrong-value pattern
   (:func:`dlgate.oracle.compare.pattern`): one converter bug met in several dtypes and in
   sibling operators (ReduceMax and ReduceMin wrong alike) is one cause listing them all,
@@ -26,9 +26,9 @@ from __future__ import annotations
 import hashlib
 
 from dlgate.graph.ir import Graph
+from dlgate.ops.registry import get
 from dlgate.oracle import signature as S
 from dlgate.oracle import verdict as V
-from dlgate.spec.registry import get
 
 
 def _hash(text: str) -> str:

@@ -68,14 +68,14 @@ from dlgate.graph import dynamic
 from dlgate.graph.ir import Graph, Node
 from dlgate.materialize.onnx_model import Builder, to_onnx
 from dlgate.materialize.torch_model import GraphModule
+from dlgate.ops.base import TensorType
+from dlgate.ops.registry import get
 from dlgate.oracle import signature as S
 from dlgate.oracle import ub
 from dlgate.oracle import verdict as V
 from dlgate.oracle.compare import all_finite
 from dlgate.reduce.identity import regime
 from dlgate.seeds import sub_seed
-from dlgate.spec.base import TensorType
-from dlgate.spec.registry import get
 
 
 @dataclass

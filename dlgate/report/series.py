@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from dlgate.coverage.features import CRITERIA
 from dlgate.gate import decide as D
 from dlgate.gate.baseline import Baseline
+from dlgate.ops.registry import get
 from dlgate.oracle import verdict as V
-from dlgate.spec.registry import get
 
 #: verdict.json's key for each class's groups.
 CLASS_KEYS = ((D.NEW, "new"), (D.REGRESSION, "regressions"), (D.PRE_EXISTING, "pre_existing"),

@@ -39,9 +39,9 @@ from dlgate.change.builders import SourceError
 from dlgate.graph.generator import NEWEST_OPSET, OLDEST_OPSET
 from dlgate.graph.ir import random_values
 from dlgate.materialize.torch_model import GraphModule
+from dlgate.ops import schema
+from dlgate.ops.registry import all_specs
 from dlgate.probe.single import single_op_graph
-from dlgate.spec import schema
-from dlgate.spec.registry import all_specs
 
 #: Where Inductor's source lives in PyTorch's tree, and the decompositions it starts from.
 INDUCTOR = "torch/_inductor/"

@@ -30,7 +30,7 @@ import re
 
 from dlgate.change.diff import c_definitions
 from dlgate.change.targets import Target
-from dlgate.spec.registry import all_specs
+from dlgate.ops.registry import all_specs
 
 CPU = "onnxruntime/core/providers/cpu/"
 CONTRIB = "onnxruntime/contrib_ops/cpu/"

@@ -37,7 +37,7 @@ from collections import defaultdict
 
 from dlgate.change.diff import c_definitions
 from dlgate.graph.generator import NEWEST_OPSET
-from dlgate.spec.registry import all_specs
+from dlgate.ops.registry import all_specs
 
 FRONTEND = "python/tvm/relax/frontend/onnx/onnx_frontend.py"
 LEGALIZE = "python/tvm/relax/transform/legalize_ops/"

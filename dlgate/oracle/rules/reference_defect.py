@@ -8,8 +8,8 @@ holding an instance it gets wrong, that second opinion is not asked, and the cro
 records why; the mismatch itself is judged as always."""
 from __future__ import annotations
 
+from dlgate.ops.registry import get
 from dlgate.oracle.rules.base import Context
-from dlgate.spec.registry import get
 
 NAME = "reference_defect"
 

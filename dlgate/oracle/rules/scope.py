@@ -11,9 +11,9 @@ import numpy as np
 import torch
 
 from dlgate.graph.ir import Graph
+from dlgate.ops.registry import get
 from dlgate.oracle.compare import WHOLE
 from dlgate.oracle.rules.base import Excuse, union
-from dlgate.spec.registry import get
 
 
 def _shape(y) -> tuple | None:

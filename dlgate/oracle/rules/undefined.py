@@ -10,9 +10,9 @@ nothing else: the excuse covers the elements the operator names
 conversions out of range (+/-inf) are defined, and not excused."""
 from __future__ import annotations
 
+from dlgate.ops.registry import get
 from dlgate.oracle.rules.base import Context, Rule
 from dlgate.oracle.rules.scope import node_excuses
-from dlgate.spec.registry import get
 
 
 class UndefinedValues(Rule):

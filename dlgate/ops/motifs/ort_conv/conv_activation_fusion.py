@@ -1,0 +1,46 @@
+from __future__ import annotations
+
+from dlgate.ops.motif import In, Out, Step
+from dlgate.ops.motifs.ort_common import F16, F32, OTHER_ACTIVATIONS, OrtMotif, activation, second_read
+from dlgate.ops.motifs.ort_conv._shared import _conv
+from dlgate.ops.registry import get
+
+
+class ConvActivationFusion(OrtMotif):
+    """``conv_activation_fusion.cc`` (level 2): Conv -> Relu, Sigmoid, Tanh, LeakyRelu,
+    HardSigmoid or Clip with constant bounds becomes ``com.microsoft:FusedConv`` with the
+    activation as an attribute (float32 on the CPU), when the Conv's output is read by
+    the activation only."""
+
+    name = "ConvActivationFusion"
+    onnx_op = "Conv"
+    onnx_ops = ("Relu", "Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid", "Clip")
+    rewrite = "ConvActivationFusion"
+    expects = ("transformer:ConvActivationFusion", "fused:com.microsoft:FusedConv")
+    level = "extended"
+    arity = 3
+    ranks = (3, 4, 5)
+    dtypes = tuple((t,) * 3 for t in (F32, F16))
+    fuse_dtypes = (F32,)
+    conditions = ("activation", "single_consumer", "dtype")
+
+    def draw(self, ctx, ins, violate):
+        conv = _conv(ctx, ins[0])
+        act, act_attrs = activation(ctx, ins[0], OTHER_ACTIVATIONS if violate == "activation" else
+                                    ("Relu", "Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid", "Clip"))
+        return {"conv": conv, "act": act, "act_attrs": act_attrs}
+
+    def input_type(self, ctx, i, ins, a, dtype):
+        return get("Conv").input_type(ctx, i, ins, a["conv"], dtype)
+
+    def steps(self, a):
+        s = [Step("Conv", a["conv"], (In(0), In(1), In(2))), Step(a["act"], a["act_attrs"], (Out(0),))]
+        if a["violate"] == "single_consumer":
+            s += second_read(s, 0, 1)
+        return s
+
+    def constant_input(self, a, i):
+        return True
+
+
+OPS = [ConvActivationFusion]

@@ -1,0 +1,20 @@
+from __future__ import annotations
+
+import torch
+
+from dlgate import dtypes as dt
+from dlgate.ops.unary._shared import Unary
+
+
+class Neg(Unary):
+    onnx_op = "Neg"
+    types = dt.FLOATS + dt.SIGNED
+    fn = torch.neg
+
+    keeps_integers = True
+    monotone = -1
+    can_overflow = True
+    exact_values = True
+
+
+OPS = [Neg]
