@@ -29,9 +29,12 @@ class Attention(OpSpec):
     ``scale`` (default 1/sqrt(head_size); Q and K are each multiplied by its square root,
     computed in float32 and cast to the input type, as the function body does),
     ``softcap`` and ``softmax_precision``. A fully masked query row gives a zero row.
-    float16 is computed in float32 and rounded once (as onnxruntime does; the function
-    body's node-by-node float16 rounding is within float16 tolerance of it only for small
-    scores, so onnx.reference is not consulted for float16).
+    float16 is computed in float32 and rounded once, the value closest to the exact result
+    (the function body rounds every intermediate to float16; onnxruntime rounds the scores
+    after the product, the softcap and the mask, and the probabilities; with
+    ``softmax_precision`` unset the specification allows both; they are within float16
+    tolerance of the once-rounded value only for small scores, so onnx.reference is not
+    consulted for float16).
 
     Reference defects: onnx.reference computes sqrt(scale) and the default scale in float64
     (the function body: float32, then Cast), which float64 tolerances see; and in
@@ -295,9 +298,9 @@ def attention(a: dict, q, k, v, mask=None, past_k=None, past_v=None):
     present_value, qk_matmul_output for ``a["qk_mode"]``)."""
     t = q.dtype
     if t == torch.float16:
-        # computed in float32 and rounded once, as onnxruntime does (the function body rounds
-        # every intermediate to float16, which puts scores of a few units beyond float16
-        # tolerance of any fused implementation)
+        # computed in float32 and rounded once (the function body rounds every intermediate
+        # to float16, onnxruntime the scores and probabilities, which puts scores of a few
+        # units beyond float16 tolerance of the exact result)
         up = [None if x is None else (x if x.dtype == torch.bool else x.float()) for x in (mask, past_k, past_v)]
         sp = a.get("softmax_precision")
         outs = attention(dict(a, softmax_precision=None if sp == 10 else sp), q.float(), k.float(), v.float(), *up)
