@@ -336,3 +336,58 @@ def test_a_bad_heartbeat_interval_is_one_line_and_status_2(tmp_path, monkeypatch
     err = capsys.readouterr().err.strip().splitlines()
     assert err == [f"dlgate run: {P.HEARTBEAT_ENV}: expected a number of seconds > 0, got 'soon'"]
     assert not os.path.exists(out / "run.json")  # before any work
+
+
+def test_a_heartbeat_whose_stream_is_closed_stops_quietly():
+    """The heartbeat's last word goes to a stream its owner closed: the thread ends without
+    an exception of its own (none escapes a daemon thread into the host's output)."""
+    closed = threading.Event()
+
+    class Broken(P.Activity):
+        def snapshot(self):
+            closed.wait(5)
+            raise RuntimeError("boom")
+
+    out = io.StringIO()
+    errors = []
+    old = threading.excepthook
+    threading.excepthook = errors.append
+    try:
+        p = P.Progress(5, "t", enabled=False, every_s=0.05, stream=out, activity=Broken(), step_summary=None)
+        out.close()
+        closed.set()
+        p._thread.join(timeout=5)
+        assert not p._thread.is_alive()
+    finally:
+        threading.excepthook = old
+    assert errors == []
+
+
+def test_a_run_whose_set_up_fails_stops_its_heartbeat_and_workers(tmp_path, monkeypatch, capsys):
+    """A step between the start of the heartbeat and the case loop raises (here, reading the
+    coverage state): the run ends with an internal error naming it, and neither the heartbeat thread nor a
+    started worker outlives the run."""
+    import dlgate.gate.run.loop as L
+    from dlgate.exec import worker as W
+
+    def broken(*a, **k):
+        raise RuntimeError("coverage state unreadable")
+
+    started = []
+    real_start = W.Worker.start
+
+    def start(self):
+        started.append(self)
+        return real_start(self)
+
+    monkeypatch.setattr(L, "coverage_start", broken)
+    monkeypatch.setattr(W.Worker, "start", start)
+    monkeypatch.setenv(P.HEARTBEAT_ENV, "0.05")
+    cfg = write_config(str(tmp_path), models=1)
+    before = {t.ident for t in threading.enumerate() if t.name == "dlgate-heartbeat"}
+    rc = main(["run", "--config", cfg, "--seed", "x", "--out", str(tmp_path / "o"), "--no-progress"])
+    assert rc not in (0, 1, 2)  # an internal error, said as such
+    assert "coverage state unreadable" in capsys.readouterr().err
+    left = [t for t in threading.enumerate() if t.name == "dlgate-heartbeat" and t.ident not in before]
+    assert left == []
+    assert started and all(w._proc is None for w in started)

@@ -9,7 +9,6 @@ from dlgate.backends._cuda import missing
 from dlgate.backends.base import Backend, Model, Unavailable
 from dlgate.backends.refusals import refused
 from dlgate.backends.selftest import check_outputs, probe_model
-from dlgate.materialize.torch_model import GraphModule
 
 
 def torch_cuda_reason() -> str | None:
@@ -68,6 +67,9 @@ class TorchEager(Backend):
         import torch
 
         torch.set_num_threads(1)
+        # local: the PyTorch module imports torch, which listing or loading a backend must not
+        from dlgate.materialize.torch_model import GraphModule
+
         return GraphModule(model.graph).to(self.device).eval()
 
     def run(self, compiled: Any, inputs: list) -> list:

@@ -340,7 +340,11 @@ class Progress:
             try:
                 wait = self.beat()
             except Exception as e:  # a heartbeat must never take the run down, nor go silent unsaid
-                print(f"dlgate: progress: the heartbeat stopped: {type(e).__name__}: {e}", file=self.stream, flush=True)
+                try:
+                    print(f"dlgate: progress: the heartbeat stopped: {type(e).__name__}: {e}", file=self.stream,
+                          flush=True)
+                except (OSError, ValueError):  # its stream is gone (closed by its owner): nobody to tell
+                    pass
                 return
             if self._stop.wait(max(0.01, wait)):
                 return

@@ -119,32 +119,41 @@ def _run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | No
     log(f"dlgate: campaign {cfg.campaign!r}{where}: {len(items)} cases (seed {root_source} {root[:12]}), "
         f"backends {', '.join(labels(cfg.backends))} vs {cfg.reference}")
     bar = Progress(len(todo), cfg.campaign, progress, every_s=every_s, budget_s=cfg.budget)
-    if todo:
-        ACTIVITY.begin(f"starting the workers ({', '.join([cfg.reference] + labels(cfg.backends))})")
-    t_run = time.perf_counter()
-    base_pool = Pool(cfg.timeout_s, cfg.memory_mb, python=cfg.base["python"], env=cfg.base["env"]) if cfg.base else None
-    pool = Pool(cfg.timeout_s, cfg.memory_mb)
-    cannot = opened.cannot_run = preflight(pool, base_pool, ccfg, cfg) if todo else {}
-    for what, why in cannot.items():
-        log(f"dlgate: cannot run {what}: {why}")
-    if cannot:
-        todo = []  # nothing is judged without the backends it needs; a rerun resumes
-    # The opset range guides generation: recorded in the manifest, kept by a resumed run.
-    if todo and not recorded.get("opset_range"):
-        ACTIVITY.begin("probing the opsets the backends load")
-    opsets = recorded.get("opset_range") or (opset_range(cfg, pool, ccfg, log) if todo else None)
-    if opsets is not None and manifest.get("opset_range") != opsets:
-        manifest["opset_range"] = opsets
+    pool = base_pool = None
+    try:  # the heartbeat and the workers run from here: a set-up step that raises must stop them too
+        if todo:
+            ACTIVITY.begin(f"starting the workers ({', '.join([cfg.reference] + labels(cfg.backends))})")
+        t_run = time.perf_counter()
+        base_pool = Pool(cfg.timeout_s, cfg.memory_mb, python=cfg.base["python"], env=cfg.base["env"]) if cfg.base else None
+        pool = Pool(cfg.timeout_s, cfg.memory_mb)
+        cannot = opened.cannot_run = preflight(pool, base_pool, ccfg, cfg) if todo else {}
+        for what, why in cannot.items():
+            log(f"dlgate: cannot run {what}: {why}")
+        if cannot:
+            todo = []  # nothing is judged without the backends it needs; a rerun resumes
+        # The opset range guides generation: recorded in the manifest, kept by a resumed run.
+        if todo and not recorded.get("opset_range"):
+            ACTIVITY.begin("probing the opsets the backends load")
+        opsets = recorded.get("opset_range") or (opset_range(cfg, pool, ccfg, log) if todo else None)
+        if opsets is not None and manifest.get("opset_range") != opsets:
+            manifest["opset_range"] = opsets
+            write_json(os.path.join(out, MANIFEST), manifest)
+        gen = generator(cfg, opsets, support, tuple(aims))
+        start = coverage_start(cfg, given_state, out, recorded, manifest, log)
         write_json(os.path.join(out, MANIFEST), manifest)
-    gen = generator(cfg, opsets, support, tuple(aims))
-    start = coverage_start(cfg, given_state, out, recorded, manifest, log)
-    write_json(os.path.join(out, MANIFEST), manifest)
-    batch = None
-    if cfg.guidance:
-        batch = GuidedBatch(gen, root, cfg.campaign, start)
-    triage = T.Triage.of(cfg, pool, base_pool, ccfg, out, root, log, journal.records)
-    finder = M.Search.of(cfg, triage)
-    budget = BG.Budget(cfg.budget)
+        batch = None
+        if cfg.guidance:
+            batch = GuidedBatch(gen, root, cfg.campaign, start)
+        triage = T.Triage.of(cfg, pool, base_pool, ccfg, out, root, log, journal.records)
+        finder = M.Search.of(cfg, triage)
+        budget = BG.Budget(cfg.budget)
+    except BaseException:
+        ACTIVITY.clear()
+        bar.close()
+        for p in (pool, base_pool):
+            if p is not None:
+                p.close()
+        raise
     resumed = len(journal.records)
     try:
         with pool, journal:
