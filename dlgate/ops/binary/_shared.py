@@ -6,7 +6,7 @@ import numpy as np
 
 from dlgate import dtypes as dt
 from dlgate.ops import sym
-from dlgate.ops.base import UNBOUNDED, Ctx, OpSpec, TensorType
+from dlgate.ops.base import INF_ONLY, UNBOUNDED, Ctx, OpSpec, TensorType
 
 
 def broadcast_partner(ctx: Ctx, shape: tuple) -> tuple:
@@ -116,6 +116,30 @@ class Elementwise(OpSpec):
         return type(self).fn(*xs)
 
     pointwise = True
+
+
+class Extremum(Elementwise):
+    """Max and Min: the larger (smaller) of any number of broadcast inputs, computed by
+    folding ``fn`` over them; ``pick`` (``max`` or ``min``) maps the inputs' bounds to the
+    output's. Every output value is one of the inputs', exactly."""
+
+    types = dt.NUMERIC
+    pick = None
+
+    def torch(self, a, *xs):
+        return fold(type(self).fn, xs)
+
+    keeps_integers = True
+    nonfinite = INF_ONLY
+    exact_values = True
+    siblings = "variadic-extremum"
+
+    def value_range(self, a, ranges, ins):
+        pick = type(self).pick
+        return [(pick(r[0] for r in ranges), pick(r[1] for r in ranges))]
+
+    def input_span(self, a, i, span, ins):
+        return span  # the larger (smaller) of values within the span lies within it
 
 
 def _divisors(a) -> list:

@@ -9,12 +9,15 @@ from dlgate.ops.base import IEEE, OpSpec, TensorType
 
 
 class Unary(OpSpec):
-    """Element-wise ``y = f(x)``; ``out_dtype`` None keeps the input dtype."""
+    """Element-wise ``y = f(x)``: the whole core from ``types`` and ``fn`` (signatures,
+    inference, backward insertion, the PyTorch semantics; ONNX's lowering is the default
+    single node). ``out_dtype`` None keeps the input dtype. An operator adds the parts it
+    needs: ``Increasing``/``Decreasing``/``Stepwise`` (dlgate.ops.values), ``Restricted``
+    with its ``domain``, ``safe`` range and ``losses`` (dlgate.ops.domains)."""
 
     types: tuple = dt.FLOATS
     out_dtype: str | None = None
     fn = None
-    safe: tuple | None = None  # a range inside the domain, for starting values
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
@@ -36,9 +39,6 @@ class Unary(OpSpec):
     elementwise = True
     #: IEEE 754 functions: NaN, +/-Inf, overflow and poles have defined results
     nonfinite = IEEE
-
-    def input_range(self, a, i):
-        return self.safe
 
 
 def periodic_bounds(f, r: tuple, peak: float) -> tuple:

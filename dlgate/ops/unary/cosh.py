@@ -5,17 +5,16 @@ import math
 import torch
 
 from dlgate.ops import losses as L
-from dlgate.ops.base import INF, abs_bounds
+from dlgate.ops.base import INF, Restricted, abs_bounds
 from dlgate.ops.unary._shared import Unary
 
 
-class Cosh(Unary):
+class Cosh(Restricted, Unary):
     onnx_op = "Cosh"
     fn = torch.cosh
 
     valley = (0.0, 0.0, 1.0)  # for input_span: inverted on its rising side
     out_range = (1.0, INF)
-    restricted = True
 
     def value_range(self, a, ranges, ins):
         lo, hi = abs_bounds(ranges[0])

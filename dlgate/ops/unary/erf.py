@@ -3,14 +3,14 @@ from __future__ import annotations
 import torch
 
 from dlgate import dtypes as dt
+from dlgate.ops.base import Increasing
 from dlgate.ops.unary._shared import Unary
 
 
-class Erf(Unary):
+class Erf(Increasing, Unary):
     onnx_op = "Erf"
     fn = torch.erf
 
-    monotone = 1
     out_range = (-1.0, 1.0)
 
     def reference_defect(self, a, ins, opset):

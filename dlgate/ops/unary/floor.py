@@ -3,19 +3,14 @@ from __future__ import annotations
 import torch
 
 from dlgate.ops import losses as L
+from dlgate.ops.base import Stepwise
 from dlgate.ops.unary._shared import Unary
 
 
-class Floor(Unary):
+class Floor(Stepwise, Unary):
     onnx_op = "Floor"
     fn = torch.floor
-
-    def torch(self, a, x):
-        return L.proxy_floor(x) if x.requires_grad else torch.floor(x)
-
-    integral_out = True
-    monotone = 1
-    jumps = True
+    proxy = L.proxy_floor
 
 
 OPS = [Floor]

@@ -3,16 +3,14 @@ from __future__ import annotations
 import torch
 
 from dlgate.ops import losses as L
-from dlgate.ops.base import INF
+from dlgate.ops.base import INF, Restricted
 from dlgate.ops.unary._shared import Unary
 
 
-class Reciprocal(Unary):
+class Reciprocal(Restricted, Unary):
     onnx_op = "Reciprocal"
     safe = (0.5, 4.0)
     fn = torch.reciprocal
-
-    restricted = True
 
     def value_range(self, a, ranges, ins):
         # decreasing on each side of 0; valid runs hold no 0, so a 0 end only tells the sign

@@ -1,0 +1,62 @@
+"""The input-domain model, an optional part of an operator spec: the inputs for which its
+result is valid, for the generator (no composition that cannot be valid) and the input
+search (losses that steer values into the domain).
+
+By default an operator takes any input. A restricted one (Log, Sqrt, Div, Asin...) picks the
+:class:`Restricted` part (or sets ``restricted``) and states ``domain`` (the values input 0
+must be able to take), ``open_domain`` (whether its finite ends are excluded), ``safe`` (a
+range inside it for starting values) and ``losses`` (one loss per domain predicate,
+positive exactly when it is violated). Conditions on other inputs, or on the elements
+together, are the hooks ``input_domain``, ``input_nonzero``, ``input_possible`` and
+``input_range``.
+"""
+from __future__ import annotations
+
+from typing import ClassVar
+
+from dlgate.ops.core import TensorType
+
+
+class InputDomain:
+    """The input-domain part of ``OpSpec`` (see the module docstring)."""
+
+    #: True for operators with a restricted input domain (they define ``losses``).
+    restricted: ClassVar[bool] = False
+    #: Whether the domain's finite ends are excluded (Log's 0, Atanh's +-1) or included
+    #: (Sqrt's 0, Asin's +-1, Acosh's 1).
+    open_domain: ClassVar[bool] = True
+    #: Values input 0 must be able to take (e.g. (1, inf) for Acosh); see ``input_domain``.
+    domain: ClassVar[tuple | None] = None
+
+    def input_domain(self, a: dict, i: int) -> tuple | None:
+        """The values (lo, hi) input ``i`` must be able to take for a valid result, or None."""
+        return self.domain if i == 0 else None
+    def input_possible(self, a: dict, i: int, r: tuple, t: TensorType) -> bool:
+        """Whether input ``i`` (of type ``t``) with value bounds ``r`` leaves room for a
+        valid run, for conditions on the elements together rather than on each (a
+        positive sum for ReduceLogSum needs some element above 0; a product of many
+        elements all above 1.3 overflows); per-element domains are ``input_domain``'s."""
+        return True
+
+    def input_nonzero(self, a: dict, i: int) -> bool:
+        """Whether input ``i`` must hold no zero for a valid result (a divisor)."""
+        return False
+
+    def input_range(self, a: dict, i: int) -> tuple | None:
+        """A value range inside the operator's domain for its input ``i``, used to draw
+        starting values of graph inputs and constants that feed it directly (the input
+        search then handles deeper chains); None when any value will do."""
+        return None
+    def losses(self, a: dict, *xs) -> list:
+        return []
+
+
+class Restricted:
+    """Stock part: a restricted input domain whose starting values come from ``safe``, a
+    range inside it (None: any value will do)."""
+
+    restricted = True
+    safe = None
+
+    def input_range(self, a, i):
+        return self.safe

@@ -1,0 +1,66 @@
+"""The operator contract's split (dlgate/ops/core.py and its parts): OpSpec is the core with
+every part, the stock parts give the members they name, and the members the framework
+computes cannot be overridden."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from dlgate.ops import registry
+from dlgate.ops.base import (FINAL, Core, Decreasing, Increasing, InputDomain, OpSpec, OracleFacts, Restricted,
+                             Stepwise, TensorType, ValueModel)
+from dlgate.ops.unary._shared import Unary
+
+
+def test_opspec_is_the_core_with_every_part_and_no_member_is_defined_twice():
+    assert OpSpec.__mro__[1:5] == (Core, ValueModel, InputDomain, OracleFacts)
+    seen = {}
+    for part in (Core, ValueModel, InputDomain, OracleFacts):
+        for member in part.__dict__:
+            if not member.startswith("__"):
+                assert member not in seen, f"{member} is in {seen.get(member)} and {part.__name__}"
+                seen[member] = part.__name__
+
+
+@pytest.mark.parametrize("member", FINAL)
+def test_a_spec_overriding_a_computed_member_is_refused_when_its_class_is_made(member):
+    with pytest.raises(TypeError, match=member):
+        type("Bad", (OpSpec,), {member: lambda self, *a: None})
+
+
+def test_no_registered_spec_overrides_a_computed_member():
+    for spec in registry.all_specs().values():
+        for member in FINAL:
+            assert getattr(type(spec), member) is getattr(OpSpec, member), (spec.name, member)
+
+
+def test_stepwise_computes_with_fn_and_differentiates_through_proxy():
+    floor = registry.get("Floor")
+    assert isinstance(floor, Stepwise) and floor.integral_out and floor.jumps and floor.monotone == 1
+    x = torch.tensor([-1.5, 0.25, 2.75], dtype=torch.float64, requires_grad=True)
+    y = floor.torch({}, x)
+    assert y.tolist() == [-2.0, 0.0, 2.0]
+    y.sum().backward()
+    assert x.grad.tolist() == [1.0, 1.0, 1.0]  # the proxy's straight-through gradient
+    assert floor.torch({}, x.detach()).tolist() == [-2.0, 0.0, 2.0]
+
+
+def test_monotone_parts_map_bounds_through_the_function():
+    class Cube(Increasing, Unary):
+        onnx_op = "Cube"
+        fn = staticmethod(lambda x: x ** 3)
+
+    class Flip(Decreasing, Unary):
+        onnx_op = "Flip"
+        fn = torch.neg
+
+    t = [TensorType("float32", (2,))]
+    assert Cube().value_range({}, [(-1.0, 2.0)], t) == [(-1.0, 8.0)]
+    assert Flip().value_range({}, [(-1.0, 2.0)], t) == [(-2.0, 1.0)]
+    assert Unary().value_range({}, [(-1.0, 2.0)], t) is None  # no part: nothing known
+
+
+def test_restricted_draws_its_starting_values_from_safe():
+    log, neg = registry.get("Log"), registry.get("Neg")
+    assert isinstance(log, Restricted) and log.restricted and log.input_range({}, 0) == (0.5, 4.0)
+    assert not isinstance(neg, Restricted) and not neg.restricted and neg.input_range({}, 0) is None
