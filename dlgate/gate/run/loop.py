@@ -148,11 +148,7 @@ def _run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | No
         finder = M.Search.of(cfg, triage)
         budget = BG.Budget(cfg.budget)
     except BaseException:
-        ACTIVITY.clear()
-        bar.close()
-        for p in (pool, base_pool):
-            if p is not None:
-                p.close()
+        _release(bar, pool, base_pool)
         raise
     resumed = len(journal.records)
     try:
@@ -214,10 +210,7 @@ def _run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | No
         _write_stats(out, ran, t_run, [p for p in (pool, base_pool) if p is not None])
         raise
     finally:
-        ACTIVITY.clear()
-        bar.close()
-        if base_pool is not None:
-            base_pool.close()
+        _release(bar, base_pool)  # the head's pool is closed by its `with`
     pools = [p for p in (pool, base_pool) if p is not None]
     if budget.stopped:  # recorded for finish and merge; the next invocation's manifest drops it
         manifest["stopped_by_budget"] = {"seconds": cfg.budget, "ran": len(journal.records), "planned": len(items)}
@@ -283,3 +276,13 @@ def _write_stats(out: str, ran: int, t_run: float, pools: list) -> None:
         "cases_run": ran, "wall_s": round(time.perf_counter() - t_run, 3),
         "backend_s": round(sum(p.busy_s for p in pools), 3), "worker_start_s": round(sum(p.start_s for p in pools), 3),
         "rewrites": rewrite_coverage(out)})
+
+
+def _release(bar, *pools) -> None:
+    """The end of a run's live parts, however it ends: no step in progress, the heartbeat
+    stopped, the given worker pools (None: not started) closed."""
+    ACTIVITY.clear()
+    bar.close()
+    for p in pools:
+        if p is not None:
+            p.close()
