@@ -17,6 +17,9 @@ the hyphenated ``INPUT_OPEN-ISSUES``), does in order:
    checks which build each environment imports (head versus base); on a pull request
    without one, says that novelty is decided against the baseline instead;
 5. runs ``dlgate run`` (or ``dlgate merge``) inside a log group;
+   meanwhile, with a token that may write checks, it shows the run's live progress (the
+   job summary's live section, which GitHub shows only after the step) as a check run on
+   the commit and completes it with the run's conclusion and summary (``check-run``);
 6. turns ``verdict.json`` into annotations and step outputs;
 7. on trusted events only, opens issues (``dlgate issues``) and updates the baseline.
 
@@ -65,7 +68,16 @@ from entrypoint.compiler import install_compiler, verify_builds
 from entrypoint.followups import open_issues, update_baseline
 from entrypoint.inputs import Context, InputError, get_input, load_context
 from entrypoint.plan import Plan, here, output_dir, plan, working_directory
-from entrypoint.results import annotations, normalize_exit, outputs, read_verdict, run_notes, seal_progress
+from entrypoint.results import (
+    annotations,
+    live_check,
+    normalize_exit,
+    outputs,
+    read_summary,
+    read_verdict,
+    run_notes,
+    seal_progress,
+)
 from entrypoint.workflow import (
     EXIT_INTERNAL,
     EXIT_OK,
@@ -135,7 +147,10 @@ def finish(p: Plan, ctx: Context, env: dict, token: str, ids: tuple | None, noti
     """The run (or merge) itself and what follows it; its exit status."""
     started = time.time() - 1  # file times may be coarser than time.time()
     cenv = dict(child_env(env), DLGATE_CACHE=p.cache_dir) if p.cache_dir else child_env(env)
+    live = live_check(p, ctx, env, token)  # here, not in dlgate run: the token stays out of the compiler's reach
     rc = normalize_exit(call(dlgate(*p.dlgate_args), f"dlgate {p.dlgate_args[0]}", here(p, ctx), cenv, ids))
+    if live is not None:
+        live.complete(rc, read_summary(p, ctx, started))
     seal_progress(env, rc)
     if notice:
         append_summary(env, notice)  # after dlgate's report, which it appends to the job summary

@@ -35,6 +35,8 @@ class Plan:
     installed: object = None  # dlgate.install.Installed: what install_compiler installed, for verify_builds
     wd: str = ""  # ``working-directory``: relative to the workspace, "" for the workspace itself
     cache_dir: str = ""  # ``cache-dir``: an absolute path (DLGATE_CACHE of dlgate run), "" for the default
+    check_run: str = "off"  # ``check-run``: auto, on or off (dlgate.github.checks.MODES); off for a merge
+    check_run_every: float = 30.0  # ``check-run-every``: seconds between two updates of the check run
 
 
 def _no_option(name: str, value: str) -> str:
@@ -127,6 +129,21 @@ def budget(value: str) -> str:
     return value
 
 
+#: The ``check-run`` input's values and the mode each one is (dlgate.github.checks.MODES).
+CHECK_RUN = {"": "auto", "auto": "auto", **dict.fromkeys(("true", "True", "TRUE"), "on"),
+             **dict.fromkeys(("false", "False", "FALSE"), "off")}
+
+
+def check_run(env: dict) -> tuple:
+    """(mode, seconds) from the ``check-run`` and ``check-run-every`` inputs."""
+    value, every = get_input(env, "check-run"), get_input(env, "check-run-every")
+    if value not in CHECK_RUN:
+        raise InputError(f"check-run: expected auto, true or false, got {value!r}")
+    if every and not (_SECONDS.match(every) and 0 < float(every) <= 86_400):
+        raise InputError(f"check-run-every: expected a number of seconds above 0 and at most 86400, got {every!r}")
+    return CHECK_RUN[value], float(every) if every else 30.0
+
+
 def resolve_config(value: str, workspace: str) -> str:
     """The campaign file: in the workspace (relative paths stay relative, as dlgate runs in
     the workspace), else the action's own configs/ (configs/pr.yaml, weekly.yaml, gpu.yaml)."""
@@ -202,6 +219,7 @@ def plan(env: dict, ctx: Context) -> Plan:
              base_requirements=compiler_requirements(get_input(env, "base-compiler"), root, "base-compiler"),
              wd=wd, cache_dir=cache)
     budget(get_input(env, "budget"))  # checked here, passed on as --budget below
+    mode, every = check_run(env)
     p.issue_repo = get_input(env, "issue-repo") or ctx.repository
     if p.open_issues and not _REPO.match(p.issue_repo):
         raise InputError(f"issue-repo: expected OWNER/NAME, got {p.issue_repo!r}")
@@ -217,6 +235,7 @@ def plan(env: dict, ctx: Context) -> Plan:
         p.dlgate_args = ["merge", f"--out={out}", "--", *merge_dirs(merge, root)]
         return p
     p.config = resolve_config(get_input(env, "config") or "configs/pr.yaml", root)
+    p.check_run, p.check_run_every = mode, every  # a run's only: a merge has no progress to show
     args = ["run", f"--config={p.config}", f"--out={out}", "--no-progress"]
     seed = get_input(env, "seed")
     commit = seed_commit(ctx)

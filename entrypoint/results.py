@@ -6,8 +6,11 @@ import json
 import os
 import shlex
 
-from dlgate.gate.progress import seal
-from entrypoint.inputs import Context
+import yaml
+
+from dlgate.gate.progress import live_section, seal
+from dlgate.github import checks
+from entrypoint.inputs import Context, get_input
 from entrypoint.plan import Plan, here
 from entrypoint.workflow import EXIT_INTERNAL, VERDICT_OF_EXIT, command, log
 
@@ -24,6 +27,48 @@ def seal_progress(env: dict, rc: int) -> None:
                    "the dlgate run step. Its last progress:")
     except OSError as e:
         log(f"cannot write the job summary {path}: {e}")
+
+
+def live_check(p: Plan, ctx: Context, env: dict, token: str) -> checks.LiveCheck | None:
+    """The run's live check run (``check-run``), following the live section ``dlgate run``
+    writes to the job summary: started here, in the process that holds the token, never
+    handed to ``dlgate run`` or the compiler under test; None when off or not possible. Its
+    one line, if it turns itself off, goes to the log outside the child's fence."""
+    if p.check_run == "off":
+        return None
+    step = env.get("GITHUB_STEP_SUMMARY")
+    name = f"dlgate: {campaign_name(p, ctx, env)}" + (f" {p.shard}" if p.shard else "")
+    return checks.start(p.check_run, name, lambda: live_section(step), p.check_run_every, env=env, token=token,
+                        log=log)
+
+
+def campaign_name(p: Plan, ctx: Context, env: dict) -> str:
+    """The campaign's name for the check run: the ``campaign`` input, else the campaign
+    file's ``campaign`` key (read as plain YAML: nothing of the user's runs here), else the
+    file's name."""
+    name = get_input(env, "campaign")
+    if name:
+        return name
+    try:
+        with open(os.path.join(here(p, ctx), p.config), encoding="utf-8") as f:
+            doc = yaml.safe_load(f)
+        if isinstance(doc, dict) and isinstance(doc.get("campaign"), str) and doc["campaign"].strip():
+            return doc["campaign"].strip()
+    except (OSError, yaml.YAMLError):
+        pass
+    return os.path.splitext(os.path.basename(p.config))[0] or "run"
+
+
+def read_summary(p: Plan, ctx: Context, since: float) -> str | None:
+    """This run's summary.md (None when it wrote none: a crash, or an older run's file)."""
+    path = out_path(p, ctx, "summary.md")
+    try:
+        if os.path.getmtime(path) < since:
+            return None
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except OSError:
+        return None
 
 
 def out_path(p: Plan, ctx: Context, *parts: str) -> str:

@@ -2,7 +2,7 @@
 
 It serves the endpoints dlgate uses (issues, with their ``state`` and ``state_reason``, and
 closing them by ``PATCH``; comments, labels, repository security advisories and private
-vulnerability reports) with GitHub's JSON shapes, status codes,
+vulnerability reports; check runs, created and updated) with GitHub's JSON shapes, status codes,
 ``per_page``/``page`` pagination and ``Link`` headers, under an optional GitHub Enterprise ``/api/v3``
 prefix, and injects faults into chosen requests. The fault that matters most is ``drop-after``: the
 server applies a write and then closes the connection unanswered, which makes naive clients open duplicates.
@@ -29,6 +29,9 @@ CWE_ID = re.compile(r"CWE-\d+")
 SEVERITIES = ("critical", "high", "medium", "low")
 STATE_REASONS = ("completed", "not_planned", "reopened")
 GHSA_CHARS = "23456789cfghjmpqrvwx"  # the alphabet of GHSA ids
+CHECK_STATUSES = ("queued", "in_progress", "completed")
+CHECK_CONCLUSIONS = ("action_required", "cancelled", "failure", "neutral", "success", "skipped", "stale", "timed_out")
+CHECK_TEXT_MAX = 65535  # characters of a check run's output summary or text
 
 
 class FakeGitHub:
@@ -43,6 +46,10 @@ class FakeGitHub:
     repository refuse private reports as GitHub does where the feature is not enabled, and
     ``advisories_readable`` False makes the advisory listing answer 403, as it does for a token
     without the repository-advisories permission.
+
+    Check runs are kept in ``check_runs`` (oldest first), each request that changed one in
+    ``check_run_log`` as ``(method, id, payload)``; ``checks_refused`` set to 403 makes
+    every check-run request answer as GitHub does for a token without ``checks: write``.
     """
 
     def __init__(self, token: str | None = "t0k3n-secret", owner: str = "acme", repo: str = "tvm"):
@@ -53,6 +60,9 @@ class FakeGitHub:
         self.advisories: list = []  # repository security advisories, private reports among them, oldest first
         self.reports_refused: int | None = None
         self.advisories_readable = True
+        self.check_runs: list = []
+        self.check_run_log: list = []
+        self.checks_refused: int | None = None
         self.requests: list = []
         self.bodies: list = []      # (method, path with query, body as text), in arrival order
         self.url = None
@@ -175,6 +185,9 @@ class FakeGitHub:
             ("POST", rf"{repo}/labels", lambda m: self._create_label(payload)),
             ("GET", rf"{repo}/security-advisories", lambda m: self._list_advisories(query, base + path)),
             ("POST", rf"{repo}/security-advisories/reports", lambda m: self._report(payload)),
+            ("POST", rf"{repo}/check-runs", lambda m: self._check_run(None, payload)),
+            ("PATCH", rf"{repo}/check-runs/(\d+)", lambda m: self._check_run(int(m[1]), payload)),
+            ("GET", rf"{repo}/check-runs/(\d+)", lambda m: self._get_check_run(int(m[1]))),
         ]
         for verb, pattern, handle in routes:
             match = re.fullmatch(pattern, path)
@@ -272,6 +285,60 @@ class FakeGitHub:
         if not isinstance(cwes, list) or not all(isinstance(c, str) and CWE_ID.fullmatch(c) for c in cwes):
             return _invalid("RepositoryAdvisory", "invalid", "cwe_ids")
         return 201, self._new_advisory(payload), {}
+
+    def _get_check_run(self, cid):
+        run = next((r for r in self.check_runs if r["id"] == cid), None)
+        return (200, run, {}) if run else _not_found()
+
+    def _check_run(self, cid, payload):
+        """``POST .../check-runs`` (``cid`` None) and ``PATCH .../check-runs/ID``, checked as
+        GitHub checks them: a name and head_sha to create; a known status and conclusion, a
+        conclusion to complete, an output with a title and a summary of at most 65,535
+        characters."""
+        if self.checks_refused is not None:
+            return self.checks_refused, {"message": "Resource not accessible by integration",
+                                         "documentation_url": DOCS}, {}
+        run = None
+        if cid is not None:
+            run = next((r for r in self.check_runs if r["id"] == cid), None)
+            if run is None:
+                return _not_found()
+        if not isinstance(payload, dict):
+            return _invalid("CheckRun", "invalid", "body")
+        if run is None:
+            for name in ("name", "head_sha"):
+                if not isinstance(payload.get(name), str) or not payload[name]:
+                    return _invalid("CheckRun", "missing_field", name)
+        status, conclusion = payload.get("status"), payload.get("conclusion")
+        if status is not None and status not in CHECK_STATUSES:
+            return _invalid("CheckRun", "invalid", "status")
+        if conclusion is not None and conclusion not in CHECK_CONCLUSIONS:
+            return _invalid("CheckRun", "invalid", "conclusion")
+        if status == "completed" and conclusion is None:
+            return _invalid("CheckRun", "missing_field", "conclusion")
+        output = payload.get("output")
+        if output is not None:
+            if not isinstance(output, dict) or not all(isinstance(output.get(k), str) and output[k]
+                                                       for k in ("title", "summary")):
+                return _invalid("CheckRun", "missing_field", "output")
+            if len(output["summary"]) > CHECK_TEXT_MAX or len(output.get("text") or "") > CHECK_TEXT_MAX:
+                return _invalid("CheckRun", "invalid", "output")
+        created = run is None
+        if created:
+            cid = next(self._ids)
+            run = {"id": cid, "name": payload["name"], "head_sha": payload["head_sha"], "status": "queued",
+                   "conclusion": None, "started_at": _now(), "completed_at": None, "output": {},
+                   "details_url": None, "html_url": f"https://github.com/{self.owner}/{self.repo}/runs/{cid}"}
+            self.check_runs.append(run)
+        for key in ("name", "details_url", "started_at", "completed_at", "status"):
+            if payload.get(key) is not None:
+                run[key] = payload[key]
+        if conclusion is not None:
+            run.update(conclusion=conclusion, status="completed")
+        if output is not None:
+            run["output"] = dict(output)
+        self.check_run_log.append(("POST" if created else "PATCH", run["id"], payload))
+        return (201 if created else 200), run, {}
 
     # State, under the lock
 

@@ -1,12 +1,17 @@
 """``dlgate run``: the gate, a campaign over a seeded batch (:mod:`dlgate.gate.run`)."""
 from __future__ import annotations
 
+import os
+import time
+
 from dlgate.cli.args import change_args, log, out_dir, positive, read_change, seconds, share
 from dlgate.cli.parser import UsageError, exit_status_lines
 from dlgate.gate import config as C
 from dlgate.gate.baseline import BaselineError
 from dlgate.gate.baseline import load as load_baseline
 from dlgate.gate.journal import RunError
+from dlgate.gate.progress import live_section
+from dlgate.github.checks import DEFAULT_EVERY_S, MODES, start
 
 
 def add_parser(sub) -> None:
@@ -22,6 +27,12 @@ def add_parser(sub) -> None:
     r.add_argument("--fresh", action="store_true",
                    help="discard what dlgate wrote in --out (journal, reports, cases/, repros/) instead of resuming")
     r.add_argument("--no-progress", action="store_true", help="plain progress lines even on a terminal")
+    r.add_argument("--check-run", choices=MODES, default="auto",
+                   help="in GitHub Actions, show the progress live as a check run on the commit (needs GITHUB_TOKEN "
+                        "with `checks: write`; a failure turns it off in one line): auto (default: when a token is "
+                        "there), on (and say why not), off")
+    r.add_argument("--check-run-every", type=seconds, metavar="SECONDS", default=DEFAULT_EVERY_S,
+                   help=f"seconds between two updates of the check run (default {DEFAULT_EVERY_S:g})")
     for key, kind, hlp in (("models", positive, "number of models"), ("max-nodes", positive, "most operators per model"),
                            ("min-nodes", positive, "fewest operators per model"),
                            ("timeout", seconds, "seconds per compile+run"), ("memory-mb", positive, "worker memory cap"),
@@ -77,10 +88,40 @@ def command(args) -> int:
         out_dir(args.out, "dlgate run: --out")
         load_baseline(cfg.baseline)  # checked before the output folder is touched (run() reads it again)
         change = read_change(args, cfg.backends, "dlgate run")
+    except (C.ConfigError, RunError, BaselineError, CaseError) as e:  # a bad file: one line, exit status 2
+        raise UsageError(f"dlgate run: {e}") from None
+    live = live_check(args, cfg.campaign)
+    status = 3  # what the check run says if the run raises: dlgate's own error (main's exit status 3)
+    t0 = time.time() - 1  # file times may be coarser than time.time()
+    try:
         status = run(cfg, root, source, args.out, shard, fresh=args.fresh,
                      progress=False if args.no_progress else None, log=log, change=change)
     except (C.ConfigError, RunError, BaselineError, CaseError) as e:  # a bad file: one line, exit status 2
+        status = 2
         raise UsageError(f"dlgate run: {e}") from None
+    finally:
+        if live is not None:
+            live.complete(status, read_summary(args.out, t0))
     if status in (130, 143):  # interrupted: no later signal changes the status
         hold_stop_signals()
     return status
+
+
+def live_check(args, campaign: str):
+    """The run's live check run (:mod:`dlgate.github.checks`), following the job summary's
+    live section; None when off or not possible."""
+    step = os.environ.get("GITHUB_STEP_SUMMARY")
+    name = f"dlgate: {campaign}" + (f" {args.shard}" if args.shard else "")
+    return start(args.check_run, name, lambda: live_section(step), args.check_run_every, log=log)
+
+
+def read_summary(out: str, since: float) -> str | None:
+    """``OUT/summary.md`` when this run wrote it (not older than ``since``), else None."""
+    path = os.path.join(out, "summary.md")
+    try:
+        if os.path.getmtime(path) < since:
+            return None
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except OSError:
+        return None

@@ -174,6 +174,7 @@ def _serve(spec: BackendSpec, conn, log_path: str, pdeathsig: bool = False) -> N
         else:
             t1 = time.perf_counter()
             res["compile_s"] = t1 - t0
+            conn.send(("phase", job, "run"))  # compiled: the gate's heartbeat says "running" from here
             try:
                 res["rewrites"] = backend.rewrites(compiled)
             except Exception:  # naming what a compiler did never fails the case
@@ -338,9 +339,11 @@ class Worker:
 
     # -- work -------------------------------------------------------------------------
     def execute(self, model: Model, inputs: list, timeout_s: float | None = None,
-                more: list | None = None) -> Outcome:
+                more: list | None = None, on_phase=None) -> Outcome:
         """Run one job; ``timeout_s`` shortens (never lengthens) the worker's timeout.
-        ``more``: further input sets the compiled model also runs at (``Outcome.more``)."""
+        ``more``: further input sets the compiled model also runs at (``Outcome.more``).
+        ``on_phase(stage)``, when given, hears "compile" when the job is sent and "run" when
+        the worker says the model compiled."""
         t0 = time.perf_counter()
         limit = self.timeout_s if timeout_s is None else min(self.timeout_s, timeout_s)
         if not self.start():
@@ -355,6 +358,8 @@ class Worker:
             self._conn.send(msg + (list(more),) if more else msg)
         except (BrokenPipeError, OSError):
             return self._died(t0, "send")
+        if on_phase is not None:
+            on_phase("compile")
         deadline = time.monotonic() + limit
         polls = 0
         tree = ProcessTree(self._proc.pid)
@@ -366,6 +371,10 @@ class Worker:
                 except EOFError:
                     return self._died(t0, "run")
                 if got != job:
+                    continue
+                if kind == "phase":
+                    if on_phase is not None:
+                        on_phase(res)
                     continue
                 self._busy = False
                 if res["status"] == UNAVAILABLE:
@@ -518,7 +527,7 @@ class Pool:
     """Workers by backend spec, started lazily and kept for the batch."""
 
     def __init__(self, timeout_s: float = 60.0, memory_mb: int = 4096, python: str | None = None,
-                 env: dict | None = None):
+                 env: dict | None = None, on_phase=None):
         self.timeout_s = timeout_s
         self.memory_mb = memory_mb
         self.python = python
@@ -530,6 +539,9 @@ class Pool:
         self.start_s = 0.0
         #: A time.monotonic() instant no job may run past (a reduction's time bound), or None.
         self.deadline: float | None = None
+        #: ``on_phase(label, stage)``: told "start" when a worker starts, "compile" when a job
+        #: is sent and "run" once it compiled (the run's heartbeat names the phase), or None.
+        self.on_phase = on_phase
 
     def get(self, spec: BackendSpec) -> Worker:
         if spec not in self.workers:
@@ -538,13 +550,16 @@ class Pool:
 
     def execute(self, spec: BackendSpec, model: Model, inputs: list, more: list | None = None) -> Outcome:
         w = self.get(spec)
+        tell = None if self.on_phase is None else (lambda stage, label=spec.label(): self.on_phase(label, stage))
         if w._proc is None or not w._proc.is_alive():
+            if tell is not None:
+                tell("start")
             t0 = time.perf_counter()
             w.start()
             self.start_s += time.perf_counter() - t0
         left = None if self.deadline is None else max(1.0, self.deadline - time.monotonic())
         t0 = time.perf_counter()
-        out = w.execute(model, inputs, left, more)
+        out = w.execute(model, inputs, left, more, tell)
         # a job that timed out spent its time in the backend, though it could not say so
         self.busy_s += time.perf_counter() - t0 if out.status == TIMEOUT else \
             out.compile_s + out.run_s + sum(m.run_s for m in out.more)

@@ -81,17 +81,20 @@ def duration(seconds: float) -> str:
 
 class Activity:
     """What the run is doing now: a description, when it began, and a count of units done
-    in it (candidates tried by a reduction). Written by the main thread, read by the
-    heartbeat thread: the state is one tuple, replaced whole, so a reader never sees half
-    of an update."""
+    in it (candidates tried by a reduction), and the phase inside it (compiling on a
+    backend, running, computing the reference), which the worker pool reports. Written by
+    the main thread, read by the heartbeat thread: the state is one tuple, replaced whole,
+    so a reader never sees half of an update."""
 
     def __init__(self, clock=time.monotonic):
         self._clock = clock
         self._state: tuple | None = None  # (what, since, count, unit)
+        self._phase: tuple | None = None  # (what, since) inside the step
 
     def begin(self, what: str, unit: str = "") -> None:
         """A new step: ``what`` (e.g. "reducing case 00017-… on tvm"); ``unit`` names what
-        :meth:`tick` counts in it (e.g. "candidates tried")."""
+        :meth:`tick` counts in it (e.g. "candidates tried"). The previous step's phase ends."""
+        self._phase = None
         self._state = (what, self._clock(), 0, unit)
 
     def tick(self, n: int = 1) -> None:
@@ -100,8 +103,19 @@ class Activity:
         if s is not None:
             self._state = (s[0], s[1], s[2] + n, s[3])
 
+    def phase(self, what: str | None) -> None:
+        """The phase inside the current step (e.g. "compiling on tvm"; None: none): a step
+        that spends minutes in one job (TVM's first compile) says where. The step keeps its
+        start; the phase has its own. Ignored while idle: a pool used outside a run's step
+        (a standalone reduction) has no step to refine."""
+        if self._state is None or what is None:
+            self._phase = None
+        elif self._phase is None or self._phase[0] != what:
+            self._phase = (what, self._clock())
+
     def clear(self) -> None:
         self._state = None
+        self._phase = None
 
     def snapshot(self) -> tuple | None:
         """(what, seconds since it began, count, unit), or None when idle."""
@@ -109,19 +123,47 @@ class Activity:
         return None if s is None else (s[0], self._clock() - s[1], s[2], s[3])
 
     def describe(self) -> str | None:
-        """'reducing case 00017-… on tvm: 14 candidates tried, 22 s'; None when idle."""
-        s = self.snapshot()
+        """'reducing case 00017-… on tvm: 14 candidates tried, 22 s; compiling on tvm for
+        3 s'; None when idle."""
+        s, ph = self.snapshot(), self._phase
         if s is None:
             return None
         what, age, count, unit = s
         if count == 1 and unit:  # "1 candidate tried": the unit is given in the plural
             head, _, rest = unit.partition(" ")
             unit = " ".join(x for x in (head[:-1] if head.endswith("s") else head, rest) if x)
-        return f"{what}: {count} {unit}, {duration(age)}" if unit else f"{what}, {duration(age)}"
+        text = f"{what}: {count} {unit}, {duration(age)}" if unit else f"{what}, {duration(age)}"
+        return text if ph is None else f"{text}; {ph[0]} for {duration(self._clock() - ph[1])}"
 
 
 #: The run's activity, which the loop, the triage and the reducer report to.
 ACTIVITY = Activity()
+
+#: The backend label of ONNX's reference evaluator (the cross-check of a mismatch).
+ONNX_REFERENCE = "onnx-reference"
+
+
+def worker_phases(reference: str, base: bool = False, activity: Activity | None = None):
+    """The ``on_phase(label, stage)`` a run's worker pool (:class:`dlgate.exec.worker.Pool`)
+    reports to: each job's phase becomes the activity's phase, in words ("compiling on
+    tvm[cpu]", "running on tvm[cpu]", "computing the reference on torch[cpu]", "starting the
+    tvm[cpu] worker"); ``reference`` is the reference backend's label, ``base`` marks the
+    base build's pool."""
+    act = activity if activity is not None else ACTIVITY
+    where = " (base build)" if base else ""
+
+    def report(label: str, stage: str) -> None:
+        if stage == "start":
+            text = f"starting the {label} worker{where}"
+        elif label.split("[")[0] == ONNX_REFERENCE:
+            text = "cross-checking with ONNX's reference evaluator"
+        elif label == reference:
+            text = f"computing the reference on {label}"
+        else:
+            text = f"{'compiling' if stage == 'compile' else 'running'} on {label}{where}"
+        act.phase(text)
+
+    return report
 
 
 # ---------------------------------------------------------------------------- the job summary
@@ -169,6 +211,23 @@ def put_section(path: str, markdown: str) -> None:
     else:
         data = data + (b"\n" if data and not data.endswith(b"\n") else b"") + block
     _write(path, data)
+
+
+def live_section(path: str | None) -> str | None:
+    """The Markdown of the live section in the job summary at ``path`` (what the check run
+    of :mod:`dlgate.github.checks` shows), or None when there is none. The file is rewritten
+    in place, so one read may catch a write half-done: two reads must agree (else None, and
+    the reader keeps what it had)."""
+    if not path:
+        return None
+    data = _read(path)
+    if data != _read(path):
+        return None
+    at = _section(data)
+    if at is None:
+        return None
+    body = data[at[0] + len(BEGIN.encode()):at[1]].decode("utf-8", "replace")
+    return body.replace(END, "").strip("\n")
 
 
 def final_summary(path: str, text: str) -> bool:

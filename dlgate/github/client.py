@@ -171,6 +171,18 @@ class GitHub:
             if "already_exists" not in exc.codes:
                 raise
 
+    # Check runs (dlgate.github.checks): a live view of a run, so one try each; a failure is the caller's to judge.
+
+    def create_check_run(self, payload: dict) -> dict:
+        """Create a check run (``POST /repos/OWNER/NAME/check-runs``; ``payload``: its name,
+        ``head_sha``, status and output); the answer holds its ``id``. Needs ``checks: write``."""
+        return self._post(f"/repos/{self.repo}/check-runs", payload)
+
+    def update_check_run(self, check_id: int, payload: dict) -> dict:
+        """Update check run ``check_id`` (``PATCH .../check-runs/ID``): its output, or its
+        completion (``status: completed`` with a ``conclusion``)."""
+        return self._request("PATCH", self._url(f"/repos/{self.repo}/check-runs/{int(check_id)}"), payload=payload)[0]
+
     # Idempotent writes: safe to call again after any failure half-way.
 
     def open_or_find(self, marker: str, label: str, title: str, body: str, labels: list) -> tuple[dict, bool]:

@@ -27,7 +27,7 @@ from dlgate.gate import restrict
 from dlgate.gate import triage as T
 from dlgate.gate.config import Campaign
 from dlgate.gate.journal import MANIFEST, Journal, OutLock, RunError, read_json, write_json
-from dlgate.gate.progress import ACTIVITY, Progress, heartbeat_seconds
+from dlgate.gate.progress import ACTIVITY, Progress, heartbeat_seconds, worker_phases
 from dlgate.gate.run.finish import finish
 from dlgate.gate.run.guidance import coverage_start, read_coverage_state, rewrite_coverage
 from dlgate.gate.run.lifecycle import Interrupted, preflight, stopped_by_signals
@@ -124,8 +124,10 @@ def _run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | No
         if todo:
             ACTIVITY.begin(f"starting the workers ({', '.join([cfg.reference] + labels(cfg.backends))})")
         t_run = time.perf_counter()
-        base_pool = Pool(cfg.timeout_s, cfg.memory_mb, python=cfg.base["python"], env=cfg.base["env"]) if cfg.base else None
-        pool = Pool(cfg.timeout_s, cfg.memory_mb)
+        ref = ccfg.reference.label()  # each job's phase goes to the heartbeat ("compiling on tvm[cpu]")
+        base_pool = Pool(cfg.timeout_s, cfg.memory_mb, python=cfg.base["python"], env=cfg.base["env"],
+                         on_phase=worker_phases(ref, base=True)) if cfg.base else None
+        pool = Pool(cfg.timeout_s, cfg.memory_mb, on_phase=worker_phases(ref))
         cannot = opened.cannot_run = preflight(pool, base_pool, ccfg, cfg) if todo else {}
         for what, why in cannot.items():
             log(f"dlgate: cannot run {what}: {why}")
