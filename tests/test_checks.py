@@ -219,3 +219,41 @@ def test_a_403_leaves_the_runs_result_alone_in_one_line(tmp_path, monkeypatch, c
     assert said == ["dlgate: the live check run is off: POST /repos/acme/tvm/check-runs: HTTP 403: Resource not "
                     "accessible by integration"]
     assert TOKEN not in err
+
+
+# -- the action's entrypoint ---------------------------------------------------------------------
+
+def test_the_action_writes_the_check_run_itself_and_dlgate_run_never_gets_the_token(tmp_path):
+    """The entrypoint, as GitHub runs it, on a pull request: the check run is on the head
+    commit (not the merge commit), updated from the live section while dlgate runs (a slow
+    backend keeps it running a few seconds), completed as the gate concluded; the token is
+    masked first and shows nowhere else."""
+    from tests.test_action import FAILING, HEAD, TOKEN as ACTION_TOKEN, Runner, assert_token_hidden, pr_event
+
+    slow = {"name": "tests.fake_backends:SlowCompile", "options": {"seconds": 0.3}}
+    r = Runner(tmp_path, "pull_request", pr_event(fork=False), dict(FAILING, models=4, backends=["onnxruntime", slow,
+                                                                                                 *FAILING["backends"][1:]]))
+    with FakeGitHub(token=ACTION_TOKEN) as gh:
+        r.env.update(GITHUB_API_URL=gh.url, DLGATE_HEARTBEAT_S="0.5")
+        res = r.run(check_run_every="0.2")
+    assert res.returncode == 1, res.stdout[-3000:]
+    assert_token_hidden(res)
+    assert len(gh.check_runs) == 1 and [x[0] for x in gh.check_run_log].count("POST") == 1
+    run = gh.check_runs[0]
+    assert (run["name"], run["head_sha"], run["conclusion"]) == ("dlgate: fail", HEAD, "failure")
+    assert run["details_url"] is None  # the simulated runner sets no GITHUB_RUN_ID
+    live = [x[2]["output"]["title"] for x in gh.check_run_log if x[0] == "PATCH" and "status" not in x[2]]
+    assert live and all(re.match(r"\d of 4 cases run", t) for t in live), live
+    assert run["output"]["summary"] == (r.ws / "dlgate-out" / "summary.md").read_text()
+
+
+def test_the_action_inputs_are_checked():
+    import entrypoint.plan as EP
+
+    assert EP.check_run({}) == ("auto", 30.0)
+    assert EP.check_run({"INPUT_CHECK-RUN": "false", "INPUT_CHECK-RUN-EVERY": "5"}) == ("off", 5.0)
+    assert EP.check_run({"INPUT_CHECK-RUN": "true"})[0] == "on"
+    for env, message in (({"INPUT_CHECK-RUN": "yes"}, "check-run: expected auto, true or false, got 'yes'"),
+                         ({"INPUT_CHECK-RUN-EVERY": "-1"}, "check-run-every: expected a number of seconds")):
+        with pytest.raises(EP.InputError, match=re.escape(message)):
+            EP.check_run(env)

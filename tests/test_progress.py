@@ -319,7 +319,7 @@ def test_run_heartbeat_names_the_reduction_and_the_job_summary_follows_the_run(t
     err = capsys.readouterr().err
     beats = [ln for ln in err.splitlines() if re.match(r"dlgate: t: reducing case 00000-[0-9a-f]{8} on "
                                                         r"tests\.fake_backends:SlowCompile\[cpu\]: \d+ candidates "
-                                                        r"tried, \d+ s \(0/1 cases", ln)]
+                                                        r"tried, \d+ s(; [^(]+ for \d+ s)? \(0/1 cases", ln)]
     assert beats, err
     assert any("reducing case 00000-" in s and "**0 of 1** cases run" in s for s in seen), seen[-3:]
     final = step.read_text()
@@ -391,3 +391,46 @@ def test_a_run_whose_set_up_fails_stops_its_heartbeat_and_workers(tmp_path, monk
     left = [t for t in threading.enumerate() if t.name == "dlgate-heartbeat" and t.ident not in before]
     assert left == []
     assert started and all(w._proc is None for w in started)
+
+
+# -- the phase inside a step ---------------------------------------------------------------------
+def test_the_phase_inside_a_step_is_named_and_ends_with_the_step():
+    clock = FakeClock()
+    a = P.Activity(clock)
+    a.phase("compiling on tvm[cpu]")  # idle: no step to refine
+    assert a.describe() is None
+    a.begin("running case 00042-00c0ffee on tvm[cpu] (reference torch)")
+    report = P.worker_phases("torch[cpu]", activity=a)
+    report("torch[cpu]", "compile")
+    assert a.describe().endswith(", 0 s; computing the reference on torch[cpu] for 0 s")
+    clock.now = 5.0
+    report("tvm[cpu]", "compile")
+    clock.now = 45.0
+    assert a.describe() == ("running case 00042-00c0ffee on tvm[cpu] (reference torch), 45 s; "
+                            "compiling on tvm[cpu] for 40 s")
+    report("tvm[cpu]", "run")
+    assert a.describe().endswith("; running on tvm[cpu] for 0 s")
+    report("onnx-reference[cpu]", "compile")
+    assert a.describe().endswith("; cross-checking with ONNX's reference evaluator for 0 s")
+    P.worker_phases("torch[cpu]", base=True, activity=a)("tvm[cpu]", "start")
+    assert a.describe().endswith("; starting the tvm[cpu] worker (base build) for 0 s")
+    a.begin("reducing case 00042-00c0ffee on tvm[cpu]", "candidates tried")
+    a.tick(14)
+    assert a.describe() == "reducing case 00042-00c0ffee on tvm[cpu]: 14 candidates tried, 0 s"
+
+
+def test_run_heartbeat_names_the_compile_phase_of_a_slow_backend(tmp_path, monkeypatch, capsys):
+    """A passing case whose compile takes 2 s: the heartbeat says the case is compiling on
+    that backend, and for how long."""
+    monkeypatch.setenv(P.HEARTBEAT_ENV, "0.5")
+    monkeypatch.setenv("CI", "1")
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    slow = {"name": "tests.fake_backends:SlowCompile", "options": {"seconds": 2}}
+    cfg = write_config(str(tmp_path), models=1, crosscheck=False, confirm_runs=0, backends=[slow])
+    assert main(["run", "--config", cfg, "--seed", "phase", "--out", str(tmp_path / "o"), "--no-progress"]) == 0
+    err = capsys.readouterr().err
+    label = r"tests\.fake_backends:SlowCompile\[cpu\]"
+    beats = [ln for ln in err.splitlines() if re.match(rf"dlgate: t: running case 00000-[0-9a-f]{{8}} on {label} "
+                                                         rf"\(reference torch\), \d+ s; compiling on {label} for "
+                                                         rf"\d+ s \(0/1 cases", ln)]
+    assert beats, err
