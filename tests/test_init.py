@@ -376,3 +376,33 @@ def test_the_tvm_wheel_links_llvm_statically_to_run_in_the_actions_image(tmp_pat
     assert "cmake.define.HIDE_PRIVATE_SYMBOLS=ON" in build
     docker = (ROOT / "Dockerfile").read_text()
     assert re.search(r"apt-get install -y --no-install-recommends git libgomp1 libxml2;", docker)
+
+
+@pytest.mark.parametrize("name", ["tvm", "tensorrt"])
+def test_check_run_grants_checks_write_to_the_jobs_that_run_the_action_only(tmp_path, name):
+    """With --check-run the jobs that run the dlgate action on a batch may write checks
+    (their live check run); without it none may: the only writer stays the JUnit job. Both
+    pass actionlint."""
+    plain, live = tmp_path / "plain", tmp_path / "live"
+    plain.mkdir()
+    live.mkdir()
+    for where, extra in ((plain, ()), (live, ("--check-run",))):
+        repo = _repo(where)
+        assert _init(repo, *_args(name), *extra) == 0
+        res = _lint(repo)
+        assert res.returncode == 0, res.stdout + res.stderr
+    for wf in WORKFLOWS:
+        if not (plain / "repo" / wf).exists():
+            continue
+        before, after = _workflow(plain / "repo" / wf), _workflow(live / "repo" / wf)
+        assert before["permissions"] == after["permissions"]  # the workflow's token stays read-only
+        for job_name, job in after["jobs"].items():
+            uses_action = any(str(st.get("uses", "")).startswith(ACTION) and "merge" not in (st.get("with") or {})
+                              for st in job.get("steps", []))  # a merge shows no live progress
+            writes = (job.get("permissions") or {}).get("checks") == "write"
+            was = (before["jobs"][job_name].get("permissions") or {}).get("checks") == "write"
+            assert writes == (uses_action or was), (wf, job_name)
+            if uses_action and not was:  # the merge job's JUnit check run needed it already
+                assert job["permissions"] == {"contents": "read", "checks": "write"}
+    text = (live / "repo" / ".github/workflows/dlgate-pr.yml").read_text()
+    assert ("live check runs" in text) == (name != "tensorrt")  # a GPU-only workflow runs no action job

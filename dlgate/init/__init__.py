@@ -50,6 +50,10 @@ def add_arguments(p) -> None:
                    help=f"the dlgate action the workflows use: {PREBUILT_REFS} (default: where this dlgate was "
                         "installed from, when pip recorded a GitHub repository)")
     p.add_argument("--branch", help="the default branch (default: the origin remote's HEAD, else the current one)")
+    p.add_argument("--check-run", action="store_true",
+                   help="grant the jobs that run the dlgate action `checks: write`, so that each shows its progress "
+                        "live as a check run on the commit (the action's check-run input); default: the read-only "
+                        "token, and no live check run")
 
 
 def _git(root: str, *args: str) -> str | None:
@@ -147,7 +151,7 @@ def plan(args) -> tuple:
     branch = args.branch or default_branch(root)
     if not re.fullmatch(r"[A-Za-z0-9_./-]+", branch):
         raise InitError(f"dlgate init: the default branch {branch!r} cannot be named in a workflow: pass --branch")
-    s = W.Setup(c, action, branch, runner)
+    s = W.Setup(c, action, branch, runner, check_run=args.check_run)
     files = {W.PR_PATH: W.pull_request(s)}
     if not c.gpu_only:
         files[W.BASE_WHEEL_PATH] = W.base_wheel(s)

@@ -43,6 +43,7 @@ class Setup:
     action: str  # OWNER/NAME[/PATH]@REF of the dlgate action
     branch: str  # the default branch
     runner: tuple = ()  # labels of a self-hosted GPU runner; empty: no GPU job
+    check_run: bool = False  # the action's gate jobs may write checks: a live check run each
 
     @property
     def dlgate_pip(self) -> str:
@@ -223,3 +224,17 @@ def gpu_job(s: Setup, campaign: str, commit: str, base: bool, report_only: bool,
     return (f"  gate-gpu:\n    # The CUDA paths on the self-hosted GPU runner, through pip (a container action gets no GPU).\n"
             f"{why}{built}{cond}    runs-on: {s.runs_on}\n"
             f"    timeout-minutes: {c.gpu_minutes}\n    steps:\n" + "\n".join(steps) + "\n")
+
+
+def checks_permission(s: Setup) -> str:
+    """The job-level permissions of a job that runs the action, with ``dlgate init
+    --check-run``: the repository read-only, and ``checks: write`` for the live check run,
+    which the action's entrypoint writes (the compiler under test never gets the token).
+    Without it, none: the job keeps the workflow's read-only token, and the action says in
+    one line that the check run is off."""
+    if not s.check_run:
+        return ""
+    return """    permissions:
+      contents: read
+      checks: write # the live check run of the action's check-run input: dlgate's progress while it runs
+"""

@@ -4,8 +4,8 @@ default branch (the base wheel, cached) and weekly (the deep campaign, sharded, 
 from __future__ import annotations
 
 from dlgate.init.steps import (BASELINE, CAMPAIGN, DEEP_LABEL, DEEP_MODELS, JUNIT, PR_BUDGET, PR_EVENT,
-                               PR_GATE_MINUTES, PR_MODELS, PROBE_CACHE, RESTORE, SAVE, WEEKLY, WEEKLY_STATE, Setup, build, build_job, checkout, download,
-                               gpu_job, indent, probe_restore, probe_save, python, upload)
+                               PR_GATE_MINUTES, PR_MODELS, PROBE_CACHE, RESTORE, SAVE, WEEKLY, WEEKLY_STATE, Setup, build, build_job, checkout, checks_permission,
+                               download, gpu_job, indent, probe_restore, probe_save, python, upload)
 
 PR_PATH = ".github/workflows/dlgate-pr.yml"
 BASE_WHEEL_PATH = ".github/workflows/dlgate-base-wheel.yml"
@@ -18,6 +18,9 @@ WEEKLY_BUDGET = 16200
 
 
 _BASE_SHA = "${{ github.event.pull_request.base.sha }}"
+#: What the security note adds with ``dlgate init --check-run``.
+LIVE = (" and the gate jobs' `checks: write`, for their live check runs (the action's\n# entrypoint "
+        "writes them: the compiler under test never gets the token)")
 
 
 def pull_request(s: Setup) -> str:
@@ -49,7 +52,7 @@ def pull_request(s: Setup) -> str:
 # no cached one to keep per branch. The Actions cache keeps dlgate's support probes
 # ({PROBE_CACHE}, per build under test; a fork's pull request saves none).
 #
-# Security: a read-only token everywhere but the job that publishes the JUnit check; a fork's
+# Security: a read-only token everywhere but the job that publishes the JUnit check{LIVE if s.check_run else ""}; a fork's
 # pull request never gets a write token{" and never runs on the self-hosted runner" if gpu else ""}; this
 # workflow never uses pull_request_target.
 """
@@ -106,7 +109,7 @@ jobs:
     if: {PR_EVENT}
     runs-on: ubuntu-latest
     timeout-minutes: {PR_GATE_MINUTES}
-    strategy:
+{checks_permission(s)}    strategy:
       fail-fast: false
       matrix:
         shard: ["1/3", "2/3", "3/3"]
@@ -143,7 +146,7 @@ jobs:
     timeout-minutes: 30
     permissions:
       contents: read
-      checks: write # the JUnit check run; no other job has it
+      checks: write # the JUnit check run{"" if s.check_run else "; no other job has it"}
     steps:
 {checkout(s, 6, submodules=False)}
 {download(6, "shards", pattern="dlgate-out-cpu-*")}
@@ -259,7 +262,7 @@ def weekly(s: Setup) -> str:
     runs-on: ubuntu-latest
     # A GitHub-hosted job stops at 6 hours: add shards if one comes close.
     timeout-minutes: 340
-    strategy:
+{checks_permission(s)}    strategy:
       fail-fast: false
       matrix:
         shard: ["1/8", "2/8", "3/8", "4/8", "5/8", "6/8", "7/8", "8/8"]
