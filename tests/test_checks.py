@@ -108,7 +108,7 @@ def test_a_refusal_is_one_line_and_the_feature_turns_off():
         requests = [r for r in gh.requests if "/check-runs" in r[1]]
     assert len(requests) == 1 and live.id is None and not live.on
     assert lines == ["dlgate: the live check run is off: POST /repos/acme/tvm/check-runs: HTTP 403: Resource not "
-                     "accessible by integration"]
+                     f"accessible by integration; {K.NO_PERMISSION}"]
 
 
 def test_a_failed_update_turns_updates_off_but_the_check_run_is_still_completed():
@@ -217,7 +217,7 @@ def test_a_403_leaves_the_runs_result_alone_in_one_line(tmp_path, monkeypatch, c
     assert status == 0 and len(tried) == 1
     said = [ln for ln in err.splitlines() if "check run" in ln]
     assert said == ["dlgate: the live check run is off: POST /repos/acme/tvm/check-runs: HTTP 403: Resource not "
-                    "accessible by integration"]
+                    f"accessible by integration; {K.NO_PERMISSION}"]
     assert TOKEN not in err
 
 

@@ -45,6 +45,8 @@ TIMEOUT_S = 10.0
 #: The conclusion of each of dlgate's exit statuses; any other status is a failure (a usage
 #: error, dlgate's own error, a backend that cannot run: the gate decided nothing).
 CONCLUSIONS = {0: "success", 1: "failure", 130: "cancelled", 143: "cancelled"}
+#: What a refusal (HTTP 403) means, said after it.
+NO_PERMISSION = "the job's token needs `permissions: checks: write` (dlgate init --check-run grants it)"
 #: The title of a check run whose run has not written its progress yet.
 STARTING = "starting"
 _CUT_NOTE = "\n\n*(cut to GitHub's limit of {limit:,} characters: the job summary and summary.md have the rest)*"
@@ -143,7 +145,9 @@ class LiveCheck:
     def _off(self, e: Exception) -> None:
         if self.on:
             self.on = False
-            self.log(f"dlgate: the live check run is off: {e}")
+            refused = getattr(e, "status", None) == 403 and "rate limit" not in str(e)
+            hint = f"; {NO_PERMISSION}" if refused else ""
+            self.log(f"dlgate: the live check run is off: {e}{hint}")
 
     def _read(self) -> str | None:
         try:
