@@ -11,10 +11,13 @@ import time
 
 import pytest
 
+import entrypoint.plan as EP
 from dlgate.cli import main
 from dlgate.gate import progress as P
 from dlgate.github import checks as K
 from tests.github_fake import FakeGitHub
+from tests.test_action import FAILING, HEAD, Runner, assert_token_hidden, pr_event
+from tests.test_action import TOKEN as ACTION_TOKEN
 from tests.test_gate import write_config
 
 TOKEN = "ghs_" + "C" * 36  # shaped like an Actions token: redacted by shape as well as by value
@@ -50,7 +53,7 @@ def test_created_once_updated_when_the_text_changes_and_completed_with_the_summa
         assert run["output"]["title"] == K.STARTING
         for done in range(1, 4):
             text[0] = section(done)
-            wait_for(lambda: gh.check_runs[0]["output"]["title"].startswith(f"{done} of 10"))
+            wait_for(lambda n=done: gh.check_runs[0]["output"]["title"].startswith(f"{n} of 10"))
         time.sleep(0.2)  # the text holds still: no request
         patches = [x for x in gh.check_run_log if x[0] == "PATCH"]
         assert len(patches) == live.updates == 3
@@ -228,8 +231,6 @@ def test_the_action_writes_the_check_run_itself_and_dlgate_run_never_gets_the_to
     commit (not the merge commit), updated from the live section while dlgate runs (a slow
     backend keeps it running a few seconds), completed as the gate concluded; the token is
     masked first and shows nowhere else."""
-    from tests.test_action import FAILING, HEAD, TOKEN as ACTION_TOKEN, Runner, assert_token_hidden, pr_event
-
     slow = {"name": "tests.fake_backends:SlowCompile", "options": {"seconds": 0.3}}
     r = Runner(tmp_path, "pull_request", pr_event(fork=False), dict(FAILING, models=4, backends=["onnxruntime", slow,
                                                                                                  *FAILING["backends"][1:]]))
@@ -248,8 +249,6 @@ def test_the_action_writes_the_check_run_itself_and_dlgate_run_never_gets_the_to
 
 
 def test_the_action_inputs_are_checked():
-    import entrypoint.plan as EP
-
     assert EP.check_run({}) == ("auto", 30.0)
     assert EP.check_run({"INPUT_CHECK-RUN": "false", "INPUT_CHECK-RUN-EVERY": "5"}) == ("off", 5.0)
     assert EP.check_run({"INPUT_CHECK-RUN": "true"})[0] == "on"

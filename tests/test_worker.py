@@ -75,6 +75,19 @@ def test_worker_is_reused_across_cases(model):
         assert w.restarts == 0 and w._jobs == 5
 
 
+def test_the_pool_reports_each_jobs_phase_as_the_worker_goes(model):
+    """A worker start, the job sent ("compile"), and "run" only once the worker says the
+    model compiled: a compiler that refuses the model never reaches "run"."""
+    heard = []
+    with W.Pool(on_phase=lambda label, stage: heard.append((label, stage))) as pool:
+        assert pool.execute(spec("Good"), model, feeds(model)).ok
+        assert pool.execute(spec("Good"), model, feeds(model)).ok  # the worker is kept: no second start
+        assert pool.execute(spec("Declines"), model, feeds(model)).status == W.UNSUPPORTED
+    good, declines = "tests.fake_backends:Good[cpu]", "tests.fake_backends:Declines[cpu]"
+    assert heard == [(good, "start"), (good, "compile"), (good, "run"), (good, "compile"), (good, "run"),
+                     (declines, "start"), (declines, "compile")]
+
+
 # -- the process tree, through psutil -----------------------------------------------------------
 def opt_spec(name, **options):
     return BackendSpec(f"tests.fake_backends:{name}", options=tuple(sorted(options.items())))
