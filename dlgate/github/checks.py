@@ -208,8 +208,8 @@ class LiveCheck:
     def complete(self, exit_status: int, summary: str | None) -> None:
         """Stop following and complete the check run: the exit status's conclusion, the final
         summary's text (or, with none, the last progress). Tried even after an update failed
-        (a check run left in progress would show as running on the pull request forever),
-        but not when the token may not write checks."""
+        (a check run left in progress would show as running on the pull request forever);
+        nothing to do when none was created (no permission, or the API was unreachable)."""
         self._stop.set()
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(TIMEOUT_S + 1)
