@@ -35,8 +35,19 @@ import re
 from collections import defaultdict
 
 from dlgate.change.builders.tvm_native import CIndex, cc_passes, registrations
-from dlgate.change.builders.tvm_python import (FRONTEND, TOPI_PY, PyModule, _add, analyse_frontend, analyse_legalize,
-                                               analyse_topi, impl_ranges, py_passes, relax_op_name, rows_json)
+from dlgate.change.builders.tvm_python import (
+    FRONTEND,
+    TOPI_PY,
+    PyModule,
+    _add,
+    analyse_frontend,
+    analyse_legalize,
+    analyse_topi,
+    impl_ranges,
+    py_passes,
+    relax_op_name,
+    rows_json,
+)
 from dlgate.graph.generator import NEWEST_OPSET
 from dlgate.ops.registry import all_specs
 
