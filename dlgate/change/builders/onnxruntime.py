@@ -31,10 +31,29 @@ import posixpath
 import re
 
 from dlgate.change.builders.onnxruntime_optimizer import _propagate, optimizer, rewrite_matches
-from dlgate.change.builders.onnxruntime_source import (ASM_EXT, CONTRIB, CPU, CTYPES, DLGATE_DTYPES, HELPERS, ML_DOMAIN,
-                                                       MLAS, ONNX_DOMAIN, OPT, REGISTRIES, SOURCE_EXT, Tree, _base_part,
-                                                       _innermost, _int, dtypes_of, owner_names, registrations,
-                                                       strip_comments, tokens)
+from dlgate.change.builders.onnxruntime_source import (
+    ASM_EXT,
+    CONTRIB,
+    CPU,
+    CTYPES,
+    DLGATE_DTYPES,
+    HELPERS,
+    ML_DOMAIN,
+    MLAS,
+    ONNX_DOMAIN,
+    OPT,
+    REGISTRIES,
+    SOURCE_EXT,
+    Tree,
+    _base_part,
+    _innermost,
+    _int,
+    dtypes_of,
+    owner_names,
+    registrations,
+    strip_comments,
+    tokens,
+)
 from dlgate.change.targets import Target
 from dlgate.ops.registry import all_specs
 

@@ -6,8 +6,15 @@ from __future__ import annotations
 import posixpath
 import re
 
-from dlgate.change.builders.onnxruntime_source import (MS_DOMAIN, NCHWC_DOMAIN, OPT, Tree, _base_part, _innermost,
-                                                       strip_comments)
+from dlgate.change.builders.onnxruntime_source import (
+    MS_DOMAIN,
+    NCHWC_DOMAIN,
+    OPT,
+    Tree,
+    _base_part,
+    _innermost,
+    strip_comments,
+)
 
 _CLASS = re.compile(r"^\s*class\s+(\w+)\s*(?:final\s*)?:\s*public\s+(?:onnxruntime::)?(?:\w+::)*(\w+)", re.M)
 _EMIT_MARKERS = ("AddNode", "ReplaceWith", "SwapNodeOpType", "op_type", "replacer_", "return \"",
