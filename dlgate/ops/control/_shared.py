@@ -8,8 +8,10 @@ import numpy as np
 import torch
 
 from dlgate import dtypes as dt
-from dlgate.graph.ir import Graph
+from dlgate.graph.ir import Graph, Node
+from dlgate.materialize.onnx_model import lower_graph
 from dlgate.ops.base import UNBOUNDED, Ctx, TensorType
+from dlgate.ops.registry import get
 from dlgate.seeds import sub_seed
 
 
@@ -116,8 +118,6 @@ def _prune(g: Graph, outs: list) -> Graph:
     tensors = [None] * len(remap)
     for old, new in remap.items():
         tensors[new] = g.tensors[old]
-    from dlgate.graph.ir import Node
-
     return Graph(tensors=tensors,
                  nodes=[Node(n.op, n.attrs, [remap[t] for t in n.inputs], [remap[t] for t in n.outputs]) for n in keep],
                  inputs=[remap[t] for t in g.inputs], consts=[remap[t] for t in consts],
@@ -153,8 +153,6 @@ def run_body(g: Graph, feeds: list, check: bool = False) -> tuple:
     node with each operator's PyTorch implementation. Float16 inputs given as float64 (the
     oracle's widened evaluation) widen the body's float16 constants too. With ``check``,
     each operator's ``undefined`` is asked on its inputs (signed overflow...)."""
-    from dlgate.ops.registry import get
-
     wide = any(g.tensors[t].dtype == dt.FLOAT16 and x.dtype == torch.float64 for t, x in zip(g.inputs, feeds))
     env = dict(zip(g.inputs, feeds))
     for t in g.consts:
@@ -179,8 +177,6 @@ def body_ranges(g: Graph, in_ranges: list) -> list:
     """Bounds on the body's outputs given bounds on its inputs, from each operator's own
     ``out_bounds`` (constants' values are known exactly: the input search does not move
     them)."""
-    from dlgate.ops.registry import get
-
     r = dict(zip(g.inputs, in_ranges))
     for t in g.consts:
         v = np.asarray(g.values[t], dtype=np.float64)
@@ -204,8 +200,6 @@ def _within(r: tuple, dtype: str) -> bool:
 
 
 def _discontinuous(*bodies) -> bool:
-    from dlgate.ops.registry import get
-
     return any(get(n.op).discontinuous(n.attrs) for body in bodies for n in decode(body).nodes)
 
 
@@ -222,8 +216,6 @@ def _reference_defect(*bodies) -> str | None:
 def _emit(sb, g: Graph, names: dict) -> tuple:
     """Lower body ``g`` into ``sb``: (outputs as (name, type) pairs, value infos). A body
     output that is one of its inputs (or a repeat) becomes an Identity of it."""
-    from dlgate.materialize.onnx_model import lower_graph
-
     names = lower_graph(sb, g, names)
     inputs, used, outs = set(g.inputs), set(), []
     for t in g.outputs:
