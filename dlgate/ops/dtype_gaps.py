@@ -189,7 +189,7 @@ def _instances(op: str, schema, specs: list, opsets: list, want: dict) -> dict:
     import onnx
 
     # local: the probe sits above the catalogue (it draws through the generator); only deriving
-    # the gaps (``dlgate ops --dtype-gaps``, the tests) needs it
+    # the gaps (``dlgate ops --gaps``, the tests) needs it
     from dlgate.probe.single import single_op_graph, single_op_model
 
     seen: dict = {p: set() for p in want}
