@@ -20,6 +20,7 @@ import pytest
 from dlgate.change import diff as D
 from dlgate.change.builders import Source, dump
 from dlgate.change.builders import inductor as builder
+from dlgate.change.builders import inductor_source
 from dlgate.change.compilers import common, map_change, table
 from dlgate.change.compilers import inductor as mapper
 from dlgate.change.targets import FileTargets
@@ -217,7 +218,7 @@ def test_unmapped_source_paths_say_why(shipped):
 
 def test_shared_helpers_are_left_to_the_ordinary_batch(shipped):
     entry = shipped["files"]["torch/_inductor/lowering.py"]
-    assert entry["shared"]["register_lowering"] > builder.SHARED
+    assert entry["shared"]["register_lowering"] > inductor_source.SHARED
     fc = D.FileChange("torch/_inductor/lowering.py",
                       hunks=[D.Hunk(540, 1, 540, 1, text=["    x = 1"], enclosing=["register_lowering", "decorator"])])
     ft = mapper.map_file(fc, shipped)

@@ -8,6 +8,7 @@ import pytest
 from dlgate.change import diff
 from dlgate.change.builders import Source, build, dump
 from dlgate.change.builders import onnxruntime as builder
+from dlgate.change.builders import onnxruntime_source
 from dlgate.change.compilers import map_change, table
 from dlgate.change.compilers import onnxruntime as ort
 from dlgate.change.diff import FileChange, Hunk, c_definitions
@@ -172,7 +173,7 @@ def test_builder_is_deterministic(built):
 
 def test_registration_macros_expand_through_file_wrappers():
     text = open(os.path.join(TREE, EWO)).read()
-    regs = builder.registrations(text, builder.defines(text))
+    regs = onnxruntime_source.registrations(text, onnxruntime_source.defines(text))
     erf = sorted((r["name"], r["lo"], r.get("hi"), r.get("type")) for r in regs if r["name"] == "Erf")
     assert erf == [("Erf", "13", None, "MLFloat16"), ("Erf", "13", None, "float"), ("Erf", "9", "12", "float")]
 

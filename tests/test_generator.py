@@ -168,7 +168,7 @@ INF = float("inf")
 
 
 def test_integer_valued_bounds_narrow_to_the_integers_inside_a_domain():
-    from dlgate.graph.generator import _integers_in
+    from dlgate.graph.bounds import _integers_in
 
     assert _integers_in((0.0, 1.0), (-1.0, 1.0), open_domain=True) == (0.0, 0.0)  # Atanh of a Floor
     assert _integers_in((0.0, 1.0), (-1.0, 1.0), open_domain=False) == (0.0, 1.0)  # Asin of a Floor

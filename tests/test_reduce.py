@@ -10,7 +10,8 @@ from dlgate.check import CheckConfig, check, load_bundle, prepare, save_bundle
 from dlgate.cli import main
 from dlgate.exec.worker import Pool
 from dlgate.graph.generator import GenConfig, Generator
-from dlgate.reduce.reducer import Reducer, Target, cut, intermediates
+from dlgate.reduce.candidates import cut, intermediates
+from dlgate.reduce.reducer import Reducer, Target
 
 BROKEN = BackendSpec("tvm", options=(("extra_passes", ("dlgate.backends.testing:sigmoid_to_tanh",)),))
 

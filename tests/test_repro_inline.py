@@ -22,7 +22,8 @@ from dlgate.case import make_case
 from dlgate.check import prepare
 from dlgate.graph.generator import GenConfig, Generator
 from dlgate.reduce import inline as IN
-from dlgate.reduce.bundle import load_polygraphy_inputs, polygraphy_command, polygraphy_inputs, write_repro
+from dlgate.reduce.bundle import write_repro
+from dlgate.reduce.polygraphy import load_polygraphy_inputs, polygraphy_command, polygraphy_inputs
 
 VERDICT = {"verdict": "mismatch", "backend": "onnxruntime[cpu]", "detail": "output 0 differs",
            "signature": {"id": "abc", "text": "mismatch"}, "versions": {"name": "onnxruntime", "version": "1.32.0"}}

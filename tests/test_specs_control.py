@@ -19,6 +19,7 @@ from onnx import helper
 from onnx.reference import ReferenceEvaluator
 
 from dlgate import dtypes as dt
+from dlgate.graph.generator import body_graph
 from dlgate.graph.ir import Graph, Node, random_values
 from dlgate.materialize.onnx_model import to_onnx
 from dlgate.materialize.torch_model import GraphModule
@@ -52,7 +53,7 @@ def _sample(name, dtype, opset, want=lambda a: True, rank=None, seed=0, tries=40
     """Attributes (and input types) the spec itself draws, the first that ``want`` accepts."""
     spec = get(name)
     for i in range(tries):
-        ctx = Ctx(random.Random(f"{name}/{dtype}/{opset}/{seed}/{i}"), SMALL, opset=opset)
+        ctx = Ctx(random.Random(f"{name}/{dtype}/{opset}/{seed}/{i}"), SMALL, opset=opset, body_graph=body_graph)
         r = rank if rank is not None else ctx.choice([r for r in spec.ranks if r <= 3])
         x = TensorType(dtype, ctx.shape(r, 64))
         a = spec.sample(ctx, [x])

@@ -14,7 +14,7 @@ def add_parser(sub) -> None:
 def command(args) -> int:
     import onnx  # local: imports torch; off the CLI start-up
 
-    from dlgate.ops import coverage
+    from dlgate.ops import coverage, dtype_gaps
     from dlgate.ops.registry import all_specs
 
     specs = list(all_specs().values())
@@ -29,7 +29,6 @@ def command(args) -> int:
         parts = T.table("spec", "part not generated", "why")
         for name, what, why in gaps:
             T.row(parts, name, what, why)
-        from dlgate.ops import dtype_gaps
         types = dtype_gaps.listed()
         dts = T.table("schema type not drawn", "why")
         for what, why in types:

@@ -9,146 +9,39 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
-import z3
 
 from dlgate import dtypes as dt
 from dlgate.coverage import features as F
 from dlgate.coverage.guide import OPSET_FOCUS
 from dlgate.graph import extreme
+from dlgate.graph.body import BodyDrawing
+from dlgate.graph.bounds import ValueBounds, _State
+from dlgate.graph.config import (AIM_DEGENERATE, AIM_REPEAT, DEFAULT_OPSET_RANGE, NEWEST_OPSET, NEWEST_SHARE,
+                                 OLDEST_OPSET, RANK5_START, REDRAWS, SEED_TRIES, GenConfig, GenerationError)
 from dlgate.graph.dynamic import make_dynamic
 from dlgate.graph.ir import Graph, Node, domain_spans, random_values
-from dlgate.graph.solver import Solver, concretize
+from dlgate.graph.solver import Solver
+from dlgate.graph.symbolic import SymbolicInsertion
 from dlgate.ops import schema
-from dlgate.ops.base import (UNBOUNDED, Ctx, Limits, OpSpec, SymCtx, TensorType, all_true, excludes_zero, inside,
-                             overlaps)
+from dlgate.ops.base import UNBOUNDED, Ctx, OpSpec, TensorType, all_true
 from dlgate.ops.registry import all_specs, get, select
 from dlgate.seeds import sub_seed
 
-#: The newest ONNX opset dlgate generates: the newest the pinned onnx release defines.
-NEWEST_OPSET = 28
-#: The oldest: before it, too many operators take their constant inputs as attributes.
-OLDEST_OPSET = 13
-DEFAULT_OPSET_RANGE = (OLDEST_OPSET, NEWEST_OPSET)
-#: Share of cases drawn at the newest opset of the range; the others spread evenly over it
-#: (the newest opset's operators are the least tested, and runtimes lack kernels there).
-NEWEST_SHARE = 0.25
-#: How often the first placeholder is rank 5 where its operator takes that (else rank <= 4).
-RANK5_START = 0.15
-#: A case whose draw fails is drawn again from ``sub_seed(seed, "redraw/k")``, k = 1 up to
-#: this; when every one fails, the fallback makes a one-operator graph (``Generator.generate``).
-REDRAWS = 4
-#: In a case aimed at a target: the chance each further draw is one of the target's specs
-#: again, and the chance the case draws degenerate attribute values (``Ctx.degenerate``)
-#: when its target does not ask for them.
-AIM_REPEAT = 0.25
-AIM_DEGENERATE = 0.3
-#: Tries at inserting the first placeholder's own operator when no other draw inserted any.
-SEED_TRIES = 3
+#: The generator is where callers find the configuration and the opset range
+#: (``dlgate.graph.config`` holds them).
+__all__ = ["DEFAULT_OPSET_RANGE", "NEWEST_OPSET", "OLDEST_OPSET", "REDRAWS", "GenConfig", "GenerationError",
+           "Generator"]
 
 
-@dataclass(frozen=True)
-class GenConfig:
-    min_nodes: int = 1
-    max_nodes: int = 10
-    limits: Limits = Limits()
-    dtypes: tuple = dt.ALL
-    ops: tuple | None = None  # spec names; None = all
-    opset: int | None = None  # fixed opset; None = drawn per case from opset_range
-    opset_range: tuple = DEFAULT_OPSET_RANGE
-    forward_prob: float = 0.5  # NNSmith: forward or backward with equal probability
-    picking_rate: float = 0.9  # Isra: probability of reusing an existing tensor
-    const_prob: float = 0.3  # probability a placeholder becomes a constant initializer
-    extra_output_prob: float = 0.1  # probability a consumed tensor is also a graph output
-    #: Allowed (op name, input dtypes, opset) triples, e.g. a backend's probed support; None = all.
-    support: frozenset | None = None
-    #: Share of graphs given symbolic batch/sequence input dimensions (``graph.dynamic``),
-    #: where further sizes keep them valid; drawn after the graph is final, so the graph
-    #: itself does not depend on it. A graph holding a motif whose rewrite needs symbolic
-    #: dimensions (``Motif.needs_dynamic``) gets them whenever the share is above 0.
-    dynamic_share: float = 0.0
-    #: Share of graphs whose inputs and constants carry extreme values (``graph.extreme``,
-    #: see ``dlgate.graph.extreme``); drawn last, from its own stream.
-    extreme_share: float = 0.0
-    #: What a change touches (``dlgate.change.aim.Aim``, one per target), and the share of
-    #: cases drawn to exercise one of them (``graph.aimed``); the rest stay random. Whether a
-    #: case is aimed, and at which target, comes from its own stream, so an empty ``aims``
-    #: leaves every case as it was.
-    aims: tuple = ()
-    aim_share: float = 0.8
+class Generator(ValueBounds, SymbolicInsertion, BodyDrawing):
+    """Draws a case's graph from its seed (``generate``): operators inserted forward (onto
+    an existing tensor) or backward (producing a placeholder), the value bounds kept by
+    ``ValueBounds``, the z3 path in ``SymbolicInsertion``; a control operator's body from
+    given input types (``BodyDrawing.body``, reached through ``body_graph``)."""
 
-    def __post_init__(self):
-        if not 1 <= self.min_nodes <= self.max_nodes:
-            raise ValueError(f"need 1 <= min_nodes <= max_nodes, got {self.min_nodes}, {self.max_nodes}")
-        if self.opset is not None and not 7 <= self.opset <= 30:
-            raise ValueError(f"opset {self.opset} is out of range")
-        lo, hi = self.opset_range
-        if not OLDEST_OPSET <= lo <= hi <= NEWEST_OPSET:
-            raise ValueError(f"opset range {lo}-{hi} is not within {OLDEST_OPSET}-{NEWEST_OPSET}")
-        for t in self.dtypes:
-            dt.check(t)
-        if not 0.0 <= self.dynamic_share <= 1.0:
-            raise ValueError(f"dynamic_share {self.dynamic_share} is not within 0-1")
-        if not 0.0 <= self.extreme_share <= 1.0:
-            raise ValueError(f"extreme_share {self.extreme_share} is not within 0-1")
-        if not 0.0 <= self.aim_share <= 1.0:
-            raise ValueError(f"aim_share {self.aim_share} is not within 0-1")
-
-
-class GenerationError(RuntimeError):
-    pass
-
-
-@dataclass
-class _State:
-    tensors: list = field(default_factory=list)
-    nodes: list = field(default_factory=list)
-    placeholders: list = field(default_factory=list)  # tensor ids, in creation order
-    uses: list = field(default_factory=list)
-    ranges: list = field(default_factory=list)  # known bounds on each tensor's values
-    #: Whether the input search's gradient steps reach each tensor's values (a float leaf,
-    #: or computed from one through steerable operators); the others can only be re-sampled.
-    steer: list = field(default_factory=list)
-    #: Whether each tensor holds only integer values (integer dtypes, Floor/Round outputs,
-    #: casts of integers): its bounds narrow to the integers inside a domain.
-    integral: list = field(default_factory=list)
-    #: A value each tensor's elements straddle in every run (min <= anchor <= max), or None:
-    #: LogSoftmax over n elements always has one at or below -log(n) and one at or above.
-    anchor: list = field(default_factory=list)
-    #: A value some element of each tensor equals in every run, or None (see ``OpSpec.exact``).
-    exact: list = field(default_factory=list)
-    #: Placeholders whose constant-ness a consumer prescribes: never given a producer.
-    pinned: set = field(default_factory=set)
-    #: Tensor id -> index of the node that produces it.
-    producer: dict = field(default_factory=dict)
-
-    def add_tensor(self, t: TensorType, bounds: tuple = UNBOUNDED, steer: bool | None = None,
-                   integral: bool | None = None, anchor: float | None = None,
-                   exact: float | None = None) -> int:
-        self.anchor.append(anchor)
-        self.exact.append(exact)
-        self.tensors.append(t)
-        self.uses.append(0)
-        self.ranges.append(bounds)
-        self.steer.append(dt.is_float(t.dtype) if steer is None else steer)
-        self.integral.append(not dt.is_float(t.dtype) if integral is None else integral)
-        return len(self.tensors) - 1
-
-
-def _integers_in(r: tuple, dom: tuple, open_domain: bool) -> tuple | None:
-    """The integer points of bounds ``r`` (already inside domain ``dom``), as bounds; a
-    domain end that ``r`` touches is excluded when the domain is open."""
-    lo, hi = r
-    if math.isfinite(lo):
-        lo = math.floor(lo) + 1 if (open_domain and lo == dom[0] and lo == math.floor(lo)) else math.ceil(lo)
-    if math.isfinite(hi):
-        hi = math.ceil(hi) - 1 if (open_domain and hi == dom[1] and hi == math.ceil(hi)) else math.floor(hi)
-    return (float(lo), float(hi)) if lo <= hi else None
-
-
-class Generator:
     def __init__(self, cfg: GenConfig = GenConfig(), guide=None):
         self.cfg = cfg
         #: Coverage guidance (``dlgate.coverage.guide.Guide``), or None for plain draws.
@@ -245,7 +138,7 @@ class Generator:
         specs = self._specs_at(opset)
         if not specs:
             raise GenerationError(f"no operator is available at opset {opset} with the allowed dtypes")
-        ctx = Ctx(rng, cfg.limits, cfg.dtypes, opset)
+        ctx = self._ctx(rng, opset)
         if degenerate:
             ctx.degenerate = True
         target = rng.randint(cfg.min_nodes, cfg.max_nodes)
@@ -309,6 +202,11 @@ class Generator:
         self._aim = None
         return g
 
+    def _ctx(self, rng: random.Random, opset: int) -> Ctx:
+        """The sampling context of a draw at ``opset``; control operators draw their bodies
+        through its ``body_graph``."""
+        return Ctx(rng, self.cfg.limits, self.cfg.dtypes, opset, body_graph=body_graph)
+
     def _specs_at(self, opset: int) -> list:
         """The specs drawable at ``opset`` (made the current opset): available there, with a
         signature the config, the support set and the schema allow."""
@@ -346,7 +244,7 @@ class Generator:
         rng = random.Random(seed)
         self.solver.reset()
         for o in opsets:
-            ctx = Ctx(rng, cfg.limits, cfg.dtypes, o)
+            ctx = self._ctx(rng, o)
             for spec in self._specs_at(o):
                 if spec.needs_dynamic and not cfg.dynamic_share:
                     continue
@@ -472,13 +370,6 @@ class Generator:
         grand = [st.nodes[st.producer[u]].op for u in node.inputs if u in st.producer]
         return self.guide.link_weight(spec.name, node.op, grand)
 
-    @staticmethod
-    def _solvable(spec: OpSpec) -> bool:
-        """z3 is for specs whose shapes follow arithmetic that has no closed-form inverse
-        (they do not define ``backward``); where a spec's own ``backward`` or sampling says
-        no, the instance is impossible or unlikely, and a solver would only cost time."""
-        return spec.symbolic_ok and type(spec).backward is OpSpec.backward
-
     def _reuse(self, st, spec, ctx, rng, i, ins, a, sig):
         """Isra's reuse: an existing tensor consistent with the inputs chosen so far."""
         cands = [j for j, t in enumerate(st.tensors) if t.dtype == sig[i]]
@@ -490,42 +381,6 @@ class Generator:
             if all_true(spec.requires(trial, a)):
                 return j
         return None
-
-    def _forward_z3(self, st, spec, rng, x0, first, sig) -> bool:
-        sctx = SymCtx(rng, self.cfg.limits, self.cfg.dtypes, self.opset, prefix="f", z3ctx=self.solver.context())
-        inst = self._symbolic_instance(spec, sctx, first, sig)
-        if inst is None:
-            return False
-        a, ins, outs = inst
-        cons = sctx.cons + list(spec.requires(ins, a)) + self._dim_cons(outs)
-        model = self.solver.solve(cons, sctx.vars, rng)
-        if model is None:
-            return False
-        a = concretize(model, a)
-        ins = [TensorType(t.dtype, tuple(concretize(model, list(t.shape)))) for t in ins]
-        outs = self._valid(spec, ins, a)
-        ids = [x0] + [None] * (spec.arity - 1)
-        if outs is None or not self._domains_ok(st, spec, a, ids):
-            return False
-        self._commit(st, spec, a, ids, ins, outs)
-        self.stats["z3_forward"] += 1
-        return True
-
-    @staticmethod
-    def _symbolic_instance(spec: OpSpec, sctx: SymCtx, first: TensorType, sig: tuple):
-        """(attrs, inputs, outputs) with z3 variables for the integer choices, or None when
-        the spec cannot run symbolically."""
-        try:
-            a = spec.sample(sctx, [first])
-            ins = [first]
-            for i in range(1, spec.arity):
-                ins.append(spec.input_type(sctx, i, ins, a, sig[i]))
-            return a, ins, spec.infer(ins, a)
-        except (TypeError, z3.Z3Exception):
-            return None
-
-    def _dim_cons(self, types) -> list:
-        return [d >= 1 for t in types for d in t.shape] + [d <= self.cfg.limits.max_dim * 4 for t in types for d in t.shape]
 
     # -- backward insertion -----------------------------------------------------------
     def _backward(self, st: _State, spec: OpSpec, ctx: Ctx, rng: random.Random) -> bool:
@@ -587,197 +442,6 @@ class Generator:
                     st.ranges[j] = (max(r[0], up[0]), min(r[1], up[1]))
         self.stats["z3_backward" if via_z3 else "backward"] += 1
         return True
-
-    def _backward_z3(self, spec: OpSpec, target: TensorType, rng: random.Random):
-        sigs = list(self._sigs(spec))  # a copy: the cached list is shared
-        rng.shuffle(sigs)
-        for sig in sigs[:3]:
-            for rank in spec.backward_ranks(target):
-                if rank not in spec.ranks or rank > self.cfg.limits.max_rank:
-                    continue
-                sctx = SymCtx(rng, self.cfg.limits, self.cfg.dtypes, self.opset, prefix="b", z3ctx=self.solver.context())
-                inst = self._symbolic_instance(spec, sctx, TensorType(sig[0], sctx.shape(rank)), sig)
-                if inst is None:
-                    return None
-                a, ins, outs = inst
-                if outs[0].dtype != target.dtype or outs[0].rank != target.rank:
-                    continue
-                cons = sctx.cons + list(spec.requires(ins, a)) + self._dim_cons(ins + outs)
-                cons += [d == e for d, e in zip(outs[0].shape, target.shape)]
-                model = self.solver.solve(cons, sctx.vars, rng)
-                if model is None:
-                    continue
-                ins = [TensorType(t.dtype, tuple(concretize(model, list(t.shape)))) for t in ins]
-                return ins, concretize(model, a)
-        return None
-
-    def _domains_ok(self, st: _State, spec: OpSpec, a: dict, ids: list) -> bool:
-        """Whether each existing input's known value bounds leave room in the operator's
-        domain (no Acosh of a Sigmoid), and the bounds that narrowing leaves still suit
-        every operator already downstream (x feeds ThresholdedRelu(alpha=1.6) then Log,
-        and now Asin too: x can no longer pass the threshold): models without any valid
-        input are not generated."""
-        for i, j in enumerate(ids):
-            if j is None:
-                continue
-            r = self._admit(spec, a, i, st.ranges[j], st.steer[j], st.integral[j], st.anchor[j], st.exact[j],
-                            st.tensors[j])
-            changed = None if r is None else self._narrow_up(st, j, r, apply=False)
-            if changed is None or not self._propagate(st, self._starts(st, changed), apply=False):
-                return False
-        return True
-
-    @staticmethod
-    def _starts(st: _State, changed: dict) -> dict:
-        """``_propagate``'s starting points for tensors whose bounds narrowed."""
-        return {t: (b, st.steer[t], st.integral[t], st.anchor[t], st.exact[t])
-                for t, b in changed.items() if b != st.ranges[t]}
-
-    @staticmethod
-    def _narrow_up(st: _State, j: int, r: tuple, apply: bool = True) -> dict | None:
-        """Narrow tensor ``j`` to bounds ``r`` and, through operators that pass every input
-        value on (Identity, Reshape, Concat...) or map them element-wise (Asin, Exp, Abs:
-        their ``preimage``), their inputs too: the narrowed tensors' new bounds, or None when some
-        tensor would be left without any value (Asin of an Identity of x, and Acosh of x)."""
-        todo, seen = [(j, r)], {}
-        producer = {t: n for n in st.nodes for t in n.outputs}
-        while todo:
-            t, b = todo.pop()
-            cur = seen.get(t, st.ranges[t])
-            new = (max(cur[0], b[0]), min(cur[1], b[1]))
-            if new[0] > new[1]:
-                return None
-            if new == cur and t in seen:
-                continue
-            seen[t] = new
-            node = producer.get(t)
-            if node is None:
-                continue
-            spec = get(node.op)
-            if spec.preserves_values:
-                vals = spec.value_inputs
-                for i, u in enumerate(node.inputs):
-                    if (vals is None or i in vals) and dt.is_float(st.tensors[u].dtype):
-                        todo.append((u, new))
-            elif spec.elementwise and new != cur and dt.is_float(st.tensors[node.inputs[0]].dtype):
-                pre = spec.preimage(node.attrs, new)  # Asin's output kept >= 1 keeps x >= sin(1)
-                if pre is not None:
-                    todo.append((node.inputs[0], pre))
-        if apply:
-            for t, b in seen.items():
-                st.ranges[t] = b
-        return seen
-
-    @staticmethod
-    def _admit(spec: OpSpec, a: dict, i: int, bounds: tuple, steer: bool, integral: bool,
-               anchor: float | None = None, exact: float | None = None, t: TensorType | None = None) -> tuple | None:
-        """The bounds a tensor keeps when it feeds input ``i`` in a valid run (narrowed to
-        the operator's domain, and to the integers inside it for integer-valued tensors),
-        or None when no valid run exists. The input search can move a steerable tensor, so
-        its bounds need only overlap the domain; one it cannot steer (a cast from integers,
-        a Hardmax) must lie inside it, since re-sampling rarely lands every element there.
-        A value the tensor holds exactly in every run must lie in the domain too, and must
-        not be 0 where the operator needs a nonzero input."""
-        dom = spec.input_domain(a, i)
-        r = bounds
-        if dom is not None:
-            if not (overlaps(r, dom) if steer else inside(r, dom)):
-                return None
-            for v in (anchor, exact):
-                if v is not None and not (dom[0] < v < dom[1] if spec.open_domain else dom[0] <= v <= dom[1]):
-                    return None  # some element always lies at (or beyond) the value
-            r = (max(r[0], dom[0]), min(r[1], dom[1]))
-            if integral:
-                r = _integers_in(r, dom, spec.open_domain)
-                if r is None:
-                    return None
-        if spec.input_nonzero(a, i):
-            if r == (0.0, 0.0) or exact == 0 or (not steer and not excludes_zero(r)):
-                return None
-        if t is not None and not spec.input_possible(a, i, r, t):
-            return None
-        return r
-
-    def _propagate(self, st: _State, start: dict, apply: bool = True) -> bool:
-        """Some tensors get new knowledge (``start``: tensor -> (bounds, steer, integral,
-        anchor, exact)), when backward insertion gives a placeholder a producer or a new
-        consumer narrows an existing tensor: re-derive the bounds of everything downstream
-        (in dependency order) and check every operator on the way still admits its inputs;
-        on success (and with ``apply``) the new bounds are kept."""
-        if not start:
-            return True
-        ranges, steers, ints, anchors, exacts = dict(), dict(), dict(), dict(), dict()
-        for p, (bounds, steer, integral, anchor, exact) in start.items():
-            ranges[p], steers[p], ints[p], anchors[p], exacts[p] = bounds, steer, integral, anchor, exact
-        producer = {t: k for k, n in enumerate(st.nodes) for t in n.outputs}
-        pending = [k for k, n in enumerate(st.nodes) if any(p in n.inputs for p in start)]
-        seen: set = set()
-        while pending:
-            # a node is ready when none of its inputs is produced by a node still pending
-            k = next(k for k in pending if not any(producer.get(t) in pending for t in st.nodes[k].inputs
-                                                   if producer.get(t) != k))
-            pending.remove(k)
-            if k in seen:
-                continue
-            seen.add(k)
-            node, spec = st.nodes[k], get(st.nodes[k].op)
-            get_r = lambda t: ranges.get(t, st.ranges[t])  # noqa: E731
-            admitted = []
-            for i, t in enumerate(node.inputs):
-                r = self._admit(spec, node.attrs, i, get_r(t), steers.get(t, st.steer[t]), ints.get(t, st.integral[t]),
-                                anchors.get(t, st.anchor[t]), exacts.get(t, st.exact[t]), st.tensors[t])
-                if r is None:
-                    return False
-                admitted.append(r)
-            for t, r in zip(node.inputs, admitted):
-                if t in ranges:
-                    ranges[t] = r
-            ins = [st.tensors[t] for t in node.inputs]
-            outs = [st.tensors[t] for t in node.outputs]
-            new = spec.out_bounds(node.attrs, admitted, ins, outs)
-            new = self._same_input(spec, node.attrs, node.inputs, admitted, new)
-            in_steer = [steers.get(t, st.steer[t]) for t in node.inputs]
-            in_int = [ints.get(t, st.integral[t]) for t in node.inputs]
-            anchor_out = spec.anchor(node.attrs, [anchors.get(t, st.anchor[t]) for t in node.inputs], ins)
-            exact_out = spec.exact(node.attrs, [exacts.get(t, st.exact[t]) for t in node.inputs], ins)
-            for t, o, b in zip(node.outputs, outs, new):
-                old = st.ranges[t]
-                ranges[t] = (max(old[0], b[0]), min(old[1], b[1]))
-                if ranges[t][0] > ranges[t][1]:
-                    return False
-                steers[t] = self._steers(spec, in_steer, o)
-                ints[t] = self._integral(spec, in_int, o)
-                anchors[t] = anchor_out if t == node.outputs[0] else None
-                exacts[t] = exact_out if t == node.outputs[0] else None
-                pending += [c for c, n in enumerate(st.nodes) if t in n.inputs and c not in pending]
-        if apply:
-            for t in ranges:
-                st.ranges[t], st.steer[t], st.integral[t] = ranges[t], steers[t], ints[t]
-                st.anchor[t], st.exact[t] = anchors[t], exacts[t]
-        return True
-
-    @staticmethod
-    def _same_input(spec: OpSpec, a: dict, in_ids: list, ranges: list, bounds: list) -> list:
-        """Sharper bounds when all inputs are one tensor (Isra's reuse makes ``Sub(x, x)``)."""
-        if len(in_ids) > 1 and len(set(in_ids)) == 1:
-            r = spec.self_range(a, ranges[0])
-            if r is not None:
-                return [r] + list(bounds[1:])
-        return bounds
-
-    @staticmethod
-    def _integral(spec: OpSpec, in_int: list, out: TensorType) -> bool:
-        if not dt.is_float(out.dtype) or spec.integral_out:
-            return True
-        vals = spec.value_inputs
-        carried = [x for i, x in enumerate(in_int) if vals is None or i in vals]
-        return bool(carried) and all(carried) and (spec.keeps_range or spec.keeps_integers)
-
-    @staticmethod
-    def _steers(spec: OpSpec, in_steer: list, out: TensorType) -> bool:
-        vals = spec.value_inputs
-        return spec.steerable and dt.is_float(out.dtype) and any(
-            s for i, s in enumerate(in_steer) if vals is None or i in vals)
 
     # -- bookkeeping ------------------------------------------------------------------
     def _commit(self, st: _State, spec, a, ids, ins, outs, replace=None):
@@ -890,3 +554,17 @@ class Generator:
         spans = domain_spans(g, all_specs())
         g.values = {t: random_values(vrng, g.tensors[t], spans.get(t)) for t in g.consts}
         return g
+
+
+def body_graph(seed: int, in_types: list, ops: tuple, dtypes: tuple, opset: int, limits, max_nodes: int) -> Graph:
+    """A body of 1 to ``max_nodes`` operators among ``ops`` over ``in_types`` (its inputs),
+    at ``opset`` (``Generator.body``); what ``Ctx.body_graph`` gives control operators."""
+    return _body_generator(ops, dtypes, opset, limits, max_nodes).body(seed, in_types)
+
+
+@lru_cache(maxsize=64)
+def _body_generator(ops: tuple, dtypes: tuple, opset: int, limits, max_nodes: int) -> Generator:
+    """One generator per body configuration (``body`` resets its solver, and its signature
+    cache is a pure function of the configuration): built once, not per body."""
+    return Generator(GenConfig(min_nodes=1, max_nodes=max_nodes, limits=limits, dtypes=dtypes, ops=ops, opset=opset,
+                               forward_prob=1.0, extra_output_prob=0.0))

@@ -133,11 +133,16 @@ class Ctx:
     #: pads) where a spec offers them. Off in ordinary draws, so their streams are unchanged.
     degenerate = False
 
-    def __init__(self, rng: random.Random, limits: Limits = Limits(), dtypes: tuple = dt.ALL, opset: int = 21):
+    def __init__(self, rng: random.Random, limits: Limits = Limits(), dtypes: tuple = dt.ALL, opset: int = 21,
+                 body_graph=None):
         self.rng = rng
         self.limits = limits
         self.dtypes = dtypes  # the dtypes this case may use (e.g. for Cast's target)
         self.opset = opset  # the case's ONNX opset
+        #: How a control operator draws its body: ``dlgate.graph.generator.body_graph``, given
+        #: by the generator (the catalogue sits below the generator and does not import it);
+        #: None where no generator drives the draw.
+        self.body_graph = body_graph
 
     # -- integers -----------------------------------------------------------------------
     def int(self, lo: int, hi: int) -> int:

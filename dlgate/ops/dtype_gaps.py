@@ -26,6 +26,8 @@ from functools import lru_cache
 import onnx.defs
 
 from dlgate import dtypes as dt
+from dlgate.ops import schema as sch
+from dlgate.ops.registry import all_specs
 
 #: ONNX's element type names for dlgate's dtypes (as its type strings spell them).
 ONNX_NAME = {dt.FLOAT32: "float", dt.FLOAT64: "double", dt.FLOAT16: "float16", dt.INT8: "int8",
@@ -126,8 +128,6 @@ def _groups(op: str, specs: list, lo: int, hi: int) -> list:
 def _static(op: str, schema, specs: list, opsets: list) -> dict:
     """Constraint -> the type strings the signatures draw for it, for the constraints a
     signature position stands for."""
-    from dlgate.ops import schema as sch
-
     formal = list(schema.inputs)
     positions = sch._formal_positions().get(op)
     if positions == ():
@@ -188,8 +188,9 @@ def _instances(op: str, schema, specs: list, opsets: list, want: dict) -> dict:
     ``want`` (constraint -> allowed type strings) is met or ``DRAWS`` per spec are spent."""
     import onnx
 
+    # local: the probe sits above the catalogue (it draws through the generator); only deriving
+    # the gaps (``dlgate ops --gaps``, the tests) needs it
     from dlgate.probe.single import single_op_graph, single_op_model
-    from dlgate.ops import schema as sch
 
     seen: dict = {p: set() for p in want}
     for spec in specs:
@@ -225,14 +226,12 @@ def derive(specs=None) -> tuple:
     """Every dtype gap of every operator ``specs`` (default: the registry's) emit as their
     ``onnx_op`` (``DtypeGap``), in registry order, the opsets where one and the same type
     is missing merged into ranges. Deterministic: the instances come from fixed seeds."""
-    from dlgate.ops.registry import all_specs
-
     return _derive(tuple(all_specs().values()) if specs is None else tuple(specs))
 
 
 @lru_cache(maxsize=4)
 def _derive(specs: tuple) -> tuple:
-    from dlgate.graph.generator import NEWEST_OPSET, OLDEST_OPSET
+    from dlgate.graph.config import NEWEST_OPSET, OLDEST_OPSET  # local: the generator's package sits above the catalogue
 
     found: list = []
     for op, group in _by_op(specs).items():

@@ -32,7 +32,9 @@ from typing import ClassVar, NamedTuple
 import numpy as np
 
 from dlgate import dtypes as dt
-from dlgate.ops.base import OpSpec, TensorType
+from dlgate.ops.base import OpSpec, TensorType, all_true
+from dlgate.ops.registry import get
+from dlgate.seeds import sub_seed
 
 
 class In(NamedTuple):
@@ -80,8 +82,6 @@ def resolve(r, given: list, made: list, const):
 
 def const_values(a: dict, key: str, dtype: str, shape: tuple, lo: float = -2.0, hi: float = 2.0) -> Const:
     """Deterministic constant values for a motif's ``key``, from the motif's ``seed``."""
-    from dlgate.seeds import sub_seed
-
     rng = np.random.Generator(np.random.PCG64(sub_seed(a["seed"], key)))
     if dt.is_float(dtype):
         v = rng.uniform(lo, hi, size=shape)
@@ -142,9 +142,6 @@ class Motif(OpSpec):
 
     def _types(self, a: dict, ins: list):
         """(per-step input types, per-step output types), or None when a step is invalid."""
-        from dlgate.ops.base import all_true
-        from dlgate.ops.registry import get
-
         step_ins, step_outs = [], []
         for s in self.steps(a):
             sins = [resolve(r, ins, step_outs, lambda c: c.type) for r in s.inputs]
@@ -172,8 +169,6 @@ class Motif(OpSpec):
 
     def _consumer(self, a: dict, i: int):
         """(spec, attrs, position) of the first step reading motif input ``i``."""
-        from dlgate.ops.registry import get
-
         for s in self.steps(a):
             for p, r in enumerate(s.inputs):
                 if isinstance(r, In) and r.k == i:
@@ -197,13 +192,9 @@ class Motif(OpSpec):
         return spec.input_possible(sa, p, r, t)
 
     def discontinuous(self, a):
-        from dlgate.ops.registry import get
-
         return any(get(s.op).discontinuous(s.attrs) for s in self.steps(a))
 
     def reference_defect(self, a, ins, opset):
-        from dlgate.ops.registry import get
-
         try:
             types = self._types(a, ins)
         except IndexError:
@@ -220,8 +211,6 @@ class Motif(OpSpec):
 
     # -- materialization ------------------------------------------------------------------
     def onnx(self, b, a, xs, ys):
-        from dlgate.ops.registry import get
-
         steps = self.steps(a)
         final = {(r.j, r.o): y for r, y in zip(self.outputs(a), ys)}
         names: list = []
@@ -236,8 +225,6 @@ class Motif(OpSpec):
         """Every step's inputs and outputs, as PyTorch tensors; ``hook(spec, attrs, ins,
         outs)``, when given, returns the outputs the next steps see (see ``torch_steps``)."""
         import torch
-
-        from dlgate.ops.registry import get
 
         step_ins, step_outs = [], []
         for s in self.steps(a):
@@ -265,8 +252,6 @@ class Motif(OpSpec):
         return ys[0] if len(ys) == 1 else tuple(ys)
 
     def losses(self, a, *xs):
-        from dlgate.ops.registry import get
-
         step_ins, _ = self._run(a, xs)
         out = []
         for s, sins in zip(self.steps(a), step_ins):
@@ -274,8 +259,6 @@ class Motif(OpSpec):
         return out
 
     def undefined(self, a, ins, out_types):
-        from dlgate.ops.registry import get
-
         step_ins, step_outs = self._run(a, ins)
         for s, sins, souts in zip(self.steps(a), step_ins, step_outs):
             types = [TensorType(str(y.dtype).replace("torch.", ""), tuple(y.shape)) for y in souts]

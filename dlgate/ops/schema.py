@@ -6,6 +6,7 @@ from functools import lru_cache
 import onnx.defs
 
 from dlgate import dtypes as dt
+from dlgate.ops.registry import all_specs
 
 _TYPE_STR = {dt.FLOAT32: "tensor(float)", dt.FLOAT64: "tensor(double)", dt.FLOAT16: "tensor(float16)",
              dt.INT8: "tensor(int8)", dt.UINT8: "tensor(uint8)", dt.INT32: "tensor(int32)",
@@ -28,8 +29,6 @@ GRAPH_INPUTS = {"ScatterND": (0, 2), "ScatterElements": (0, 2)}
 @lru_cache(maxsize=None)
 def _formal_positions() -> dict:
     """Operator -> formal input positions, from GRAPH_INPUTS and the specs' ``schema_inputs``."""
-    from dlgate.ops.registry import all_specs
-
     out = dict(GRAPH_INPUTS)
     for spec in all_specs().values():
         if spec.schema_inputs is not None:

@@ -2,7 +2,7 @@
 
 A model stops at its first failure: a compiler that crashes on one operator, refuses one
 it has no converter for, or gets one wrong, says nothing about the others. Cutting those
-operators out (the reducer's cut, :func:`dlgate.reduce.reducer.cut_map`) leaves a model of
+operators out (the reducer's cut, :func:`dlgate.reduce.candidates.cut_map`) leaves a model of
 the others in which every tensor the cut operators made and a kept operator consumes is fed
 the *reference's* value of that tensor on the case's inputs: the kept operators see exactly
 the values they saw in the whole model, so what fails there fails in the whole model too,
@@ -23,7 +23,7 @@ import re
 from dlgate.check import Prepared
 from dlgate.graph.ir import Graph
 from dlgate.ops.registry import get
-from dlgate.reduce.reducer import as_case, _checks, cut_map, fed, intermediates
+from dlgate.reduce.candidates import _checks, as_case, cut_map, fed, intermediates
 
 #: Operators whose outputs depend only on their inputs' shapes (and attributes).
 SHAPE_ONLY = ("Shape", "Size", "EyeLike")

@@ -1,5 +1,6 @@
 """Building the mapping tables (``dlgate/change/tables/<compiler>.json``) from a
-compiler's own source tree, one module per compiler with ``build(source) -> dict``.
+compiler's own source tree, one module per compiler with ``build(source) -> dict``, beside
+the modules that read its source (``<compiler>_*.py``).
 
 ``tools/change_tables.py`` runs them; the tables are refreshed for each compiler release
 (``docs/change-aware.md``). A :class:`Source` reads the tree either from a git directory at

@@ -24,7 +24,7 @@ lowering) is read from its changed lines: the operators they name. The rest is
 """
 from __future__ import annotations
 
-from dlgate.change.builders.inductor import ops_in_text
+from dlgate.change.builders.inductor_source import ops_in_text
 from dlgate.change.targets import FileTargets, Target
 
 NAME = "inductor"

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 
+from dlgate.change.builders.tvm_native import dtypes_said, macro_op
 from dlgate.change.compilers import common
 from dlgate.change.targets import FileTargets, Target, merge
 
@@ -77,8 +78,6 @@ def _new_impl(entry: dict, cls: str, version: int, rows: list, ceiling: int) -> 
 def _named_in_text(h, table: dict) -> list:
     """(rows, why) for ops the changed lines (or, in C/C++, the registration the hunk
     sits in) name."""
-    from dlgate.change.builders.tvm import macro_op  # local: imports torch; off the CLI start-up
-
     lines = list(h.text)
     if h.header and any(k in h.header for k in ("TVM_REGISTER_OP", "RELAX_REGISTER_", "register_legalize")):
         lines.append(h.header)  # git's hunk header: the registration the hunk sits in
@@ -100,8 +99,6 @@ def _named_in_text(h, table: dict) -> list:
 
 def _hunk(path: str, entry: dict, h, table: dict) -> tuple:
     """(targets, note) for one hunk."""
-    from dlgate.change.builders.tvm import dtypes_said  # local: imports torch; off the CLI start-up
-
     defs = entry.get("definitions") or {}
     broad = entry.get("broad") or {}
     dtypes = dtypes_said(h.text) if entry.get("dtypes_from_text") else ()

@@ -1,8 +1,8 @@
 """Control flow with generated subgraphs: If, Loop and Scan.
 
 Each body (an If branch, a Loop or Scan body) is a small graph made by dlgate's own
-generator (:class:`_BodyGenerator`: the graph generator driven from given input types,
-forward insertion only) over a modest set of bounded element-wise operators, with a few
+generator (``dlgate.graph.generator.body_graph``, which the ``Ctx`` a spec samples with
+carries: the graph generator driven from given input types, forward insertion only) over a modest set of bounded element-wise operators, with a few
 shape-changing ones whose outputs can feed scan outputs. The body is kept in the node's
 attributes as ``{"graph": Graph.to_json(), "values": [[tensor, value], ...]}`` (its
 constants' values as nested lists), so a case regenerates byte for byte from its JSON and

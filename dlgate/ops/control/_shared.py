@@ -3,15 +3,15 @@ each operator file imports the names it uses)."""
 from __future__ import annotations
 
 import random
-from functools import lru_cache
 
 import numpy as np
 import torch
 
 from dlgate import dtypes as dt
-from dlgate.graph.generator import GenConfig, Generator, _State
-from dlgate.graph.ir import Graph, domain_spans, random_values
+from dlgate.graph.ir import Graph, Node
+from dlgate.materialize.onnx_model import lower_graph
 from dlgate.ops.base import UNBOUNDED, Ctx, TensorType
+from dlgate.ops.registry import get
 from dlgate.seeds import sub_seed
 
 
@@ -62,45 +62,6 @@ def _start(dtype: str) -> tuple:
     if dt.is_float(dtype):
         return (-4.0, 4.0)
     return START.get(dtype, (-8.0, 8.0))
-
-
-class _BodyGenerator(Generator):
-    """The graph generator driven from given input types: the inputs are the first
-    placeholders and operators are only inserted forward, so every input stays an input
-    (a body may ignore one); further placeholders become constants."""
-
-    def body(self, seed: int, in_types: list) -> Graph:
-        cfg = self.cfg
-        rng = random.Random(sub_seed(seed, "graph"))
-        self.solver.reset()
-        opset = self.opset = cfg.opset
-        specs = [s for s in self.specs if s.available(opset) and self._sigs(s)]
-        ctx = Ctx(rng, cfg.limits, cfg.dtypes, opset)
-        st = _State()
-        for t in in_types:
-            st.placeholders.append(st.add_tensor(t))
-        target = rng.randint(cfg.min_nodes, cfg.max_nodes)
-        budget = 40 * target + 40
-        while specs and len(st.nodes) < target and budget > 0:
-            budget -= 1
-            if not self._forward(st, specs[rng.randrange(len(specs))], ctx, rng):
-                self.stats["failed"] += 1
-        k = len(in_types)
-        consts = [p for p in st.placeholders[k:] if st.uses[p] > 0]
-        g = Graph(tensors=list(st.tensors), nodes=list(st.nodes), inputs=list(range(k)), consts=consts,
-                  outputs=[], opset=opset)
-        from dlgate.ops.registry import all_specs
-
-        vrng = np.random.Generator(np.random.PCG64(sub_seed(seed, "values")))
-        spans = domain_spans(g, all_specs())
-        g.values = {t: random_values(vrng, g.tensors[t], spans.get(t)) for t in consts}
-        return g
-
-
-@lru_cache(maxsize=64)
-def _generator(ops: tuple, dtypes: tuple, opset: int, limits) -> _BodyGenerator:
-    return _BodyGenerator(GenConfig(min_nodes=1, max_nodes=BODY_MAX_NODES, limits=limits, dtypes=dtypes, ops=ops,
-                                    opset=opset, forward_prob=1.0, extra_output_prob=0.0))
 
 
 # -- bodies as attributes --------------------------------------------------------------------
@@ -157,8 +118,6 @@ def _prune(g: Graph, outs: list) -> Graph:
     tensors = [None] * len(remap)
     for old, new in remap.items():
         tensors[new] = g.tensors[old]
-    from dlgate.graph.ir import Node
-
     return Graph(tensors=tensors,
                  nodes=[Node(n.op, n.attrs, [remap[t] for t in n.inputs], [remap[t] for t in n.outputs]) for n in keep],
                  inputs=[remap[t] for t in g.inputs], consts=[remap[t] for t in consts],
@@ -172,10 +131,12 @@ def make_body(ctx: Ctx, in_types: list, need: list, once: bool, fits=lambda t: T
     seed = ctx.rng.getrandbits(63)
     dtypes = tuple(sorted({t.dtype for t in in_types}))
     ops = tuple(sorted({op for d in dtypes for op in body_ops(d, once)}))
-    gen = _generator(ops, dtypes, ctx.opset, ctx.limits)
+    if ctx.body_graph is None:
+        raise RuntimeError("a control operator's body is drawn through Ctx.body_graph (the generator's "
+                           "dlgate.graph.generator.body_graph): this Ctx has none")
     best = None
     for k in range(BODY_TRIES):
-        g = gen.body(sub_seed(seed, f"body{k}"), in_types)
+        g = ctx.body_graph(sub_seed(seed, f"body{k}"), in_types, ops, dtypes, ctx.opset, ctx.limits, BODY_MAX_NODES)
         outs, from_ops = _pick(g, need, random.Random(sub_seed(seed, f"pick{k}")), fits)
         if outs is None:
             continue
@@ -192,8 +153,6 @@ def run_body(g: Graph, feeds: list, check: bool = False) -> tuple:
     node with each operator's PyTorch implementation. Float16 inputs given as float64 (the
     oracle's widened evaluation) widen the body's float16 constants too. With ``check``,
     each operator's ``undefined`` is asked on its inputs (signed overflow...)."""
-    from dlgate.ops.registry import get
-
     wide = any(g.tensors[t].dtype == dt.FLOAT16 and x.dtype == torch.float64 for t, x in zip(g.inputs, feeds))
     env = dict(zip(g.inputs, feeds))
     for t in g.consts:
@@ -218,8 +177,6 @@ def body_ranges(g: Graph, in_ranges: list) -> list:
     """Bounds on the body's outputs given bounds on its inputs, from each operator's own
     ``out_bounds`` (constants' values are known exactly: the input search does not move
     them)."""
-    from dlgate.ops.registry import get
-
     r = dict(zip(g.inputs, in_ranges))
     for t in g.consts:
         v = np.asarray(g.values[t], dtype=np.float64)
@@ -243,8 +200,6 @@ def _within(r: tuple, dtype: str) -> bool:
 
 
 def _discontinuous(*bodies) -> bool:
-    from dlgate.ops.registry import get
-
     return any(get(n.op).discontinuous(n.attrs) for body in bodies for n in decode(body).nodes)
 
 
@@ -261,8 +216,6 @@ def _reference_defect(*bodies) -> str | None:
 def _emit(sb, g: Graph, names: dict) -> tuple:
     """Lower body ``g`` into ``sb``: (outputs as (name, type) pairs, value infos). A body
     output that is one of its inputs (or a repeat) becomes an Identity of it."""
-    from dlgate.materialize.onnx_model import lower_graph
-
     names = lower_graph(sb, g, names)
     inputs, used, outs = set(g.inputs), set(), []
     for t in g.outputs:
