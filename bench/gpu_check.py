@@ -30,6 +30,13 @@ exits 1) or skipped with the reason:
   ``OrtGpuBuild``, past dlgate's up-front device count, so that onnxruntime's own fallback
   is what the start-up probe must catch.
 
+Device check, for each GPU path that started: a failure in CUDA's words (an illegal memory
+access) makes the gate start the worker afresh and run its start-up self-test on the device
+(``dlgate.exec.devicecheck``); on a healthy GPU the self-test passes and the failure stays a
+finding, printed as ``device-check:PATH: kept`` (``LOST``, a dlgate defect on a healthy
+device, makes the script exit 1). A device lost mid-run (exit status 4) is tested without a
+GPU (tests/test_device_lost.py).
+
 Exit status: 0 when every fail-closed case that ran failed closed (findings are printed,
 not judged: they are the compilers'), 1 when one did not, 2 on bad arguments.
 """
@@ -49,7 +56,8 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
 from dlgate.backends.base import BackendSpec  # noqa: E402
-from dlgate.exec.worker import Worker  # noqa: E402
+from dlgate.exec.devicecheck import PASSED, recheck  # noqa: E402
+from dlgate.exec.worker import RUN_ERROR, Outcome, Worker  # noqa: E402
 
 PATHS = ("onnxruntime:cuda", "onnxruntime:tensorrt", "tvm:cuda", "inductor:cuda", "tensorrt:cuda")
 HIDE_GPU = {"CUDA_VISIBLE_DEVICES": ""}
@@ -131,6 +139,23 @@ def fail_closed(name: str, backend, base_env: dict, out: str, args) -> bool:
     return False
 
 
+def device_check(label: str) -> bool:
+    """A run error in CUDA's words on a started GPU path: the fresh worker's self-test must
+    pass on a healthy device and keep the failure; False when it did not."""
+    with Worker(BackendSpec.parse(label), start_timeout_s=600) as w:
+        if not w.start():
+            print(f"device-check:{label}: skipped: {w.unavailable}")
+            return True
+        err = {"type": "RuntimeError", "message": "CUDA error: an illegal memory access was encountered",
+               "stage": "run", "frames": [], "log": ""}
+        out = recheck(w, Outcome(RUN_ERROR, error=err))
+        if out.status == RUN_ERROR and out.error.get("device_check") == PASSED and w.lost is None:
+            print(f"device-check:{label}: kept (the self-test passed again in a fresh worker; {w.restarts} restart)")
+            return True
+        print(f"device-check:{label}: LOST on a healthy device: {out.status}: {(out.error or {}).get('message')}")
+        return False
+
+
 def missing_provider() -> str | None:
     """An onnxruntime device whose provider this onnxruntime build lacks, or None."""
     import onnxruntime as ort
@@ -170,8 +195,10 @@ def main() -> int:
                                                          "device": device}, {}, out, args)
     for p in paths:
         if p not in started:
+            print(f"device-check:{p}: skipped: {p} cannot run here, no device to ask again")
             print(f"fail-closed hidden-device:{p}: skipped: {p} cannot run here, nothing to hide")
             continue
+        ok &= device_check(p)
         ok &= fail_closed(f"hidden-device:{p}", p, HIDE_GPU, out, args)
         if p.startswith("onnxruntime:"):  # past dlgate's up-front device count: onnxruntime's own fallback
             ok &= fail_closed(f"hidden-device-provider:{p}", {"name": "tests.fake_backends:OrtGpuBuild",

@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 
-from dlgate.backends.base import Backend
+from dlgate.backends.base import Backend, Unavailable
 from dlgate.backends.onnxruntime import OnnxRuntime
 from dlgate.backends.tvm import TVM
 
@@ -330,6 +330,47 @@ class EnvFaults(EnvBug):
                            f"InfoType&, const std::string&) [with InfoType = lower::KernelInfo; std::string = "
                            f"std::__cxx11::basic_string<char>] x.rank() == 4 was false. {op} lowering needs a "
                            f"4-D input.")
+
+
+class GpuFaults(EnvBug):
+    """onnxruntime's answers on a pretend GPU (device ``cuda``), whose faults the worker's
+    environment sets; the device's state is a folder, ``FAKE_GPU_STATE``, shared by the
+    worker processes of one build. ``FAKE_GPU_FAULT``:
+
+    * ``lost:OP``: the first run of a model holding operator OP fails with CUDA's words
+      for a device gone bad, and the device stays gone: from then on the start-up
+      self-test fails, as a real probe does on a GPU that fell off the bus;
+    * ``kernel:OP``: every run of a model holding operator OP fails with an illegal memory
+      access, the device staying healthy (a bug in a kernel the compiler generated).
+    """
+
+    name = "gpufaults"
+    devices = ("cpu", "cuda")
+
+    def _state(self, name: str) -> str:
+        return os.path.join(os.environ["FAKE_GPU_STATE"], name)
+
+    def self_test(self):
+        if os.environ.get("FAKE_GPU_STATE") and os.path.exists(self._state("lost")):
+            raise Unavailable("gpufaults on cuda: the start-up probe failed: CUDA error: no CUDA-capable device is "
+                              "detected")
+
+    def compile(self, model):
+        import onnx
+
+        ops = {n.op_type for n in onnx.load_from_string(model.onnx).graph.node}
+        return super().compile(model), ops
+
+    def run(self, compiled, inputs):
+        sess, ops = compiled
+        kind, _, arg = os.environ.get("FAKE_GPU_FAULT", "").partition(":")
+        if kind == "lost" and arg in ops:
+            open(self._state("lost"), "w").close()
+            raise RuntimeError("CUDA error: unspecified launch failure\nCUDA kernel errors might be "
+                               "asynchronously reported at some other API call")
+        if kind == "kernel" and arg in ops:
+            raise RuntimeError(f"CUDA error: an illegal memory access was encountered (in the kernel of {arg})")
+        return super().run(sess, inputs)
 
 
 class EnvTVM(TVM):

@@ -23,6 +23,7 @@ def test_gpu_check_skips_what_cannot_run_here_and_fails_closed(tmp_path):
     assert any(x.startswith("fail-closed provider-missing:cuda: closed (exit status 4)") and "failed to load" in x
                for x in lines), lines
     assert "fail-closed hidden-device:onnxruntime:cuda: skipped: onnxruntime:cuda cannot run here" in res.stdout
+    assert "device-check:onnxruntime:cuda: skipped: onnxruntime:cuda cannot run here, no device" in res.stdout
 
 
 def test_gpu_check_refuses_an_unknown_path():

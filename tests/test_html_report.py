@@ -777,3 +777,20 @@ def test_page_quotes_the_id_the_summary_quotes():
          "pre_existing": [{"cluster": "c9", "cause": "P"}], "cluster_list": [{"cluster": "zz", "cause": "K"}]}
     assert _quote_ids(SimpleNamespace(verdict=v)) == {"K": "c2", "c3": "c3", "P": "c9"}
     assert _quote_ids(SimpleNamespace(verdict=None)) == {}
+
+
+def test_the_causes_curve_counts_causes_as_the_rows_do():
+    """One cause met in two dtypes (two clusters, one gate cause) is one cause on the curve,
+    as it is one row of the page and one issue; a finding of another cause adds one."""
+    from types import SimpleNamespace
+
+    def found(fp, cluster, cause, at):
+        return S.Finding("ort", fp, cluster, "mismatch", "", "", f"c{at}", at, confirmed_at=at, cause_id=cause)
+
+    folder = SimpleNamespace(records=[{"verdicts": [{"backend": "ort"}]}] * 4)
+    curves = S.finding_curves(folder, [found("f1", "c16", "K", 1), found("f2", "c32", "K", 2),
+                                       found("f3", "c3", "c3", 4)])
+    assert curves["ort"] == {"findings": [1, 2, 2, 3], "causes": [1, 1, 1, 2]}
+    # a folder from before causes were recorded: each cluster is its own cause
+    old = S.finding_curves(folder, [found("f1", "c16", "", 1), found("f2", "c32", "", 2)])
+    assert old["ort"]["causes"] == [1, 2, 2, 2]

@@ -1,5 +1,5 @@
 """GitHub issues from a run's reduced failures, against a real HTTP server on loopback
-that speaks GitHub's REST shapes and injects faults: one issue per cluster (cause), comments on
+that speaks GitHub's REST shapes and injects faults: one issue per cause, comments on
 repeat runs, no duplicates and no losses under faults, and the token never leaks. A crash that
 may be a memory-safety bug (SIGSEGV, SIGBUS, glibc's ``free(): invalid pointer``) goes to
 GitHub's private vulnerability reporting, once, and never into anything public."""
@@ -19,7 +19,7 @@ from dlgate.cli import main
 from dlgate.gate import config as C
 from dlgate.gate.run.publish import publish_issues
 from dlgate.github.client import GitHub
-from dlgate.github.issues import findings, marker, publish, title
+from dlgate.github.issues import cluster_marker, findings, marker, publish, title
 from tests.github_fake import FakeGitHub
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -94,7 +94,7 @@ def _public_texts(gh) -> list:
 def _assert_nowhere_public(gh, f) -> None:
     """Nothing of cause ``f`` in anything public: neither its marker, its cluster, its fingerprints,
     its title, nor its signature (which its repro.py holds)."""
-    needles = [marker(f.cluster), f.cluster, title(f), f.doc["signature"]] + [fp for fp, _, _ in f.fingerprints]
+    needles = [marker(f.cause), f.cluster, title(f), f.doc["signature"]] + [fp for fp, _, _ in f.fingerprints]
     for text in _public_texts(gh):
         for needle in needles:
             assert needle not in text, needle
@@ -128,7 +128,7 @@ def test_one_issue_per_cluster_then_one_comment_per_repeat_run(run_dir):
         s1 = publish(run_dir, _client(gh), env=_env("100"), log=lambda m: None)
         assert s1["opened"] == n and len(gh.issues) == n and s1["reported"] == 1 and len(gh.advisories) == 1
         for f in public:
-            (issue,) = gh.issues_containing(marker(f.cluster))
+            (issue,) = gh.issues_containing(marker(f.cause))
             assert [lb["name"] for lb in issue["labels"]] == ["dlgate", "fuzzer-generated"]
             assert "```mermaid" in issue["body"] and "def run(" in issue["body"] and "repro.py" in issue["body"]
             assert issue["title"].startswith("[dlgate] tests.fake_backends:")
@@ -154,9 +154,9 @@ def test_faults_neither_duplicate_nor_lose(run_dir, fault):
         private, public = _split(findings(run_dir))
         assert len(gh.issues) == len(public) and len(gh.advisories) == len(private) == 1
         for f in public:
-            (issue,) = gh.issues_containing(marker(f.cluster))
+            (issue,) = gh.issues_containing(marker(f.cause))
             assert len(gh.comments.get(issue["number"], [])) == 1
-        (adv,) = gh.advisories_containing(marker(private[0].cluster))
+        (adv,) = gh.advisories_containing(marker(private[0].cause))
         _assert_nowhere_public(gh, private[0])
 
 
@@ -172,7 +172,7 @@ def test_cap_on_new_issues_and_dry_run(run_dir, tmp_path):
     pages = sorted(glob.glob(str(tmp_path / "dry" / "issue-*.md")))
     assert len(pages) == len(public) and all(open(p).read().startswith("# [dlgate]") for p in pages)
     (report,) = glob.glob(str(tmp_path / "dry" / "private-report-*.md"))
-    assert report.endswith(f"private-report-{private[0].cluster}.md") and "memory-safety" in open(report).read()
+    assert report.endswith(f"private-report-{private[0].cause}.md") and "memory-safety" in open(report).read()
 
 
 def test_the_gate_publishes_when_configured(tmp_path, monkeypatch):
@@ -235,7 +235,7 @@ def test_a_segfault_is_reported_privately_once_and_nowhere_public(run_dir, tmp_p
             stats = publish(run_dir, _client(gh), env=dict(_env(run_id), GITHUB_STEP_SUMMARY=str(summary)),
                             log=logs.append)
             assert stats["withheld"] == 0 and len(gh.advisories) == 1
-        (adv,) = gh.advisories_containing(marker(crash.cluster))
+        (adv,) = gh.advisories_containing(marker(crash.cause))
         assert adv["summary"] == title(crash) and "killed by SIGSEGV" in adv["summary"]
         assert adv["cwe_ids"] == ["CWE-119"] and adv["state"] == "triage"
         assert "memory-safety bug" in adv["description"] and "def run(" in adv["description"]
@@ -261,11 +261,11 @@ def test_sigbus_and_an_invalid_free_are_private_an_abort_and_an_exception_are_pu
         stats = publish(crash_dir, _client(gh), env=_env("700"), log=lambda m: None)
         assert stats["reported"] == 2 and stats["opened"] == 2
         for name in ("BusError", "BadFree"):
-            assert len(gh.advisories_containing(marker(by[name].cluster))) == 1
+            assert len(gh.advisories_containing(marker(by[name].cause))) == 1
             _assert_nowhere_public(gh, by[name])
         for name in ("Abort", "Raises"):  # the public path, as before
-            (issue,) = gh.issues_containing(marker(by[name].cluster))
-            assert issue["title"] == title(by[name]) and not gh.advisories_containing(marker(by[name].cluster))
+            (issue,) = gh.issues_containing(marker(by[name].cause))
+            assert issue["title"] == title(by[name]) and not gh.advisories_containing(marker(by[name].cause))
         assert not any("SIGBUS" in t or "invalid pointer" in t or "memory-safety" in t for t in _public_texts(gh))
 
 
@@ -312,12 +312,12 @@ def test_the_campaign_option_files_them_as_public_issues(run_dir, tmp_path, monk
         monkeypatch.setenv(k, v)
     with FakeGitHub(token=TOKEN) as gh:
         assert main(["issues", "--results", results, "--repo", "acme/tvm", "--api-url", gh.url]) == 0
-        (issue,) = gh.issues_containing(marker(crash.cluster))
+        (issue,) = gh.issues_containing(marker(crash.cause))
         assert issue["title"] == title(crash) and not gh.advisories and len(gh.issues) == len(public) + 1
     with FakeGitHub(token=TOKEN) as gh:
         assert main(["issues", "--results", results, "--repo", "acme/tvm", "--api-url", gh.url,
                      "--memory-safety", "private"]) == 0
-        assert len(gh.advisories_containing(marker(crash.cluster))) == 1 and len(gh.issues) == len(public)
+        assert len(gh.advisories_containing(marker(crash.cause))) == 1 and len(gh.issues) == len(public)
         _assert_nowhere_public(gh, crash)
     # the gate's own publication (a campaign with `issues:`) passes the option on
     for option, issues, advisories in (("public", len(public) + 1, 0), ("private", len(public), 1)):
@@ -390,7 +390,7 @@ def test_the_cap_takes_the_most_severe_then_the_most_frequent_and_lists_the_rest
                         log=lambda m: None)
         assert stats["opened"] == 1 and stats["over_cap"] == len(public) - 1
         (issue,) = gh.issues
-        assert marker(expected[0].cluster) in issue["body"]  # the first by rank got the issue
+        assert marker(expected[0].cause) in issue["body"]  # the first by rank got the issue
     record = json.load(open(os.path.join(results, ISSUES_RECORD)))
     assert record["cap"] == 1 and [r["cluster"] for r in record["causes"]] == [x.cluster for x in sorted(
         findings(results), key=rank)]
@@ -418,7 +418,7 @@ def test_the_report_counts_dlgate_issues_closed_as_fixed(run_dir, tmp_path):
         assert stats["tally"] == {"filed": 3 + len(public), "open": len(public), "fixed": 2, "not_planned": 1,
                                   "closed_other": 0}
         # a maintainer closes one of this run's issues as fixed (PATCH, as GitHub takes it)
-        number = gh.issues_containing(marker(public[0].cluster))[0]["number"]
+        number = gh.issues_containing(marker(public[0].cause))[0]["number"]
         import requests
         r = requests.patch(f"{gh.url}/repos/acme/tvm/issues/{number}", json={"state": "closed",
                            "state_reason": "completed"}, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=5)
@@ -453,7 +453,7 @@ def test_a_regression_range_goes_into_the_issue(run_dir, tmp_path):
         publish(results, _client(gh), env=_env("1500"), log=lambda m: None, bisect=bisect)
         assert sorted(calls) == sorted(f.repro for f in public)  # new issues only; never the private report
         for f in public:
-            body = gh.issues_containing(marker(f.cluster))[0]["body"]
+            body = gh.issues_containing(marker(f.cause))[0]["body"]
             assert "### Regression range" in body and "fakecc 1.1 is the oldest release with the bug" in body
             assert "| `1.2` | bug |" in body
         publish(results, _client(gh), env=_env("1501"), log=lambda m: None, bisect=bisect)
@@ -474,3 +474,56 @@ def test_dlgate_issues_takes_the_cap_from_the_campaign(run_dir, tmp_path, monkey
         assert len(gh.issues) == 2
     assert main(["issues", "--results", results, "--repo", "acme/tvm", "--max-issues", "-1",
                  "--dry-run", str(tmp_path)]) == 2
+
+
+# -- one issue per cause, as the gate's summary counts them -----------------------------------
+def _one_cause(run_dir: str, tmp_path) -> tuple:
+    """A copy of the run whose first two public causes are one cause spanning both their
+    clusters, as one converter's bug met in two dtypes is (the gate's ``cause``, on every
+    group of either); (results folder, the merged clusters, the other public findings)."""
+    results = str(tmp_path / "merged")
+    shutil.copytree(run_dir, results)
+    private, public = _split(findings(results))
+    assert len(public) >= 2, [f.doc["pattern"] for f in public]
+    a, b = public[0], public[1]
+    p = os.path.join(results, "verdict.json")
+    v = json.load(open(p))
+    for key in ("new", "regressions", "pre_existing"):
+        for g in v.get(key, []):
+            if g["cluster"] in a.clusters + b.clusters:
+                g["cause"] = "one-converter-bug"
+    json.dump(v, open(p, "w"))
+    return results, a.clusters + b.clusters, public[2:]
+
+
+def test_one_issue_per_cause_listing_its_clusters(run_dir, tmp_path):
+    results, merged, rest = _one_cause(run_dir, tmp_path)
+    (one,) = [f for f in findings(results) if f.cause == "one-converter-bug"]
+    assert one.clusters == merged and len(one.fingerprints) == 2
+    with FakeGitHub(token=TOKEN) as gh:
+        stats = publish(results, _client(gh), env=_env("1500"), log=lambda m: None)
+        assert stats["opened"] == 1 + len(rest) and len(gh.issues) == 1 + len(rest)  # not one per cluster
+        (issue,) = gh.issues_containing(marker("one-converter-bug"))
+        assert all(c in issue["body"] for c in merged) and "1 more reduced pattern(s)" in issue["body"]
+    record = json.load(open(os.path.join(results, "issues.json")))
+    (row,) = [r for r in record["causes"] if r["cause"] == "one-converter-bug"]
+    assert row["clusters"] == merged and row["outcome"] == "opened"
+
+
+@pytest.mark.parametrize("states", [("open", "closed"), ("closed", "open"), ("closed", "closed")])
+def test_issues_filed_per_cluster_before_get_the_cause_s_comment_not_a_duplicate(run_dir, tmp_path, states):
+    """Issues opened before causes were grouped carry their cluster's marker: a cause whose
+    clusters have one gets a comment there (the open one when one is open), never a new
+    issue; a cause none of whose clusters has one gets its own issue."""
+    results, merged, rest = _one_cause(run_dir, tmp_path)
+    with FakeGitHub(token=TOKEN) as gh:
+        old = [gh.add_issue(f"old {c}", f"body\n{cluster_marker(c)}\n", ["dlgate"], state=st)
+               for c, st in zip(merged, states)]
+        stats = publish(results, _client(gh), env=_env("1600"), log=lambda m: None)
+        assert not gh.issues_containing(marker("one-converter-bug")) and stats["opened"] == len(rest)
+        want = next((i for i in old if i["state"] == "open"), old[0])
+        assert [len(gh.comments.get(i["number"], [])) for i in old] == [int(i is want) for i in old]
+        assert "one-converter-bug" in gh.comments[want["number"]][0]["body"]
+        again = publish(results, _client(gh), env=_env("1600"), log=lambda m: None)  # a retried publication
+        assert again["opened"] == again["commented"] == 0 and len(gh.comments[want["number"]]) == 1
+        assert stats["tally"]["filed"] == len(gh.issues)  # the old markers count as dlgate's issues

@@ -27,6 +27,7 @@ from dlgate.gate.journal import read_records
 from dlgate.graph.ir import Graph, Node
 from dlgate.materialize.onnx_model import to_onnx
 from dlgate.ops.base import TensorType
+from dlgate.oracle import verdict as V
 from dlgate.oracle.signature import cluster, essence, share_key
 from dlgate.reduce.reducer import Reducer, Target
 
@@ -241,3 +242,80 @@ def test_run_decides_sharing_on_the_reduced_case(tmp_path, monkeypatch, base_fau
     assert all(b["reproduces"] is bool(base_fault) for b in decided), decided
     # models where Abs comes before Sigmoid: the base build refuses them whole, the reduced case decides
     assert "reduced case" in {b["decided_on"] for b in decided}, decided
+
+
+# -- not reduced: the failure's cone decides -----------------------------------------------------
+def _cone_case(dynamic_dims: bool = False) -> Prepared:
+    """``Sigmoid(x)`` and ``Relu(Abs(x))``: Abs comes first, outside Sigmoid's cone. With
+    ``dynamic_dims``, the batch axis is symbolic and bound to 4 too."""
+    from dlgate.graph import dynamic
+
+    f = TensorType("float32", (2, 3))
+    g = Graph([f] * 4, [Node("Abs", {}, [0], [1]), Node("Sigmoid", {}, [0], [2]), Node("Relu", {}, [1], [3])],
+              inputs=[0], consts=[], outputs=[2, 3], opset=18)
+    rng = np.random.default_rng(5)
+    x = rng.uniform(-1, 1, (2, 3)).astype(np.float32)
+    shapes = []
+    if dynamic_dims:
+        g.dynamic = {"dims": [[0, 0, "batch"]], "bindings": [{"batch": 4}]}
+        shapes = [({"batch": 4}, dynamic.at(g, 1), [rng.uniform(-1, 1, (4, 3)).astype(np.float32)])]
+    model = to_onnx(g, 7, doc="cone").SerializeToString()
+    return Prepared("cone", {"id": "cone", "seed": 7}, g, model, [x], {"valid": True, "method": "test", "reason": ""},
+                    shapes)
+
+
+def test_the_cone_is_what_the_failure_depends_on_with_the_case_s_own_inputs():
+    from dlgate.gate.cone import cone_case
+
+    case = _cone_case(dynamic_dims=True)
+    fault = {"verdict": "compile_error", "error": err("lower_sigmoid.cc:78 Sigmoid lowering needs a 4-D input.")}
+    cone, keep = cone_case(case, fault)
+    assert keep == [1] and cone.graph.op_names() == ["Sigmoid"] and np.array_equal(cone.inputs[0], case.inputs[0])
+    assert cone.graph.dynamic == {"dims": [[0, 0, "batch"]], "bindings": [{"batch": 4}]}  # still symbolic
+    (b, g4, xs4), = cone.shapes
+    assert b == {"batch": 4} and g4.tensors[g4.outputs[0]].shape == (4, 3) and xs4[0] is case.shapes[0][2][0]
+    wrong = {"verdict": "mismatch", "comparison": {"output": 1}}  # Relu's output: Abs and Relu
+    assert cone_case(case, wrong)[1] == [0, 2]
+    # no place known (nothing named, no output), or a cone that is the whole model: no cone
+    assert cone_case(case, {"verdict": "crash", "error": err("worker died: killed by SIGSEGV")}) is None
+    assert cone_case(_case(), {"verdict": "mismatch", "comparison": {"output": 0}})[1] == [0, 1]
+    f = TensorType("float32", (2, 3))
+    chain = Graph([f] * 3, [Node("Abs", {}, [0], [1]), Node("Sigmoid", {}, [1], [2])], inputs=[0], consts=[],
+                  outputs=[2], opset=18)
+    whole = Prepared("chain", {"id": "chain", "seed": 1}, chain, to_onnx(chain, 1).SerializeToString(),
+                     list(case.inputs), {"valid": True, "method": "test", "reason": ""})
+    assert cone_case(whole, fault) is None
+
+
+def _unreduced(tmp_path, head_env: dict, base_env: dict) -> dict:
+    """Head's failure on the cone case, triaged with ``reduce: false`` against the base build."""
+    cfg = CheckConfig([SPEC], crosscheck=False)
+    case = _cone_case()
+    head = Pool(120, python=sys.executable, env=_env(**head_env))
+    base = Pool(120, python=sys.executable, env=base_env)
+    with head, base:
+        ref: list = []
+        v = check(head, case, cfg, ref)["verdicts"][0]
+        assert v["verdict"] != "pass", v
+        tri = T.Triage(head, cfg, str(tmp_path), "share", "r", confirm_runs=1, reduce=False, base_pool=base)
+        assert tri.failure(case, SPEC, ref, v) is None  # not reduced
+    return v
+
+
+@pytest.mark.parametrize("head_env, shared", [
+    ({"FAKE_FAULT": "Sigmoid", "FAKE_SPELLING": "new"}, {"FAKE_FAULT": "Sigmoid"}),  # an error
+    ({"FAKE_BUG": "first"}, {"FAKE_BUG": "first"}),  # a wrong answer at Sigmoid's output
+])
+@pytest.mark.parametrize("base_shares", [True, False])
+def test_an_unreduced_failure_is_shared_or_new_on_its_cone(tmp_path, head_env, shared, base_shares):
+    """The base build refuses Abs, which comes first: the whole model cannot tell. On the
+    cone (Sigmoid alone) a base build with head's fault shares it (pre-existing), one
+    without passes it (new)."""
+    v = _unreduced(tmp_path, head_env, _env(FAKE_REFUSE="Abs", **(shared if base_shares else {})))
+    base = v["base"]
+    assert base["decided_on"] == "cone case" and base["cone"] == {"operators": 1, "of": 3}, base
+    assert base["whole"]["verdict"] == "unsupported" and base["reproduces"] is base_shares, base
+    alike = V.VALUE_CLASSES if v["verdict"] in V.VALUE_CLASSES else (v["verdict"],)
+    assert base["verdict"] in alike if base_shares else base["verdict"] == "pass", base
+    d = _decide(v)
+    assert [g["class"] for g in d.failure_groups()] == ["pre-existing" if base_shares else "new"]

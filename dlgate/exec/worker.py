@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 
 from dlgate.backends.base import BackendSpec, Model, Unavailable
 from dlgate.backends.registry import create
+from dlgate.exec.devicecheck import recheck
 from dlgate.exec.proctree import ProcessTree, end_tree
 from dlgate.secrets import redact_obj, scrubbed_env
 
@@ -212,6 +213,8 @@ class Worker:
         self._jobs = 0
         self.describe: dict = {}
         self.unavailable: str | None = None
+        #: Why a worker that had started cannot run any more (its device lost mid-run), else None.
+        self.lost: str | None = None
         self.restarts = 0
         #: A start or a job is in flight: the process cannot answer a polite stop.
         self._busy = False
@@ -244,7 +247,10 @@ class Worker:
         self._close_log()
         self._log_fd, self.log_path = tempfile.mkstemp(prefix="dlgate-worker-", suffix=".log")
         try:
-            return self._start()
+            ok = self._start()
+            if not ok and self.describe:  # it had started before: the device went away since
+                self.lost = self.unavailable
+            return ok
         finally:  # started, failed or killed: the process has opened its log, or never will
             self._unlink_log()
 
@@ -380,7 +386,7 @@ class Worker:
                 if res["status"] == UNAVAILABLE:
                     # the backend lost its device mid-run: this case and every later one
                     # cannot run (the gate fails with exit status 4), none is a finding
-                    self.unavailable = redact_obj(f"{self.spec.label()}: {res['error']['message']}")
+                    self.unavailable = self.lost = redact_obj(f"{self.spec.label()}: {res['error']['message']}")
                     self._kill()
                 err = res.get("error")
                 if err is not None:
@@ -560,6 +566,9 @@ class Pool:
         left = None if self.deadline is None else max(1.0, self.deadline - time.monotonic())
         t0 = time.perf_counter()
         out = w.execute(model, inputs, left, more, tell)
+        t1 = time.perf_counter()
+        out = recheck(w, out)  # a failure in the device's words: is the device still there?
+        self.start_s += time.perf_counter() - t1
         # a job that timed out spent its time in the backend, though it could not say so
         self.busy_s += time.perf_counter() - t0 if out.status == TIMEOUT else \
             out.compile_s + out.run_s + sum(m.run_s for m in out.more)

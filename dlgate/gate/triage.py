@@ -36,9 +36,12 @@ not a pass), in order:
    undefined), that earlier failure hides whether it has head's. Sharing is then decided
    on the reduced case (for a finding behind another failure, the cut case's reduction),
    run on the base build and compared with head's failure on it: only a base build that
-   passes it, or fails it differently, leaves the failure new. ``v["base"]["decided_on"]``
-   says which case decided: ``case``, ``cut case`` or ``reduced case`` (then ``whole``
-   keeps the base build's verdict on the case itself).
+   passes it, or fails it differently, leaves the failure new. A failure that was not
+   reduced (``reduce: false``, a failure at a further binding of a dynamic case) is decided
+   on the cheapest case that isolates it: the cut case it was found on, or else the cone of
+   the failing output or operators (:mod:`dlgate.gate.cone`). ``v["base"]["decided_on"]``
+   says which case decided: ``case``, ``cut case``, ``reduced case`` or ``cone case`` (then
+   ``whole`` keeps the base build's verdict on the case itself).
 
 **One reduction per cause** (``reuse_reductions``): a failure whose cause was reduced in
 an earlier case of the run (:func:`reduction_key`: the backend, class, cluster and sharing
@@ -61,6 +64,7 @@ from dataclasses import dataclass, field
 
 from dlgate.backends.base import Model
 from dlgate.check import CaseError, judge_backend, load_bundle
+from dlgate.gate.cone import on_cone
 from dlgate.gate.decide import findings
 from dlgate.gate.progress import ACTIVITY
 from dlgate.ops.registry import get
@@ -471,12 +475,15 @@ class Triage:
                 reduced = self.identify(case, spec, ref_out, v)
             else:
                 reduced = self._confirmed(case, spec, ref_out, v)
-        if reduced is None:
-            return reduced
         # Decided on the reduced case: a base build failing the case otherwise, and a wrong
         # answer of the base build's at the output head's is at, which may come from another
         # operator of the model (a second instance of one the base build also gets wrong)
-        if inconclusive(v) or (v["base"]["reproduces"] and v["verdict"] in V.VALUE_CLASSES):
+        undecided = inconclusive(v) or (v["base"]["reproduces"] and v["verdict"] in V.VALUE_CLASSES)
+        if reduced is None:  # not reduced: the cut case decided already, or else the failure's cone
+            if undecided and what == "case" and (v.get("confirm") or {}).get("reproduced", True):
+                on_cone(self.pool, self.base_pool, self.ccfg, spec, case, v, same, _base_record)
+            return reduced
+        if undecided:
             return self._on_reduced(case, spec, ref_out, v, reduced)
         return reduced
 

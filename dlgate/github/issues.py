@@ -1,10 +1,15 @@
-"""GitHub issues for failures: one per cause (cluster), never a duplicate.
+"""GitHub issues for failures: one per cause, never a duplicate.
 
-The failures a run classed new, regression or pre-existing are grouped by cluster: the
+The failures a run classed new, regression or pre-existing are grouped by cause, as the
+gate's summary and the HTML report group them (:func:`dlgate.gate.decide.clusters`): the
 fingerprints (distinct reduced bugs) that share one cause whatever the operator, e.g.
-float16 ``unknown intrinsic`` reached through seven maths functions. For each cluster,
-an issue carrying its hidden marker (``<!-- dlgate-cluster: ... -->``) and the label is
-looked up; if one exists, the run adds one comment to it (commit, run link, case count,
+float16 ``unknown intrinsic`` reached through seven maths functions (one cluster), or one
+converter's wrong answer met in several dtypes and sibling operators (several clusters, one
+cause). For each cause, an issue carrying its hidden marker (``<!-- dlgate-cause: ... -->``)
+and the label is looked up, and else one filed before causes were grouped, under the
+marker of one of the cause's clusters (``<!-- dlgate-cluster: ... -->``; an open one
+first), so that grouping files no duplicate; if one exists, the run adds one comment to it
+(commit, run link, case count,
 the fingerprints seen), marked per workflow run (not per attempt) so that neither a
 retried publication nor a re-run attempt of the same workflow run comments twice, and
 none when this run opened the issue (its body carries the run's marker too);
@@ -28,7 +33,7 @@ import io
 import json
 import os
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from dlgate import markdown as md
 from dlgate.gate.journal import write_json
@@ -57,8 +62,10 @@ MEMORY_SAFETY = ("private", "public")
 NOT_TAKEN = (403, 404, 422)
 #: What each publication did with each cause, written into the results folder.
 ISSUES_RECORD = "issues.json"
-#: What every dlgate issue's body holds (:func:`marker`), to tell them from others with the label.
-MARKER_PREFIX = "<!-- dlgate-cluster: "
+#: What every dlgate issue's body holds (:func:`marker`), to tell them from others with the label;
+#: issues filed before causes were grouped hold the cluster's (:func:`cluster_marker`).
+MARKER_PREFIX = "<!-- dlgate-cause: "
+CLUSTER_PREFIX = "<!-- dlgate-cluster: "
 #: GitHub refuses issue bodies over 65,536 characters; keep room for the rest.
 INLINE_FILES_LIMIT = 30_000
 BODY_LIMIT = 65_000
@@ -66,7 +73,7 @@ BODY_LIMIT = 65_000
 
 @dataclass
 class Finding:
-    cluster: str
+    cause: str  # the gate's cause (identity ``cause``, else the cluster): one issue each
     repro: str  # folder of the first fingerprint's reduced repro
     doc: dict  # its repro.json
     fingerprints: list  # [(fingerprint, typed pattern, repro folder or "")]
@@ -74,40 +81,69 @@ class Finding:
     classes: list
     operators: list
     memory_safety: dict | None = None  # memsafety.classify's answer for any of its failures
+    clusters: list = field(default_factory=list)  # its clusters, in the run's order
+    dtypes: list = field(default_factory=list)  # its reduced operators' input dtypes
+
+    @property
+    def cluster(self) -> str:
+        """Its first cluster: the id the run's summary quotes it by."""
+        return self.clusters[0] if self.clusters else self.cause
 
 
-def marker(cluster: str) -> str:
-    return f"{MARKER_PREFIX}{cluster} -->"
+def marker(cause: str) -> str:
+    return f"{MARKER_PREFIX}{cause} -->"
 
 
-def occurrence_marker(cluster: str, run_key: str) -> str:
-    return f"<!-- dlgate-occurrence: {cluster} {run_key} -->"
+def cluster_marker(cluster: str) -> str:
+    """The marker of an issue filed for one cluster, before causes were grouped."""
+    return f"{CLUSTER_PREFIX}{cluster} -->"
+
+
+def occurrence_marker(cause: str, run_key: str) -> str:
+    return f"<!-- dlgate-occurrence: {cause} {run_key} -->"
 
 
 def findings(results_dir: str) -> list:
-    """The run's eligible failures with a reduced repro, one Finding per cluster, in a
-    stable order."""
+    """The run's eligible failures with a reduced repro, one Finding per cause (the gate's
+    grouping: one cause met in several dtypes or sibling operators is one), in a stable
+    order."""
     with open(os.path.join(results_dir, "verdict.json")) as f:
         verdict = json.load(f)
-    by_cl: dict = {}
+    by_cause: dict = {}
     for cls in ELIGIBLE:
         for g in verdict.get(cls, []):
             fp = g.get("fingerprint") or g["signature"]
+            cl = g.get("cluster") or fp
             d = os.path.join(results_dir, "repros", fp)
             has = os.path.exists(os.path.join(d, "repro.json"))
-            f = by_cl.get(g.get("cluster") or fp)
+            key = (g.get("backend"), g.get("cause") or cl)
+            f = by_cause.get(key)
             if f is None:
                 if not has:
                     continue
-                f = by_cl[g.get("cluster") or fp] = Finding(g.get("cluster") or fp, d, read_repro(d), [], 0, [], [])
+                f = by_cause[key] = Finding(key[1], d, read_repro(d), [], 0, [], [])
             if fp not in [x[0] for x in f.fingerprints]:
                 f.fingerprints.append((fp, g.get("typed") or g.get("pattern", ""), d if has else ""))
+            if cl not in f.clusters:
+                f.clusters.append(cl)
             f.cases += len(g["cases"])
             f.memory_safety = f.memory_safety or _memory_safety(g, d if has else None)
             if cls not in f.classes:
                 f.classes.append(cls)
             f.operators = sorted(set(f.operators) | {p for p in (g.get("pattern") or "").split(">") if p})
-    return [by_cl[k] for k in sorted(by_cl, key=lambda k: by_cl[k].repro)]
+            f.dtypes = sorted(set(f.dtypes) | set(g.get("dtypes") or ()))
+    return [by_cause[k] for k in sorted(by_cause, key=lambda k: by_cause[k].repro)]
+
+
+def existing_issue(client, f: Finding, label: str) -> dict | None:
+    """``f``'s issue: the one carrying its cause's marker, else one filed for one of its
+    clusters before causes were grouped (an open one before a closed one, then the newest),
+    so that a cause whose clusters have issues gets a comment there, not a new issue."""
+    found = client.find_issue(marker(f.cause), label)
+    if found is not None:
+        return found
+    old = [i for i in (client.find_issue(cluster_marker(c), label) for c in f.clusters) if i is not None]
+    return next((i for i in old if i.get("state") == "open"), old[0] if old else None)
 
 
 def rank(f: Finding) -> tuple:
@@ -115,7 +151,7 @@ def rank(f: Finding) -> tuple:
     frequent (cases in this run), then regressions before new before pre-existing, then the cluster."""
     verdict = f.doc.get("verdict", "")
     return (0 if f.memory_safety else 1, SEVERITY.index(verdict) if verdict in SEVERITY else len(SEVERITY),
-            -f.cases, min(CLASS_ORDER.index(c) for c in f.classes) if f.classes else len(CLASS_ORDER), f.cluster)
+            -f.cases, min(CLASS_ORDER.index(c) for c in f.classes) if f.classes else len(CLASS_ORDER), f.cause)
 
 
 def _memory_safety(group: dict, repro: str | None) -> dict | None:
@@ -157,7 +193,9 @@ def body(f: Finding, run: dict, note: str = "") -> str:
     read = lambda name: open(os.path.join(f.repro, name)).read()  # noqa: E731
     rows = [("verdict", md.code(d["verdict"], table=True)),
             ("backend", md.text(f"{d['backend']} ({_versions(d)})")),
-            ("cluster", md.code(f.cluster, table=True)),
+            ("cause", md.code(f.cause, table=True)),
+            ("clusters", "<br>".join(md.code(c, table=True) for c in f.clusters[:20])),
+            ("dtypes", md.text(", ".join(f.dtypes) or "unknown")),
             ("fingerprints", "<br>".join(f"{md.code(fp, table=True)} {md.text(typed)}"
                                          for fp, typed, _ in f.fingerprints[:20])),
             ("cases", md.text(f"{f.cases} in this run ({run.get('campaign', '')}, {run.get('commit', '')[:12]})")),
@@ -169,8 +207,9 @@ def body(f: Finding, run: dict, note: str = "") -> str:
     if run.get("url"):
         rows.append(("run", md.url(run["url"])))
     also = (f" The same cause was met through {len(f.fingerprints) - 1} more reduced pattern(s) "
-            f"(operators: {md.text(', '.join(f.operators))}), listed below." if len(f.fingerprints) > 1 else "")
-    out = [marker(f.cluster)] + ([occurrence_marker(f.cluster, run["key"])] if run.get("key") else []) + ["",
+            f"(operators: {md.text(', '.join(f.operators))}; dtypes: {md.text(', '.join(f.dtypes) or 'unknown')}), "
+            "listed below." if len(f.fingerprints) > 1 else "")
+    out = [marker(f.cause)] + ([occurrence_marker(f.cause, run["key"])] if run.get("key") else []) + ["",
            f"dlgate found a **{md.text(d['verdict'].replace('_', ' '))}** in **{md.text(d['backend'])}** on a "
            f"generated model, reduced to {md.text(d.get('nodes'))} operator(s): "
            f"{md.code(d.get('typed') or d['pattern'])}.{also}", ""] + ([note, ""] if note else [])
@@ -230,7 +269,7 @@ def _heading(text: str) -> str:
 
 def comment(f: Finding, run: dict) -> str:
     key = run.get("key", run.get("commit", ""))
-    lines = [occurrence_marker(f.cluster, key), "",
+    lines = [occurrence_marker(f.cause, key), "",
              f"Seen again by dlgate: {f.cases} case(s) in campaign {md.code(run.get('campaign', ''))} at commit "
              f"{md.code(run.get('commit', '')[:12])}" + (f", run {md.url(run['url'])}" if run.get("url") else "") + ".",
              f"Backend: {md.text(f.doc['backend'])} ({md.text(_versions(f.doc))}); fingerprints: "
@@ -268,7 +307,7 @@ def _what(f: Finding) -> str:
 
 def publish(results_dir: str, client, label: str = "dlgate", max_issues: int = 5, dry_run: str | None = None,
             log=print, env=os.environ, memory_safety: str = "private", bisect=None) -> dict:
-    """Open or update one issue per cluster, or report a possible memory-safety bug privately
+    """Open or update one issue per cause, or report a possible memory-safety bug privately
     (``memory_safety="private"``, the default); returns counts (opened, commented, reported,
     withheld, unchanged, over the cap) and, when GitHub was asked, ``tally``: dlgate's issues in
     the repository by state (open, closed as fixed, closed otherwise). ``max_issues`` caps issues
@@ -280,63 +319,63 @@ def publish(results_dir: str, client, label: str = "dlgate", max_issues: int = 5
         raise ValueError(f"memory_safety: expected one of {', '.join(MEMORY_SAFETY)}, got {memory_safety!r}")
     run = run_info(results_dir, env)
     found = sorted(findings(results_dir), key=rank)
-    private = {f.cluster for f in found if f.memory_safety and memory_safety == "private"}
+    private = {f.cause for f in found if f.memory_safety and memory_safety == "private"}
     stats = {"findings": len(found), "opened": 0, "commented": 0, "reported": 0, "withheld": 0, "unchanged": 0,
              "over_cap": 0}
     if dry_run:
         os.makedirs(dry_run, exist_ok=True)
         for f in found:
-            if f.cluster in private:
-                path = os.path.join(dry_run, f"private-report-{f.cluster}.md")
+            if f.cause in private:
+                path = os.path.join(dry_run, f"private-report-{f.cause}.md")
                 text = f"# {_heading(title(f))}\n\n{body(f, run, private_note(f))}"
                 what = f" (a {_what(f)}: a private vulnerability report, never an issue)"
             else:
-                path, text, what = os.path.join(dry_run, f"issue-{f.cluster}.md"), \
+                path, text, what = os.path.join(dry_run, f"issue-{f.cause}.md"), \
                     f"# {_heading(title(f))}\n\n{body(f, run)}", ""
             with open(path, "w") as fh:
                 fh.write(redact(text))
             log(f"dlgate: dry run: wrote {path}{what}")
         return stats
-    if any(f.cluster not in private for f in found):
+    if any(f.cause not in private for f in found):
         client.ensure_label(label, "b60205", "Found by dlgate")
         client.ensure_label(FUZZER_LABEL, "ededed", "Found by a fuzzer: a generated model, reduced")
     withheld, outcome = [], {}
     for f in found:
-        if f.cluster in private:
+        if f.cause in private:
             why = _report_privately(f, client, run, stats, max_issues, log)
             if why:
                 withheld.append((f, why))
-            outcome[f.cluster] = ("withheld", None) if why else ("private report", None)
+            outcome[f.cause] = ("withheld", None) if why else ("private report", None)
             continue
-        existing = client.find_issue(marker(f.cluster), label)
-        if existing is not None and occurrence_marker(f.cluster, run["key"]) in (existing.get("body") or ""):
+        existing = existing_issue(client, f, label)
+        if existing is not None and occurrence_marker(f.cause, run["key"]) in (existing.get("body") or ""):
             stats["unchanged"] += 1  # this run opened it (an earlier attempt): nothing to add
-            outcome[f.cluster] = ("opened", existing)
-            log(f"dlgate: {f.cluster}: issue #{existing['number']} was opened by this run")
+            outcome[f.cause] = ("opened", existing)
+            log(f"dlgate: {f.cause}: issue #{existing['number']} was opened by this run")
             continue
         if existing is not None:
-            _, created = client.comment_once(existing["number"], occurrence_marker(f.cluster, run["key"]),
+            _, created = client.comment_once(existing["number"], occurrence_marker(f.cause, run["key"]),
                                              comment(f, run))
             stats["commented" if created else "unchanged"] += 1
-            outcome[f.cluster] = ("commented", existing)
-            log(f"dlgate: {f.cluster}: issue #{existing['number']} "
+            outcome[f.cause] = ("commented", existing)
+            log(f"dlgate: {f.cause}: issue #{existing['number']} "
                 f"{'gets a comment' if created else 'already has this run'}")
             continue
         if stats["opened"] + stats["reported"] >= max_issues:
             stats["over_cap"] += 1
-            outcome[f.cluster] = ("over the cap", None)
-            log(f"dlgate: {f.cluster}: not opened (cap of {max_issues} new issues per run): "
+            outcome[f.cause] = ("over the cap", None)
+            log(f"dlgate: {f.cause}: not opened (cap of {max_issues} new issues per run): "
                 f"{f.doc['verdict']} in {f.doc['backend']}, {f.cases} case(s), {os.path.relpath(f.repro, results_dir)}")
             continue
         if bisect is not None and releases.read(f.repro) is None:
             try:
                 bisect(f.repro)
             except Exception as e:  # the issue is worth opening without its range
-                log(f"dlgate: {f.cluster}: no regression range: {type(e).__name__}: {e}")
-        issue, created = client.open_or_find(marker(f.cluster), label, title(f), body(f, run), [label, FUZZER_LABEL])
+                log(f"dlgate: {f.cause}: no regression range: {type(e).__name__}: {e}")
+        issue, created = client.open_or_find(marker(f.cause), label, title(f), body(f, run), [label, FUZZER_LABEL])
         stats["opened" if created else "unchanged"] += 1
-        outcome[f.cluster] = ("opened", issue)
-        log(f"dlgate: {f.cluster}: issue #{issue['number']} {'opened' if created else 'exists'}: "
+        outcome[f.cause] = ("opened", issue)
+        log(f"dlgate: {f.cause}: issue #{issue['number']} {'opened' if created else 'exists'}: "
             f"{issue.get('html_url', '')}")
     try:
         stats["tally"] = tally(client, label)
@@ -367,7 +406,7 @@ def tally(client, label: str) -> dict:
     maintainer closes an issue a fix resolved."""
     out = {"filed": 0, "open": 0, "fixed": 0, "not_planned": 0, "closed_other": 0}
     for issue in client.list_issues(label, state="all"):
-        if MARKER_PREFIX not in (issue.get("body") or ""):
+        if MARKER_PREFIX not in (issue.get("body") or "") and CLUSTER_PREFIX not in (issue.get("body") or ""):
             continue
         out["filed"] += 1
         if issue.get("state") == "open":
@@ -385,8 +424,9 @@ def _record(found: list, outcome: dict, stats: dict, cap: int, results_dir: str)
     """``issues.json``: what this publication did with each cause, in the order the cap took them."""
     causes = []
     for f in found:
-        what, issue = outcome.get(f.cluster, ("", None))
-        row = {"cluster": f.cluster, "verdict": f.doc.get("verdict"), "backend": f.doc.get("backend"),
+        what, issue = outcome.get(f.cause, ("", None))
+        row = {"cause": f.cause, "cluster": f.cluster, "clusters": f.clusters, "dtypes": f.dtypes,
+               "verdict": f.doc.get("verdict"), "backend": f.doc.get("backend"),
                "cases": f.cases, "classes": f.classes, "repro": os.path.relpath(f.repro, results_dir),
                "outcome": what}
         if issue:
@@ -422,9 +462,10 @@ def _report_privately(f: Finding, client, run: dict, stats: dict, max_issues: in
     """Report ``f`` through GitHub's private vulnerability reporting unless its report exists; the
     reason when it cannot be (the repository takes no private reports, or the token cannot see
     earlier ones, so a report could be a duplicate), after one line saying so."""
-    mark, what = marker(f.cluster), _what(f)
-    try:
-        existing = client.find_advisory(mark)
+    mark, what = marker(f.cause), _what(f)
+    try:  # one reported before causes were grouped carries its cluster's marker
+        existing = next(filter(None, (client.find_advisory(m) for m in
+                                      [mark] + [cluster_marker(c) for c in f.clusters])), None)
     except GitHubError as e:
         if e.status not in (403, 404):
             raise
@@ -432,11 +473,11 @@ def _report_privately(f: Finding, client, run: dict, stats: dict, max_issues: in
                                   f"cannot tell whether it reported this already ({e})", stats, log)
     if existing is not None:
         stats["unchanged"] += 1
-        log(f"dlgate: {f.cluster}: {what}: reported privately already: {existing.get('ghsa_id', '')}")
+        log(f"dlgate: {f.cause}: {what}: reported privately already: {existing.get('ghsa_id', '')}")
         return None
     if stats["opened"] + stats["reported"] >= max_issues:
         stats["over_cap"] += 1
-        log(f"dlgate: {f.cluster}: {what}: not reported (cap of {max_issues} new issues and reports per run)")
+        log(f"dlgate: {f.cause}: {what}: not reported (cap of {max_issues} new issues and reports per run)")
         return None
     try:
         adv, created = client.report_once(mark, title(f), body(f, run, private_note(f)), [f.memory_safety["cwe"]])
@@ -445,14 +486,14 @@ def _report_privately(f: Finding, client, run: dict, stats: dict, max_issues: in
             raise
         return _withhold(f, what, f"{client.repo} takes no private vulnerability reports ({e})", stats, log)
     stats["reported" if created else "unchanged"] += 1
-    log(f"dlgate: {f.cluster}: {what}: {'reported privately' if created else 'reported privately already'}, "
+    log(f"dlgate: {f.cause}: {what}: {'reported privately' if created else 'reported privately already'}, "
         f"not as a public issue: {adv.get('ghsa_id', '')} {adv.get('html_url', '')}")
     return None
 
 
 def _withhold(f: Finding, what: str, why: str, stats: dict, log) -> str:
     stats["withheld"] += 1
-    log(f"dlgate: {f.cluster}: {what}: not filed: dlgate opens no public issue for it, and {why}; enable "
+    log(f"dlgate: {f.cause}: {what}: not filed: dlgate opens no public issue for it, and {why}; enable "
         "private vulnerability reporting on the repository, or report it to its maintainers privately "
         f"from the run's artifact {os.path.join('repros', os.path.basename(f.repro))}")
     return why

@@ -341,7 +341,8 @@ def _findings(f: RunFolder, found: list, links: _Links) -> str:
     out = [f"<p>{len(groups)} distinct cause(s) of {len(found)} distinct finding(s) (reduced models, by "
            "fingerprint); each row is one cause: the message the compiler gave, the command that reproduces "
            "it (from the run folder), the operators it reduces to in ONNX's names, and the id to quote (its "
-           "cluster). The details row under each holds the rest."
+           "first cluster, as the run's summary quotes it; a cause met in several dtypes or sibling operators is "
+           "one row, and one issue). The details row under each holds the rest."
            + (f" {flaky} finding(s) only flaky (not reproduced on re-run)." if flaky else "") + "</p>"]
     if behind:
         out.append(f"<p>{len(behind)} finding(s) showed in a sub-model of their case, once the operators of an "
@@ -428,7 +429,7 @@ def _internals(f: RunFolder, page: str, plots_dir: str, written: dict) -> list:
            '<h3 id="found-over-cases">Findings over the cases</h3>']
     if "findings" in written:
         out.append(_img(plots_dir, page, PLOTS["findings"], written["findings"]))
-        out.append('<p class="note">Solid: distinct findings (fingerprints); dashed: distinct causes (clusters). '
+        out.append('<p class="note">Solid: distinct findings (fingerprints); dashed: distinct causes (as the rows above count them). '
                    "A finding that never reproduced on re-run (flaky) is not counted.</p>")
     else:
         out.append("<p>No case has been journaled yet.</p>")

@@ -268,15 +268,18 @@ def _classes(verdict: dict | None) -> dict | None:
 
 def finding_curves(folder, found: list) -> dict:
     """Backend -> {"findings": curve, "causes": curve}: cumulative distinct findings
-    (fingerprints) and causes (clusters) of every backend under test, each counted from
-    the first case where it was not flaky (a finding only ever flaky is not counted)."""
+    (fingerprints) and causes (the gate's causes, as the summary and the page's rows count
+    them: one converter's bug met in several dtypes or sibling operators is one) of every
+    backend under test, each counted from the first case where it was not flaky (a finding
+    only ever flaky is not counted)."""
     n = len(folder.records)
     out = {}
     for b in backends(folder) + sorted({f.backend for f in found} - set(backends(folder))):
         mine = [f for f in found if f.backend == b and f.confirmed_at is not None]
         causes: dict = {}
         for f in mine:
-            causes[f.cluster] = min(causes.get(f.cluster, n), f.confirmed_at)
+            key = f.cause_id or f.cluster
+            causes[key] = min(causes.get(key, n), f.confirmed_at)
         out[b] = {"findings": _running([f.confirmed_at for f in mine], n), "causes": _running(causes.values(), n)}
     return out
 

@@ -86,3 +86,32 @@ def preflight(pool, base_pool, ccfg: CheckConfig, cfg: Campaign) -> dict:
             out[what] = p.get(spec).unavailable
         p.start_s += time.perf_counter() - t0
     return out
+
+
+class DeviceLost(Exception):
+    """A worker the gate cannot do without lost its device in the middle of a run (its
+    backend's start-up self-test no longer passes: ``dlgate.exec.devicecheck``): the case in
+    flight is not journaled, the reports cover the cases before it, and the run ends with
+    exit status 4, "cannot run"; a rerun of the same command resumes at that case."""
+
+    def __init__(self, case_id: str, lost: dict):
+        self.case_id = case_id
+        self.cannot_run = {what: f"the device was lost at case {case_id}: {why}" for what, why in lost.items()}
+        super().__init__(f"the device was lost at case {case_id}")
+
+
+def lost(pool, base_pool, ccfg: CheckConfig, cfg: Campaign) -> dict:
+    """The workers the gate cannot do without (the reference, each backend not marked
+    optional, their base builds) that lost their device since they started: what -> why,
+    named as the start-up check names them. An optional backend that loses its device is
+    skipped from then on, as one that cannot start is."""
+    optional = optional_labels(cfg.backends)
+    needed = {(ccfg.reference.name, ccfg.reference.device): f"the reference {ccfg.reference.label()}"}
+    needed.update({(s.name, s.device): s.label() for s in ccfg.backends if s.label() not in optional})
+    out = {}
+    for p, suffix in ((pool, ""), (base_pool, " (base build)")):
+        for spec, w in (p.workers.items() if p is not None else ()):
+            what = needed.get((spec.name, spec.device))
+            if what is not None and w.lost:
+                out.setdefault(what + suffix, w.lost)
+    return out

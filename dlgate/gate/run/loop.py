@@ -30,7 +30,7 @@ from dlgate.gate.journal import MANIFEST, Journal, OutLock, RunError, read_json,
 from dlgate.gate.progress import ACTIVITY, Progress, heartbeat_seconds, worker_phases
 from dlgate.gate.run.finish import finish
 from dlgate.gate.run.guidance import coverage_start, read_coverage_state, rewrite_coverage
-from dlgate.gate.run.lifecycle import Interrupted, preflight, stopped_by_signals
+from dlgate.gate.run.lifecycle import DeviceLost, Interrupted, lost, preflight, stopped_by_signals
 from dlgate.gate.run.outdir import manifest_of, open_out, progress_of
 from dlgate.gate.run.plan import Shard, case_key, check_config, generator, labels, only, opset_range, plan
 from dlgate.gate.run.updates import ORIGIN
@@ -153,6 +153,7 @@ def _run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | No
         _release(bar, pool, base_pool)
         raise
     resumed = len(journal.records)
+    device_lost = None
     try:
         with pool, journal:
             for kind, key in todo:
@@ -168,6 +169,7 @@ def _run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | No
                 names = ", ".join(s.label() for s in kcfg.backends)
                 ACTIVITY.begin(f"running case {case.id} on {names} (reference {cfg.reference})")
                 rec = check(pool, case, kcfg, ref_out)
+                _stop_if_lost(pool, base_pool, ccfg, cfg, case.id)
                 rec["kind"] = kind
                 if feats is not None:
                     rec["features"] = feats
@@ -193,6 +195,7 @@ def _run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | No
                     if v["verdict"] in V.FAILURES + (V.UNSUPPORTED,) and finder.limit > 1 and kind != "baseline":
                         ACTIVITY.begin(f"looking behind case {case.id}'s {v['verdict']} on {spec.label()} (cut cases)")
                     failing = M.search(finder, case, spec, v, reduced, kind) or failing  # what it hides
+                _stop_if_lost(pool, base_pool, ccfg, cfg, case.id)  # triage ran it again, on the base build too
                 if failing or any(v["verdict"] == V.REFERENCE_ERROR for v in rec["verdicts"]):
                     d = save_bundle(out, case)
                     rec["bundle"] = os.path.relpath(d, out)
@@ -211,8 +214,17 @@ def _run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | No
         ran = len(journal.records) - resumed  # the case in flight is not recorded, nor counted
         _write_stats(out, ran, t_run, [p for p in (pool, base_pool) if p is not None])
         raise
+    except DeviceLost as e:  # the case in flight is not journaled: a rerun resumes at it
+        ACTIVITY.clear()
+        bar.close(f"{e}: writing the reports of the cases run")
+        _write_stats(out, len(journal.records) - resumed, t_run, [p for p in (pool, base_pool) if p is not None])
+        log(f"dlgate: cannot run: {e}; the reports cover the {len(journal.records)} case(s) before it; "
+            "run the same command again to resume once the device is back")
+        opened.cannot_run = device_lost = e.cannot_run
     finally:
         _release(bar, base_pool)  # the head's pool is closed by its `with`
+    if device_lost:
+        return finish(out, cfg, manifest, complete=False, log=log, cannot_run=device_lost)
     pools = [p for p in (pool, base_pool) if p is not None]
     if budget.stopped:  # recorded for finish and merge; the next invocation's manifest drops it
         manifest["stopped_by_budget"] = {"seconds": cfg.budget, "ran": len(journal.records), "planned": len(items)}
@@ -221,6 +233,13 @@ def _run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | No
             f"{budget.spent():.0f} s); run the same command again to continue")
     _write_stats(out, budget.ran, t_run, pools)
     return finish(out, cfg, manifest, complete=shard is None, log=log, cannot_run=cannot)
+
+
+def _stop_if_lost(pool, base_pool, ccfg, cfg: Campaign, case_id: str) -> None:
+    """DeviceLost when a worker the gate needs lost its device while running ``case_id``."""
+    gone = lost(pool, base_pool, ccfg, cfg)
+    if gone:
+        raise DeviceLost(case_id, gone)
 
 
 def _touches(doc: dict) -> str:
