@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from dlgate.ops import registry
-from dlgate.ops.base import (FINAL, Core, Decreasing, Increasing, InputDomain, OpSpec, OracleFacts, Restricted,
-                             Stepwise, TensorType, ValueModel)
+from dlgate.ops.base import (FINAL, Core, Decreasing, Increasing, InputDomain, OpSpec, OracleFacts, Proxied,
+                             Restricted, Stepwise, TensorType, ValueModel)
 from dlgate.ops.unary._shared import Unary
 
 
@@ -64,3 +64,26 @@ def test_restricted_draws_its_starting_values_from_safe():
     log, neg = registry.get("Log"), registry.get("Neg")
     assert isinstance(log, Restricted) and log.restricted and log.input_range({}, 0) == (0.5, 4.0)
     assert not isinstance(neg, Restricted) and not neg.restricted and neg.input_range({}, 0) is None
+
+
+def test_proxied_computes_with_fn_and_gives_the_search_a_slope_where_fn_is_flat():
+    relu = registry.get("Relu")
+    assert isinstance(relu, Proxied) and isinstance(relu, Increasing) and not relu.integral_out and not relu.jumps
+    x = torch.tensor([-2.0, 3.0], dtype=torch.float64, requires_grad=True)
+    y = relu.torch({}, x)
+    assert y.tolist() == [0.0, 3.0]
+    y.sum().backward()
+    assert x.grad.tolist() == [0.1, 1.0]  # proxy_relu's slope below 0; torch.relu's is 0
+    assert relu.torch({}, torch.tensor([-2, 3], dtype=torch.int32)).tolist() == [0, 3]
+
+
+@pytest.mark.parametrize("name", ["Relu", "LeakyRelu", "Elu", "Celu", "Selu", "Sigmoid", "HardSigmoid", "Softplus",
+                                  "Softsign", "Tanh"])
+def test_monotone_activations_take_the_increasing_part(name):
+    spec = registry.get(name)
+    assert isinstance(spec, Increasing) and spec.monotone == 1
+    assert "monotone" not in type(spec).__dict__  # stated by the part, not again by hand
+    grid = torch.linspace(-6.0, 6.0, 241, dtype=torch.float64)
+    a = {k: default for k, _, _, default in type(spec).params}
+    y = spec.torch(a, grid)
+    assert bool((y[1:] >= y[:-1]).all()), "the part's claim holds on a grid"

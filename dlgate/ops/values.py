@@ -9,6 +9,8 @@ declarative facts below), so an operator states only what holds for it:
 * ``monotone`` (or the :class:`Increasing` / :class:`Decreasing` parts): an element-wise
   monotone function, whose bounds, anchors, spans and preimages are then computed from its
   own ``torch`` on a float64 grid; ``valley`` the same for a function that falls then rises;
+  :class:`Stepwise` one onto the integers, and :class:`Proxied` one with a stand-in
+  derivative for the input search;
 * ``keeps_range`` / ``preserves_values``: outputs between, or among, the inputs' values
   (the value-preserving part: bounds pass through both ways);
 * ``elementwise`` / ``pointwise``, ``integral_out``, ``keeps_integers``, ``value_inputs``;
@@ -350,16 +352,23 @@ class Decreasing:
     monotone = -1
 
 
-class Stepwise:
-    """Stock part: a non-decreasing element-wise function onto the integers (Floor, Ceil,
-    Round): integer outputs that jump at some inputs. ``fn`` computes it; ``proxy`` is the
-    same function with a usable derivative (``dlgate.ops.losses``), used when the input
-    search differentiates through it."""
+class Proxied:
+    """Stock part: an element-wise function whose derivative is zero where the input search
+    needs a slope (Relu below 0, Floor everywhere). ``fn`` computes it; ``proxy`` is the
+    same function with a usable derivative (``dlgate.ops.losses``: ``proxy_relu``,
+    ``proxy_floor``), used when the input search differentiates through it."""
 
-    integral_out = True
-    monotone = 1
-    jumps = True
     proxy = None
 
     def torch(self, a, x):
         return type(self).proxy(x) if x.requires_grad else type(self).fn(x)
+
+
+class Stepwise(Proxied):
+    """Stock part: a non-decreasing element-wise function onto the integers (Floor, Ceil,
+    Round): integer outputs that jump at some inputs, computed by ``fn`` and differentiated
+    through ``proxy`` (:class:`Proxied`)."""
+
+    integral_out = True
+    monotone = 1
+    jumps = True

@@ -4,10 +4,10 @@ import torch
 
 from dlgate.ops import losses as L
 from dlgate.ops.activation._shared import Activation
-from dlgate.ops.base import INF_ONLY
+from dlgate.ops.base import INF_ONLY, Increasing
 
 
-class HardSigmoid(Activation):
+class HardSigmoid(Increasing, Activation):
     onnx_op = "HardSigmoid"
     params = (("alpha", 0.05, 1.0, 0.2), ("beta", 0.0, 1.0, 0.5))
 
@@ -17,7 +17,6 @@ class HardSigmoid(Activation):
             return L.proxy_clip(y, 0.0, 1.0)
         return torch.clamp(y, 0.0, 1.0)
 
-    monotone = 1
     out_range = (0.0, 1.0)
     nonfinite = INF_ONLY
 

@@ -3,17 +3,15 @@ from __future__ import annotations
 import torch
 
 from dlgate.ops.activation._shared import Activation
-from dlgate.ops.base import INF_ONLY
+from dlgate.ops.base import INF_ONLY, Increasing
 
 
-class LeakyRelu(Activation):
+class LeakyRelu(Increasing, Activation):
     onnx_op = "LeakyRelu"
     params = (("alpha", 0.0, 1.0, 0.01),)
 
     def torch(self, a, x):
         return torch.where(x >= 0, x, x * a["alpha"])
-
-    monotone = 1
 
     def value_range(self, a, ranges, ins):
         # non-decreasing (alpha >= 0); written out so alpha = 0 at -inf gives 0, not NaN

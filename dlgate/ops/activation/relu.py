@@ -5,19 +5,16 @@ import torch
 from dlgate import dtypes as dt
 from dlgate.ops import losses as L
 from dlgate.ops.activation._shared import Activation
-from dlgate.ops.base import INF_ONLY
+from dlgate.ops.base import INF_ONLY, Increasing, Proxied
 
 
-class Relu(Activation):
+class Relu(Proxied, Increasing, Activation):
     onnx_op = "Relu"
     types = dt.FLOATS + dt.SIGNED  # the integer types from opset 14
     fn = torch.relu
-
-    def torch(self, a, x):
-        return L.proxy_relu(x) if x.requires_grad else torch.relu(x)
+    proxy = L.proxy_relu
 
     keeps_integers = True
-    monotone = 1
     nonfinite = INF_ONLY
     exact_values = True
 

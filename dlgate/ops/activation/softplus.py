@@ -6,14 +6,13 @@ import torch
 import torch.nn.functional as F
 
 from dlgate.ops.activation._shared import Activation
-from dlgate.ops.base import INF
+from dlgate.ops.base import INF, Increasing
 
 
-class Softplus(Activation):
+class Softplus(Increasing, Activation):
     onnx_op = "Softplus"
     fn = F.softplus  # log(1 + exp(x)), linear past 20 like a stable log-add-exp
 
-    monotone = 1
     out_range = (0.0, INF)
 
     def undefined(self, a, ins, out_types):

@@ -3,14 +3,13 @@ from __future__ import annotations
 import torch
 
 from dlgate.ops.activation._shared import Activation
-from dlgate.ops.base import IEEE
+from dlgate.ops.base import IEEE, Increasing
 
 
-class Tanh(Activation):
+class Tanh(Increasing, Activation):
     onnx_op = "Tanh"
     fn = torch.tanh
 
-    monotone = 1
     out_range = (-1.0, 1.0)
     nonfinite = IEEE
 
