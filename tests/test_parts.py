@@ -87,3 +87,21 @@ def test_monotone_activations_take_the_increasing_part(name):
     a = {k: default for k, _, _, default in type(spec).params}
     y = spec.torch(a, grid)
     assert bool((y[1:] >= y[:-1]).all()), "the part's claim holds on a grid"
+
+
+def test_reduce_max_and_min_share_the_reduce_extremum_part():
+    from dlgate.ops.reduce._shared import ReduceExtremum
+
+    x = torch.tensor([[1.0, -3.0, 2.0], [0.5, 4.0, -1.0]])
+    for name, want in (("ReduceMax", [2.0, 4.0]), ("ReduceMin", [-3.0, -1.0])):
+        spec = registry.get(name)
+        assert isinstance(spec, ReduceExtremum) and spec.keeps_range and spec.exact_values
+        assert spec.torch({"keepdims": 0, "axes": [1]}, x).tolist() == want
+        assert spec.torch({"keepdims": 1, "axes": [], "noop": 1}, x).tolist() == x.tolist()
+    assert registry.get("ReduceMax").siblings == registry.get("ReduceMin").siblings == "reduce-extremum"
+
+
+def test_restricted_reductions_take_the_part_and_their_safe_range():
+    lse, ls, l2 = registry.get("ReduceLogSumExp"), registry.get("ReduceLogSum"), registry.get("ReduceSumSquare")
+    assert all(isinstance(s, Restricted) and s.restricted for s in (lse, ls, l2))
+    assert ls.input_range({}, 0) == (0.1, 4.0) and lse.input_range({}, 0) is None

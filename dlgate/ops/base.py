@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dlgate.ops.core import (FINAL, SPELL_DEFAULTS, Attrs, Core, Ctx, Limits, SymCtx, TensorType, all_true,
                              bin_ranges, binned_int, f32, same_dtype_sigs)
-from dlgate.ops.domains import InputDomain, Restricted
+from dlgate.ops.domains import InputDomain, NonZero, Restricted
 from dlgate.ops.facts import IEEE, INF_ONLY, OracleFacts
 from dlgate.ops.values import (INF, SPAN_POINTS, SPAN_WINDOW, SPAN_ZOOMS, UNBOUNDED, Decreasing, Increasing,
                                Proxied, Stepwise, ValueModel, abs_bounds, excludes_zero, inside, overlaps,
@@ -25,7 +25,7 @@ class OpSpec(Core, ValueModel, InputDomain, OracleFacts):
 
 
 __all__ = ["FINAL", "SPELL_DEFAULTS", "Attrs", "Core", "Ctx", "Limits", "SymCtx", "TensorType", "all_true",
-           "bin_ranges", "binned_int", "f32", "same_dtype_sigs", "InputDomain", "Restricted", "IEEE", "INF_ONLY",
-           "OracleFacts", "INF", "SPAN_POINTS", "SPAN_WINDOW", "SPAN_ZOOMS", "UNBOUNDED", "Decreasing",
+           "bin_ranges", "binned_int", "f32", "same_dtype_sigs", "InputDomain", "NonZero", "Restricted", "IEEE",
+           "INF_ONLY", "OracleFacts", "INF", "SPAN_POINTS", "SPAN_WINDOW", "SPAN_ZOOMS", "UNBOUNDED", "Decreasing",
            "Increasing", "Proxied", "Stepwise", "ValueModel", "abs_bounds", "excludes_zero", "inside", "overlaps",
            "sampling_window", "OpSpec"]

@@ -5,10 +5,12 @@ search (losses that steer values into the domain).
 By default an operator takes any input. A restricted one (Log, Sqrt, Div, Asin...) picks the
 :class:`Restricted` part (or sets ``restricted``) and states ``domain`` (the values input 0
 must be able to take), ``open_domain`` (whether its finite ends are excluded), ``safe`` (a
-range inside it for starting values) and ``losses`` (one loss per domain predicate,
-positive exactly when it is violated). Conditions on other inputs, or on the elements
-together, are the hooks ``input_domain``, ``input_nonzero``, ``input_possible`` and
-``input_range``.
+range inside it for starting values: one for every input, or ``{input: range}``) and
+``losses`` (one loss per domain predicate, positive exactly when it is violated). One whose
+input must hold no zero (Div's divisor, Reciprocal, a quantization scale) picks
+:class:`NonZero`, which writes that condition and its loss. Conditions on other inputs, or
+on the elements together, are the hooks ``input_domain``, ``input_nonzero``,
+``input_possible`` and ``input_range``.
 """
 from __future__ import annotations
 
@@ -27,6 +29,10 @@ class InputDomain:
     open_domain: ClassVar[bool] = True
     #: Values input 0 must be able to take (e.g. (1, inf) for Acosh); see ``input_domain``.
     domain: ClassVar[tuple | None] = None
+    #: Where starting values are drawn for the inputs that feed this operator directly
+    #: (``input_range``): a range (lo, hi) for every input, ``{input: (lo, hi)}`` for some
+    #: (Div's divisor, BatchNormalization's variance), or None where any value will do.
+    safe: ClassVar = None
 
     def input_domain(self, a: dict, i: int) -> tuple | None:
         """The values (lo, hi) input ``i`` must be able to take for a valid result, or None."""
@@ -45,18 +51,33 @@ class InputDomain:
     def input_range(self, a: dict, i: int) -> tuple | None:
         """A value range inside the operator's domain for its input ``i``, used to draw
         starting values of graph inputs and constants that feed it directly (the input
-        search then handles deeper chains); None when any value will do."""
-        return None
+        search then handles deeper chains); None when any value will do. By default
+        ``safe``'s range for input ``i``; a hook for a range that depends on the
+        attributes."""
+        safe = self.safe
+        return safe.get(i) if isinstance(safe, dict) else safe
     def losses(self, a: dict, *xs) -> list:
         return []
 
 
 class Restricted:
-    """Stock part: a restricted input domain whose starting values come from ``safe``, a
-    range inside it (None: any value will do)."""
+    """Stock part: a restricted input domain (``domain``, ``losses``), so the input search
+    checks the losses on every run; starting values come from ``safe``."""
 
     restricted = True
-    safe = None
 
-    def input_range(self, a, i):
-        return self.safe
+
+class NonZero(Restricted):
+    """Stock part: input ``nonzero_input`` must hold no zero (a divisor, a reciprocal, a
+    quantization scale): ``input_nonzero`` says so, and ``losses`` steers its elements'
+    magnitudes above 0."""
+
+    nonzero_input = 0
+
+    def input_nonzero(self, a, i):
+        return i == self.nonzero_input
+
+    def losses(self, a, *xs):
+        from dlgate.ops import losses as L  # torch: the contract's modules load it only to compute
+
+        return [L.gt0(xs[self.nonzero_input].abs())]

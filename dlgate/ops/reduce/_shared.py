@@ -9,7 +9,7 @@ import torch
 from dlgate import dtypes as dt
 from dlgate.ops import losses as L
 from dlgate.ops import sym
-from dlgate.ops.base import OpSpec, TensorType
+from dlgate.ops.base import INF_ONLY, OpSpec, Restricted, TensorType
 from dlgate.ops.binary._shared import mul0
 
 
@@ -186,13 +186,30 @@ def _fmax(x) -> float:
     return float(torch.finfo(x.dtype).max) if x.dtype.is_floating_point else float(torch.iinfo(x.dtype).max)
 
 
-class SquareSum(Reduce):
+class ReduceExtremum(Reduce):
+    """ReduceMax and ReduceMin: the largest (smallest) element over the axes, computed by
+    ``pick`` (``torch.amax`` or ``torch.amin``). Every output value is one of the input's,
+    exactly (the reduce counterpart of the binary family's ``Extremum``)."""
+
+    types = dt.NUMERIC + (dt.BOOL,)  # bool from opset 20 (the schema filter applies it)
+    noop_identity = True
+    pick = None
+
+    def fn(self, x, dims, keep):
+        return type(self).pick(x, dims, keepdim=keep)
+
+    keeps_range = True
+    nonfinite = INF_ONLY
+    exact_values = True
+    siblings = "reduce-extremum"
+
+
+class SquareSum(Restricted, Reduce):
     """Sums of squares: restricted so the sum (and every square) stays finite in the
     input dtype; otherwise backends that accumulate wider (PyTorch) and narrower disagree."""
 
     can_overflow = True
     out_range = (0.0, float("inf"))
-    restricted = True
 
     def losses(self, a, x):
         xd = x.double()

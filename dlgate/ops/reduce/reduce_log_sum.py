@@ -5,21 +5,18 @@ import math
 import torch
 
 from dlgate.ops import losses as L
-from dlgate.ops.base import UNBOUNDED
+from dlgate.ops.base import UNBOUNDED, Restricted
 from dlgate.ops.reduce._shared import Reduce, _sum
 
 
 INF = float("inf")
 
 
-class ReduceLogSum(Reduce):
+class ReduceLogSum(Restricted, Reduce):
     """Floats only; restricted to a positive sum (log of a non-positive sum is -inf/NaN)."""
 
     onnx_op = "ReduceLogSum"
-    restricted = True
-
-    def input_range(self, a, i):
-        return (0.1, 4.0)
+    safe = (0.1, 4.0)
 
     def input_possible(self, a, i, r, t):
         return r[1] > 0  # a positive sum needs some positive element

@@ -6,10 +6,11 @@ import sys
 import torch
 
 from dlgate.ops import losses as L
+from dlgate.ops.base import Restricted
 from dlgate.ops.reduce._shared import Reduce
 
 
-class ReduceLogSumExp(Reduce):
+class ReduceLogSumExp(Restricted, Reduce):
     """Floats only; restricted so that sum(exp(x)) itself is finite, since ONNX defines the
     operator as log(sum(exp(x))) and a backend may compute it without the max shift."""
 
@@ -18,8 +19,6 @@ class ReduceLogSumExp(Reduce):
     #: exp in float64 (the opset-18 function body casts to double first) overflows to inf for
     #: a log-sum-exp above this, and every term underflows to 0 below the other
     DOUBLE_LSE_MAX, DOUBLE_EXP_MIN = math.log(sys.float_info.max), -745.13
-
-    restricted = True
 
     def fn(self, x, dims, keep):
         return torch.logsumexp(x, dims, keepdim=keep)
