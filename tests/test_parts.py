@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from dlgate.ops import registry
-from dlgate.ops.base import (FINAL, Core, Decreasing, Increasing, InputDomain, OpSpec, OracleFacts, Proxied,
-                             Restricted, Stepwise, TensorType, ValueModel)
+from dlgate.ops.base import (FINAL, Core, Decreasing, Increasing, InputDomain, NonZero, OpSpec, OracleFacts,
+                             Proxied, Restricted, Stepwise, TensorType, ValueModel)
 from dlgate.ops.unary._shared import Unary
 
 
@@ -105,3 +105,31 @@ def test_restricted_reductions_take_the_part_and_their_safe_range():
     lse, ls, l2 = registry.get("ReduceLogSumExp"), registry.get("ReduceLogSum"), registry.get("ReduceSumSquare")
     assert all(isinstance(s, Restricted) and s.restricted for s in (lse, ls, l2))
     assert ls.input_range({}, 0) == (0.1, 4.0) and lse.input_range({}, 0) is None
+
+
+def test_safe_gives_every_input_one_range_or_some_inputs_theirs():
+    div, pow_, bn = registry.get("Div"), registry.get("Pow"), registry.get("BatchNormalization")
+    assert [div.input_range({}, i) for i in (0, 1)] == [None, (0.5, 4.0)]
+    assert [pow_.input_range({}, i) for i in (0, 1)] == [(0.5, 2.0), (-2.0, 2.0)]
+    assert [bn.input_range({}, i) for i in range(5)] == [None] * 4 + [(0.1, 2.0)]  # the variance
+    assert registry.get("MeanVarianceNormalization").input_range({}, 0) == (-4.0, 4.0)
+    assert registry.get("GridSample").input_range({}, 1) == (-1.2, 1.2)
+    assert registry.get("Abs").input_range({}, 0) is None  # nothing said: any value will do
+
+
+def test_pow_states_its_base_domain_declaratively():
+    pow_ = registry.get("Pow")
+    assert isinstance(pow_, Restricted) and pow_.input_domain({}, 0) == (0.0, float("inf"))
+    assert pow_.input_domain({}, 1) is None
+
+
+@pytest.mark.parametrize("name, i", [("Div", 1), ("Mod", 1), ("Reciprocal", 0), ("QuantizeLinearScaleInput", 1)])
+def test_nonzero_names_its_input_and_its_loss_is_positive_exactly_when_it_holds_a_zero(name, i):
+    spec = registry.get(name)
+    assert isinstance(spec, NonZero) and spec.restricted
+    assert [spec.input_nonzero({}, k) for k in range(spec.arity)] == [k == i for k in range(spec.arity)]
+    ok = [torch.tensor([1.0, -2.0]) for _ in range(spec.arity)]
+    bad = list(ok)
+    bad[i] = torch.tensor([1.0, 0.0])
+    assert [float(v) for v in spec.losses({}, *ok)] == [0.0]
+    assert [float(v) > 0 for v in spec.losses({}, *bad)] == [True]

@@ -3,8 +3,7 @@ from __future__ import annotations
 import torch
 
 from dlgate import dtypes as dt
-from dlgate.ops import losses as L
-from dlgate.ops.base import IEEE, INF, UNBOUNDED
+from dlgate.ops.base import IEEE, INF, UNBOUNDED, NonZero
 from dlgate.ops.binary._shared import Elementwise, mul_bounds
 
 
@@ -12,7 +11,7 @@ from dlgate.ops.binary._shared import Elementwise, mul_bounds
 DIV_SPREAD = 1.5
 
 
-class Div(Elementwise):
+class Div(NonZero, Elementwise):
     """Floating-point only: integer division by zero is undefined behaviour."""
 
     onnx_op = "Div"
@@ -20,13 +19,8 @@ class Div(Elementwise):
     fn = torch.div
 
     nonfinite = IEEE
-    restricted = True
-
-    def input_range(self, a, i):
-        return (0.5, 4.0) if i == 1 else None
-
-    def input_nonzero(self, a, i):
-        return i == 1
+    nonzero_input = 1
+    safe = {1: (0.5, 4.0)}
 
     def self_range(self, a, r):
         return (1.0, 1.0)  # x / x (x is never 0 in a valid run)
@@ -36,9 +30,6 @@ class Div(Elementwise):
 
     def exact(self, a, exacts, ins):
         return 0.0 if exacts[0] == 0 else None  # 0 / y and fmod(0, y) are 0 for y != 0
-
-    def losses(self, a, x, y):
-        return [L.gt0(y.abs())]
 
     def input_span(self, a, i, span, ins):
         # y within [1, q] and x within [q lo, hi] (a positive span) keep x / y inside it;

@@ -5,24 +5,19 @@ import torch
 
 from dlgate import dtypes as dt
 from dlgate.ops import losses as L
-from dlgate.ops.base import INF
+from dlgate.ops.base import INF, Restricted
 from dlgate.ops.binary._shared import Elementwise
 
 
-class Pow(Elementwise):
+class Pow(Restricted, Elementwise):
     onnx_op = "Pow"
     types = dt.FLOATS
     fn = torch.pow
 
-    restricted = True
-
-    def input_range(self, a, i):
-        return (0.5, 2.0) if i == 0 else (-2.0, 2.0)
-
-    def input_domain(self, a, i):
-        # the base must be positive (see losses): a negative one is NaN for most
-        # exponents, and 0 ** y is inf for negative y
-        return (0.0, INF) if i == 0 else None
+    # the base must be positive (see losses): a negative one is NaN for most exponents,
+    # and 0 ** y is inf for negative y
+    domain = (0.0, INF)
+    safe = {0: (0.5, 2.0), 1: (-2.0, 2.0)}
 
     def value_range(self, a, ranges, ins):
         (xlo, xhi), (ylo, yhi) = ranges

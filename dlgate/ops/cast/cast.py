@@ -3,11 +3,11 @@ from __future__ import annotations
 import math
 
 from dlgate import dtypes as dt
-from dlgate.ops.base import OpSpec, TensorType
+from dlgate.ops.base import OpSpec, Restricted, TensorType
 from dlgate.ops.cast._shared import cast_losses, cast_nonfinite, cast_undefined, cast_undefined_elements, to_dtype
 
 
-class Cast(OpSpec):
+class Cast(Restricted, OpSpec):
     """``y = cast(x, to)``, ``to`` any allowed dtype (sometimes the input's own).
 
     Semantics, as the ONNX Cast specification defines them (``to_dtype``): float -> bool is
@@ -50,8 +50,6 @@ class Cast(OpSpec):
     elementwise = True
     keeps_integers = True
     exact_values = True
-    restricted = True
-
     def discontinuous(self, a):
         return a["to"] not in dt.FLOATS  # truncation to an integer or a test against zero
 

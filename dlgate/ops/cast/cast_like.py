@@ -1,11 +1,11 @@
 from __future__ import annotations
 
 from dlgate import dtypes as dt
-from dlgate.ops.base import OpSpec, TensorType
+from dlgate.ops.base import OpSpec, Restricted, TensorType
 from dlgate.ops.cast._shared import cast_losses, cast_nonfinite, cast_undefined, cast_undefined_elements, to_dtype
 
 
-class CastLike(OpSpec):
+class CastLike(Restricted, OpSpec):
     """``y = cast(x, dtype of target)``; the target's values and shape are irrelevant.
     Same semantics and hazard as Cast."""
     onnx_op = "CastLike"
@@ -34,8 +34,6 @@ class CastLike(OpSpec):
     jumps = True  # when the target is an integer or bool type
     value_inputs = (0,)
     exact_values = True
-    restricted = True
-
     def losses(self, a, x, like):
         return cast_losses(x, str(like.dtype).replace("torch.", ""))
 

@@ -171,9 +171,8 @@ class Criterion(OpSpec):
             return [(min(lo, 0.0), max(hi, 0.0))]  # a term, or 0 where ignored
         return [(0.0 if lo >= 0 else -INF, 0.0 if hi <= 0 else INF)]  # a sum of terms
 
-    def input_range(self, a, i):
-        # mean with weights divides by their sum: positive weights keep it away from 0
-        return (0.25, 2.0) if i == 1 else None
+    #: mean with weights divides by their sum: positive weights keep it away from 0
+    safe = {1: (0.25, 2.0)}
 
     def losses(self, a, x, w=None):
         if w is not None and a["reduction"] == "mean":

@@ -6,13 +6,13 @@ import torch
 
 from dlgate import dtypes as dt
 from dlgate.ops import losses as L
-from dlgate.ops.base import UNBOUNDED, TensorType, f32
+from dlgate.ops.base import UNBOUNDED, Restricted, TensorType, f32
 from dlgate.ops.binary._shared import mul_bounds
 from dlgate.ops.linalg.gemm import plus_bounds
 from dlgate.ops.norm._shared import EPS_DEFAULT, INF, Norm, _chan, _eps
 
 
-class BatchNormalization(Norm):
+class BatchNormalization(Restricted, Norm):
     """Inference mode: ``scale * (x - mean) / sqrt(var + eps) + B``, float16 computed in
     float32 and rounded once (as onnxruntime does, and onnx.reference from the float32
     epsilon on): rounding each of the four steps to float16 can land an ulp away from the
@@ -74,7 +74,7 @@ class BatchNormalization(Norm):
         s, bias, mean, var = (_chan(v.to(w), r) for v in (s, bias, mean, var))
         return (s * (x.to(w) - mean) / torch.sqrt(var + a["epsilon"]) + bias).to(x.dtype)
 
-    restricted = True
+    safe = {4: (0.1, 2.0)}  # the variance
 
     @staticmethod
     def _real_mix(sig) -> bool:
@@ -106,9 +106,6 @@ class BatchNormalization(Norm):
             # type) is exact to float64's
             return "onnx.reference computes sqrt(var + eps) of a narrower variance in float32 for a float64 X"
         return None
-
-    def input_range(self, a, i):
-        return (0.1, 2.0) if i == 4 else None  # the variance
 
     def input_domain(self, a, i):
         # every variance must keep var + eps > 0 (else a NaN or a division by zero)

@@ -4,11 +4,11 @@ import torch
 
 from dlgate import dtypes as dt
 from dlgate.ops import losses as L
-from dlgate.ops.base import OpSpec
+from dlgate.ops.base import OpSpec, Restricted
 from dlgate.ops.norm._shared import _wide
 
 
-class LpNormalization(OpSpec):
+class LpNormalization(Restricted, OpSpec):
     """``y = x / ||x||_p`` along ``axis`` (p in {1, 2}); the ONNX specification defines the
     output as 0 where the norm is 0. Restricted nonetheless to slices whose sum of |x|^p is
     neither tiny (the result jumps from unit norm to 0 at the all-zero slice, and backends
@@ -43,7 +43,6 @@ class LpNormalization(OpSpec):
         y = torch.where(norm == 0, torch.zeros_like(xw), xw / torch.where(norm == 0, torch.ones_like(norm), norm))
         return y.to(x.dtype)
 
-    restricted = True
     out_range = (-1.0, 1.0)
 
     def reference_defect(self, a, ins, opset):

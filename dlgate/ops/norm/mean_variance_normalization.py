@@ -7,7 +7,7 @@ import torch
 from dlgate import dtypes as dt
 from dlgate.ops import losses as L
 from dlgate.ops import sym
-from dlgate.ops.base import OpSpec, TensorType, f32
+from dlgate.ops.base import OpSpec, Restricted, TensorType, f32
 
 
 #: MeanVarianceNormalization's function body: the Epsilon constant added to the standard
@@ -22,7 +22,7 @@ MVN_SPREAD, MVN_MIN_VAR = 1e-3, 1e-8
 MVN_MAX_ABS = 1e15
 
 
-class MeanVarianceNormalization(OpSpec):
+class MeanVarianceNormalization(Restricted, OpSpec):
     """``(X - E[X]) / (Sqrt(E[X^2] - E[X]^2) + 1e-9)`` over ``axes``, exactly as the ONNX
     function body computes it, node by node in float32: ReduceMean, Pow(., 2) of the
     mean and of X, ReduceMean, Sub, Sqrt, then the Epsilon constant added to the standard
@@ -95,7 +95,7 @@ class MeanVarianceNormalization(OpSpec):
         std = torch.sqrt(e_xsquared - ex_squared)
         return (x - mean) / (std + MVN_EPS)
 
-    restricted = True
+    safe = (-4.0, 4.0)  # spread around 0: every slice's variance is most of its mean square
     gaps = (
         ("float16 and float64 inputs",
          "the function body's Epsilon constant is float32, so its Add is ill-typed for any other T: onnx's full "
@@ -135,9 +135,6 @@ class MeanVarianceNormalization(OpSpec):
             return ("a near-constant slice: the function body's one-pass variance E[X^2] - E[X]^2 cancels "
                     "(and a constant slice gives 0 / (0 + 1e-9) = 0 where 0 / 0 is NaN without the epsilon)")
         return None
-
-    def input_range(self, a, i):
-        return (-4.0, 4.0)  # spread around 0: every slice's variance is most of its mean square
 
     def input_possible(self, a, i, r, t):
         lo, hi = r

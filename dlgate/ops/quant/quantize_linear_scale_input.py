@@ -6,12 +6,11 @@ import numpy as np
 import torch
 
 from dlgate import dtypes as dt
-from dlgate.ops import losses as L
-from dlgate.ops.base import OpSpec, TensorType
+from dlgate.ops.base import NonZero, OpSpec, TensorType
 from dlgate.ops.quant._shared import F16, F32, I8, QR, QTYPES, _QDQParams, _axis_layout, _expand, _nested, quantize, _zp
 
 
-class QuantizeLinearScaleInput(OpSpec):
+class QuantizeLinearScaleInput(NonZero, OpSpec):
     """QuantizeLinear whose scale is a graph tensor (float32, or float16 from opset 23),
     per tensor or per axis; the zero point a constant or omitted. The scale's values are
     arbitrary, so the division's precision must be defined: float16 operands only from
@@ -64,7 +63,8 @@ class QuantizeLinearScaleInput(OpSpec):
                                                  a["mode"], a["axis"], 0)
         return quantize(x, s, z, a["to"], prec).to(dt.torch_dtype(a["to"]))
 
-    restricted = True
+    nonzero_input = 1  # the scale
+    safe = {1: (0.05, 1.0)}
     jumps = True
     value_inputs = (0,)
     gaps: ClassVar[tuple] = (
@@ -75,15 +75,6 @@ class QuantizeLinearScaleInput(OpSpec):
 
     def value_range(self, a, ranges, ins):
         return [tuple(float(v) for v in QR[a["to"]])]
-
-    def input_range(self, a, i):
-        return (0.05, 1.0) if i == 1 else None
-
-    def input_nonzero(self, a, i):
-        return i == 1
-
-    def losses(self, a, x, s):
-        return [L.gt0(s.abs())]
 
     def undefined(self, a, ins, out_types):
         x, s = ins

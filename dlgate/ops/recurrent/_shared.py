@@ -361,12 +361,10 @@ class _Recurrent(OpSpec):
                                                           "operator's default 1.0 (an onnxruntime deviation)"),
         ("sequence_lens of 0", "the outputs of an empty sequence are not defined"),
     )
+    safe = {1: (-0.5, 0.5)}  # a graph W: small weights
 
     def discontinuous(self, a):
         return any(n == "ThresholdedRelu" for n in a["activations"] or ())
-
-    def input_range(self, a, i):
-        return (-0.5, 0.5) if i == 1 else None  # a graph W: small weights
 
     # -- onnx.reference -------------------------------------------------------------------
     def reference_defect(self, a, ins, opset):

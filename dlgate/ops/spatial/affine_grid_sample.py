@@ -70,9 +70,7 @@ class AffineGridSample(GridSample):
     gaps = GridSample.gaps + (
         ("float16", "AffineGrid's positions computed in float16 (ONNX's function body) move the samples by "
                     "rounding amounts the interpolation amplifies beyond the float16 tolerance"),)
-
-    def input_range(self, a, i):
-        return (-0.4, 0.4) if i == 1 else None
+    safe = {1: (-0.4, 0.4)}  # theta
 
     def reference_defect(self, a, ins, opset):
         if ins[0].dtype != dt.FLOAT32:

@@ -106,12 +106,10 @@ class GridSample(OpSpec):
              "the reflection range is empty: onnxruntime and onnx.reference divide by zero"),
             ("5-D cubic", "onnxruntime fails at run time (only 4-D cubic) and TVM's importer raises "
                           "NotImplementedError; the reference implements it (tested against onnx.reference)"))
+    safe = {1: (-1.2, 1.2)}  # grid positions: inside [-1, 1], a few beyond (padding)
 
     def discontinuous(self, a):
         return a["mode"] == "nearest"
-
-    def input_range(self, a, i):
-        return (-1.2, 1.2) if i == 1 else None
 
     def value_range(self, a, ranges, ins):
         r = ranges[0]

@@ -7,11 +7,11 @@ import torch
 
 from dlgate import dtypes as dt
 from dlgate.ops import losses as L
-from dlgate.ops.base import INF, OpSpec, TensorType
+from dlgate.ops.base import INF, OpSpec, Restricted, TensorType
 from dlgate.ops.transformer._shared import MAX_HEAD, MAX_HEADS, MAX_SEQ, _dims_ok
 
 
-class LinearAttention(OpSpec):
+class LinearAttention(Restricted, OpSpec):
     """ONNX LinearAttention (opset 27), ``update_rule`` "linear": S_t = S_{t-1} + k_t v_t^T,
     o_t = scale * q_t^T S_t over 3-D packed (batch, T, heads * d) inputs, grouped-query heads
     (kv head h serving q heads h*g..h*g+g-1), ``scale`` 0 (1/sqrt(d_k)) or given,
@@ -99,7 +99,6 @@ class LinearAttention(OpSpec):
         ("a state type S other than T", "dlgate draws one float type per node"),
     )
     # -- the restricted domains of decay and beta ----------------------------------------------
-    restricted = True
     open_domain = False
 
     def input_domain(self, a, i):

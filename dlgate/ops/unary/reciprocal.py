@@ -2,12 +2,11 @@ from __future__ import annotations
 
 import torch
 
-from dlgate.ops import losses as L
-from dlgate.ops.base import INF, Restricted
+from dlgate.ops.base import INF, NonZero
 from dlgate.ops.unary._shared import Unary
 
 
-class Reciprocal(Restricted, Unary):
+class Reciprocal(NonZero, Unary):
     onnx_op = "Reciprocal"
     safe = (0.5, 4.0)
     fn = torch.reciprocal
@@ -20,12 +19,6 @@ class Reciprocal(Restricted, Unary):
         if hi <= 0 and lo < 0:
             return [(1.0 / hi if hi < 0 else -INF, 1.0 / lo)]
         return None
-
-    def input_nonzero(self, a, i):
-        return True
-
-    def losses(self, a, x):
-        return [L.gt0(x.abs())]
 
     def input_span(self, a, i, span, ins):
         lo, hi = span  # 1/x is decreasing on each side of 0
