@@ -133,3 +133,24 @@ def test_nonzero_names_its_input_and_its_loss_is_positive_exactly_when_it_holds_
     bad[i] = torch.tensor([1.0, 0.0])
     assert [float(v) for v in spec.losses({}, *ok)] == [0.0]
     assert [float(v) > 0 for v in spec.losses({}, *bad)] == [True]
+
+
+@pytest.mark.parametrize("name, inside, outside", [
+    ("Sqrt", [0.0, 2.0], [-1e-3]), ("Log", [1e-3, 2.0], [0.0, -1.0]), ("Acosh", [1.0, 3.0], [0.999]),
+    ("Asin", [-1.0, 1.0, 0.5], [1.001]), ("Acos", [-1.0, 0.0], [-1.5]), ("Atanh", [-0.999, 0.5], [1.0])])
+def test_restricted_derives_its_losses_from_the_domain(name, inside, outside):
+    spec = registry.get(name)
+    assert "losses" not in type(spec).__dict__  # nothing written by hand
+    assert all(float(v) == 0 for v in spec.losses({}, torch.tensor(inside, dtype=torch.float64)))
+    for x in outside:
+        assert any(float(v) > 0 for v in spec.losses({}, torch.tensor([0.5 + 1.5 * (name == "Acosh"), x])))
+
+
+def test_domain_losses_of_an_interval_bound_each_end():
+    from dlgate.ops.domains import domain_losses
+
+    x = torch.tensor([0.0, 1.0, 2.0], dtype=torch.float64)
+    assert [float(v) for v in domain_losses((0.0, 2.0), False, x)] == [0.0, 0.0]
+    assert [float(v) > 0 for v in domain_losses((0.5, 1.5), False, x)] == [True, True]
+    assert [float(v) > 0 for v in domain_losses((0.0, 2.0), True, x)] == [True, True]  # the ends are out
+    assert domain_losses(None, True, x) == []

@@ -61,10 +61,35 @@ class InputDomain:
 
 
 class Restricted:
-    """Stock part: a restricted input domain (``domain``, ``losses``), so the input search
-    checks the losses on every run; starting values come from ``safe``."""
+    """Stock part: a restricted input domain, so the input search checks ``losses`` on
+    every run; starting values come from ``safe``. Where input 0's ``domain`` is the whole
+    condition, the losses come from it (:func:`domain_losses`); an operator with other
+    conditions (overflow, other inputs) writes its own."""
 
     restricted = True
+
+    def losses(self, a, *xs):
+        return domain_losses(self.domain, self.open_domain, xs[0])
+
+
+def domain_losses(domain: tuple | None, open_: bool, x) -> list:
+    """One loss per bound of ``domain`` for the elements of ``x``, positive exactly when one
+    lies outside it (beyond or, for an ``open_`` domain, at a finite end): a domain
+    symmetric about 0 is one bound on ``|x|``."""
+    if domain is None:
+        return []
+    from dlgate.ops import losses as L  # torch: the contract's modules load it only to compute
+
+    lo, hi = domain
+    inf = float("inf")
+    if lo == -hi and hi != inf:
+        return [(L.lt0 if open_ else L.le0)(x.abs() - hi)]
+    out = []
+    if lo != -inf:
+        out.append((L.gt0 if open_ else L.ge0)(x - lo if lo else x))
+    if hi != inf:
+        out.append((L.lt0 if open_ else L.le0)(x - hi if hi else x))
+    return out
 
 
 class NonZero(Restricted):

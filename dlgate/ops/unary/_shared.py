@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from dlgate import dtypes as dt
-from dlgate.ops.base import IEEE, OpSpec, TensorType
+from dlgate.ops.base import IEEE, OpSpec, Restricted, TensorType
 
 
 class Unary(OpSpec):
@@ -40,6 +40,15 @@ class Unary(OpSpec):
     #: IEEE 754 functions: NaN, +/-Inf, overflow and poles have defined results
     nonfinite = IEEE
 
+
+
+class UnitInterval(Restricted, Unary):
+    """Inverse sine, cosine and hyperbolic tangent: defined on [-1, 1] (Atanh's ends
+    excluded), their losses derived from that domain, starting values well inside it."""
+
+    safe = (-0.9, 0.9)
+    open_domain = False
+    domain = (-1.0, 1.0)
 
 def periodic_bounds(f, r: tuple, peak: float) -> tuple:
     """Bounds of ``f`` (sin or cos: 2*pi-periodic, 1 at ``peak``, -1 at ``peak + pi``, and

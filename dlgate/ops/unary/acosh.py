@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import torch
 
-from dlgate.ops import losses as L
 from dlgate.ops.base import INF, Increasing, Restricted
 from dlgate.ops.unary._shared import Unary
 
@@ -14,9 +13,6 @@ class Acosh(Restricted, Increasing, Unary):
 
     open_domain = False
     domain = (1.0, INF)
-
-    def losses(self, a, x):
-        return [L.ge0(x - 1)]
 
 
 OPS = [Acosh]

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import torch
 
-from dlgate.ops import losses as L
 from dlgate.ops.base import INF, Increasing, Restricted
 from dlgate.ops.unary._shared import Unary
 
@@ -13,9 +12,6 @@ class Log(Restricted, Increasing, Unary):
     fn = torch.log
 
     domain = (0.0, INF)
-
-    def losses(self, a, x):
-        return [L.gt0(x)]
 
 
 OPS = [Log]

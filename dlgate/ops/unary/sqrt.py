@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import torch
 
-from dlgate.ops import losses as L
 from dlgate.ops.base import INF, Increasing, Restricted
 from dlgate.ops.unary._shared import Unary
 
@@ -15,9 +14,6 @@ class Sqrt(Restricted, Increasing, Unary):
     open_domain = False
     domain = (0.0, INF)
     out_range = (0.0, INF)
-
-    def losses(self, a, x):
-        return [L.ge0(x)]
 
 
 OPS = [Sqrt]
