@@ -154,3 +154,17 @@ def test_domain_losses_of_an_interval_bound_each_end():
     assert [float(v) > 0 for v in domain_losses((0.5, 1.5), False, x)] == [True, True]
     assert [float(v) > 0 for v in domain_losses((0.0, 2.0), True, x)] == [True, True]  # the ends are out
     assert domain_losses(None, True, x) == []
+
+
+def test_cum_sum_and_cum_prod_are_one_cumulative_operator():
+    from dlgate.ops.index.cum_sum import Cumulative
+
+    x = torch.tensor([[1.0, 2.0, 3.0]])
+    for name, inclusive, exclusive_reversed, empty in (("CumSum", [1.0, 3.0, 6.0], [5.0, 3.0, 0.0], 0.0),
+                                                       ("CumProd", [1.0, 2.0, 6.0], [6.0, 3.0, 1.0], 1.0)):
+        spec = registry.get(name)
+        assert isinstance(spec, Cumulative) and spec.can_overflow and spec.keeps_integers
+        assert spec.torch({"axis": -1, "exclusive": 0, "reverse": 0}, x).tolist() == [inclusive]
+        assert spec.torch({"axis": 1, "exclusive": 1, "reverse": 1}, x).tolist() == [exclusive_reversed]
+        assert spec.exact({"axis": 1, "exclusive": 1}, [None], [TensorType("float32", (1, 3))]) == empty
+    assert registry.get("CumSum").family == "index" and registry.get("CumProd").family == "shapecalc"

@@ -9,34 +9,50 @@ from dlgate.ops.binary._shared import mul0
 from dlgate.ops.index._shared import Same, _spell
 
 
-class CumSum(Same):
-    """Accumulated sequentially in the input's dtype, as the ONNX definition reads (and as
-    onnxruntime and onnx.reference do), not with PyTorch's wider accumulator."""
-    onnx_op = "CumSum"
+class Cumulative(Same):
+    """CumSum and CumProd (shapecalc): a running sum (product) along ``axis`` (an int32 or
+    int64 scalar constant), ``exclusive`` (each output leaves its own term out: the first
+    is the empty accumulation, ``empty``) and ``reverse``, accumulated sequentially in the
+    input's dtype, as the ONNX definition reads (and as onnxruntime and onnx.reference do),
+    not with PyTorch's wider accumulator: ``combine`` (``torch.add`` or ``torch.mul``) from
+    ``identity`` (``torch.zeros_like`` or ``torch.ones_like``). Signed integer overflow is
+    reported ``undefined``."""
+
     dtypes = tuple((t,) for t in dt.FLOATS + dt.COMMON_INTS)
     ranks = (1, 2, 3, 4, 5)
+    identity = None
+    combine = None
+    empty: float = 0.0
 
     def sample(self, ctx, ins):
         return {"axis": _spell(ctx, ctx.rng.randrange(ins[0].rank), ins[0].rank),
                 "exclusive": int(ctx.coin(0.3)), "reverse": int(ctx.coin(0.3))}
 
     def onnx(self, b, a, xs, ys):
-        cumulative_onnx(b, "CumSum", a, xs, ys)
+        cumulative_onnx(b, self.onnx_op, a, xs, ys)
 
     def torch(self, a, x):
-        return cumulative(a, x, torch.zeros_like, torch.add)
+        return cumulative(a, x, type(self).identity, type(self).combine)
 
     keeps_integers = True
-
     can_overflow = True
 
     def _terms(self, a, ins):
-        """(fewest, most) input elements one output element sums, or None if unknown."""
+        """(fewest, most) input elements one output element accumulates, or None if unknown."""
         n = ins[0].shape[a["axis"] % ins[0].rank]
         if sym.is_sym(n):
             return None
         # inclusive: 1 (the first element) to n; exclusive: 0 (the first) to n - 1
         return (0, n - 1) if a["exclusive"] else (1, n)
+
+    def exact(self, a, exacts, ins):
+        return self.empty if a["exclusive"] else None  # the first (reverse: last) output
+
+
+class CumSum(Cumulative):
+    onnx_op = "CumSum"
+    identity = torch.zeros_like
+    combine = torch.add
 
     def value_range(self, a, ranges, ins):
         terms = self._terms(a, ins)
@@ -47,9 +63,6 @@ class CumSum(Same):
 
         # a sum of m terms in [lo, hi] lies in [m lo, m hi], for some m in [m0, m1]
         return [(mul0(m0, lo) if lo >= 0 else mul0(m1, lo), mul0(m1, hi) if hi >= 0 else mul0(m0, hi))]
-
-    def exact(self, a, exacts, ins):
-        return 0.0 if a["exclusive"] else None  # the first (reverse: last) sum is empty
 
     def input_span(self, a, i, span, ins):
         # every prefix sums at most n terms within span / n; that stays inside a span
