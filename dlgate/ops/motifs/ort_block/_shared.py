@@ -2,6 +2,7 @@
 each operator file imports the names it uses)."""
 from __future__ import annotations
 
+from dlgate.ops.base import TensorType
 from dlgate.ops.motifs.ort_common import F16, F32, F64, OrtMotif, scalar
 
 
@@ -21,3 +22,24 @@ class _Block(OrtMotif):
         a = super().sample(ctx, ins)
         a["dtype"] = ins[0].dtype
         return a
+
+
+class _RowNorm(_Block):
+    """A normalization over the last axis spelled node by node (LayerNormFusion,
+    SimplifiedLayerNormFusion), then scaled (and shifted) by constant vectors of the row's
+    length; the violation ``last_axis`` normalizes over the axis before it instead, which
+    the fusions leave alone."""
+
+    ranks = (2, 3, 4)
+    conditions = ("last_axis", "dtype")
+
+    def draw(self, ctx, ins, violate):
+        x = ins[0]
+        axis = x.rank - 2 if violate == "last_axis" else x.rank - 1
+        return {"axis": axis, "eps": ctx.choice((1e-5, 1e-6)), "n": x.shape[-1]}
+
+    def input_type(self, ctx, i, ins, a, dtype):
+        return TensorType(dtype, (a["n"],))
+
+    def constant_input(self, a, i):
+        return True

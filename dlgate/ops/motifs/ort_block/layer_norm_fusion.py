@@ -1,12 +1,11 @@
 from __future__ import annotations
 
-from dlgate.ops.base import TensorType
 from dlgate.ops.motif import In, Out, Step
-from dlgate.ops.motifs.ort_block._shared import _Block
+from dlgate.ops.motifs.ort_block._shared import _RowNorm
 from dlgate.ops.motifs.ort_common import F32, F64, scalar
 
 
-class LayerNormFusion(_Block):
+class LayerNormFusion(_RowNorm):
     """``layer_norm_fusion.cc`` (``LayerNormFusionL1`` into the standard LayerNormalization
     from opset 17, ``LayerNormFusionL2`` into the contrib one before): ``(x - mean) /
     sqrt(var + eps) * gamma + beta`` over the last axis, gamma and beta constant vectors;
@@ -18,26 +17,13 @@ class LayerNormFusion(_Block):
     rewrite = "LayerNormFusion"
     expects = ("transformer:LayerNormFusionL1", "transformer:LayerNormFusionL2")
     arity = 3
-    ranks = (2, 3, 4)
     # no float16: its step-by-step rounding of x - mean is ill-conditioned on short rows,
     # and onnxruntime runs the decomposition in float32 (see docs/limitations.md)
     dtypes = tuple((t,) * 3 for t in (F32, F64))
-    conditions = ("last_axis", "dtype")
-
-    def draw(self, ctx, ins, violate):
-        x = ins[0]
-        axis = x.rank - 2 if violate == "last_axis" else x.rank - 1
-        return {"axis": axis, "eps": ctx.choice((1e-5, 1e-6)), "n": x.shape[-1]}
-
-    def input_type(self, ctx, i, ins, a, dtype):
-        return TensorType(dtype, (a["n"],))
 
     def steps(self, a):
         s = _layer_norm(a, In(0), [a["axis"]], a["eps"])
         return s + [Step("Mul", {}, (Out(6), In(1))), Step("Add", {}, (Out(7), In(2)))]
-
-    def constant_input(self, a, i):
-        return True
 
 
 def _layer_norm(a, x, axes, eps) -> list:

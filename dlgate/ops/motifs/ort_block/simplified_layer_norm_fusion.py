@@ -1,11 +1,10 @@
 from __future__ import annotations
 
-from dlgate.ops.base import TensorType
 from dlgate.ops.motif import In, Out, Step
-from dlgate.ops.motifs.ort_block._shared import FLOATS, _Block
+from dlgate.ops.motifs.ort_block._shared import FLOATS, _RowNorm
 
 
-class SimplifiedLayerNormFusion(_Block):
+class SimplifiedLayerNormFusion(_RowNorm):
     """``layer_norm_fusion.cc``'s ``SimplifiedLayerNormFusion`` (RMSNorm): ``x /
     sqrt(mean(x^2) + eps) * gamma`` over the last axis becomes onnxruntime's
     ``SimplifiedLayerNormalization`` (in the default domain). (RMSNormIdiom's spellings,
@@ -18,17 +17,7 @@ class SimplifiedLayerNormFusion(_Block):
     # onnxruntime 1.32 writes the fused node in the default domain
     expects = ("transformer:SimplifiedLayerNormFusion", "fused:SimplifiedLayerNormalization")
     arity = 2
-    ranks = (2, 3, 4)
     dtypes = tuple((t,) * 2 for t in FLOATS)
-    conditions = ("last_axis", "dtype")
-
-    def draw(self, ctx, ins, violate):
-        x = ins[0]
-        axis = x.rank - 2 if violate == "last_axis" else x.rank - 1
-        return {"axis": axis, "eps": ctx.choice((1e-5, 1e-6)), "n": x.shape[-1]}
-
-    def input_type(self, ctx, i, ins, a, dtype):
-        return TensorType(dtype, (a["n"],))
 
     def steps(self, a):
         k = {"keepdims": 1, "axes": [a["axis"]]}
@@ -36,9 +25,6 @@ class SimplifiedLayerNormFusion(_Block):
         return [Step("Pow", {}, (x, self.c(a, 2.0, "two"))), Step("ReduceMean", k, (Out(0),)),
                 Step("Add", {}, (Out(1), self.c(a, a["eps"], "eps"))), Step("Sqrt", {}, (Out(2),)),
                 Step("Div", {}, (x, Out(3))), Step("Mul", {}, (Out(4), In(1)))]
-
-    def constant_input(self, a, i):
-        return True
 
 
 OPS = [SimplifiedLayerNormFusion]
