@@ -7,16 +7,14 @@ import torch
 from onnx import TensorProto, helper
 
 from dlgate import dtypes as dt
-from dlgate.graph.ir import Graph
-from dlgate.ops.base import OpSpec, TensorType
-from dlgate.ops.control._shared import (_BAD, BODY_GAPS, MAX_TRIPS, body_ranges, decode, _discontinuous, _emit, encode,
-                                        make_body, _numel, _partner, _reference_defect, run_body, _start, _union,
-                                        _within)
+from dlgate.ops.base import TensorType
+from dlgate.ops.control._iterated import Iterated, iterate_ranges
+from dlgate.ops.control._shared import BODY_GAPS, MAX_TRIPS, _emit, _partner, run_body
 
 
 # -- Loop ------------------------------------------------------------------------------------
 
-class Loop(OpSpec):
+class Loop(Iterated):
     """``Loop(M, cond, v, [w])`` with a constant trip count ``M`` in 1..5 and no early exit.
 
     The body maps the loop-carried ``v`` to a new ``v`` of the same type and gives 0..2
@@ -37,11 +35,7 @@ class Loop(OpSpec):
     onnx_op = "Loop"
     onnx_ops = ("Cast", "Identity", "Constant")
     schema_inputs = (2,)  # the data inputs are v_initial
-    arity = 2
-    n_outputs = 2
-    dtypes = tuple((t, t) for t in dt.ALL)
     ranks = (0, 1, 2, 3, 4)
-    symbolic_ok = False
 
     def sample(self, ctx, ins):
         v = ins[0]
@@ -53,19 +47,7 @@ class Loop(OpSpec):
              "n_scan": ctx.choice((0, 1, 1, 2))}
         in_types = [v, w] + ([TensorType(v.dtype, ())] if a["iter"] else [])
         need = [v] + ([w] if a["w"] == "carried" else []) + [None] * a["n_scan"]
-        fits = (lambda t: trips * _numel(t.shape) <= ctx.limits.max_elems and t.rank < ctx.limits.max_rank)
-        for _ in range(3):
-            g = make_body(ctx, in_types, need, once=False, fits=fits)
-            if g is None:
-                break
-            a["body"] = encode(g)
-            lo, hi = _start(v.dtype)
-            if all(_within(r, v.dtype) for r in self.value_range(a, [(lo, hi), (lo, hi)], [v, w])):
-                return a
-        return dict(_BAD)
-
-    def _body(self, a) -> Graph:
-        return decode(a["body"])
+        return self._draw_body(ctx, a, in_types, need, trips, [v, w])
 
     def input_type(self, ctx, i, ins, a, dtype):
         return ins[0] if a.get("invalid") else self._body(a).input_types()[i]
@@ -149,10 +131,6 @@ class Loop(OpSpec):
         res = [v] + ([w] if a["w"] != "outer" else []) + [torch.stack(s, 0) for s in scans]
         return res, why
 
-    def torch(self, a, v, w):
-        outs = self._execute(a, v, w)[0]
-        return tuple(outs) if len(outs) > 1 else outs[0]
-
     gaps: ClassVar[tuple] = (
         ("early exit (a condition computed from the data) and an absent trip count M", "the trip count, and the "
          "scan outputs' shapes with it, would depend on values; dlgate's types are static"),
@@ -163,27 +141,16 @@ class Loop(OpSpec):
     ) + BODY_GAPS
 
     def value_range(self, a, ranges, ins):
-        g = self._body(a)
-        n_car = 2 if a["w"] == "carried" else 1
-        v, w = ranges[0], ranges[1]
-        acc = None
-        for _ in range(a["trips"]):
-            outs = body_ranges(g, [v, w] + ([(0.0, float(a["trips"] - 1))] if a["iter"] else []))
-            v = outs[0]
-            if n_car == 2:
-                w = outs[1]
-            acc = outs[n_car:] if acc is None else [_union(p, q) for p, q in zip(acc, outs[n_car:])]
-        return [v] + ([w] if a["w"] != "outer" else []) + list(acc or [])
+        w0 = ranges[1]
+        it = [(0.0, float(a["trips"] - 1))] if a["iter"] else []
+        if a["w"] == "carried":
+            (v, w), scans = iterate_ranges(self._body(a), a["trips"], list(ranges[:2]), lambda c: c + it)
+        else:
+            (v,), scans = iterate_ranges(self._body(a), a["trips"], [ranges[0]], lambda c: c + [w0] + it)
+            w = w0
+        return [v] + ([w] if a["w"] != "outer" else []) + scans
 
-    def undefined(self, a, ins, out_types):
-        return self._execute(a, *ins, check=True)[1]
-
-    def discontinuous(self, a):
-        return _discontinuous(a["body"])
-
-    def reference_defect(self, a, ins, opset):
-        if _reference_defect(a["body"]):
-            return _reference_defect(a["body"])
+    def _reference_defect_of_iteration(self, a):
         if a["cond_in"] == "empty":
             return "onnx.reference's Loop runs no iteration when the condition input is absent (while None)"
         ranks = [t.rank for t in self._body(a).output_types()[2 if a["w"] == "carried" else 1:]]

@@ -4,16 +4,14 @@ from typing import ClassVar
 
 import torch
 
-from dlgate import dtypes as dt
-from dlgate.graph.ir import Graph
-from dlgate.ops.base import OpSpec, TensorType
-from dlgate.ops.control._shared import (_BAD, BODY_GAPS, MAX_TRIPS, body_ranges, decode, _discontinuous, _emit, encode,
-                                        make_body, _numel, _reference_defect, run_body, _start, _union, _within)
+from dlgate.ops.base import TensorType
+from dlgate.ops.control._iterated import Iterated, iterate_ranges
+from dlgate.ops.control._shared import BODY_GAPS, MAX_TRIPS, _emit, run_body
 
 
 # -- Scan ------------------------------------------------------------------------------------
 
-class Scan(OpSpec):
+class Scan(Iterated):
     """``Scan(s, x)`` (the opset 9+ form) over one scan input ``x`` of sequence length 1..5
     along ``scan_input_axes`` (sometimes spelled negatively), forward or reversed
     (``scan_input_directions``), with ``n_state`` (0 or 1) state variables (``s``) and
@@ -29,11 +27,7 @@ class Scan(OpSpec):
 
     onnx_op = "Scan"
     onnx_ops = ("Identity",)
-    arity = 2
-    n_outputs = 2
-    dtypes = tuple((t, t) for t in dt.ALL)
     ranks = (0, 1, 2, 3)
-    symbolic_ok = False
 
     def sample(self, ctx, ins):
         s = ins[0]
@@ -50,20 +44,14 @@ class Scan(OpSpec):
         in_types = [s] * n_state + [elem] + [s] * a["outer"]
         k = ctx.choice((1, 1, 2) if n_state == 0 else (0, 1, 1, 2))
         need = [s] * n_state + [None] * k
-        fits = (lambda t: length * _numel(t.shape) <= ctx.limits.max_elems and t.rank < ctx.limits.max_rank)
-        for _ in range(3):
-            g = make_body(ctx, in_types, need, once=False, fits=fits)
-            if g is None:
-                break
-            a["body"] = encode(g)
-            ranks = [t.rank + 1 for t in g.output_types()[n_state:]]
-            axes = [ctx.rng.randrange(r) for r in ranks]
-            a["out_axes"] = [x - r if ctx.coin(0.3) else x for x, r in zip(axes, ranks)]
-            a["out_dirs"] = [int(ctx.coin(0.5)) for _ in ranks]
-            lo, hi = _start(s.dtype)
-            if all(_within(r, s.dtype) for r in self.value_range(a, [(lo, hi), (lo, hi)], [s, self._x(a, s.dtype)])):
-                return a
-        return dict(_BAD)
+        return self._draw_body(ctx, a, in_types, need, length, [s, self._x(a, s.dtype)])
+
+    def _drawn(self, ctx, a, g):
+        # each scan output's axis and direction, once its rank is known
+        ranks = [t.rank + 1 for t in g.output_types()[a["n_state"]:]]
+        axes = [ctx.rng.randrange(r) for r in ranks]
+        a["out_axes"] = [x - r if ctx.coin(0.3) else x for x, r in zip(axes, ranks)]
+        a["out_dirs"] = [int(ctx.coin(0.5)) for _ in ranks]
 
     @staticmethod
     def _x(a, dtype) -> TensorType:
@@ -80,9 +68,6 @@ class Scan(OpSpec):
             if not a.get("invalid") and a["n_state"] == 1:
                 return [out, self._x(a, out.dtype)], a
         return None
-
-    def _body(self, a) -> Graph:
-        return decode(a["body"])
 
     def requires(self, ins, a):
         if a.get("invalid"):
@@ -164,10 +149,6 @@ class Scan(OpSpec):
             res.append(torch.stack(acc, oax % (acc[0].dim() + 1)))
         return res, why
 
-    def torch(self, a, s, x):
-        outs = self._execute(a, s, x)[0]
-        return tuple(outs) if len(outs) > 1 else outs[0]
-
     gaps: ClassVar[tuple] = (
         ("more than one scan input", "a spec's arity is fixed; one scan input covers the axis and direction "
          "attributes"),
@@ -177,26 +158,12 @@ class Scan(OpSpec):
     ) + BODY_GAPS
 
     def value_range(self, a, ranges, ins):
-        g = self._body(a)
-        n = a["n_state"]
         s0, x = ranges[0], ranges[1]
-        s, acc = s0, None
-        for _ in range(a["length"]):
-            outs = body_ranges(g, [s] * n + [x] + [s0] * a["outer"])
-            if n:
-                s = outs[0]
-            acc = outs[n:] if acc is None else [_union(p, q) for p, q in zip(acc, outs[n:])]
-        return [s] * n + list(acc or [])
+        feeds = (lambda c: c + [x] + [s0] * a["outer"])
+        state, scans = iterate_ranges(self._body(a), a["length"], [s0] * a["n_state"], feeds)
+        return state + scans
 
-    def undefined(self, a, ins, out_types):
-        return self._execute(a, *ins, check=True)[1]
-
-    def discontinuous(self, a):
-        return _discontinuous(a["body"])
-
-    def reference_defect(self, a, ins, opset):
-        if _reference_defect(a["body"]):
-            return _reference_defect(a["body"])
+    def _reference_defect_of_iteration(self, a):
         if a["in_axis"] != 0 or a["in_dir"] or any(a["out_axes"]) or any(a["out_dirs"]):
             return ("onnx.reference's Scan implements only axis 0 and forward directions (RuntimeError "
                     "'Scan is not implemented for other ...')")
