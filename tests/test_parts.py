@@ -168,3 +168,18 @@ def test_cum_sum_and_cum_prod_are_one_cumulative_operator():
         assert spec.torch({"axis": 1, "exclusive": 1, "reverse": 1}, x).tolist() == [exclusive_reversed]
         assert spec.exact({"axis": 1, "exclusive": 1}, [None], [TensorType("float32", (1, 3))]) == empty
     assert registry.get("CumSum").family == "index" and registry.get("CumProd").family == "shapecalc"
+
+
+def test_iterate_ranges_feeds_carried_bounds_back_and_unites_the_scan_outputs():
+    from dlgate.graph.ir import Graph, Node
+    from dlgate.ops.control._iterated import Iterated, iterate_ranges
+
+    assert isinstance(registry.get("Loop"), Iterated) and isinstance(registry.get("Scan"), Iterated)
+    f = TensorType("float32", (3,))
+    # body(c, x) = (c + x, x + x): the carried sum grows each run, the scan output does not
+    g = Graph(tensors=[f, f, f, f], nodes=[Node("Add", {}, [0, 1], [2]), Node("Add", {}, [1, 1], [3])],
+              inputs=[0, 1], consts=[], outputs=[2, 3], opset=21)
+    carried, scans = iterate_ranges(g, 3, [(0.0, 1.0)], lambda c: c + [(-1.0, 2.0)])
+    assert carried == [(-3.0, 7.0)] and scans == [(-2.0, 4.0)]
+    carried, scans = iterate_ranges(g, 0, [(0.0, 1.0)], lambda c: c + [(-1.0, 2.0)])
+    assert carried == [(0.0, 1.0)] and scans == []
