@@ -23,8 +23,6 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-import onnx.defs
-
 from dlgate import dtypes as dt
 from dlgate.ops import schema as sch
 from dlgate.ops.registry import all_specs
@@ -101,14 +99,6 @@ def _type_str(tp) -> str | None:
     return None
 
 
-@lru_cache(maxsize=None)
-def _schema(op: str, opset: int):
-    try:
-        return onnx.defs.get_schema(op, opset)
-    except onnx.defs.SchemaError:
-        return None
-
-
 def _ours(allowed) -> set:
     """The allowed type strings whose element type is one of dlgate's."""
     return {t for t in allowed if element(t) in _FROM_NAME}
@@ -118,7 +108,7 @@ def _groups(op: str, specs: list, lo: int, hi: int) -> list:
     """(schema, opsets) per schema version of ``op`` within [lo, hi] where a spec is available."""
     out: dict = {}
     for o in range(lo, hi + 1):
-        s = _schema(op, o)
+        s = sch._schema(op, o)
         if s is None or s.deprecated or not any(sp.available(o) for sp in specs):
             continue
         out.setdefault(s.since_version, (s, []))[1].append(o)
@@ -303,22 +293,37 @@ _ORT_NI = "onnxruntime 1.32 has no CPU kernel for it (\"NOT_IMPLEMENTED: Could n
 _INT32_IDX = ("int32 {what}: the lowering always writes them as an int64 constant; ONNX and onnxruntime 1.32 accept "
               "int32 too (it runs), so this is an open gap, not a refusal: the index-type conversion "
               "of importers is not yet drawn")
+_INT_POW = ("integer powers overflow for most drawn bases and exponents, and ONNX leaves negative integer exponents "
+            "undefined; Pow is drawn on floats with a positive base")
+_ARG_TIES = ("small random integers tie constantly, and backends do not all honour ONNX's first/last-index rule (see "
+             "reduce.Arg): integer cases would mostly test tie-breaking")
+_INT_EINSUM = ("integer Einsum is not among the spec's signatures (floats only); onnxruntime 1.32 runs {}: open gap")
+_ONE_HOT = ("the dtype combinations are those onnxruntime implements (index.OneHot.COMBOS); others fail with "
+            "\"NOT_IMPLEMENTED: {} OneHot(11)\"")
+_NO_DOUBLE = ("onnxruntime 1.32 fails at run time (\"{} operator does not support double yet\") instead of declining "
+              "it, which would read as a finding")
+_WINDOW = ("float64: the function body computes in float32 and casts, and runtimes' float32 cos differ by more than "
+           "the float64 tolerance; integers: casts of values in [0, 1] jump at rounding-level differences (see "
+           "signal._Window)")
+
+
+def _containers(op: str) -> dict:
+    """``op``'s sequence- and optional-typed ``V``: values no spec hands across an operator."""
+    return {(op, "V", "seq(tensor(*))"): _SEQ, (op, "V", "optional(tensor(*))"): _OPT,
+            (op, "V", "optional(seq(tensor(*)))"): _OPT}
+
 
 #: Why each derived gap is not generated: (operator, constraint, type string, or the type
 #: string with its element spelled ``*`` (``seq(tensor(*))``), or "*") -> reason. A test
 #: checks that every derived gap has one and that every entry still names a derived gap.
 REASONS: dict = {
-    ("Pow", "T", "tensor(int32)"): "integer powers overflow for most drawn bases and exponents, and ONNX leaves "
-                                   "negative integer exponents undefined; Pow is drawn on floats with a positive base",
-    ("Pow", "T", "tensor(int64)"): "integer powers overflow for most drawn bases and exponents, and ONNX leaves "
-                                   "negative integer exponents undefined; Pow is drawn on floats with a positive base",
+    ("Pow", "T", "tensor(int32)"): _INT_POW,
+    ("Pow", "T", "tensor(int64)"): _INT_POW,
     ("Pow", "T1", "*"): "integer exponents: the spec draws the exponent with the base's float type (a mixed "
                         "float-integer signature is not one of its signatures); open gap",
     ("Equal", "T", "*"): "equality of computed floats flips between compilers by one ulp (fused or reordered "
                          "arithmetic) and propagates as a discrete difference (see logic.Equal): false alarms",
-    ("Identity", "V", "seq(tensor(*))"): _SEQ,
-    ("Identity", "V", "optional(tensor(*))"): _OPT,
-    ("Identity", "V", "optional(seq(tensor(*)))"): _OPT,
+    **_containers("Identity"),
     ("BitCast", "T1", "tensor(float16)"): "float16 has no same-width partner among dlgate's dtypes (no int16/uint16): "
                                           "ONNX's checker refuses a bit-width change (\"BitCast requires input and output "
                                           "types to have the same bit-width\")",
@@ -336,17 +341,13 @@ REASONS: dict = {
                                 "result is rounded, and sums <= 0 are undefined",
     ("ReduceSumSquare", "T", "tensor(int32)"): "onnx.reference's ReduceSumSquare promotes int32 to int64 (np.sum), "
                                                "so the tie-breaker returns the wrong type (see reduce.ReduceSumSquare)",
-    ("ArgMax", "T", "*"): "small random integers tie constantly, and backends do not all honour ONNX's first/last-"
-                          "index rule (see reduce.Arg): integer cases would mostly test tie-breaking",
-    ("ArgMin", "T", "*"): "small random integers tie constantly, and backends do not all honour ONNX's first/last-"
-                          "index rule (see reduce.Arg): integer cases would mostly test tie-breaking",
+    ("ArgMax", "T", "*"): _ARG_TIES,
+    ("ArgMin", "T", "*"): _ARG_TIES,
     ("Gemm", "T", "*"): _ORT_NI.format("Gemm(13)") + "; integer matrix products are MatMul's (generated)",
     ("Einsum", "T", "tensor(int8)"): _ORT_NI.format("Einsum(12)"),
     ("Einsum", "T", "tensor(uint8)"): _ORT_NI.format("Einsum(12)"),
-    ("Einsum", "T", "tensor(int32)"): "integer Einsum is not among the spec's signatures (floats only); "
-                                      "onnxruntime 1.32 runs int32: open gap",
-    ("Einsum", "T", "tensor(int64)"): "integer Einsum is not among the spec's signatures (floats only); "
-                                      "onnxruntime 1.32 runs int64: open gap",
+    ("Einsum", "T", "tensor(int32)"): _INT_EINSUM.format("int32"),
+    ("Einsum", "T", "tensor(int64)"): _INT_EINSUM.format("int64"),
     ("LayerNormalization", "U", "*"): "the optional Mean and InvStdDev outputs are not generated (the specs emit "
                                       "Y only; a spec's outputs are fixed): open gap",
     ("MeanVarianceNormalization", "T", "*"): "the function body computes E[X^2] - E[X]^2 (one pass), which cancels "
@@ -359,12 +360,9 @@ REASONS: dict = {
     ("CenterCropPad", "Tind", "tensor(int32)"): "ONNX's function body takes Max(Shape(input), shape), int64 against "
                                                 "int32: onnxruntime refuses the model (\"Type parameter (T) of Optype "
                                                 "(Max) bound to different types\")",
-    ("OneHot", "T1", "*"): "the dtype combinations are those onnxruntime implements (index.OneHot.COMBOS); others "
-                           "fail with \"NOT_IMPLEMENTED: Failed to find kernel for OneHot(11)\"",
-    ("OneHot", "T2", "*"): "the dtype combinations are those onnxruntime implements (index.OneHot.COMBOS); others "
-                           "fail with \"NOT_IMPLEMENTED: Failed to find kernel for OneHot(11)\"",
-    ("OneHot", "T3", "*"): "the dtype combinations are those onnxruntime implements (index.OneHot.COMBOS); others "
-                           "fail with \"NOT_IMPLEMENTED: Could not find an implementation for OneHot(11)\"",
+    ("OneHot", "T1", "*"): _ONE_HOT.format("Failed to find kernel for"),
+    ("OneHot", "T2", "*"): _ONE_HOT.format("Failed to find kernel for"),
+    ("OneHot", "T3", "*"): _ONE_HOT.format("Could not find an implementation for"),
     ("Resize", "T1", "tensor(bool)"): _ORT_NI.format("Resize(13)"),
     ("Resize", "T2", "*"): "roi is read only by coordinate_transformation_mode tf_crop_and_resize, which the spec "
                            "does not generate (index.Resize): roi is always left out",
@@ -375,16 +373,10 @@ REASONS: dict = {
     ("QuantizeLinear", "T2", "tensor(int32)"): "int32 outputs (opset 23+): onnxruntime 1.32 refuses the model "
                                                "(\"Type 'tensor(int32)' of input parameter (y_zero_point) of "
                                                "operator (QuantizeLinear) ... is invalid\")",
-    ("LSTM", "T", "tensor(double)"): "onnxruntime 1.32 fails at run time (\"LSTM operator does not support double "
-                                     "yet\") instead of declining it, which would read as a finding",
-    ("GRU", "T", "tensor(double)"): "onnxruntime 1.32 fails at run time (\"GRU operator does not support double "
-                                    "yet\") instead of declining it, which would read as a finding",
-    ("If", "V", "seq(tensor(*))"): _SEQ,
-    ("If", "V", "optional(tensor(*))"): _OPT,
-    ("If", "V", "optional(seq(tensor(*)))"): _OPT,
-    ("Loop", "V", "seq(tensor(*))"): _SEQ,
-    ("Loop", "V", "optional(tensor(*))"): _OPT,
-    ("Loop", "V", "optional(seq(tensor(*)))"): _OPT,
+    ("LSTM", "T", "tensor(double)"): _NO_DOUBLE.format("LSTM"),
+    ("GRU", "T", "tensor(double)"): _NO_DOUBLE.format("GRU"),
+    **_containers("If"),
+    **_containers("Loop"),
     ("SequenceMap", "V", "seq(tensor(*))"): "additional inputs are tensors only: a sequence among them would need "
                                             "a second sequence built inside the same idiom; open gap",
     ("Optional", "V", "seq(tensor(*))"): "OptionalCoalesce wraps a tensor (the exporters' None-able tensor); an "
@@ -396,15 +388,9 @@ REASONS: dict = {
     ("OptionalGetElement", "V", "seq(tensor(*))"): _SEQ,
     ("GridSample", "T1", "*"): _ORT_NI.format("GridSample(16)") + " for non-float inputs",
     ("Col2Im", "T", "*"): _ORT_NI.format("Col2Im(18)") + " for non-float inputs",
-    ("HannWindow", "T2", "*"): "float64: the function body computes in float32 and casts, and runtimes' float32 "
-                               "cos differ by more than the float64 tolerance; integers: casts of values in [0, 1] "
-                               "jump at rounding-level differences (see signal._Window)",
-    ("HammingWindow", "T2", "*"): "float64: the function body computes in float32 and casts, and runtimes' float32 "
-                                  "cos differ by more than the float64 tolerance; integers: casts of values in "
-                                  "[0, 1] jump at rounding-level differences (see signal._Window)",
-    ("BlackmanWindow", "T2", "*"): "float64: the function body computes in float32 and casts, and runtimes' float32 "
-                                   "cos differ by more than the float64 tolerance; integers: casts of values in "
-                                   "[0, 1] jump at rounding-level differences (see signal._Window)",
+    ("HannWindow", "T2", "*"): _WINDOW,
+    ("HammingWindow", "T2", "*"): _WINDOW,
+    ("BlackmanWindow", "T2", "*"): _WINDOW,
     ("MelWeightMatrix", "T2", "*"): "onnxruntime 1.32 has no float64 kernel (\"NOT_IMPLEMENTED\") and fails on "
                                     "float16 edges; onnx.reference computes the bins in the edges' precision",
     ("MelWeightMatrix", "T3", "tensor(float16)"): _ORT_NI.format("MelWeightMatrix(17)") + " with a float16 output",
