@@ -4,11 +4,11 @@ import torch
 
 from dlgate import dtypes as dt
 from dlgate.ops import losses as L
-from dlgate.ops.base import INF_ONLY, same_dtype_sigs
+from dlgate.ops.base import INF_ONLY, Increasing, same_dtype_sigs
 from dlgate.ops.cast._shared import SameType
 
 
-class Clip(SameType):
+class Clip(Increasing, SameType):
     """``y = min(max(x, min), max)``; ``min``/``max`` each present or absent (attrs keys).
 
     From opset 11 they are optional scalar inputs of the input's dtype (emitted as
@@ -59,7 +59,6 @@ class Clip(SameType):
             y = torch.minimum(y, torch.tensor(a["max"], dtype=x.dtype))
         return y if y is not x else x.clone()
 
-    monotone = 1
     elementwise = True
 
     nonfinite = INF_ONLY
