@@ -45,6 +45,14 @@ class Cumulative(Same):
         # inclusive: 1 (the first element) to n; exclusive: 0 (the first) to n - 1
         return (0, n - 1) if a["exclusive"] else (1, n)
 
+    def value_range(self, a, ranges, ins):
+        terms = self._terms(a, ins)
+        return None if terms is None else [self._accumulated(*terms, *ranges[0])]
+
+    def _accumulated(self, m0: int, m1: int, lo: float, hi: float) -> tuple:
+        """Bounds on an accumulation of between ``m0`` and ``m1`` terms within [lo, hi]."""
+        raise NotImplementedError
+
     def exact(self, a, exacts, ins):
         return self.empty if a["exclusive"] else None  # the first (reverse: last) output
 
@@ -54,15 +62,9 @@ class CumSum(Cumulative):
     identity = torch.zeros_like
     combine = torch.add
 
-    def value_range(self, a, ranges, ins):
-        terms = self._terms(a, ins)
-        if terms is None:
-            return None
-        m0, m1 = terms
-        lo, hi = ranges[0]
-
+    def _accumulated(self, m0, m1, lo, hi):
         # a sum of m terms in [lo, hi] lies in [m lo, m hi], for some m in [m0, m1]
-        return [(mul0(m0, lo) if lo >= 0 else mul0(m1, lo), mul0(m1, hi) if hi >= 0 else mul0(m0, hi))]
+        return (mul0(m0, lo) if lo >= 0 else mul0(m1, lo), mul0(m1, hi) if hi >= 0 else mul0(m0, hi))
 
     def input_span(self, a, i, span, ins):
         # every prefix sums at most n terms within span / n; that stays inside a span

@@ -21,13 +21,7 @@ class CumProd(Cumulative):
         ("int8/uint8/bool inputs", "CumProd's schema does not define them"),
     )
 
-    def value_range(self, a, ranges, ins):
-        terms = self._terms(a, ins)
-        if terms is None:
-            return None
-        m0, m1 = terms
-        lo, hi = ranges[0]
-
+    def _accumulated(self, m0, m1, lo, hi):
         def pw(v, m):  # v ** m for v >= 0 (0 ** 0 is the empty product, 1)
             try:
                 return float(v) ** m
@@ -36,10 +30,10 @@ class CumProd(Cumulative):
 
         # x^m is monotone in m for x >= 0: the extremes are at m0 or m1
         if lo >= 0:
-            return [(min(pw(lo, m0), pw(lo, m1)), max(pw(hi, m0), pw(hi, m1)))]
+            return (min(pw(lo, m0), pw(lo, m1)), max(pw(hi, m0), pw(hi, m1)))
         big = max(-lo, abs(hi))
         bound = max(pw(big, m0), pw(big, m1))
-        return [(-bound, bound)]
+        return (-bound, bound)
 
 
 OPS = [CumProd]
