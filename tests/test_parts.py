@@ -183,3 +183,19 @@ def test_iterate_ranges_feeds_carried_bounds_back_and_unites_the_scan_outputs():
     assert carried == [(-3.0, 7.0)] and scans == [(-2.0, 4.0)]
     carried, scans = iterate_ranges(g, 0, [(0.0, 1.0)], lambda c: c + [(-1.0, 2.0)])
     assert carried == [(0.0, 1.0)] and scans == []
+
+
+def test_every_spec_takes_its_monotone_and_restricted_claims_from_a_stock_part():
+    """A claim a stock part makes is made by the part, never restated by hand beside it."""
+    stock = (Increasing, Decreasing, Stepwise, Proxied, Restricted, NonZero)
+    for spec in registry.all_specs().values():
+        cls = type(spec)
+        if spec.monotone:
+            assert isinstance(spec, (Increasing, Decreasing, Stepwise)), spec.name
+        if spec.restricted:
+            assert isinstance(spec, Restricted), spec.name
+        for member in ("monotone", "restricted", "integral_out", "jumps"):
+            owner = next(c for c in cls.__mro__ if member in c.__dict__)
+            parts = [c for c in cls.__mro__ if c in stock and member in c.__dict__]
+            if parts and owner not in stock:
+                assert owner.__dict__[member] != parts[0].__dict__[member], (spec.name, member, owner.__name__)

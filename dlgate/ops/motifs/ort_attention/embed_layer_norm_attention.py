@@ -8,7 +8,7 @@ import torch
 
 from dlgate import dtypes as dt
 from dlgate.ops import losses as L
-from dlgate.ops.base import TensorType
+from dlgate.ops.base import Restricted, TensorType
 from dlgate.ops.motif import WholeMotif, const_values
 from dlgate.ops.motifs.ort_common import F32, OrtMotif
 
@@ -16,7 +16,7 @@ from dlgate.ops.motifs.ort_common import F32, OrtMotif
 I64 = dt.INT64
 
 
-class EmbedLayerNormAttention(WholeMotif, OrtMotif):
+class EmbedLayerNormAttention(Restricted, WholeMotif, OrtMotif):
     """``embed_layer_norm_fusion.cc`` (``EmbedLayerNormFusion``, level 2), through
     ``attention_fusion.cc``'s DistilBert spelling: the fusion takes the embeddings' layer norm
     only when it feeds a ``com.microsoft:Attention``, which AttentionFusion makes of a BERT
@@ -195,8 +195,7 @@ class EmbedLayerNormAttention(WholeMotif, OrtMotif):
         res = torch.matmul(ctx, t["wo"]) + t["bo"] + ln
         return _layer_norm_torch(res, t["g1"], t["b1"], a["eps"])
 
-    restricted = True  # float ids: |x| < V (an index out of the table is an error)
-
+    # float ids need |x| < V (an index out of the table is an error): the domain and its loss
     def input_domain(self, a, i):
         return (-(a["vocab"] - 1.0), a["vocab"] - 1.0) if a["float"] else None
 
