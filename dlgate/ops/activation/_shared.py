@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from dlgate import dtypes as dt
-from dlgate.ops.base import OpSpec, TensorType, f32
+from dlgate.ops.base import INF_ONLY, Increasing, OpSpec, TensorType, f32
 
 
 #: Probability a float attribute takes its ONNX default (so the omitted spelling is exercised).
@@ -53,6 +53,18 @@ class Activation(OpSpec):
         return type(self).fn(x)
 
     elementwise = True
+
+
+class Exponential(Increasing, Activation):
+    """Elu and Celu: x above 0, an exponential of slope ``alpha`` below, computed by ``fn``
+    with ``alpha``; +/-inf give +inf and -alpha, NaN is left open."""
+
+    params = (("alpha", 0.1, 3.0, 1.0),)
+
+    def torch(self, a, x):
+        return type(self).fn(x, alpha=a["alpha"])
+
+    nonfinite = INF_ONLY
 
 
 class AxisActivation(Activation):

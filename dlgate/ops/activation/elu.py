@@ -2,18 +2,12 @@ from __future__ import annotations
 
 import torch.nn.functional as F
 
-from dlgate.ops.activation._shared import Activation
-from dlgate.ops.base import INF_ONLY, Increasing
+from dlgate.ops.activation._shared import Exponential
 
 
-class Elu(Increasing, Activation):
+class Elu(Exponential):
     onnx_op = "Elu"
-    params = (("alpha", 0.1, 3.0, 1.0),)
-
-    def torch(self, a, x):
-        return F.elu(x, alpha=a["alpha"])
-
-    nonfinite = INF_ONLY
+    fn = F.elu
 
 
 OPS = [Elu]
