@@ -12,7 +12,7 @@ FAKE = "tests.fake_runner:FakeRunner"
 
 
 def test_probe_classifies_and_survives_crashes_and_hangs():
-    doc = support.probe(FAKE, opsets=[17, 19], ops=["Relu", "Sigmoid", "Tanh", "Abs", "Neg"], jobs=2, timeout=8)
+    doc = support.probe(FAKE, opsets=[17, 19], ops=["Relu", "Sigmoid", "Tanh", "Abs", "Neg"], jobs=2, deadline=8)
     unsupported = {(n, o) for n, _, o, _ in doc["unsupported"]}
     supported = {(n, o) for n, _, o in doc["supported"]}
     assert {("Relu", 17), ("Relu", 19)} <= unsupported
