@@ -13,8 +13,8 @@ def add_parser(sub) -> None:
     pr.add_argument("--refresh", action="store_true", help="ignore the cache and its journal and probe again")
     pr.add_argument("--jobs", type=positive, default=1, help="probes run in parallel (default 1)")
     pr.add_argument("--deadline", type=seconds, default=None, metavar="SECONDS",
-                    help="seconds per combination, its instances together, before it is called a hang "
-                         "(kept, a potential finding); default 30")
+                    help="seconds a single-operator instance may take before it is called a hang (kept, a "
+                         "potential finding; the combination's other instances are skipped); default 30")
 
 
 def progress_printer(system: str, out=sys.stderr, every: float = 10.0, clock=time.monotonic):
