@@ -121,6 +121,16 @@ def test_a_torn_journal_line_is_probed_again_and_a_changed_policy_starts_over(tm
     assert len(after) == len(lines) and all(json.loads(x) for x in after)  # the torn line went; its combination came back
     assert {json.loads(x)["op"] for x in after[1:]} == {json.loads(x)["op"] for x in lines[1:]}
 
+    # bench/probe_time.py reads where the time went from the journal
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("probe_time", os.path.join(REPO, "bench", "probe_time.py"))
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    text = bench.summary(str(journal))
+    assert text[0].startswith(f"{FAKE}: {len(after) - 1} combinations") and "deadline 8 s, 2 instances each" in text[0]
+    assert f"unsupported {len(first['unsupported'])}" in text[3] and any(x.strip().startswith("Neg ") for x in text)
+
     # another deadline is another policy: the journal starts over rather than mixing answers
     again = support.probe(FAKE, **{**kw, "deadline": 9})
     header = json.loads(journal.read_text().splitlines()[0])
