@@ -138,6 +138,29 @@ def test_a_torn_journal_line_is_probed_again_and_a_changed_policy_starts_over(tm
     assert len(journal.read_text().splitlines()) == len(lines)
 
 
+def test_an_interrupted_probe_journals_only_real_answers(tmp_path):
+    """Ctrl-C (here raised from the progress callback) stops the probe and its workers; what
+    the journal holds is answers, not the interruption's doing, and a rerun completes it."""
+    import pytest
+
+    journal = tmp_path / "fake.journal"
+    kw = dict(opsets=[17, 19], ops=["Neg", "Exp", "Relu", "Abs"], journal=str(journal), deadline=8)
+
+    def interrupt(done, total, resumed=0, running=()):
+        if done >= 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        support.probe(FAKE, progress=interrupt, **kw)
+    kept = _entries(journal)
+    once = support.probe(FAKE, opsets=[17, 19], ops=kw["ops"], deadline=8)
+    assert 2 <= len(kept) < len(once["supported"]) + len(once["unsupported"])
+    truth = {(n, tuple(s), o): "" for n, s, o in once["supported"]}
+    truth.update({(n, tuple(s), o): why for n, s, o, why in once["unsupported"] + once["findings"]})
+    assert all(truth[(r["op"], tuple(r["sig"]), r["opset"])] == r["note"] for r in kept)
+    assert support.probe(FAKE, **kw) == once
+
+
 def test_the_deadline_calls_a_hang_without_waiting_for_the_worker_timeout():
     """The fake backend sleeps 60 s on Tanh; a worker whose own timeout is 120 s calls it a
     hang at the 3 s deadline, once for both instances (the first hang ends the combination)."""

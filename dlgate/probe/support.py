@@ -143,11 +143,14 @@ class Journal:
         line = json.dumps({"op": name, "sig": list(sig), "opset": opset, "supported": supported, "note": note,
                            "seconds": round(seconds, 3)}) + "\n"
         with self._lock:
+            if self._fd is None:  # closed by an interrupted probe: its descriptor number may be another file's now
+                return
             os.write(self._fd, line.encode())
             self.done[combo] = (supported, note)
 
     def close(self) -> None:
-        fd, self._fd = self._fd, None
+        with self._lock:
+            fd, self._fd = self._fd, None
         if fd is not None:
             os.close(fd)
 
