@@ -166,6 +166,16 @@ def test_an_interrupted_probe_journals_only_real_answers(tmp_path):
     assert {n: why for n, _, _, why in doc["findings"]} == {n: truth[n][1] for n in ("Abs", "Tanh")}
 
 
+def test_a_crash_counts_only_when_a_fresh_worker_repeats_it():
+    """A worker that aborts on every compile after its third (tests.fake_runner:Weary) does
+    not make the later combinations crashes: each is run again in a fresh worker. Sigmoid,
+    which aborts in any worker, stays a crash."""
+    doc = support.probe("tests.fake_runner:Weary", opsets=[17], ops=["Neg", "Exp", "Sigmoid"], deadline=8)
+    assert len(doc["supported"]) > 4 and not doc["unsupported"]
+    notes = {(n, tuple(s)): why for n, s, _, why in doc["findings"]}
+    assert {n for n, _ in notes} == {"Sigmoid"} and all(w.startswith("crashes") for w in notes.values())
+
+
 def test_the_deadline_calls_a_hang_without_waiting_for_the_worker_timeout():
     """The fake backend sleeps 60 s on Tanh; a worker whose own timeout is 120 s calls it a
     hang at the 3 s deadline, once for both instances (the first hang ends the combination)."""
@@ -225,7 +235,8 @@ def test_probe_cli_progress_names_resumed_and_slow_combinations(capsys):
     now[0] = 121
     p(50, 100, resumed=30, running=[(("Loop", ("int32", "int32"), 21), 25.0)])
     now[0] = 122
-    p(100, 100, resumed=30)  # the end is always said
+    p(100, 100, resumed=30)  # the end is always said, once
+    p(100, 100, resumed=30)
     lines = out.getvalue().splitlines()
     assert lines[0] == "probing tvm: 40/100 combinations (30 from the journal), 10.0/s, ~0 min left"
     assert lines[1] == ("probing tvm: 50/100 combinations (30 from the journal), 1.0/s, ~1 min left; "

@@ -26,7 +26,9 @@ def progress_printer(system: str, out=sys.stderr, every: float = 10.0, clock=tim
 
     def progress(done, total, resumed=0, running=()):
         now = clock()
-        if last[0] is not None and now - last[0] < every and done != total:
+        if done == total and last[0] == "end":
+            return
+        if last[0] is not None and done != total and now - last[0] < every:
             return
         last[0] = now
         line = f"probing {system}: {done}/{total} combinations"
@@ -40,6 +42,8 @@ def progress_printer(system: str, out=sys.stderr, every: float = 10.0, clock=tim
             (name, sig, opset), s = slow[0]
             line += f"; {name}({','.join(sig)}) at opset {opset} running for {s:.0f} s"
         print(line, file=out, flush=True)
+        if done == total:
+            last[0] = "end"
 
     return progress
 

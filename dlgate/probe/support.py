@@ -29,7 +29,8 @@ from dlgate.probe.single import single_op_graph, single_op_model
 
 #: Bumped when the probing policy or the cache document changes, so stale caches are not
 #: reused. 5: a hang is called at ``deadline_s`` (30 s, was 120 s) and ends its combination
-#: (it was waited for once per instance); the document records ``probe_tries`` and
+#: (it was waited for once per instance); a crash or memory exhaustion counts only when a
+#: fresh worker repeats it; the document records ``probe_tries`` and
 #: ``deadline_s`` and no longer its wall time, so it is the same however many runs (a kill,
 #: a resume) produced it.
 PROBE_VERSION = 5
@@ -42,6 +43,10 @@ DEADLINE_S = 30.0
 
 _FINDING = {W.CRASH: "crashes", W.TIMEOUT: "hangs", W.OOM: "exhausts memory",
             W.COMPILE_ERROR: "fails", W.RUN_ERROR: "fails"}
+
+
+#: Outcomes that may be the worker's history rather than the instance: run once more, fresh.
+_AGAIN = (W.CRASH, W.OOM)
 
 
 class ProbeError(RuntimeError):
@@ -76,7 +81,13 @@ def probe_one(worker: W.Worker, tries: int, name: str, sig: tuple, opset: int,
     the first hang ends the combination, a finding already, so a hanging combination costs
     one deadline and not one per instance. The limit is the instance's own, not what is
     left of the combination's, so whether an instance hangs does not depend on how long
-    the ones before it took."""
+    the ones before it took.
+
+    An instance that crashes or exhausts memory is run again in a fresh worker, and only a
+    repeat counts: a worker that has served thousands of compiles carries their state (TVM
+    0.27's passed the 4 GB cap on a Shape that needs little, after about 5,000), and the
+    answer must not depend on what the worker ran before, which differs between a probe
+    in one go and one resumed from its journal."""
     built, note = 0, ""
     limit = worker.timeout_s if deadline is None else min(worker.timeout_s, deadline)
     for k in range(tries):
@@ -85,7 +96,11 @@ def probe_one(worker: W.Worker, tries: int, name: str, sig: tuple, opset: int,
             continue
         built += 1
         inputs = [random_values(np.random.default_rng(k), g.tensors[t]) for t in g.inputs]
-        out = worker.execute(Model(single_op_model(g, k), g), inputs, timeout_s=limit)
+        model = Model(single_op_model(g, k), g)
+        out = worker.execute(model, inputs, timeout_s=limit)
+        if out.status in _AGAIN:
+            # the worker died with it; a fresh one runs it again and only a repeat counts
+            out = worker.execute(model, inputs, timeout_s=limit)
         err = out.error or {}
         text = (err.get("message") or "").strip().splitlines()
         text = f"{err.get('type', '')}: {text[0][:200] if text else ''}"
