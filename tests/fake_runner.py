@@ -32,3 +32,17 @@ class FakeRunner(Backend):
 
     def run(self, compiled, inputs):
         return []
+
+
+class Weary(FakeRunner):
+    """FakeRunner whose worker process aborts on every compile after its third: state a
+    long-lived worker accumulates (memory, a corrupted heap), not the model's doing."""
+
+    name = "weary"
+    served = 0
+
+    def compile(self, model):
+        Weary.served += 1
+        if Weary.served > 3:
+            os.abort()
+        return super().compile(model)

@@ -57,9 +57,11 @@ def command(args) -> int:
     out_dir(args.out, "dlgate gen: --out")
     support = None
     if args.support:
+        from dlgate.cli.probe import progress_printer
         from dlgate.probe.support import support_set  # local: imports torch; off the CLI start-up
 
-        support = support_set(probe_doc(args.support, "dlgate gen: --support"))
+        # probed here when not cached yet (a journal resumes a probe cut short): say how it goes
+        support = support_set(probe_doc(args.support, "dlgate gen: --support", progress=progress_printer(args.support)))
     aims = ()
     if args.targets:
         aims = recorded_aims(args.targets, "dlgate gen: --targets")

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
@@ -27,11 +27,26 @@ from dlgate.ops import schema
 from dlgate.ops.registry import all_specs
 from dlgate.probe.single import single_op_graph, single_op_model
 
-#: Bumped when the probing policy changes, so stale caches are not reused.
-PROBE_VERSION = 4
+#: Bumped when the probing policy or the cache document changes, so stale caches are not
+#: reused. 5: a hang is called at ``deadline_s`` (30 s, was 120 s) and ends its combination
+#: (it was waited for once per instance); a crash or memory exhaustion counts only when a
+#: fresh worker repeats it; the document records ``probe_tries`` and
+#: ``deadline_s`` and no longer its wall time, so it is the same however many runs (a kill,
+#: a resume) produced it.
+PROBE_VERSION = 5
+
+#: Seconds a single-operator instance may take before it is called a hang (``dlgate probe
+#: --deadline``). TVM 0.27's slowest instances that answer take about 20 s on a loaded
+#: core (sequence operators); a hang is kept as a finding however long it lasts, so waiting
+#: longer would buy nothing but wall time.
+DEADLINE_S = 30.0
 
 _FINDING = {W.CRASH: "crashes", W.TIMEOUT: "hangs", W.OOM: "exhausts memory",
             W.COMPILE_ERROR: "fails", W.RUN_ERROR: "fails"}
+
+
+#: Outcomes that may be the worker's history rather than the instance: run once more, fresh.
+_AGAIN = (W.CRASH, W.OOM)
 
 
 class ProbeError(RuntimeError):
@@ -59,16 +74,33 @@ def combos(opsets) -> list:
     return out
 
 
-def probe_one(worker: W.Worker, tries: int, name: str, sig: tuple, opset: int) -> tuple:
-    """(supported, note) for one combination, run in ``worker``."""
+def probe_one(worker: W.Worker, tries: int, name: str, sig: tuple, opset: int,
+              deadline: float | None = None) -> tuple:
+    """(supported, note) for one combination, run in ``worker``. ``deadline``: the seconds
+    an instance may take (at most the worker's own timeout) before it is called a hang;
+    the first hang ends the combination, a finding already, so a hanging combination costs
+    one deadline and not one per instance. The limit is the instance's own, not what is
+    left of the combination's, so whether an instance hangs does not depend on how long
+    the ones before it took.
+
+    An instance that crashes or exhausts memory is run again in a fresh worker, and only a
+    repeat counts: a worker that has served thousands of compiles carries their state (TVM
+    0.27's passed the 4 GB cap on a Shape that needs little, after about 5,000), and the
+    answer must not depend on what the worker ran before, which differs between a probe
+    in one go and one resumed from its journal."""
     built, note = 0, ""
+    limit = worker.timeout_s if deadline is None else min(worker.timeout_s, deadline)
     for k in range(tries):
         g = single_op_graph(name, sig, opset, k)
         if g is None:
             continue
         built += 1
         inputs = [random_values(np.random.default_rng(k), g.tensors[t]) for t in g.inputs]
-        out = worker.execute(Model(single_op_model(g, k), g), inputs)
+        model = Model(single_op_model(g, k), g)
+        out = worker.execute(model, inputs, timeout_s=limit)
+        if out.status in _AGAIN:
+            # the worker died with it; a fresh one runs it again and only a repeat counts
+            out = worker.execute(model, inputs, timeout_s=limit)
         err = out.error or {}
         text = (err.get("message") or "").strip().splitlines()
         text = f"{err.get('type', '')}: {text[0][:200] if text else ''}"
@@ -78,44 +110,153 @@ def probe_one(worker: W.Worker, tries: int, name: str, sig: tuple, opset: int) -
             raise ProbeError(err.get("message", "the backend cannot run here"))
         if out.status in _FINDING:
             note = f"{_FINDING[out.status]} (kept, a potential finding): {text}"
+        if out.status == W.TIMEOUT:
+            break
     if not built:
         return False, "no single-operator instance could be generated"
     return True, note
 
 
-def probe(system: str, opsets=None, jobs: int = 1, progress=None, ops=None, timeout: float = 120.0) -> dict:
+class Journal:
+    """The finished combinations of a probe, one JSON line each, appended as they finish,
+    so a probe that is killed resumes where it stopped and a rerun reuses what is done.
+
+    The first line is a header naming what the answers depend on beyond the file's name
+    (keyed like the cache: system, version, generator and probe versions): the instances
+    per combination and the deadline. A journal whose header differs is started over. A
+    line cut short by a kill is dropped (and cut from the file), so its combination runs
+    again."""
+
+    def __init__(self, path: str, header: dict):
+        self.path = path
+        self.done: dict = {}
+        self._lock = threading.Lock()
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except FileNotFoundError:
+            data = b""
+        whole = data[: data.rfind(b"\n") + 1]
+        lines = whole.decode(errors="replace").splitlines()
+        if lines and _json_or_none(lines[0]) == header:
+            for line in lines[1:]:
+                row = _json_or_none(line)
+                if isinstance(row, dict) and "op" in row:
+                    self.done.setdefault((row["op"], tuple(row["sig"]), row["opset"]), (row["supported"], row["note"]))
+            if len(whole) != len(data):
+                os.truncate(path, len(whole))
+        else:
+            with open(path, "w") as f:
+                f.write(json.dumps(header, sort_keys=True) + "\n")
+        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+
+    def add(self, combo: tuple, supported: bool, note: str, seconds: float) -> None:
+        """Record a finished combination: one write of one line (with its wall time, which
+        the document leaves out)."""
+        name, sig, opset = combo
+        line = json.dumps({"op": name, "sig": list(sig), "opset": opset, "supported": supported, "note": note,
+                           "seconds": round(seconds, 3)}) + "\n"
+        with self._lock:
+            if self._fd is None:  # closed by an interrupted probe: its descriptor number may be another file's now
+                return
+            os.write(self._fd, line.encode())
+            self.done[combo] = (supported, note)
+
+    def close(self) -> None:
+        with self._lock:
+            fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
+
+
+def _json_or_none(line: str):
+    try:
+        return json.loads(line)
+    except ValueError:
+        return None
+
+
+def probe(system: str, opsets=None, jobs: int = 1, progress=None, ops=None, deadline: float = DEADLINE_S,
+          journal: str | None = None) -> dict:
     """Probe every combination (of ``ops``, default all, at ``opsets``, default the
-    backend's probe opsets), spread over ``jobs`` workers; returns the cache document."""
+    backend's probe opsets), spread over ``jobs`` workers; returns the cache document.
+
+    ``deadline``: seconds an instance may take (:func:`probe_one`). ``journal``: a file that
+    records each finished combination (:class:`Journal`); those it holds are not probed
+    again, and the document is the same however many runs it took. ``progress(done,
+    total, resumed=, running=)`` is called about once a second: ``resumed`` of ``done``
+    came from the journal, ``running`` lists (combination, seconds so far) in flight, so
+    a slow combination shows as one rather than as a stall."""
     cls = load(system)
     opsets = list(opsets or cls.probe_opsets or range(DEFAULT_OPSET_RANGE[0], DEFAULT_OPSET_RANGE[1] + 1))
     todo = [c for c in combos(opsets) if ops is None or c[0] in ops]
-    jobs = max(1, min(jobs, len(todo) or 1))
-    start = time.perf_counter()
-    found: dict = {}
-    workers = [W.Worker(BackendSpec(system), timeout_s=timeout) for _ in range(jobs)]
+    header = {"dlgate_probe_journal": 1, "system": system, "generator": GENERATOR_VERSION, "probe": PROBE_VERSION,
+              "tries": cls.probe_tries, "deadline_s": deadline}
+    book = Journal(journal, header) if journal else None
+    found: dict = {c: book.done[c] for c in todo if book and c in book.done}
+    resumed = len(found)
+    left = [c for c in todo if c not in found]
+    jobs = max(1, min(jobs, len(left) or 1))
+    running: dict = {}
+    stop = threading.Event()
+    errors: list = []
+    lock = threading.Lock()
+    workers = [W.Worker(BackendSpec(system), timeout_s=deadline) for _ in range(jobs)]
 
     def run(k: int) -> None:
-        for i in range(k, len(todo), jobs):
-            found[i] = probe_one(workers[k], cls.probe_tries, *todo[i])
-            if progress:
-                progress(len(found), len(todo))
+        try:
+            for c in left[k::jobs]:
+                if stop.is_set():
+                    return
+                t0 = time.monotonic()
+                running[k] = (c, t0)
+                res = probe_one(workers[k], cls.probe_tries, *c, deadline=deadline)
+                if stop.is_set():  # the probe is being abandoned: an answer now may be the stop's doing
+                    return
+                if book:
+                    book.add(c, *res, time.monotonic() - t0)
+                with lock:
+                    found[c] = res
+        except BaseException as e:  # raised in the caller's thread
+            errors.append(e)
+            stop.set()
+        finally:
+            running.pop(k, None)
 
+    def report() -> None:
+        if progress:
+            now = time.monotonic()
+            progress(len(found), len(todo), resumed=resumed,
+                     running=sorted(((c, now - t0) for c, t0 in list(running.values())), key=lambda r: -r[1]))
+
+    threads = [threading.Thread(target=run, args=(k,), daemon=True, name=f"probe-{k}") for k in range(jobs)]
     try:
-        with ThreadPoolExecutor(jobs) as pool:
-            for f in [pool.submit(run, k) for k in range(jobs)]:
-                f.result()
+        for t in threads:
+            t.start()
+        for t in threads:
+            while t.is_alive():
+                t.join(1.0)
+                report()
+        if errors:
+            raise errors[0]
         version = next((w.describe["version"] for w in workers if w.describe), None) or version_of(system)
     finally:
+        stop.set()
         for w in workers:
             w.close()
-    rows = sorted(((todo[i], *found[i]) for i in range(len(todo))), key=lambda r: (r[0][0], r[0][2], r[0][1]))
+        if book:
+            book.close()
+    report()
+    rows = sorted(((c, *found[c]) for c in todo), key=lambda r: (r[0][0], r[0][2], r[0][1]))
     return {
         "system": system,
         "version": version,
         "dlgate": __version__,
         "generator": GENERATOR_VERSION,
         "opsets": opsets,
-        "seconds": round(time.perf_counter() - start, 2),
+        "probe_tries": cls.probe_tries,
+        "deadline_s": deadline,
         "supported": [[n, list(s), o] for (n, s, o), ok, _ in rows if ok],
         "unsupported": [[n, list(s), o, why] for (n, s, o), ok, why in rows if not ok],
         "findings": [[n, list(s), o, why] for (n, s, o), ok, why in rows if ok and why],
@@ -130,12 +271,27 @@ def version_of(system: str) -> str:
         raise ProbeError(str(e)) from None
 
 
-def load_or_probe(system: str, refresh: bool = False, jobs: int = 1, progress=None) -> dict:
-    path = cache_path(system, version_of(system))
+def journal_path(system: str, version: str) -> str:
+    """The probe's journal, beside its cache document and keyed like it."""
+    return cache_path(system, version)[: -len(".json")] + ".journal"
+
+
+def load_or_probe(system: str, refresh: bool = False, jobs: int = 1, progress=None,
+                  deadline: float | None = None) -> dict:
+    """The cached document of ``system`` as installed, else probed (resuming its journal)
+    and cached. ``refresh`` probes afresh, journal included; a ``deadline`` other than the
+    cached document's probes again too."""
+    version = version_of(system)
+    path = cache_path(system, version)
     if not refresh and os.path.exists(path):
         with open(path) as f:
-            return json.load(f)
-    doc = probe(system, jobs=jobs, progress=progress)
+            doc = json.load(f)
+        if deadline is None or doc.get("deadline_s") == deadline:
+            return doc
+    journal = journal_path(system, version)
+    if refresh and os.path.exists(journal):
+        os.unlink(journal)
+    doc = probe(system, jobs=jobs, progress=progress, deadline=deadline or DEADLINE_S, journal=journal)
     os.makedirs(os.path.dirname(path), exist_ok=True)
     tmp = f"{path}.{os.getpid()}.tmp"
     with open(tmp, "w") as f:
