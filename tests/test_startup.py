@@ -45,6 +45,30 @@ def test_the_probe_is_exact_in_float32_and_float16():
         check_outputs("x", want, want * 2)
 
 
+def test_the_probe_is_the_model_to_onnx_writes_for_its_graph():
+    # written without the operator registry (which imports PyTorch), it must stay the same model
+    from dlgate.materialize.onnx_model import to_onnx
+
+    for dtype in ("float32", "float16", "float64"):
+        for opset in (13, 17, 21):
+            model, _, _ = probe_model(dtype, opset)
+            assert model.onnx == to_onnx(model.graph, 0, doc="dlgate start-up probe").SerializeToString()
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="reads which libraries a process mapped")
+@pytest.mark.parametrize("name", ["onnxruntime", "onnx-reference"])
+def test_a_worker_that_needs_no_pytorch_starts_without_it(name):
+    """PyTorch is ~1.5 s of every worker start; onnxruntime's and onnx.reference's workers
+    start (import, start-up probe) and stay ready without it."""
+    with W.Worker(BackendSpec(name)) as w:
+        assert w.start(), w.unavailable
+        with open(f"/proc/{w._proc.pid}/maps") as f:
+            maps = f.read()
+        assert "libtorch_cpu" not in maps
+        if name == "onnxruntime":
+            assert "onnxruntime_pybind11_state" in maps  # the check can see an imported library
+
+
 @pytest.mark.parametrize("name", ["onnxruntime", "onnx-reference", "torch", "tvm", "inductor"])
 def test_backends_that_load_pass_start_up(name):
     start(BackendSpec(name))  # silent: the CPU paths load, the onnxruntime probe ran on the CPU provider
