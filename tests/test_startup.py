@@ -19,6 +19,7 @@ from dlgate.backends.registry import create
 from dlgate.backends.selftest import check_outputs, probe_model
 from dlgate.cli import main
 from dlgate.exec import worker as W
+from dlgate.materialize.onnx_model import to_onnx
 from tests.test_gate import REPO, results, verdict, write_config
 
 
@@ -47,8 +48,6 @@ def test_the_probe_is_exact_in_float32_and_float16():
 
 def test_the_probe_is_the_model_to_onnx_writes_for_its_graph():
     # written without the operator registry (which imports PyTorch), it must stay the same model
-    from dlgate.materialize.onnx_model import to_onnx
-
     for dtype in ("float32", "float16", "float64"):
         for opset in (13, 17, 21):
             model, _, _ = probe_model(dtype, opset)
