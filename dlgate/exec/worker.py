@@ -268,7 +268,8 @@ class Worker:
         else:
             parent, child = self._ctx.Pipe()
             if self._ctx.get_start_method() == "forkserver":
-                pdeathsig = True  # forked by the fork server's only thread: the signal follows the server, which ends with the gate
+                # forked by the server's only thread: the signal follows the server, which ends with the gate
+                pdeathsig = True
             try:
                 with _without_secrets():
                     proc = self._ctx.Process(target=_serve, args=(self.spec, child, self.log_path, pdeathsig,
