@@ -2,6 +2,7 @@
 and run, as a share of the total.
 
     python bench/exec.py [--count 60] [--backend tvm] [--nodes 10]
+    python bench/exec.py --start-up [--count 5] [--backends onnxruntime,onnx-reference,torch,tvm]
 
 Per case, "total" is the wall time of preparing (input search, re-materialization) and
 checking it (reference run, candidate run, comparison, cross-checks on disagreement);
@@ -10,6 +11,15 @@ reference's, the candidate's and the cross-checks'). The rest is dlgate: search,
 pickling, comparison. One-off costs are kept out: both workers are started and warmed up on
 cases of their own (imports, first-use initialization), the first timed case is reported
 apart, and PyTorch's optimizer is warmed up before timing.
+
+``--start-up`` measures that one-off instead: a worker's start (a fresh interpreter, its
+imports, the backend's ``start``: the compiler's import and the start-up probe) until it
+says it is ready, ``--count`` times per backend, one after another; with the median, which
+heavy libraries the worker had loaded (read from ``/proc/PID/maps`` on Linux), since one it
+does not need is the usual cause of a slow start. (A spawned worker re-runs its parent's
+main script's top level: this script imports little there, as ``dlgate``'s own entry point
+does.) Every gate run starts a reference and a
+candidate worker, and a crash or a timeout starts another.
 """
 from __future__ import annotations
 
@@ -24,11 +34,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from dlgate.backends.base import BackendSpec  # noqa: E402
 from dlgate.backends.registry import load  # noqa: E402
-from dlgate.case import make_case  # noqa: E402
-from dlgate.check import CheckConfig, check, prepare  # noqa: E402
-from dlgate.exec.worker import Pool  # noqa: E402
-from dlgate.graph.generator import GenConfig, Generator  # noqa: E402
-from dlgate.probe.support import load_or_probe, support_set  # noqa: E402
+from dlgate.exec.worker import Pool, Worker  # noqa: E402
 
 
 class TimedPool(Pool):
@@ -43,12 +49,60 @@ class TimedPool(Pool):
         return out
 
 
+#: Shared libraries whose presence in a worker names what it imported (``--start-up``).
+LIBRARIES = {"torch": "libtorch_cpu", "onnxruntime": "onnxruntime_pybind11_state", "tvm": "libtvm"}
+
+
+def loaded(pid: int) -> list:
+    """The ``LIBRARIES`` a live process has mapped (empty where /proc is missing)."""
+    try:
+        with open(f"/proc/{pid}/maps") as f:
+            maps = f.read()
+    except OSError:
+        return []
+    return [name for name, lib in LIBRARIES.items() if lib in maps]
+
+
+def start_up(names: list, count: int) -> int:
+    """Median wall time from starting a worker to its ready answer, per backend."""
+    for name in names:
+        spec = BackendSpec.parse(name)
+        times, libs = [], []
+        for _ in range(count):
+            w = Worker(spec)
+            t0 = time.perf_counter()
+            ok = w.start()
+            times.append(time.perf_counter() - t0)
+            if not ok:
+                print(f"{spec.label()}: cannot start: {w.unavailable}")
+                w.close()
+                break
+            libs = loaded(w._proc.pid)
+            w.close()
+        else:
+            print(f"{spec.label():24s} median {statistics.median(times):.2f} s, min {min(times):.2f} s "
+                  f"({count} starts); loaded: {', '.join(libs) or '-'}")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--count", type=int, default=60)
+    ap.add_argument("--count", type=int, default=None, help="cases (default 60), or starts per backend (default 5)")
     ap.add_argument("--backend", default="tvm")
     ap.add_argument("--nodes", type=int, default=10)
+    ap.add_argument("--start-up", action="store_true", help="time worker start-up instead of cases")
+    ap.add_argument("--backends", default="onnxruntime,onnx-reference,torch,tvm", help="with --start-up")
     args = ap.parse_args()
+    if args.start_up:
+        return start_up(args.backends.split(","), args.count or 5)
+    args.count = 60 if args.count is None else args.count
+    # local: a worker started by spawn re-runs this script's top level (as __mp_main__):
+    # imported at the top, these (PyTorch with the operator specs) would load in every worker
+    from dlgate.case import make_case
+    from dlgate.check import CheckConfig, check, prepare
+    from dlgate.graph.generator import GenConfig, Generator
+    from dlgate.probe.support import load_or_probe, support_set
+
     warnings.filterwarnings("ignore")
     spec = BackendSpec.parse(args.backend)
     gen = Generator(GenConfig(min_nodes=args.nodes, max_nodes=args.nodes,

@@ -19,6 +19,7 @@ from dlgate.backends.registry import create
 from dlgate.backends.selftest import check_outputs, probe_model
 from dlgate.cli import main
 from dlgate.exec import worker as W
+from dlgate.materialize.onnx_model import to_onnx
 from tests.test_gate import REPO, results, verdict, write_config
 
 
@@ -43,6 +44,28 @@ def test_the_probe_is_exact_in_float32_and_float16():
         check_outputs("x", [want[0] + np.float16(1)], want)
     with pytest.raises(Unavailable, match="1 outputs, expected 2"):
         check_outputs("x", want, want * 2)
+
+
+def test_the_probe_is_the_model_to_onnx_writes_for_its_graph():
+    # written without the operator registry (which imports PyTorch), it must stay the same model
+    for dtype in ("float32", "float16", "float64"):
+        for opset in (13, 17, 21):
+            model, _, _ = probe_model(dtype, opset)
+            assert model.onnx == to_onnx(model.graph, 0, doc="dlgate start-up probe").SerializeToString()
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/maps"), reason="reads which libraries a process mapped")
+@pytest.mark.parametrize("name", ["onnxruntime", "onnx-reference"])
+def test_a_worker_that_needs_no_pytorch_starts_without_it(name):
+    """PyTorch is ~1.5 s of every worker start; onnxruntime's and onnx.reference's workers
+    start (import, start-up probe) and stay ready without it."""
+    with W.Worker(BackendSpec(name)) as w:
+        assert w.start(), w.unavailable
+        with open(f"/proc/{w._proc.pid}/maps") as f:
+            maps = f.read()
+        assert "libtorch_cpu" not in maps
+        if name == "onnxruntime":
+            assert "onnxruntime_pybind11_state" in maps  # the check can see an imported library
 
 
 @pytest.mark.parametrize("name", ["onnxruntime", "onnx-reference", "torch", "tvm", "inductor"])

@@ -88,6 +88,42 @@ def test_the_pool_reports_each_jobs_phase_as_the_worker_goes(model):
                      (declines, "start"), (declines, "compile")]
 
 
+# -- the fork server -------------------------------------------------------------------------------
+def test_each_worker_runs_in_the_environment_of_its_own_start(model, monkeypatch):
+    """Workers fork from a server started with the first worker; each still runs in the
+    gate's environment as it is when that worker starts (a base build's env, a test's)."""
+    ones = []
+    for bug in ("0", "1"):
+        monkeypatch.setenv("FAKE_BUG", bug)  # EnvBug adds one to its answers where FAKE_BUG is "1"
+        with W.Worker(spec("EnvBug")) as w:
+            out = w.execute(model, feeds(model))
+            assert out.ok, out.error
+            ones.append(out.outputs)
+    assert any(np.issubdtype(o.dtype, np.floating) for o in ones[0])
+    for clean, buggy in zip(*ones):
+        if np.issubdtype(clean.dtype, np.floating):
+            np.testing.assert_array_equal(buggy, clean + 1)
+
+
+@pytest.mark.skipif(W._context().get_start_method() != "forkserver" or not os.path.exists("/proc/self/maps"),
+                    reason="a platform without multiprocessing's fork server, or without /proc")
+def test_the_fork_server_holds_no_thread_and_no_compiler_to_fork(model):
+    """What a worker is forked from never imported PyTorch or TVM (their thread pools do not
+    survive a fork) and runs one thread, also after workers that import both started."""
+    import multiprocessing.forkserver as FS
+
+    with W.Worker(BackendSpec("tvm")) as w:
+        assert w.start(), w.unavailable
+        server = FS._forkserver._forkserver_pid
+        assert psutil.Process(w._proc.pid).ppid() == server
+        with open(f"/proc/{w._proc.pid}/maps") as f:
+            assert "libtorch_cpu" in f.read()  # the worker itself did import them
+    with open(f"/proc/{server}/maps") as f:
+        maps = f.read()
+    assert "libtorch_cpu" not in maps and "libtvm" not in maps
+    assert psutil.Process(server).num_threads() == 1
+
+
 # -- the process tree, through psutil -----------------------------------------------------------
 def opt_spec(name, **options):
     return BackendSpec(f"tests.fake_backends:{name}", options=tuple(sorted(options.items())))
