@@ -6,12 +6,13 @@ timeout and a memory cap (resident set size of the worker's whole process tree, 
 through psutil on every OS: :mod:`dlgate.exec.proctree`), and classifies what kills a worker:
 a signal (crash, with the signal's name), the timeout, or the memory cap (oom). A fresh
 worker replaces a dead one on the next case, so a crashing compiler never stops a batch.
-Workers are forked from a fork server that has imported this module only (:func:`_context`),
+Workers are forked from a fork server that has imported the worker's own side only
+(:mod:`dlgate.exec.child`; :func:`_context`),
 so a restart costs the backend's imports, not a fresh interpreter's.
 
 A worker ends with every process it started (terminate, a grace, kill; and, where process
 groups exist, its group). Workers never outlive the gate: a worker and its process group die when the gate dies,
-however it dies (:func:`_die_with_parent`), and every worker still running when the gate
+however it dies (:func:`dlgate.exec.child.die_with_parent`), and every worker still running when the gate
 exits or is interrupted is killed and its log file removed (:func:`close_all`).
 """
 from __future__ import annotations
@@ -20,187 +21,24 @@ import atexit
 import json
 import multiprocessing as mp
 import os
-import re
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import threading
 import time
-import traceback
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 
-from dlgate.backends.base import BackendSpec, Model, Unavailable
-from dlgate.backends.registry import create
+from dlgate.backends.base import BackendSpec, Model
+from dlgate.exec.child import serve
 from dlgate.exec.devicecheck import recheck
 from dlgate.exec.proctree import ProcessTree, end_tree
 from dlgate.secrets import redact_obj, scrubbed_env
 
-#: Outcome statuses, in the order a case can reach them.
-OK, UNSUPPORTED, COMPILE_ERROR, RUN_ERROR, CRASH, TIMEOUT, OOM, UNAVAILABLE = (
-    "ok", "unsupported", "compile_error", "run_error", "crash", "timeout", "oom", "unavailable")
-
-
-@dataclass
-class Outcome:
-    status: str
-    outputs: list | None = None
-    error: dict | None = None  # type, message, stage, frames (innermost last), signal
-    compile_s: float = 0.0
-    run_s: float = 0.0
-    wall_s: float = 0.0  # as seen by the parent, harness included
-    backend: dict = field(default_factory=dict)
-    #: The same compiled model run at further input sets (a dynamic-shape case's other
-    #: bindings), one Outcome each; empty when there were none or the first run failed.
-    more: list = field(default_factory=list)
-    #: The rewrite kinds the compiler says it applied (``Backend.rewrites``), or None.
-    rewrites: list | None = None
-
-    @property
-    def ok(self) -> bool:
-        return self.status == OK
-
-
-def _frames(exc: BaseException, keep: int = 6) -> list:
-    tb = traceback.extract_tb(exc.__traceback__)
-    return [f"{os.path.basename(f.filename)}:{f.name}" for f in tb[-keep:]]
-
-
-#: Clock stamps that loggers (dmlc/TVM's "[22:08:41] file.cc:12: ...") put in messages: they
-#: make two runs of one failure differ and tell the reader nothing.
-_STAMP = re.compile(r"^\[\d{2}:\d{2}:\d{2}(\.\d+)?\] ", re.M)
-
-
-def _error(exc: BaseException, stage: str) -> dict:
-    msg = _STAMP.sub("", str(exc))
-    return {"type": type(exc).__name__, "message": msg[:4000], "stage": stage, "frames": _frames(exc)}
-
-
-#: prctl(2) option: the signal this process gets when its parent (thread) exits.
-_PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent(conn, pdeathsig: bool) -> None:
-    """Make this worker and its process group die with the gate, however the gate dies
-    (SIGKILL included), even while a compile hangs. On Linux (``pdeathsig``) the kernel
-    sends SIGKILL when the parent goes, which no hung compile can hold up. Everywhere, a
-    watchdog thread kills the process group (what the backend started too) when the gate's
-    end of ``conn`` closes (seen as a hang-up, without reading: the main thread owns the
-    reads) or the parent changes; a gate that died before this point is noticed at once.
-    ``pdeathsig`` only where the gate started the worker from its main thread: the kernel
-    ties the signal to the thread that forked, and another thread may end first."""
-    if pdeathsig and sys.platform.startswith("linux"):
-        try:
-            import ctypes
-
-            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
-        except (OSError, AttributeError):
-            pass
-    import select
-
-    parent = os.getppid()
-    hangup = select.POLLHUP | getattr(select, "POLLRDHUP", 0)
-    poller = select.poll()
-    poller.register(conn.fileno(), hangup)
-
-    def watch() -> None:
-        while True:
-            events = poller.poll(200)
-            if any(ev & select.POLLNVAL for _, ev in events):
-                return  # the worker closed its own end: it is on its way out
-            if any(ev & hangup for _, ev in events) or os.getppid() != parent:
-                os.killpg(os.getpgrp(), signal.SIGKILL)
-
-    threading.Thread(target=watch, name="dlgate-parent-watchdog", daemon=True).start()
-
-
-def _run(backend, compiled, inputs) -> dict:
-    """One run of a compiled model: status and outputs or error."""
-    try:
-        outs = backend.run(compiled, inputs)
-        return {"status": OK, "outputs": [o for o in outs]}
-    except Unavailable as e:  # the device went away (a provider lost mid-run): cannot run, not a finding
-        return {"status": UNAVAILABLE, "error": _error(e, "run")}
-    except MemoryError as e:
-        return {"status": OOM, "error": _error(e, "run")}
-    except Exception as e:  # every run-time failure becomes a classified outcome
-        return {"status": UNSUPPORTED if backend.unsupported(e) else RUN_ERROR, "error": _error(e, "run")}
-
-
-def _serve(spec: BackendSpec, conn, log_path: str, pdeathsig: bool = False, env: dict | None = None) -> None:
-    """The worker's main loop. What the backend prints (C++ warnings included) goes to a
-    log file, not the gate's console; its tail is attached to failures. ``env``: the
-    environment the worker runs in (the gate's at this start, secrets out); a worker forked
-    from the fork server would otherwise keep the server's, from the gate's first start."""
-    if env is not None:
-        os.environ.clear()
-        os.environ.update(env)
-    if hasattr(os, "setsid"):  # its own process group: a killed worker's group goes too, escapees included
-        os.setsid()
-    _die_with_parent(conn, pdeathsig)
-    try:  # never created here: the gate removes the name once this process started
-        fd = os.open(log_path, os.O_WRONLY | os.O_APPEND)
-    except FileNotFoundError:
-        fd = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(fd, 1)
-    os.dup2(fd, 2)
-    os.close(fd)
-    os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
-    try:
-        backend = create(spec)
-        backend.start()  # imports the compiler and proves it runs on its device (Backend.start)
-        conn.send(("ready", backend.describe()))
-    except Unavailable as e:
-        conn.send(("unavailable", str(e)))
-        return
-    except Exception as e:  # a backend that cannot even start is reported, not raised
-        conn.send(("broken", _error(e, "init")))
-        return
-    while True:
-        try:
-            msg = conn.recv()
-        except EOFError:
-            return
-        if msg[0] == "stop":
-            return
-        _, job, onnx_bytes, graph, inputs, *rest = msg
-        more_inputs = rest[0] if rest else []
-        model = Model(onnx=onnx_bytes, graph=graph)
-        res = {"compile_s": 0.0, "run_s": 0.0}
-        t0 = time.perf_counter()
-        try:
-            compiled = backend.compile(model)
-        except Unavailable as e:  # e.g. onnxruntime dropped the provider for this session
-            res.update(status=UNAVAILABLE, error=_error(e, "compile"), compile_s=time.perf_counter() - t0)
-        except MemoryError as e:
-            res.update(status=OOM, error=_error(e, "compile"), compile_s=time.perf_counter() - t0)
-        except Exception as e:  # every compiler failure becomes a classified outcome
-            res.update(status=UNSUPPORTED if backend.unsupported(e) else COMPILE_ERROR, error=_error(e, "compile"),
-                       compile_s=time.perf_counter() - t0)
-        else:
-            t1 = time.perf_counter()
-            res["compile_s"] = t1 - t0
-            conn.send(("phase", job, "run"))  # compiled: the gate's heartbeat says "running" from here
-            try:
-                res["rewrites"] = backend.rewrites(compiled)
-            except Exception:  # naming what a compiler did never fails the case
-                res["rewrites"] = None
-            res.update(_run(backend, compiled, inputs))
-            res["run_s"] = time.perf_counter() - t1
-            if res["status"] == OK and more_inputs:
-                res["more"] = []
-                for xs in more_inputs:  # compiled once, run at each further input set
-                    t2 = time.perf_counter()
-                    m = _run(backend, compiled, xs)
-                    m["run_s"] = time.perf_counter() - t2
-                    res["more"].append(m)
-        try:
-            conn.send(("done", job, res))
-        except Exception as e:  # e.g. outputs that cannot be pickled
-            conn.send(("done", job, {"status": RUN_ERROR, "error": _error(e, "result"), "compile_s": res["compile_s"],
-                                     "run_s": res["run_s"]}))
+# The outcome statuses and Outcome are part of this module's interface (callers read W.OK,
+# W.Outcome); they live in dlgate.exec.outcome, which the worker's own side imports too.
+from dlgate.exec.outcome import (COMPILE_ERROR, CRASH, OK, OOM, RUN_ERROR, TIMEOUT,  # noqa: F401
+                                 UNAVAILABLE, UNSUPPORTED, Outcome)
 
 
 class Worker:
@@ -279,7 +117,7 @@ class Worker:
                 pdeathsig = True
             try:
                 with _without_secrets():
-                    proc = self._ctx.Process(target=_serve, args=(self.spec, child, self.log_path, pdeathsig,
+                    proc = self._ctx.Process(target=serve, args=(self.spec, child, self.log_path, pdeathsig,
                                                                   dict(os.environ)), daemon=True)
                     proc.start()
             finally:
@@ -457,7 +295,7 @@ class Worker:
 
 class _External:
     """A worker in another interpreter, e.g. the environment holding the base build of the
-    compiler: ``PYTHON -m dlgate.exec.worker`` speaking the same protocol over a socket
+    compiler: ``PYTHON -m dlgate.exec.child`` speaking the same protocol over a socket
     pair. (multiprocessing's spawn would hand the child this process's ``sys.path``, so
     it would import this environment's compiler.) Offers the ``multiprocessing.Process``
     methods the Worker uses."""
@@ -470,7 +308,7 @@ class _External:
         full_env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # not this environment's path
         full_env = scrubbed_env(dict(full_env, **env))  # base.env merged in, secrets out (dlgate.secrets)
         try:
-            self.popen = subprocess.Popen([python, "-m", "dlgate.exec.worker", arg, str(theirs.fileno()), log_path,
+            self.popen = subprocess.Popen([python, "-m", "dlgate.exec.child", arg, str(theirs.fileno()), log_path,
                                            "pdeathsig" if pdeathsig else "-"],
                                           pass_fds=(theirs.fileno(),), env=full_env, stdin=subprocess.DEVNULL,
                                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -499,7 +337,7 @@ class _External:
 #: What the fork server imports once, before it forks any worker: the worker's own module
 #: (NumPy, onnx and dlgate's graph types; ~0.7 s of every spawned start). Never a compiler,
 #: nor PyTorch: their thread pools must not be forked, so each worker imports its backend.
-FORKSERVER_PRELOAD = ["dlgate.exec.worker"]
+FORKSERVER_PRELOAD = ["dlgate.exec.child"]
 
 
 def _context():
@@ -509,7 +347,7 @@ def _context():
     starts in ~50 ms plus its backend's imports, instead of a fresh interpreter's ~0.8 s;
     a crash reduction starts one per crashing candidate. The server is single-threaded,
     ends when the gate ends (SIGKILL included: its pipe from the gate closes), and its
-    workers with it (``_die_with_parent``). Elsewhere (Windows), spawn: a fresh interpreter."""
+    workers with it (``child.die_with_parent``). Elsewhere (Windows), spawn: a fresh interpreter."""
     if "forkserver" not in mp.get_all_start_methods():
         return mp.get_context("spawn")
     ctx = mp.get_context("forkserver")
@@ -527,7 +365,7 @@ def _without_secrets():
     while a worker is spawned: multiprocessing's spawn hands the child this process's
     environment and takes no other, and the fork server (started with the first worker)
     keeps the one it started with, so the secrets leave ``os.environ`` for the start and
-    come back after; the worker is handed the same environment (``_serve``'s ``env``).
+    come back after; the worker is handed the same environment (``child.serve``'s ``env``).
     Workers started in threads (``dlgate probe --jobs``) take turns."""
     with _ENV_LOCK:
         keep = scrubbed_env(os.environ)
@@ -539,14 +377,6 @@ def _without_secrets():
         finally:
             for k, v in removed.items():
                 os.environ.setdefault(k, v)
-
-
-def _external_main(argv: list) -> None:
-    from multiprocessing.connection import Connection
-
-    name, device, level, options = json.loads(argv[0])
-    spec = BackendSpec(name, device, level, tuple(tuple(kv) for kv in options))
-    _serve(spec, Connection(int(argv[1])), argv[2], pdeathsig=argv[3:4] == ["pdeathsig"])
 
 
 def _signal_name(code) -> str | None:
@@ -642,7 +472,3 @@ def close_all() -> None:
 
 
 atexit.register(close_all)
-
-
-if __name__ == "__main__":
-    _external_main(sys.argv[1:])
