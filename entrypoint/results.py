@@ -61,14 +61,7 @@ def campaign_name(p: Plan, ctx: Context, env: dict) -> str:
 
 def read_summary(p: Plan, ctx: Context, since: float) -> str | None:
     """This run's summary.md (None when it wrote none: a crash, or an older run's file)."""
-    path = out_path(p, ctx, "summary.md")
-    try:
-        if os.path.getmtime(path) < since:
-            return None
-        with open(path, encoding="utf-8") as f:
-            return f.read()
-    except OSError:
-        return None
+    return checks.run_summary(out_path(p, ctx), since)
 
 
 def out_path(p: Plan, ctx: Context, *parts: str) -> str:

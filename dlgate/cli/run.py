@@ -11,7 +11,7 @@ from dlgate.gate.baseline import BaselineError
 from dlgate.gate.baseline import load as load_baseline
 from dlgate.gate.journal import RunError
 from dlgate.gate.progress import live_section
-from dlgate.github.checks import DEFAULT_EVERY_S, MODES, start
+from dlgate.github.checks import DEFAULT_EVERY_S, MODES, run_summary, start
 
 
 def add_parser(sub) -> None:
@@ -101,7 +101,7 @@ def command(args) -> int:
         raise UsageError(f"dlgate run: {e}") from None
     finally:
         if live is not None:
-            live.complete(status, read_summary(args.out, t0))
+            live.complete(status, run_summary(args.out, t0))
     if status in (130, 143):  # interrupted: no later signal changes the status
         hold_stop_signals()
     return status
@@ -113,15 +113,3 @@ def live_check(args, campaign: str):
     step = os.environ.get("GITHUB_STEP_SUMMARY")
     name = f"dlgate: {campaign}" + (f" {args.shard}" if args.shard else "")
     return start(args.check_run, name, lambda: live_section(step), args.check_run_every, log=log)
-
-
-def read_summary(out: str, since: float) -> str | None:
-    """``OUT/summary.md`` when this run wrote it (not older than ``since``), else None."""
-    path = os.path.join(out, "summary.md")
-    try:
-        if os.path.getmtime(path) < since:
-            return None
-        with open(path, encoding="utf-8") as f:
-            return f.read()
-    except OSError:
-        return None

@@ -101,6 +101,19 @@ def final_output(summary: str | None, exit_status: int, last: str | None) -> tup
     return f"exit status {exit_status}, no summary", fit(text)
 
 
+def run_summary(out: str, since: float) -> str | None:
+    """``OUT/summary.md`` when the run that started at ``since`` wrote it, else None (a run
+    that died before its reports, or an older run's file): what completes the check run."""
+    path = os.path.join(out, "summary.md")
+    try:
+        if os.path.getmtime(path) < since:
+            return None
+        with open(path, encoding="utf-8") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
 def head_sha(env) -> str:
     """The commit a check run belongs on: a pull request's head commit (read from the event,
     ``GITHUB_EVENT_PATH``: ``GITHUB_SHA`` is then the temporary merge commit, which the pull
