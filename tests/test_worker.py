@@ -105,6 +105,35 @@ def test_each_worker_runs_in_the_environment_of_its_own_start(model, monkeypatch
             np.testing.assert_array_equal(buggy, clean + 1)
 
 
+def test_a_temporary_folder_too_deep_for_the_fork_servers_socket_starts_workers_afresh(tmp_path):
+    """The fork server listens on a socket in TMPDIR, and a socket's path has at most ~104
+    bytes: under a deeper TMPDIR (a CI runner's, pytest's under xdist) workers start as fresh
+    interpreters instead, and run; under a short one they still fork from the server."""
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    script = (
+        "import sys, numpy as np\n"
+        "from dlgate.backends.base import BackendSpec, Model\n"
+        "from dlgate.case import make_case\n"
+        "from dlgate.exec import worker as W\n"
+        "from dlgate.graph.generator import GenConfig, Generator\n"
+        "case = make_case(Generator(GenConfig(max_nodes=3, dtypes=('float32',))), 'w', 'w', 0)\n"
+        ""
+        "with W.Worker(BackendSpec('tests.fake_backends:Good')) as w:\n"
+        "    out = w.execute(Model(case.model_bytes, case.graph), [np.ones(case.graph.tensors[t].shape, dtype=case.graph.tensors[t].dtype) for t in case.graph.inputs])\n"
+        "print(W._context().get_start_method(), out.status)\n")
+    deep = tmp_path / ("d" * 60) / ("e" * 60)
+    deep.mkdir(parents=True)
+    answers = {}
+    for name, folder in (("deep", deep), ("short", tmp_path)):
+        env = dict(os.environ, TMPDIR=str(folder), PYTHONPATH=repo)
+        proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=300)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        answers[name] = proc.stdout.split()
+    assert answers["deep"] == ["spawn", "ok"]
+    if "forkserver" in __import__("multiprocessing").get_all_start_methods() and len(str(tmp_path)) < 60:
+        assert answers["short"] == ["forkserver", "ok"]
+
+
 @pytest.mark.skipif(W._context().get_start_method() != "forkserver" or not os.path.exists("/proc/self/maps"),
                     reason="a platform without multiprocessing's fork server, or without /proc")
 def test_the_fork_server_holds_no_thread_and_no_compiler_to_fork(model):

@@ -28,6 +28,7 @@ import tempfile
 import threading
 import time
 from contextlib import contextmanager
+from multiprocessing import util as mp_util
 
 from dlgate.backends.base import BackendSpec, Model
 from dlgate.exec.child import serve
@@ -348,11 +349,26 @@ def _context():
     a crash reduction starts one per crashing candidate. The server is single-threaded,
     ends when the gate ends (SIGKILL included: its pipe from the gate closes), and its
     workers with it (``child.die_with_parent``). Elsewhere (Windows), spawn: a fresh interpreter."""
-    if "forkserver" not in mp.get_all_start_methods():
+    if "forkserver" not in mp.get_all_start_methods() or not _socket_fits():
         return mp.get_context("spawn")
     ctx = mp.get_context("forkserver")
     ctx.set_forkserver_preload(FORKSERVER_PRELOAD)
     return ctx
+
+
+#: The longest path an AF_UNIX socket may have (Linux: 108 bytes with the final NUL; macOS:
+#: 104), and the name multiprocessing gives the fork server's socket, in its temporary folder.
+SOCKET_PATH_MAX, _LISTENER = 103, "listener-xxxxxxxx"
+
+
+def _socket_fits() -> bool:
+    """Whether the fork server's socket fits in multiprocessing's temporary folder (under
+    ``TMPDIR``). A deep ``TMPDIR`` (a CI runner's work folder, a test's) would make the
+    server fail to start, "AF_UNIX path too long": workers then start as on Windows."""
+    try:
+        return len(os.path.join(mp_util.get_temp_dir(), _LISTENER).encode()) <= SOCKET_PATH_MAX
+    except OSError:  # no writable temporary folder: spawn says so itself
+        return False
 
 
 #: Held while a spawned worker starts without the secrets in this process's environment.
