@@ -127,6 +127,7 @@ class If(OpSpec):
         return b.node(op, [x], 1, keepdims=keep)[0]
 
     def onnx(self, b, a, xs, ys):
+        # local: a body is lowered by materialize, which sits above the catalogue (it reads the registry)
         from dlgate.materialize.onnx_model import SubBuilder, make_subgraph
 
         cond = self._cond_onnx(b, a, xs[0])

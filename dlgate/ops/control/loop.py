@@ -81,6 +81,7 @@ class Loop(Iterated):
         return list(ins[:1]) + ([ins[1]] if a["w"] != "outer" else []) + scans
 
     def onnx(self, b, a, xs, ys):
+        # local: a body is lowered by materialize, which sits above the catalogue (it reads the registry)
         from dlgate.materialize.onnx_model import SubBuilder, make_subgraph
 
         g = self._body(a)

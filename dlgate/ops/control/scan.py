@@ -100,6 +100,7 @@ class Scan(Iterated):
         return list(outs[:n]) + scans
 
     def onnx(self, b, a, xs, ys):
+        # local: a body is lowered by materialize, which sits above the catalogue (it reads the registry)
         from dlgate.materialize.onnx_model import SubBuilder, make_subgraph
 
         g = self._body(a)

@@ -7,7 +7,7 @@ import torch
 from dlgate import dtypes as dt
 from dlgate.ops import losses as L
 from dlgate.ops import sym
-from dlgate.ops.base import OpSpec, Restricted, TensorType, f32
+from dlgate.ops.base import OpSpec, Restricted, TensorType, all_true, f32
 
 
 #: MeanVarianceNormalization's function body: the Epsilon constant added to the standard
@@ -54,8 +54,6 @@ class MeanVarianceNormalization(Restricted, OpSpec):
         return {"axes": [ax - r if ctx.coin(0.3) else ax for ax in axes]}
 
     def backward(self, ctx, out):
-        from dlgate.ops.base import all_true
-
         if out.dtype != dt.FLOAT32 or out.rank not in self.ranks:
             return None
         for _ in range(4):

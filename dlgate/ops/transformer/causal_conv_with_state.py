@@ -6,6 +6,7 @@ import torch
 
 from dlgate import dtypes as dt
 from dlgate.ops.base import OpSpec, TensorType
+from dlgate.ops.linalg._shared import product_bounds, sum_bounds
 from dlgate.ops.linalg.gemm import plus_bounds
 from dlgate.ops.transformer._shared import _dims_ok, _hull, swish_bounds, _ulp_rel, _w, _widen
 
@@ -86,8 +87,6 @@ class CausalConvWithState(OpSpec):
     )
 
     def value_range(self, a, ranges, ins):
-        from dlgate.ops.linalg._shared import product_bounds, sum_bounds
-
         r = dict(zip(self.keys, ranges))
         padded = _hull(r["x"], r["s"]) if "s" in r else _hull(r["x"], (0.0, 0.0))
         k = a["k"]

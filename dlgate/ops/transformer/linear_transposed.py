@@ -4,6 +4,7 @@ from typing import ClassVar
 
 from dlgate import dtypes as dt
 from dlgate.ops.base import OpSpec, TensorType
+from dlgate.ops.linalg._shared import product_bounds, sum_bounds
 from dlgate.ops.linalg.gemm import plus_bounds
 from dlgate.ops.transformer._shared import MAX_HEAD, _dims_ok, _mm, _w
 
@@ -53,8 +54,6 @@ class LinearTransposed(OpSpec):
         return (_w(_mm(x, w.t())) + _w(bias)).to(x.dtype)
 
     def value_range(self, a, ranges, ins):
-        from dlgate.ops.linalg._shared import product_bounds, sum_bounds
-
         k = ins[0].shape[-1]
         return [plus_bounds(sum_bounds(product_bounds(ranges[0], ranges[1]), k, k), ranges[2])]
 

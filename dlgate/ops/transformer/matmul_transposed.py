@@ -4,6 +4,7 @@ from typing import ClassVar
 
 from dlgate import dtypes as dt
 from dlgate.ops.base import OpSpec, TensorType
+from dlgate.ops.linalg._shared import product_bounds, sum_bounds
 from dlgate.ops.transformer._shared import MAX_HEAD, _dims_ok, _mm
 
 
@@ -81,8 +82,6 @@ class MatMulTransposed(OpSpec):
         return _mm(x, w)
 
     def value_range(self, a, ranges, ins):
-        from dlgate.ops.linalg._shared import product_bounds, sum_bounds
-
         k = self._k(a, ins[0].shape)
         return [sum_bounds(product_bounds(ranges[0], ranges[1]), k, k)]
 
