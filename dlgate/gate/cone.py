@@ -32,7 +32,7 @@ from dlgate.reduce.reducer import as_case, cut_map
 
 def ancestors(graph: Graph, tensors) -> list:
     """Indices of the operators that ``tensors`` depend on (their producers included), in order."""
-    producer = {t: i for i, n in enumerate(graph.nodes) for t in n.outputs}
+    producer = graph.producers()
     todo, seen = [producer[t] for t in tensors if t in producer], set()
     while todo:
         i = todo.pop()
