@@ -21,8 +21,6 @@ NOT_GENERATED = {
     "StringConcat": "string tensors: dlgate generates numeric and boolean tensors only",
     "StringNormalizer": "string tensors: dlgate generates numeric and boolean tensors only",
     "StringSplit": "string tensors: dlgate generates numeric and boolean tensors only",
-    "TfIdfVectorizer": "n-gram counting over token ids with a pool of strings or ints: a text-pipeline "
-                       "operator neither TVM nor the deep-learning exporters emit",
     "ImageDecoder": "decodes encoded image bytes (JPEG, PNG...): its input is a file format, not a tensor "
                     "a graph computes",
     "Scatter": "deprecated since opset 11 (ScatterElements replaces it); dlgate generates opsets 13 and up",

@@ -11,4 +11,4 @@ attributes emitted as constants.
 #: The operator modules, in the order the registry lists and draws their specs (part of generation's
 #: determinism; see dlgate/ops/registry.py). Each defines ``OPS``, the classes it registers.
 OPERATORS = ("gather", "gather_arange", "gather_elements", "top_k", "cum_sum", "trilu", "one_hot", "resize",
-             "eye_like", "gather_nd", "scatter_nd", "scatter_elements", "reverse_sequence")
+             "eye_like", "gather_nd", "scatter_nd", "scatter_elements", "reverse_sequence", "tf_idf_vectorizer")
