@@ -3,7 +3,7 @@ from dlgate.seeds import case_id, case_seed, sub_seed
 
 def test_case_seed_is_a_fixed_function_of_its_inputs():
     # Pinned value: a change here changes every batch ever generated (bump GENERATOR_VERSION).
-    assert case_seed("abc", "pr", 0) == 0x037F68A4FDF1B2C1
+    assert case_seed("abc", "pr", 0) == 0x27824F2E4015FA60
 
 
 def test_seeds_differ_by_root_campaign_and_index():
