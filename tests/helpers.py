@@ -235,3 +235,41 @@ def judge_candidate(g: Graph, inputs: list, candidate: list, reference: list | N
     recheck = g.extreme is not None
     return V.judge("fake", "fake[cpu]", out, ref, tolerances,
                    explain=rules.explain(g, inputs, tolerances, candidate, ref, recheck), recheck=recheck)
+
+
+# -- picking a run's seed by what its batch holds --------------------------------------------------
+def run_batch(cfg_path: str, seed: str) -> list:
+    """The batch cases (``dlgate.case.Case``, in index order) that ``dlgate run --config
+    cfg_path --seed seed`` generates: the campaign's generator at its fixed opset, guided by
+    coverage from an empty state unless guidance is off. A test that needs its batch to hold
+    some kind of model picks its seed by this (:func:`seed_where`), so that a new generator
+    version, which draws other cases from every seed, does not take the kind away."""
+    from dlgate.case import GuidedBatch, make_case
+    from dlgate.coverage.state import CoverageState
+    from dlgate.gate import config as C
+    from dlgate.gate.run.plan import generator
+
+    cfg = C.load(cfg_path)
+    # what the run would draw otherwise depends on probes (the opset range, a support
+    # restriction) or on a coverage state kept elsewhere
+    assert cfg.opset is not None and not cfg.support and not cfg.restrict_to_support and not cfg.coverage_state
+    gen = generator(cfg, [cfg.opset, cfg.opset])
+    if not cfg.guidance:
+        return [make_case(gen, seed, cfg.campaign, i) for i in range(cfg.models)]
+    batch = GuidedBatch(gen, seed, cfg.campaign, CoverageState())
+    return [batch.case(i)[0] for i in range(cfg.models)]
+
+
+def seed_where(cfg_path: str, holds: Callable, prefix: str, tries: int = 60) -> str:
+    """The first of ``prefix``1, ``prefix``2, ... whose batch (:func:`run_batch`) ``holds``."""
+    for k in range(1, tries + 1):
+        if holds(run_batch(cfg_path, f"{prefix}{k}")):
+            return f"{prefix}{k}"
+    raise AssertionError(f"no seed {prefix}1..{prefix}{tries} draws the batch the test needs")
+
+
+def onnx_ops(case) -> list:
+    """The operator types of a case's ONNX model, in its node order."""
+    import onnx
+
+    return [n.op_type for n in onnx.load_from_string(case.model_bytes).graph.node]

@@ -30,6 +30,7 @@ from dlgate.ops.base import TensorType
 from dlgate.oracle import verdict as V
 from dlgate.oracle.signature import cluster, essence, share_key
 from dlgate.reduce.reducer import Reducer, Target
+from tests.helpers import onnx_ops, seed_where
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -234,7 +235,10 @@ def test_run_decides_sharing_on_the_reduced_case(tmp_path, monkeypatch, base_fau
     for k, x in _env(FAKE_FAULT="Sigmoid", FAKE_SPELLING="new").items():
         monkeypatch.setenv(k, x)
     cfg = _cfg(tmp_path, _env(FAKE_FAULT=base_fault, FAKE_REFUSE="Abs"))
-    assert main(["run", "--config", cfg, "--seed", "s1", "--out", "o"]) == expect
+    # a batch with a model where Abs comes before a Sigmoid: the base build meets the Abs it
+    # refuses first, so it fails that model otherwise and only the reduced case can decide
+    seed = seed_where(cfg, lambda cases: any(_abs_before_sigmoid(onnx_ops(c)) for c in cases), "s")
+    assert main(["run", "--config", cfg, "--seed", seed, "--out", "o"]) == expect
     v = json.load(open("o/verdict.json"))
     groups = v["pre_existing"] if base_fault else v["new"]
     assert groups and not (v["new"] if base_fault else v["pre_existing"])
@@ -242,6 +246,10 @@ def test_run_decides_sharing_on_the_reduced_case(tmp_path, monkeypatch, base_fau
     assert all(b["reproduces"] is bool(base_fault) for b in decided), decided
     # models where Abs comes before Sigmoid: the base build refuses them whole, the reduced case decides
     assert "reduced case" in {b["decided_on"] for b in decided}, decided
+
+
+def _abs_before_sigmoid(ops: list) -> bool:
+    return "Abs" in ops and "Sigmoid" in ops[ops.index("Abs"):]
 
 
 # -- not reduced: the failure's cone decides -----------------------------------------------------
