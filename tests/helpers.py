@@ -273,3 +273,23 @@ def onnx_ops(case) -> list:
     import onnx
 
     return [n.op_type for n in onnx.load_from_string(case.model_bytes).graph.node]
+
+
+def output_cones(model) -> list:
+    """For each output of an ONNX model (a ModelProto, or its bytes), in order: the types of
+    the operators it depends on."""
+    import onnx
+
+    if isinstance(model, (bytes, bytearray)):
+        model = onnx.load_from_string(model)
+    producer = {t: n for n in model.graph.node for t in n.output}
+    cones = []
+    for out in model.graph.output:
+        todo, seen = [out.name], set()
+        while todo:
+            n = producer.get(todo.pop())
+            if n is not None and id(n) not in seen:
+                seen.add(id(n))
+                todo.extend(n.input)
+        cones.append({n.op_type for n in model.graph.node if id(n) in seen})
+    return cones
