@@ -113,15 +113,16 @@ def test_an_interrupted_run_reports_what_ran_then_a_rerun_resumes(tmp_path, sig,
         pass
 
 
-def _first_is_wrong_under_fake_bug(cases) -> bool:
+def _first_is_wrong_under_fake_bug(cfg: str, cases) -> bool:
     """Whether the oracle calls the batch's first case wrong when every float output is off
     by one, as FAKE_BUG makes it (a case whose float outputs are NaN, or so large that one is
     within the tolerance, passes)."""
     from dlgate.check import prepare
+    from dlgate.gate import config as C
     from dlgate.materialize.torch_model import run_numpy
 
     c = cases[0]
-    p = prepare(c.meta(), c.graph, c.model_bytes)
+    p = prepare(c.meta(), c.graph, c.model_bytes, C.load(cfg).search_steps)  # the inputs the run searches
     ref = run_numpy(p.graph, p.inputs)
     wrong = [o + 1 if o.dtype.kind == "f" else o for o in ref]
     return judge_candidate(p.graph, p.inputs, wrong, ref).verdict == "mismatch"
@@ -136,7 +137,7 @@ def test_an_interrupted_run_reports_the_new_failures_it_found(tmp_path, monkeypa
     cfg = write_config(tmp_path, models=4, reduce=False, confirm_runs=0, dtypes=["float32"],
                        backends=[slow(tmp_path / "marks", seconds=0.5)])
     out = tmp_path / "o"
-    proc = spawn(run_cmd(cfg, out, seed_where(cfg, _first_is_wrong_under_fake_bug, "life")), tmp_path / "tmp")
+    proc = spawn(run_cmd(cfg, out, seed_where(cfg, lambda cases: _first_is_wrong_under_fake_bug(cfg, cases), "life")), tmp_path / "tmp")
     err, pids, groups = stop_after_records(proc, out, signal.SIGTERM)
     reap(pids, groups)
     n = len(records(out))
