@@ -480,7 +480,9 @@ def test_dlgate_issues_takes_the_cap_from_the_campaign(run_dir, tmp_path, monkey
 def _one_cause(run_dir: str, tmp_path) -> tuple:
     """A copy of the run whose first two public causes are one cause spanning both their
     clusters, as one converter's bug met in two dtypes is (the gate's ``cause``, on every
-    group of either); (results folder, the merged clusters, the other public findings)."""
+    group of either); (results folder, the merged clusters in the run's order (the order of
+    the verdict's groups, which a cause lists them in, whatever order the findings take),
+    the other public findings)."""
     results = str(tmp_path / "merged")
     shutil.copytree(run_dir, results)
     private, public = _split(findings(results))
@@ -488,12 +490,15 @@ def _one_cause(run_dir: str, tmp_path) -> tuple:
     a, b = public[0], public[1]
     p = os.path.join(results, "verdict.json")
     v = json.load(open(p))
+    merged = []
     for key in ("new", "regressions", "pre_existing"):
         for g in v.get(key, []):
             if g["cluster"] in a.clusters + b.clusters:
                 g["cause"] = "one-converter-bug"
+                merged += [] if g["cluster"] in merged else [g["cluster"]]
+    assert sorted(merged) == sorted(a.clusters + b.clusters)
     json.dump(v, open(p, "w"))
-    return results, a.clusters + b.clusters, public[2:]
+    return results, merged, public[2:]
 
 
 def test_one_issue_per_cause_listing_its_clusters(run_dir, tmp_path):
