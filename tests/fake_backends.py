@@ -276,6 +276,38 @@ class EnvBug(Backend):
         return [o + 1 if k in hit else o for k, o in enumerate(outs)]
 
 
+class EnvOpBugs(EnvBug):
+    """onnxruntime's answers, with every result of the operator types ``FAKE_WRONG`` names
+    (comma-separated) off by one in this build: a compiler bug tied to an operator, as real
+    ones are, wherever the operator sits in a model and whichever outputs it reaches (a cut
+    or a cone of the model keeps it). Head and base builds of one compiler that get other
+    operators wrong."""
+
+    name = "envopbugs"
+
+    def compile(self, model):
+        import onnx
+        from onnx import helper, numpy_helper
+
+        wrong = {op for op in os.environ.get("FAKE_WRONG", "").split(",") if op}
+        m = onnx.shape_inference.infer_shapes(onnx.load_from_string(model.onnx))
+        types = {vi.name: vi.type.tensor_type.elem_type for vi in [*m.graph.value_info, *m.graph.output]}
+        nodes = []
+        for k, n in enumerate(m.graph.node):
+            nodes.append(n)
+            if n.op_type not in wrong:
+                continue
+            for j, y in enumerate(list(n.output)):
+                right, one = f"{y}__right{k}", f"{y}__one{k}"
+                n.output[j] = right
+                dtype = helper.tensor_dtype_to_np_dtype(types[y])
+                m.graph.initializer.append(numpy_helper.from_array(np.ones((), dtype), one))
+                nodes.append(helper.make_node("Add", [right, one], [y], name=f"{n.name}__wrong{j}"))
+        del m.graph.node[:]
+        m.graph.node.extend(nodes)
+        return super().compile(type(model)(m.SerializeToString(), model.graph))
+
+
 class Flaky(EnvBug):
     """Wrong on every other compilation in a worker (every run of that compiled model, the
     further input sets of a dynamic case included): a failure that a re-run does not

@@ -16,6 +16,7 @@ import yaml
 from dlgate.cli import main
 from dlgate.gate import config as C
 from dlgate.gate.journal import read_records
+from tests.helpers import onnx_ops, output_cones, seed_where
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 XSD = os.path.join(REPO, "tests", "data", "junit.xsd")
@@ -290,33 +291,56 @@ def test_head_versus_base(tmp_path, monkeypatch, base_has_bug, expect_exit, cls)
                 assert x["base"]["reproduces"] is base_has_bug
 
 
+def _tanh_outputs_with_and_without_sigmoid(cases) -> bool:
+    """Whether the batch holds models with a Sigmoid whose first output reached by a Tanh
+    depends on a Sigmoid too, and ones where it does not."""
+    kinds = set()
+    for c in cases:
+        hit = [cone for cone in output_cones(c.model_bytes) if "Tanh" in cone]
+        if hit and "Sigmoid" in onnx_ops(c):
+            kinds.add("Sigmoid" in hit[0])
+    return kinds == {True, False}
+
+
 def test_a_base_build_wrong_in_another_output_does_not_hide_a_new_error(tmp_path, monkeypatch):
     import onnx
 
-    # head is wrong in each model's last float output, base (an older bug) in its first: in a model
-    # with two or more float outputs those are two bugs, and head's is new; with one, base shares it
-    monkeypatch.setenv("FAKE_BUG", "last")
-    base = {"python": sys.executable, "env": {"FAKE_BUG": "first", "PYTHONPATH": REPO}}
-    cfg = write_config(str(tmp_path), models=6, backends=[{"name": "tests.fake_backends:EnvBug"}], crosscheck=False,
-                       base=base, dtypes=["float32"], findings_per_case=1, reduce=False)
-    # every batch is judged so; the first one holding both kinds of model decides the exit status
-    for seed in ("outputs", "outputs2", "outputs3", "outputs4", "outputs5"):
-        out = str(tmp_path / seed)
-        rc = main(["run", "--config", cfg, "--seed", seed, "--out", out])
-        seen = set()
-        for rec in results(out):
-            for x in rec["verdicts"]:
-                if x["verdict"] != "mismatch":
-                    continue
-                model = onnx.load(os.path.join(out, rec["bundle"], "model.onnx"))
-                floats = sum(o.type.tensor_type.elem_type == onnx.TensorProto.FLOAT for o in model.graph.output)
-                assert x["base"]["reproduces"] is (floats == 1), (rec["case"], floats, x["base"])
-                seen.add(floats > 1)
-        if seen == {True, False}:
-            break
-    else:
-        raise AssertionError("no batch of five held models with one and with several float outputs")
-    assert rc == 1 and verdict(out)["new"]
+    # head gets every Tanh wrong (new), base every Sigmoid (an older bug): faults tied to
+    # operators, as compilers' are. In a model holding both, the base build is wrong in the
+    # outputs a Sigmoid reaches; where head's failing output depends on no Sigmoid, that is
+    # another output, and it must not hide head's new error: the failure is not reduced, so
+    # its cone (the operators that output depends on) decides, and the base build passes it.
+    # Where that output depends on a Sigmoid too, the base build is wrong there: shared.
+    monkeypatch.setenv("FAKE_WRONG", "Tanh")
+    monkeypatch.delenv("FAKE_BUG", raising=False)
+    base = {"python": sys.executable, "env": {"FAKE_WRONG": "Sigmoid", "PYTHONPATH": REPO}}
+    # no Relu or Neg: neither can hide an operator's result off by one (Relu(-x - 1) = Relu(-x) = 0)
+    cfg = write_config(str(tmp_path), models=6, backends=[{"name": "tests.fake_backends:EnvOpBugs"}],
+                       crosscheck=False, base=base, operators=["Sigmoid", "Tanh", "Add", "Mul", "Abs"],
+                       dtypes=["float32"], findings_per_case=1, reduce=False)
+    out = str(tmp_path / "o")
+    rc = main(["run", "--config", cfg, "--seed", seed_where(cfg, _tanh_outputs_with_and_without_sigmoid, "outputs"),
+               "--out", out])
+    through_cone = shared = 0
+    for rec in results(out):
+        for x in rec["verdicts"]:
+            if x["verdict"] != "mismatch":
+                continue
+            model = onnx.load(os.path.join(out, rec["bundle"], "model.onnx"))
+            cone = output_cones(model)[x["comparison"]["output"]]  # what head's failing output depends on
+            assert "Tanh" in cone, (rec["case"], cone)
+            b = x["base"]
+            assert b["reproduces"] is ("Sigmoid" in cone), (rec["case"], cone, b)
+            if "Sigmoid" not in {n.op_type for n in model.graph.node}:
+                assert b["verdict"] == "pass" and b["decided_on"] == "case", (rec["case"], b)
+            elif "Sigmoid" not in cone:  # the base build is wrong in another output: the cone decides
+                assert b["decided_on"] == "cone case" and b["verdict"] == "pass", (rec["case"], b)
+                assert b["whole"]["verdict"] == "mismatch" and b["cone"]["operators"] < b["cone"]["of"], b
+                through_cone += 1
+            shared += b["reproduces"]
+    assert through_cone and shared, (through_cone, shared)
+    d = verdict(out)
+    assert rc == 1 and d["new"] and d["pre_existing"]
 
 
 # -- corpus ---------------------------------------------------------------------------------------
