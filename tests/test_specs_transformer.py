@@ -26,7 +26,7 @@ from dlgate.ops.transformer.attention import MASK_FORMS, attention, sqrt_scale
 from dlgate.ops.transformer.rms_normalization import SCALE_FORMS, rms_norm, _scale_shape
 from dlgate.ops.transformer.rotary_embedding import rope_cache, rotary
 from dlgate.probe.single import single_op_graph, single_op_model
-from tests.helpers import check_against_reference, draw_feed, finite, mismatch, ort_run
+from tests.helpers import check_against_reference, draw_feed, finite, mismatch, ort_run, ort_session
 
 FAMILY = [n for n in ("Attention", "AttentionMask", "AttentionBoolMask", "AttentionPast", "AttentionPastMask",
                       "AttentionQK", "RMSNormalization", "RotaryEmbedding", "RotaryEmbeddingConstCache", "Swish",
@@ -364,6 +364,20 @@ def test_generated_instances(name):
                 exact = None
                 for i, (r, o) in enumerate(zip(got, ours)):
                     err = mismatch(r, o)
+                    if err is not None and o.dtype == np.float16 and "Idiom" in name:
+                        # an idiom is the exporters' chain of ONNX nodes, each rounding to
+                        # float16 (ours does too, and agrees with onnx.reference above); a
+                        # softmax can carry one node's last-place difference past the
+                        # tolerance. Where onnxruntime first parts from onnx.reference, the
+                        # node's exact value on the inputs both computed alike decides:
+                        # onnx.reference's (ours) must be its rounding, onnxruntime's farther.
+                        assert spec.reference_defect(node.attrs, g.input_types(), opset) is None, \
+                            f"{where}: ours unchecked against onnx.reference"
+                        op, e, mine, theirs = _parting(model, g, feeds)
+                        assert mismatch(e.astype(np.float16), mine) is None, f"{where}: {op} against float64"
+                        far = [float(np.abs(x.astype(np.float64) - e).max()) for x in (theirs, mine)]
+                        assert far[0] > far[1], f"{where}: onnxruntime's {op} nearer its exact value than ours"
+                        continue
                     if err is not None and o.dtype == np.float16:
                         # onnxruntime rounds some float16 intermediates the spec types as T (its
                         # Attention: the scores after the product, the softcap and the mask, and
@@ -399,6 +413,37 @@ def _exact(model: bytes, g, feeds) -> list:
             vi.type.tensor_type.elem_type = onnx.TensorProto.DOUBLE
     wide = [x.astype(np.float64) if x.dtype == np.float16 else x for x in feeds]
     return ReferenceEvaluator(m).run(None, {g.name(t): x for t, x in zip(g.inputs, wide)})
+
+
+def _parting(model: bytes, g, feeds) -> tuple:
+    """The first node (in order) whose float16 result onnxruntime computes otherwise than
+    onnx.reference, every intermediate exposed: (its type, its exact value in float64 from
+    the inputs both computed alike, onnx.reference's result, onnxruntime's)."""
+    from onnx import helper
+
+    m = onnx.shape_inference.infer_shapes(onnx.load_from_string(model))
+    named = {o.name for o in m.graph.output}
+    m.graph.output.extend([vi for vi in m.graph.value_info if vi.name not in named])
+    names = [o.name for o in m.graph.output]
+    feed = {g.name(t): x for t, x in zip(g.inputs, feeds)}
+    ref = dict(zip(names, ReferenceEvaluator(m).run(None, feed)))
+    got = dict(zip(names, ort_session(m).run(None, feed)))
+    inits = {i.name: onnx.numpy_helper.to_array(i) for i in m.graph.initializer}
+    for node in m.graph.node:
+        parted = [y for y in node.output if ref[y].dtype == np.float16 and not np.array_equal(ref[y], got[y])]
+        if not parted:
+            continue
+        y = parted[0]
+        ins = {x: ref.get(x, feed.get(x, inits.get(x))) for x in node.input if x}
+        wide = {x: v.astype(np.float64) if v.dtype == np.float16 else v for x, v in ins.items()}
+        one = helper.make_graph(
+            [node], "one", [helper.make_tensor_value_info(x, helper.np_dtype_to_tensor_dtype(v.dtype), v.shape)
+                            for x, v in wide.items()],
+            [helper.make_tensor_value_info(y, onnx.TensorProto.DOUBLE, None)])
+        one_model = helper.make_model(one, opset_imports=m.opset_import)
+        (e,) = ReferenceEvaluator(one_model).run([y], wide)
+        return node.op_type, np.asarray(e, np.float64), ref[y], got[y]
+    raise AssertionError("onnxruntime's intermediates all agree with onnx.reference's")
 
 
 def _regimes(name, first, keys, n=80, opset=23):
