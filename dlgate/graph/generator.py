@@ -46,12 +46,16 @@ class Generator(ValueBounds, SymbolicInsertion, BodyDrawing):
         self.cfg = cfg
         #: Coverage guidance (``dlgate.coverage.guide.Guide``), or None for plain draws.
         self.guide = guide
-        self.specs = select(cfg.ops)
+        named = select(cfg.ops)
+        # a degenerate-only spec (Concat of one input) is drawn in the degenerate regime, or
+        # when the operator list names it; the ordinary stream never sees it
+        self.specs = [s for s in named if not s.degenerate_only or cfg.ops is not None]
+        self._degenerate_specs = [s for s in named if s.degenerate_only and cfg.ops is None]
         self.solver = Solver(cfg.limits.bins)
         self.opset = cfg.opset or cfg.opset_range[1]
         self.stats = {"forward": 0, "backward": 0, "z3_forward": 0, "z3_backward": 0, "failed": 0}
         self._sig_cache: dict = {}
-        self._available: dict = {}  # opset -> the specs drawable there
+        self._available: dict = {}  # (opset, degenerate) -> the specs drawable there
         self._aim = None  # the aim of the case being drawn (its specs' signatures narrow to it)
 
     # -- entry point ----------------------------------------------------------------
@@ -107,9 +111,9 @@ class Generator(ValueBounds, SymbolicInsertion, BodyDrawing):
         finally:
             self._aim = was
 
-    def _aim_specs(self, aim, opset: int) -> list:
+    def _aim_specs(self, aim, opset: int, degenerate: bool = False) -> list:
         names = set(aim.specs)
-        return [s for s in self._specs_at(opset) if s.name in names and self._sigs(s)]
+        return [s for s in self._specs_at(opset, degenerate) if s.name in names and self._sigs(s)]
 
     def _draw(self, seed: int, insist: bool = True, aim=None) -> Graph:
         cfg = self.cfg
@@ -129,18 +133,17 @@ class Generator(ValueBounds, SymbolicInsertion, BodyDrawing):
         if aimed is not None:
             opset = rng.choice(opsets)
             self._aim = aimed
-            specs = self._specs_at(opset)
-            focus = rng.choice(self._aim_specs(aimed, opset))
+            focus = rng.choice(self._aim_specs(aimed, opset, degenerate))
         elif cfg.opset is not None:
             opset = cfg.opset
         else:
             opset, focus = self._draw_opset(rng)
-        specs = self._specs_at(opset)
-        if not specs:
-            raise GenerationError(f"no operator is available at opset {opset} with the allowed dtypes")
         ctx = self._ctx(rng, opset)
         if degenerate:
             ctx.degenerate = True
+        specs = self._specs_at(opset, ctx.degenerate)
+        if not specs:
+            raise GenerationError(f"no operator is available at opset {opset} with the allowed dtypes")
         target = rng.randint(cfg.min_nodes, cfg.max_nodes)
         st = _State()
         weights = None
@@ -164,7 +167,7 @@ class Generator(ValueBounds, SymbolicInsertion, BodyDrawing):
             for _ in range(SEED_TRIES):  # the aimed operator first, so the case exercises it
                 if self._forward(st, focus, ctx, rng):
                     break
-        aim_specs = [specs.index(s) for s in self._aim_specs(aimed, opset)] if aimed is not None else []
+        aim_specs = [specs.index(s) for s in self._aim_specs(aimed, opset, degenerate)] if aimed is not None else []
         while len(st.nodes) < target and budget > 0:
             budget -= 1
             if aim_specs and rng.random() < AIM_REPEAT:
@@ -207,13 +210,15 @@ class Generator(ValueBounds, SymbolicInsertion, BodyDrawing):
         through its ``body_graph``."""
         return Ctx(rng, self.cfg.limits, self.cfg.dtypes, opset, body_graph=body_graph)
 
-    def _specs_at(self, opset: int) -> list:
+    def _specs_at(self, opset: int, degenerate: bool = False) -> list:
         """The specs drawable at ``opset`` (made the current opset): available there, with a
-        signature the config, the support set and the schema allow."""
+        signature the config, the support set and the schema allow; in the degenerate regime
+        the degenerate-only specs too, after the others (so the others keep their indices)."""
         self.opset = opset
-        specs = self._available.get(opset)
+        specs = self._available.get((opset, degenerate))
         if specs is None:
-            specs = self._available[opset] = [s for s in self.specs if s.available(opset) and self._base_sigs(s)]
+            pool = self.specs + (self._degenerate_specs if degenerate else [])
+            specs = self._available[(opset, degenerate)] = [s for s in pool if s.available(opset) and self._base_sigs(s)]
         return specs
 
     def drawable(self) -> None:

@@ -318,6 +318,11 @@ class Core:
     #: its campaign gives any model them (``GenConfig.dynamic_share`` > 0), and its first
     #: input is a graph input (see ``dlgate.ops.motif``, EmbedLayerNormAttention).
     needs_dynamic: ClassVar[bool] = False
+    #: The spec is itself a degenerate value of its operator (Concat of one input, Split into
+    #: one output): kernels and converters special-case it, so a change-aware batch in the
+    #: degenerate regime (``Ctx.degenerate``) draws it, but the ordinary stream never does
+    #: (its draws stay as they were). Named explicitly (``--ops``, the support probe), it is drawn.
+    degenerate_only: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)

@@ -11,7 +11,7 @@ from dlgate.ops.layout._shared import Layout, composition, set_dim, spell_axis
 # -- Concat / Split -------------------------------------------------------------------
 
 class Concat(Layout):
-    """Two inputs (``Concat3``: three, ``Concat4``: four, ``Concat5``: five) that differ only
+    """Two inputs (``Concat1``: one, degenerate-only; ``Concat3``: three, ``Concat4``: four, ``Concat5``: five) that differ only
     along ``axis``."""
     onnx_op = "Concat"
     arity = 2
@@ -57,6 +57,20 @@ class Concat(Layout):
     preserves_values = True
 
 
+class Concat1(Concat):
+    """Concat of a single input: the identity, which kernels and converters special-case (a
+    copy, or no node at all). Drawn only in the degenerate regime."""
+    name = "Concat1"
+    arity = 1
+    dtypes = tuple((t,) for t in dt.ALL)
+    degenerate_only = True
+
+    def backward(self, ctx, out):
+        if out.rank == 0:
+            return None
+        return [out], {"axis": spell_axis(ctx, ctx.rng.randrange(out.rank), out.rank)}
+
+
 class Concat3(Concat):
     name = "Concat3"
     arity = 3
@@ -75,4 +89,4 @@ class Concat5(Concat):
     dtypes = tuple((t,) * 5 for t in dt.ALL)
 
 
-OPS = [Concat, Concat3, Concat4, Concat5]
+OPS = [Concat, Concat1, Concat3, Concat4, Concat5]

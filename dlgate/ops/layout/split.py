@@ -7,7 +7,7 @@ from dlgate.ops.layout._shared import Layout, composition, _concrete, set_dim, s
 
 
 class Split(Layout):
-    """Two outputs (``Split3``: three, ``Split5``: five) of sizes ``split``. The lowering writes the sizes as
+    """Two outputs (``Split1``: one, degenerate-only; ``Split3``: three, ``Split5``: five) of sizes ``split``. The lowering writes the sizes as
     an attribute (< 13) or an input (>= 13), or leaves them implied where that means the
     same: equal parts (13..17), or ``num_outputs`` (>= 18: parts of ceil(d/n), the last
     one smaller, never empty)."""
@@ -80,6 +80,15 @@ class Split(Layout):
     exact_values = True
 
 
+class Split1(Split):
+    """Split into a single output (the whole axis): the identity, which kernels and converters
+    special-case (one output is a tensor where several are a tuple). Drawn only in the
+    degenerate regime."""
+    name = "Split1"
+    n_outputs = 1
+    degenerate_only = True
+
+
 class Split3(Split):
     name = "Split3"
     n_outputs = 3
@@ -90,4 +99,4 @@ class Split5(Split):
     n_outputs = 5
 
 
-OPS = [Split, Split3, Split5]
+OPS = [Split, Split1, Split3, Split5]
