@@ -22,7 +22,6 @@ class AttentionFusionClip(OrtMotif):
     fusion takes (``dtype``): onnxruntime 1.32 fuses it anyway and fails at session creation
     ("Tensor type mismatch"), at level extended and above."""
 
-    name = "AttentionFusionClip"
     onnx_op = "Softmax"
     onnx_ops = ("Reshape", "Transpose", "MatMul", "Split", "Squeeze", "Mul", "Add")
     rewrite = "AttentionFusion"

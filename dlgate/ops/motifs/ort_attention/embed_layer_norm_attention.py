@@ -43,7 +43,6 @@ class EmbedLayerNormAttention(Restricted, WholeMotif, OrtMotif):
     so EmbedLayerNormFusion has no Attention to feed), ``scale`` (Q divided by another
     value than sqrt(H): AttentionFusion declines)."""
 
-    name = "EmbedLayerNormAttention"
     onnx_op = "Gather"
     onnx_ops = ("Squeeze", "Abs", "Shape", "Range", "Unsqueeze", "Expand", "Add", "ReduceMean", "Sub", "Pow",
                 "Sqrt", "Div", "Mul", "MatMul", "Reshape", "Transpose", "Concat", "Cast", "Equal", "Where",

@@ -13,7 +13,6 @@ class GeluErfFusion(_Block):
     GeluErfIdiom writes it) becomes Gelu (float16 only from opset 20, into the standard
     one); with the divisor off sqrt(2) it is no Gelu and must stay."""
 
-    name = "GeluErfFusion"
     onnx_op = "Erf"
     onnx_ops = ("Div", "Add", "Mul")
     rewrite = "GeluFusion"

@@ -35,7 +35,7 @@ class _ConvThen(OrtMotif):
     onnx_op = "Conv"
     arity = 4
     ranks = (3, 4, 5)
-    dtypes = tuple((t,) * 4 for t in (F32, F16))
+    types = (F32, F16)
     fuse_dtypes = (F32, F16)
     min_opset = 13
     binop = ""

@@ -12,7 +12,6 @@ class ConvActivationFusion(OrtMotif):
     activation as an attribute (float32 on the CPU), when the Conv's output is read by
     the activation only."""
 
-    name = "ConvActivationFusion"
     onnx_op = "Conv"
     onnx_ops = ("Relu", "Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid", "Clip")
     rewrite = "ConvActivationFusion"
@@ -20,7 +19,7 @@ class ConvActivationFusion(OrtMotif):
     level = "extended"
     arity = 3
     ranks = (3, 4, 5)
-    dtypes = tuple((t,) * 3 for t in (F32, F16))
+    types = (F32, F16)
     fuse_dtypes = (F32,)
     conditions = ("activation", "single_consumer", "dtype")
 

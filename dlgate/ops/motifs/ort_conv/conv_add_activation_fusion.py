@@ -13,11 +13,9 @@ class ConvAddActivationFusion(OrtMotif):
     transformer runs first and takes the Convs with static weights it can, so the weights
     here are live (graph inputs), which it never takes on any block size."""
 
-    name = "ConvAddActivationFusion"
     onnx_op = "Conv"
     onnx_ops = ("Add", "Relu", "Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid", "Clip")
     rewrite = "ConvAddActivationFusion"
-    expects = ("transformer:ConvAddActivationFusion",)
     level = "all"
     arity = 4
     ranks = (4,)

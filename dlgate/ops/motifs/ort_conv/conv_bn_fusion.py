@@ -10,7 +10,6 @@ class ConvBnFusion(OrtMotif):
     mean and var, the Conv's output read only by the BatchNormalization, becomes one Conv
     with folded weights."""
 
-    name = "ConvBnFusion"
     onnx_op = "Conv"
     onnx_ops = ("BatchNormalization", "Add")
     optimizer = "onnxruntime"
@@ -18,7 +17,7 @@ class ConvBnFusion(OrtMotif):
     expects = ("removed:BatchNormalization",)
     arity = 7
     ranks = (3, 4, 5)
-    dtypes = tuple((t,) * 7 for t in (F32, F16))  # no float64 Conv kernel on the CPU
+    types = (F32, F16)  # no float64 Conv kernel on the CPU
     min_opset = 14
     conditions = ("weights_constant", "bn_constant", "single_consumer")
 

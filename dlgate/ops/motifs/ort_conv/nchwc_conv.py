@@ -14,7 +14,6 @@ class NchwcConv(OrtMotif):
     front (a 1x1 Conv to 3, 16 or 32 channels) makes them so whatever the input's own
     channels; a following Relu is fused into the NCHWc Conv."""
 
-    name = "NchwcConv"
     onnx_op = "Conv"
     onnx_ops = ("Relu",)
     rewrite = "NchwcTransformer"

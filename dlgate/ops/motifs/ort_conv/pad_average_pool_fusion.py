@@ -12,7 +12,6 @@ class PadAveragePoolFusion(_PadThen):
     added; onnxruntime declines MaxPool (implicit padding is -inf there),
     ``count_include_pad=0`` and ``ceil_mode=1``."""
 
-    name = "PadAveragePoolFusion"
     onnx_ops = ("AveragePool", "MaxPool")
     arity = 1
     dtypes = ((F32,), (F16,))

@@ -16,15 +16,13 @@ class SliceConcatSpaceToDepth(OrtMotif):
     Slices, one per axis. An odd H or W is cropped first (the Slices then read the crop).
     Two branches of one phase, or the Concat on the batch axis, break it."""
 
-    name = "SliceConcatSpaceToDepth"
     onnx_op = "Slice"
     onnx_ops = ("Concat",)
     rewrite = "SliceConcatToSpaceToDepthFusion"
-    expects = ("transformer:SliceConcatToSpaceToDepthFusion",)
     fuse_dtypes = (F32, F64)
     arity = 1
     ranks = (4,)
-    dtypes = tuple((t,) for t in (F32, F16, F64))
+    types = (F32, F16, F64)
     conditions = ("four_phases", "channel_axis", "dtype")
     PHASES = ((0, 0), (0, 1), (1, 0), (1, 1))
 

@@ -2,20 +2,17 @@ from __future__ import annotations
 
 from dlgate.ops.motif import In, Out, Step
 from dlgate.ops.motifs.ort_common import OrtMotif, scalar
-from dlgate.ops.motifs.ort_elim._shared import FLOATS
 
 
 class DivMulFusion(OrtMotif):
     """``div_mul_fusion.cc``: Mul(a, Div(1, b)), the Div read only by the Mul, becomes
     Div(a, b)."""
 
-    name = "DivMulFusion"
     onnx_op = "Div"
     onnx_ops = ("Mul",)
     rewrite = "DivMulFusion"
     expects = ("removed:Mul",)
     arity = 2
-    dtypes = tuple((t, t) for t in FLOATS)
     conditions = ("numerator_one", "single_consumer")
 
     def draw(self, ctx, ins, violate):

@@ -11,7 +11,6 @@ class EliminateSlice(_Eliminated):
     """``slice_elimination.cc``: a Slice whose constant starts are 0, ends INT64_MAX and
     steps 1 on every axis it names (it copies its input)."""
 
-    name = "EliminateSlice"
     onnx_op = "Slice"
     rewrite = "EliminateSlice"
     expects = ("removed:Slice",)

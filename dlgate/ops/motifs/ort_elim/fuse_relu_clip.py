@@ -4,7 +4,6 @@ import numpy as np
 
 from dlgate.ops.motif import In, Out, Step
 from dlgate.ops.motifs.ort_common import OrtMotif
-from dlgate.ops.motifs.ort_elim._shared import FLOATS
 from dlgate.ops.registry import get
 
 
@@ -12,13 +11,11 @@ class FuseReluClip(OrtMotif):
     """``relu_clip_fusion.cc``: Relu -> Clip (constant bounds), the Relu read only by the
     Clip, becomes one Clip whose lower bound is at least 0."""
 
-    name = "FuseReluClip"
     onnx_op = "Relu"
     onnx_ops = ("Clip",)
     rewrite = "FuseReluClip"
     expects = ("removed:Relu",)
     arity = 1
-    dtypes = tuple((t,) for t in FLOATS)
     conditions = ("single_consumer",)
 
     def draw(self, ctx, ins, violate):

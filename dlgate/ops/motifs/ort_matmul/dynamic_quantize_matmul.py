@@ -20,7 +20,6 @@ class DynamicQuantizeMatMul(OrtMotif):
     (onnxruntime 1.32 fuses a live one too, and then crashes on a b_scale that is not a
     scalar or a vector of N)."""
 
-    name = "DynamicQuantizeMatMul"
     onnx_op = "DynamicQuantizeLinear"
     onnx_ops = ("MatMulInteger", "Cast", "Mul")
     rewrite = "DynamicQuantizeMatMulFusion"

@@ -9,7 +9,6 @@ class GemmActivationFusion(OrtMotif):
     """``gemm_activation_fusion.cc`` (level 2): float32 Gemm read only by an element-wise
     activation MLAS applies in the Gemm's epilogue becomes ``com.microsoft:FusedGemm``."""
 
-    name = "GemmActivationFusion"
     onnx_op = "Gemm"
     onnx_ops = ("Relu", "Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid", "Elu", "Softsign", "Softplus")
     rewrite = "GemmActivationFusion"
@@ -18,7 +17,7 @@ class GemmActivationFusion(OrtMotif):
     fuse_dtypes = (F32,)
     arity = 3
     ranks = (2,)
-    dtypes = tuple((t,) * 3 for t in (F32, F16))
+    types = (F32, F16)
     conditions = ("activation", "single_consumer", "dtype")
     fused = ("Relu", "Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid", "Elu", "Softsign", "Softplus")
     unfused = ("Abs", "Clip")

@@ -3,7 +3,6 @@ from __future__ import annotations
 from dlgate.ops.base import TensorType
 from dlgate.ops.motif import In, Out, Step
 from dlgate.ops.motifs.ort_common import OrtMotif
-from dlgate.ops.motifs.ort_matmul._shared import FLOATS
 from dlgate.ops.registry import get
 
 
@@ -11,14 +10,12 @@ class GemmTransposeFusion(OrtMotif):
     """``gemm_transpose_fusion.cc`` (a rule): a Transpose with perm [1, 0], read only by
     Gemm as A or B, is folded into the Gemm's transA / transB."""
 
-    name = "GemmTransposeFusion"
     onnx_op = "Transpose"
     onnx_ops = ("Gemm",)
     rewrite = "GemmTransposeFusion"
     expects = ("removed:Transpose",)
     arity = 3
     ranks = (2,)
-    dtypes = tuple((t,) * 3 for t in FLOATS)
     conditions = ("single_consumer",)
 
     def draw(self, ctx, ins, violate):

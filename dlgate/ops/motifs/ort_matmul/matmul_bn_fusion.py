@@ -15,14 +15,13 @@ class MatMulBnFusion(OrtMotif):
     not the columns B's statistics would fold into, and the rule must decline (onnxruntime
     1.20 fused it anyway and failed to build the session)."""
 
-    name = "MatMulBnFusion"
     onnx_op = "MatMul"
     onnx_ops = ("BatchNormalization",)
     rewrite = "MatmulBNFusion"
     expects = ("removed:BatchNormalization",)
     arity = 6
     ranks = (2, 3)
-    dtypes = tuple((t,) * 6 for t in (F32, F64))
+    types = (F32, F64)
     conditions = ("weights_constant", "bn_constant", "single_consumer", "rank_2")
 
     def sample(self, ctx, ins):

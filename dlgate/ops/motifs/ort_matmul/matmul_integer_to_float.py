@@ -22,7 +22,6 @@ class MatMulIntegerToFloat(OrtMotif):
     multiplies by one scale at a time (no Mul of the two); breaking ``single_consumer``
     reads the MatMulInteger's, the Cast's or the scales' Mul's output once more."""
 
-    name = "MatMulIntegerToFloat"
     onnx_op = "Cast"  # the one op whose schema takes every input type the motif does
     onnx_ops = ("QuantizeLinear", "MatMulInteger", "Mul", "Add")
     rewrite = "MatMulIntegerToFloatFusion"
@@ -30,7 +29,7 @@ class MatMulIntegerToFloat(OrtMotif):
     level = "extended"
     arity = 3
     ranks = (2, 3, 4)
-    dtypes = tuple((t, t, t) for t in dt.ALL)
+    types = dt.ALL
     conditions = ("scale_product", "single_consumer")
 
     def draw(self, ctx, ins, violate):

@@ -14,11 +14,9 @@ class MatMulNBitsBias(_NBits):
     input. A bias of shape [1, N] is declined (``bias_shape``); with two projections
     (``attention_shape``) MatMulAddFusion takes the pairs first."""
 
-    name = "MatMulNBitsBias"
     onnx_op = "LayerNormalization"
     onnx_ops = ("DequantizeLinear", "MatMul", "Add")
     rewrite = "MatMulNBitsFusion"
-    expects = ("transformer:MatMulNBitsFusion",)
     ranks = (3,)
     conditions = ("bias_shape", "attention_shape")
 

@@ -11,7 +11,6 @@ class ClipQuantFusion(_QDQ):
     by a QuantizeLinear is dropped when its bounds hold the Q's whole representable range
     ([(qmin - z) * s, (qmax - z) * s]); a narrower Clip stays."""
 
-    name = "ClipQuantFusion"
     onnx_op = "Clip"
     onnx_ops = ("QuantizeLinear", "DequantizeLinear")
     rewrite = "ClipQuantFusion"

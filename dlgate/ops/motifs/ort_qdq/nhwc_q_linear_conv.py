@@ -11,10 +11,8 @@ class NhwcQLinearConv(OrtMotif):
     form by level 2, or written so) becomes ``com.microsoft:QLinearConv`` in NHWC layout
     between Transposes."""
 
-    name = "NhwcQLinearConv"
     onnx_op = "QLinearConv"
     rewrite = "NhwcTransformer"
-    expects = ("transformer:NhwcTransformer",)
     level = "all"
     arity = 2
     ranks = (3, 4)

@@ -11,11 +11,9 @@ class TransposeResizeNhwc(OrtMotif):
     Resize on the NHWC tensor (the CPU EP's Resize takes channels-last input): both
     Transposes vanish. Without the Transpose back, nothing moves."""
 
-    name = "TransposeResizeNhwc"
     onnx_op = "Transpose"
     onnx_ops = ("Resize",)
     rewrite = "TransposeOptimizer_CPUExecutionProvider"
-    expects = ("transformer:TransposeOptimizer_CPUExecutionProvider",)
     level = "extended"
     arity = 1
     ranks = (4,)

@@ -25,15 +25,13 @@ class WeightBiasQuantization(OrtMotif):
     change the results by design); without a Q after the Conv or Gemm nothing is
     quantized."""
 
-    name = "WeightBiasQuantization"
     onnx_op = "Cast"  # the one op whose schema takes every input type the motif does
     onnx_ops = ("QuantizeLinear", "DequantizeLinear", "Conv", "Gemm", "Reshape")
     rewrite = "WeightBiasQuantization"
-    expects = ("transformer:WeightBiasQuantization",)
     min_opset = 19
     arity = 1
     ranks = (1, 2, 3, 4, 5)
-    dtypes = tuple((t,) for t in dt.ALL)
+    types = dt.ALL
     conditions = ("output_quantized",)
 
     def draw(self, ctx, ins, violate):

@@ -12,11 +12,9 @@ class WhereDummyDq(_QDQ):
     gets a DequantizeLinear for the constant (so the Where forms a QDQ node unit); a Where
     of two dequantized tensors needs none."""
 
-    name = "WhereDummyDq"
     onnx_op = "Where"
     onnx_ops = ("QuantizeLinear", "DequantizeLinear")
     rewrite = "WhereDummyDq"
-    expects = ("transformer:WhereDummyDq",)
     arity = 2
     ranks = (0, 1, 2, 3, 4)
     dtypes = ((dt.BOOL, F32),)

@@ -5,10 +5,11 @@ import math
 import numpy as np
 
 from dlgate import dtypes as dt
-from dlgate.ops.motif import Const, In, Motif, Out, Step, const_values
+from dlgate.ops.motif import Const, In, Out, Step, const_values
+from dlgate.ops.motifs.tvm_common import TvmMotif
 
 
-class TvmAttentionScores(Motif):
+class TvmAttentionScores(TvmMotif):
     """Scaled dot-product attention as exporters write it: ``Softmax(Q @ K' / s [+ mask])
     @ V`` with the scale (a Div or a Mul by a constant) and an optional constant additive
     mask on the scores: the score product takes both as its epilogue,
@@ -16,10 +17,8 @@ class TvmAttentionScores(Motif):
     (``scale_after_product``): Q is scaled before the product (the other common spelling),
     which leaves the product no element-wise epilogue but the mask."""
 
-    name = "TvmAttentionScores"
     onnx_op = "MatMul"
     onnx_ops = ("Div", "Mul", "Add", "Softmax")
-    optimizer = "tvm"
     rewrite = "FuseOps (attention scores + scale + mask)"
     expects = ("fused:matmul_divide", "fused:matmul_multiply", "fused:matmul_divide_add", "fused:matmul_multiply_add")
     arity = 3
@@ -27,7 +26,7 @@ class TvmAttentionScores(Motif):
     # no float16: the CPU has no float16 MatMul kernel, so onnxruntime casts the chain to
     # float32 once and runs it without the float16 rounding of each intermediate (checked:
     # its results equal the unrounded chain's), beyond float16's tolerance after cancellation
-    dtypes = tuple((t,) * 3 for t in (dt.FLOAT32, dt.FLOAT64))
+    types = (dt.FLOAT32, dt.FLOAT64)
     conditions = ("scale_after_product",)
 
     def draw(self, ctx, ins, violate):

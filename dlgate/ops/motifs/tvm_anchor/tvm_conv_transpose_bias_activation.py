@@ -10,7 +10,6 @@ class TvmConvTransposeBiasActivation(TvmConvBiasActivation):
     """ConvTranspose with constant weights and bias, then an activation:
     ``conv{1,2}d_transpose_add_<activation>``."""
 
-    name = "TvmConvTransposeBiasActivation"
     onnx_op = "ConvTranspose"
     rewrite = "FuseOps (conv_transpose + bias + activation)"
     expects = named(("conv1d_transpose_add", "conv2d_transpose_add"))

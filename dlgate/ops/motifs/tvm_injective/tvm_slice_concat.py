@@ -10,14 +10,13 @@ class TvmSliceConcat(_Injective):
     """Slice (strided, negative steps and clamped bounds included) concatenated with
     another input along one axis: ``strided_slice_concatenate``."""
 
-    name = "TvmSliceConcat"
     onnx_op = "Slice"
     onnx_ops = ("Concat",)
     rewrite = "FuseOps (injective chain: strided_slice + concatenate)"
     expects = ("fused:strided_slice_concatenate",)
     arity = 2
     ranks = (1, 2, 3, 4)
-    dtypes = tuple((t, t) for t in dt.FLOATS + (dt.INT32, dt.INT64))
+    types = dt.FLOATS + (dt.INT32, dt.INT64)
 
     def draw(self, ctx, ins, violate):
         x = ins[0]
