@@ -16,6 +16,7 @@ class SimplifiedLayerNormFusion(_RowNorm):
     # onnxruntime 1.32 writes the fused node in the default domain
     expects = ("transformer:SimplifiedLayerNormFusion", "fused:SimplifiedLayerNormalization")
     arity = 2
+
     def steps(self, a):
         k = {"keepdims": 1, "axes": [a["axis"]]}
         x = In(0)

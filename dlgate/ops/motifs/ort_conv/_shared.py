@@ -2,7 +2,7 @@
 each operator file imports the names it uses)."""
 from __future__ import annotations
 
-from dlgate.ops.motif import In, Out, Step
+from dlgate.ops.motif import In, Out, Step, reread
 from dlgate.ops.motifs.ort_common import F16, F32, OrtMotif, second_read, spatial_ones
 from dlgate.ops.registry import get
 
@@ -21,9 +21,7 @@ def _channels(a: dict) -> int:
 def _reduced(steps: list, src: int, last: int, rank: int) -> list:
     """Steps that read step ``src``'s output a second time (its mean, kept as a
     broadcastable all-ones shape) and add it to step ``last``'s output."""
-    k = len(steps)
-    return [Step("ReduceMean", {"keepdims": 1, "axes": list(range(rank))}, (Out(src),)),
-            Step("Add", {}, (Out(last), Out(k)))]
+    return reread(steps, src, last, "ReduceMean", {"keepdims": 1, "axes": list(range(rank))})
 
 
 class _ConvThen(OrtMotif):

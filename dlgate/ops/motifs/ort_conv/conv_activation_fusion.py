@@ -1,7 +1,8 @@
 from __future__ import annotations
 
 from dlgate.ops.motif import In, Out, Step
-from dlgate.ops.motifs.ort_common import F16, F32, OTHER_ACTIVATIONS, OrtMotif, activation, second_read
+from dlgate.ops.motifs.ort_common import (F16, F32, FUSED_ACTIVATIONS, OTHER_ACTIVATIONS, OrtMotif, activation,
+                                          second_read)
 from dlgate.ops.motifs.ort_conv._shared import _conv
 from dlgate.ops.registry import get
 
@@ -13,7 +14,7 @@ class ConvActivationFusion(OrtMotif):
     the activation only."""
 
     onnx_op = "Conv"
-    onnx_ops = ("Relu", "Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid", "Clip")
+    onnx_ops = FUSED_ACTIVATIONS
     rewrite = "ConvActivationFusion"
     expects = ("transformer:ConvActivationFusion", "fused:com.microsoft:FusedConv")
     level = "extended"
@@ -25,8 +26,7 @@ class ConvActivationFusion(OrtMotif):
 
     def draw(self, ctx, ins, violate):
         conv = _conv(ctx, ins[0])
-        act, act_attrs = activation(ctx, ins[0], OTHER_ACTIVATIONS if violate == "activation" else
-                                    ("Relu", "Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid", "Clip"))
+        act, act_attrs = activation(ctx, ins[0], OTHER_ACTIVATIONS if violate == "activation" else FUSED_ACTIVATIONS)
         return {"conv": conv, "act": act, "act_attrs": act_attrs}
 
     def input_type(self, ctx, i, ins, a, dtype):

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from dlgate.ops.motif import In, Out, Step
-from dlgate.ops.motifs.ort_common import F32, OrtMotif, activation, second_read
+from dlgate.ops.motifs.ort_common import F32, FUSED_ACTIVATIONS, OrtMotif, activation, second_read
 from dlgate.ops.motifs.ort_conv._shared import _channels, _conv
 from dlgate.ops.registry import get
 
@@ -14,12 +14,12 @@ class ConvAddActivationFusion(OrtMotif):
     here are live (graph inputs), which it never takes on any block size."""
 
     onnx_op = "Conv"
-    onnx_ops = ("Add", "Relu", "Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid", "Clip")
+    onnx_ops = ("Add",) + FUSED_ACTIVATIONS
     rewrite = "ConvAddActivationFusion"
     level = "all"
     arity = 4
     ranks = (4,)
-    dtypes = ((F32,) * 4,)
+    types = (F32,)
     conditions = ("same_shape", "single_consumer")
 
     def draw(self, ctx, ins, violate):

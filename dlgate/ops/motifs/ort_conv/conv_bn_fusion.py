@@ -1,7 +1,8 @@
 from __future__ import annotations
 
 from dlgate.ops.motif import In, Out, Step
-from dlgate.ops.motifs.ort_common import F16, F32, OrtMotif
+from dlgate.ops.motifs.ort_common import F16, F32, OrtMotif, second_read
+from dlgate.ops.motifs.ort_conv._shared import _channels, _conv
 from dlgate.ops.registry import get
 
 
@@ -12,7 +13,6 @@ class ConvBnFusion(OrtMotif):
 
     onnx_op = "Conv"
     onnx_ops = ("BatchNormalization", "Add")
-    optimizer = "onnxruntime"
     rewrite = "ConvBNFusion"
     expects = ("removed:BatchNormalization",)
     arity = 7
@@ -22,8 +22,8 @@ class ConvBnFusion(OrtMotif):
     conditions = ("weights_constant", "bn_constant", "single_consumer")
 
     def draw(self, ctx, ins, violate):
-        conv = get("Conv").sample(ctx, ins[:1])
-        c = conv["group"] * conv["m_per_group"]
+        conv = _conv(ctx, ins[0])
+        c = _channels(conv)
         out_rank = ins[0].rank
         bn = get("BatchNormalization").sample(ctx, [ins[0].with_shape((1, c) + (1,) * (out_rank - 2))])
         return {"conv": conv, "bn": bn, "channels": c, "dtype": ins[0].dtype}
@@ -37,7 +37,7 @@ class ConvBnFusion(OrtMotif):
         s = [Step("Conv", a["conv"], (In(0), In(1), In(2))),
              Step("BatchNormalization", a["bn"], (Out(0), In(3), In(4), In(5), In(6)))]
         if a["violate"] == "single_consumer":
-            s.append(Step("Add", {}, (Out(1), Out(0))))  # the Conv's output is read twice
+            s += second_read(s, 0, 1)  # the Conv's output is read twice
         return s
 
     def constant_input(self, a, i):

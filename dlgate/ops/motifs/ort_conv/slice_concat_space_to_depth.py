@@ -1,10 +1,7 @@
 from __future__ import annotations
 
 from dlgate.ops.motif import In, Out, Step
-from dlgate.ops.motifs.ort_common import F16, F32, F64, OrtMotif
-
-
-INT64_MAX = 2**63 - 1
+from dlgate.ops.motifs.ort_common import F32, F64, INT64_MAX, OrtMotif
 
 
 class SliceConcatSpaceToDepth(OrtMotif):
@@ -22,7 +19,6 @@ class SliceConcatSpaceToDepth(OrtMotif):
     fuse_dtypes = (F32, F64)
     arity = 1
     ranks = (4,)
-    types = (F32, F16, F64)
     conditions = ("four_phases", "channel_axis", "dtype")
     PHASES = ((0, 0), (0, 1), (1, 0), (1, 1))
 

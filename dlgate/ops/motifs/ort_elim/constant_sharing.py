@@ -1,8 +1,6 @@
 from __future__ import annotations
 
-import numpy as np
-
-from dlgate.ops.motif import In, Out, Step
+from dlgate.ops.motif import In, Out, Step, half
 from dlgate.ops.motifs.ort_common import OrtMotif, scalar
 
 
@@ -17,7 +15,7 @@ class ConstantSharing(OrtMotif):
     conditions = ("same_value",)
 
     def draw(self, ctx, ins, violate):
-        v = float(np.float16(ctx.uniform(-3.0, 3.0)))
+        v = half(ctx.uniform(-3.0, 3.0))
         w = v + 0.5 if violate == "same_value" else v
         return {"values": [v, w], "dtype": ins[0].dtype}
 

@@ -1,10 +1,8 @@
 from __future__ import annotations
 
 from dlgate.ops.motif import Step
+from dlgate.ops.motifs.ort_common import INT64_MAX
 from dlgate.ops.motifs.ort_elim._shared import _Eliminated
-
-
-INT64_MAX = 2**63 - 1
 
 
 class EliminateSlice(_Eliminated):

@@ -1,9 +1,7 @@
 from __future__ import annotations
 
-import numpy as np
-
-from dlgate.ops.motif import In, Out, Step
-from dlgate.ops.motifs.ort_common import OrtMotif
+from dlgate.ops.motif import In, Out, Step, half
+from dlgate.ops.motifs.ort_common import OrtMotif, second_read
 from dlgate.ops.registry import get
 
 
@@ -22,15 +20,15 @@ class FuseReluClip(OrtMotif):
         clip = get("Clip").sample(ctx, ins[:1])
         lo, hi = sorted((ctx.uniform(-2.0, 1.0), ctx.uniform(-1.0, 4.0)))
         if ctx.coin(0.8):
-            clip["min"] = float(np.float16(lo))
+            clip["min"] = half(lo)
         if ctx.coin(0.8):
-            clip["max"] = float(np.float16(hi))
+            clip["max"] = half(hi)
         return {"clip": clip}
 
     def steps(self, a):
         s = [Step("Relu", {}, (In(0),)), Step("Clip", a["clip"], (Out(0),))]
         if a["violate"] == "single_consumer":
-            s.append(Step("Add", {}, (Out(1), Out(0))))
+            s += second_read(s, 0, 1)
         return s
 
 

@@ -5,12 +5,17 @@ from dlgate.ops.motifs.ort_common import F16, F32, OrtMotif, activation, second_
 from dlgate.ops.registry import get
 
 
+#: The activations MLAS applies in a Gemm's epilogue (FusedGemm's), and some it does not.
+FUSED = ("Relu", "Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid", "Elu", "Softsign", "Softplus")
+UNFUSED = ("Abs", "Clip")
+
+
 class GemmActivationFusion(OrtMotif):
     """``gemm_activation_fusion.cc`` (level 2): float32 Gemm read only by an element-wise
     activation MLAS applies in the Gemm's epilogue becomes ``com.microsoft:FusedGemm``."""
 
     onnx_op = "Gemm"
-    onnx_ops = ("Relu", "Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid", "Elu", "Softsign", "Softplus")
+    onnx_ops = FUSED
     rewrite = "GemmActivationFusion"
     expects = ("transformer:GemmActivationFusion", "fused:com.microsoft:FusedGemm")
     level = "extended"
@@ -19,12 +24,10 @@ class GemmActivationFusion(OrtMotif):
     ranks = (2,)
     types = (F32, F16)
     conditions = ("activation", "single_consumer", "dtype")
-    fused = ("Relu", "Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid", "Elu", "Softsign", "Softplus")
-    unfused = ("Abs", "Clip")
 
     def draw(self, ctx, ins, violate):
         gemm = get("Gemm").sample(ctx, ins[:1])
-        act, act_attrs = activation(ctx, ins[0], self.unfused if violate == "activation" else self.fused)
+        act, act_attrs = activation(ctx, ins[0], UNFUSED if violate == "activation" else FUSED)
         return {"gemm": gemm, "act": act, "act_attrs": act_attrs}
 
     def input_type(self, ctx, i, ins, a, dtype):

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from dlgate.ops.base import TensorType
-from dlgate.ops.motif import In, Out, Step
+from dlgate.ops.motif import In, Out, Step, reread
 from dlgate.ops.motifs.ort_common import OrtMotif
 from dlgate.ops.registry import get
 
@@ -32,7 +32,7 @@ class GemmTransposeFusion(OrtMotif):
     def steps(self, a):
         s = [Step("Transpose", {"perm": [1, 0], "omit": False}, (In(0),)), Step("Gemm", a["gemm"], (Out(0), In(1), In(2)))]
         if a["violate"] == "single_consumer":
-            s += [Step("ReduceSum", {"keepdims": 1, "axes": [0, 1]}, (Out(0),)), Step("Add", {}, (Out(1), Out(2)))]
+            s += reread(s, 0, 1, "ReduceSum", {"keepdims": 1, "axes": [0, 1]})
         return s
 
     def constant_input(self, a, i):

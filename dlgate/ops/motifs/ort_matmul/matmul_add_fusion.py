@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from dlgate.ops.base import TensorType
-from dlgate.ops.motif import In, Out, Step
+from dlgate.ops.motif import In, Out, Step, reread
 from dlgate.ops.motifs.ort_common import F16, F32, OrtMotif
 from dlgate.ops.motifs.ort_matmul._shared import _n
 
@@ -37,7 +37,7 @@ class MatMulAddFusion(OrtMotif):
     def steps(self, a):
         s = [Step("MatMul", {}, (In(0), In(1))), Step("Add", {}, (Out(0), In(2)))]
         if a["violate"] == "single_consumer":
-            s.append(Step("Mul", {}, (Out(1), Out(0))))
+            s += reread(s, 0, 1, op="Mul")
         return s
 
     def constant_input(self, a, i):

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from dlgate.ops.base import TensorType
-from dlgate.ops.motif import In, Out, Step
+from dlgate.ops.motif import In, Out, Step, reread
 from dlgate.ops.motifs.ort_common import F32, OrtMotif
 from dlgate.ops.motifs.ort_matmul._shared import _n
 
@@ -52,8 +52,7 @@ class MatMulScaleFusion(OrtMotif):
         else:
             s = [Step("MatMul", {}, (In(0), In(1))), Step(a["op"], {}, (Out(0), scale))]
         if v == "single_consumer":
-            s += [Step("ReduceSum", {"keepdims": 0, "axes": list(range(len(a["b"])))}, (Out(0),)),
-                  Step("Add", {}, (Out(1), Out(2)))]
+            s += reread(s, 0, 1, "ReduceSum", {"keepdims": 0, "axes": list(range(len(a["b"])))})
         return s
 
     def constant_input(self, a, i):

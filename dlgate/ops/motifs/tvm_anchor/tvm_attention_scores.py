@@ -2,10 +2,8 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from dlgate import dtypes as dt
-from dlgate.ops.motif import Const, In, Out, Step, const_values
+from dlgate.ops.motif import In, Out, Step, const_values, last, scalar
 from dlgate.ops.motifs.tvm_common import TvmMotif
 
 
@@ -40,17 +38,16 @@ class TvmAttentionScores(TvmMotif):
         return ins[0].with_dtype(dtype).with_shape(batch + shape)
 
     def steps(self, a):
-        t = dt.NUMPY[a["dtype"]]
         d = a["d"]
-        scale = Const(np.asarray(math.sqrt(d) if a["div"] and not a["violate"] else 1 / math.sqrt(d), dtype=t), "scale")
+        scale = scalar(math.sqrt(d) if a["div"] and not a["violate"] else 1 / math.sqrt(d), a["dtype"], "scale")
         if a["violate"] == "scale_after_product":
             s = [Step("Mul", {}, (In(0), scale)), Step("MatMul", {}, (Out(0), In(1)))]
         else:
             s = [Step("MatMul", {}, (In(0), In(1))), Step("Div" if a["div"] else "Mul", {}, (Out(0), scale))]
         if a["mask"]:
-            s.append(Step("Add", {}, (Out(len(s) - 1), const_values(a, "mask", a["dtype"], (a["s"], a["t"])))))
-        s.append(Step("Softmax", {"axis": -1}, (Out(len(s) - 1),)))
-        return s + [Step("MatMul", {}, (Out(len(s) - 1), In(2)))]
+            s.append(Step("Add", {}, (last(s), const_values(a, "mask", a["dtype"], (a["s"], a["t"])))))
+        s.append(Step("Softmax", {"axis": -1}, (last(s),)))
+        return s + [Step("MatMul", {}, (last(s), In(2)))]
 
 
 OPS = [TvmAttentionScores]

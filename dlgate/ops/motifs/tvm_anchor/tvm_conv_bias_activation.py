@@ -17,6 +17,7 @@ class TvmConvBiasActivation(_AnchorEpilogue):
     expects = named(("conv1d_add", "conv2d_add", "conv3d_add"))
     arity = 3
     ranks = (3, 4, 5)
+
     def draw(self, ctx, ins, violate):
         conv = get("Conv").sample(ctx, ins[:1])
         return self.epilogue(ctx, {"conv": conv}, ins[0])  # the output has the input's rank and dtype

@@ -15,6 +15,7 @@ class TvmMatMulBiasActivation(_AnchorEpilogue):
     expects = named(("matmul_add",))
     arity = 3
     ranks = (2, 3, 4)
+
     def draw(self, ctx, ins, violate):
         return self.epilogue(ctx, {"n": ctx.dim(16)}, ins[0])
 
