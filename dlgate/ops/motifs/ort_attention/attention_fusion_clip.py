@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import math
 
-from dlgate.ops.motif import In, Out, Step, const_values
+from dlgate.ops.motif import In, Out, Step, const_values, last
 from dlgate.ops.motifs.ort_common import F16, F32, OrtMotif, scalar
 
 
@@ -74,9 +74,9 @@ class AttentionFusionClip(OrtMotif):
              Step("Transpose", {"perm": [0, 2, 1, 3], "omit": False}, (Out(14),)),
              Step("Reshape", {"shape": [b, L, c], "spec": [b, L, c]}, (Out(15),))]
         if a["violate"] != "out_projection":
-            s.append(Step("MatMul", {}, (Out(len(s) - 1), wo)))
+            s.append(Step("MatMul", {}, (last(s), wo)))
         if a["violate"] != "bias":
-            s.append(Step("Add", {}, (Out(len(s) - 1), bias)))
+            s.append(Step("Add", {}, (last(s), bias)))
         return s
 
 

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from dlgate.ops.motif import In, Out, Step
+from dlgate.ops.motif import In, Out, Step, last
 from dlgate.ops.motifs.ort_common import F32, F64, INT64_MAX, OrtMotif
 
 
@@ -45,11 +45,11 @@ class SliceConcatSpaceToDepth(OrtMotif):
             if chain:  # H, then W
                 s.append(Step("Slice", {"starts": [ph], "ends": a["ends"][:1], "axes": [2], "steps": [2]}, (src,)))
                 s.append(Step("Slice", {"starts": [pw], "ends": a["ends"][1:], "axes": [3], "steps": [2]},
-                              (Out(len(s) - 1),)))
+                              (last(s),)))
             else:
                 s.append(Step("Slice", {"starts": [ph, pw], "ends": a["ends"], "axes": [2, 3], "steps": [2, 2]},
                               (src,)))
-            branches.append(Out(len(s) - 1))
+            branches.append(last(s))
         return s + [Step("Concat4", {"axis": a["axis"]}, tuple(branches))]
 
 

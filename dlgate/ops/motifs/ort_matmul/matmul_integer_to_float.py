@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from dlgate import dtypes as dt
 from dlgate.ops.base import TensorType
-from dlgate.ops.motif import In, Out, Step, const_values
+from dlgate.ops.motif import In, Step, const_values, last
 from dlgate.ops.motifs.ort_common import F32, OrtMotif
 from dlgate.ops.motifs.ort_matmul._shared import _n
 from dlgate.ops.quant._shared import QR, QTYPES
@@ -63,7 +63,7 @@ class MatMulIntegerToFloat(OrtMotif):
 
         def add(op, attrs, *ins):
             s.append(Step(op, attrs, ins))
-            return Out(len(s) - 1)
+            return last(s)
 
         x, s1, s2 = In(0), In(1), In(2)
         if a["cast"]:

@@ -4,7 +4,7 @@ import math
 
 from dlgate import dtypes as dt
 from dlgate.ops.base import TensorType
-from dlgate.ops.motif import Const, In, Out, Step
+from dlgate.ops.motif import Const, In, Out, Step, last
 from dlgate.ops.motifs.ort_common import F32, OrtMotif
 from dlgate.ops.motifs.ort_qdq._shared import fq
 from dlgate.ops.quant._shared import MAX_TERMS
@@ -88,16 +88,16 @@ class WeightBiasQuantization(OrtMotif):
             x = Out(0)
         if a["rank"] == 1:
             s.append(Step("Reshape", {"shape": [1, a["c"]], "spec": [1, a["c"]]}, (x,)))
-            x = Out(len(s) - 1)
+            x = last(s)
         s.append(Step("FakeQuant", a["q"], (x,)))
-        fq_out = Out(len(s) - 1)
+        fq_out = last(s)
         if "gemm" in a:
             s.append(Step("Gemm", a["gemm"], (fq_out, w, b)))
         else:
             s.append(Step("Conv", a["conv"], (fq_out, w, b)))
         if a["violate"] != "output_quantized":
-            s.append(Step("FakeQuant", a["y"], (Out(len(s) - 1),)))
-        return s + [Step("Neg", {}, (Out(len(s) - 1),))]
+            s.append(Step("FakeQuant", a["y"], (last(s),)))
+        return s + [Step("Neg", {}, (last(s),))]
 
 
 OPS = [WeightBiasQuantization]

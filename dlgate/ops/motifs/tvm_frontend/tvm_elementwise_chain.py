@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from dlgate.ops.motif import In, Out, Step
+from dlgate.ops.motif import In, Out, Step, last
 from dlgate.ops.motifs.tvm_common import TvmMotif
 from dlgate.ops.registry import get
 
@@ -38,7 +38,7 @@ class TvmElementwiseChain(TvmMotif):
         s = [Step(a["op1"], {}, (In(0),))]
         if a["violate"] == "no_reduction_between":
             s.append(Step("ReduceMax", a["reduce"], (Out(0),)))
-        return s + [Step(a["op2"], {}, (Out(len(s) - 1),))]
+        return s + [Step(a["op2"], {}, (last(s),))]
 
 
 OPS = [TvmElementwiseChain]

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from dlgate import dtypes as dt
 from dlgate.ops import sym
-from dlgate.ops.motif import In, Out, Step
+from dlgate.ops.motif import In, Out, Step, last
 from dlgate.ops.motifs.tvm_common import TvmMotif
 
 
@@ -47,7 +47,7 @@ class TvmDataflowReshape(TvmMotif):
         s = [Step("MatMul", {}, (In(0), In(1))), Step(a["op"], a["op_attrs"], (Out(0),))]
         if a["violate"] == "lone_reshape":
             s.append(Step("Relu", {}, (Out(1),)))
-        return s + [Step("MatMul", {}, (Out(len(s) - 1), In(2)))]
+        return s + [Step("MatMul", {}, (last(s), In(2)))]
 
     def constant_input(self, a, i):
         return True
