@@ -230,16 +230,27 @@ class Motif(OpSpec):
         _, outs = self._types(a, ins)
         return [outs[r.j][r.o] for r in self.outputs(a)]
 
-    def available(self, opset: int) -> bool:
-        return super().available(opset)
-
-    def _consumer(self, a: dict, i: int):
-        """(spec, attrs, position) of the first step reading motif input ``i``."""
+    def _reader(self, a: dict, i: int) -> tuple:
+        """(step, position) of the first step reading motif input ``i``."""
         for s in self.steps(a):
             for p, r in enumerate(s.inputs):
                 if isinstance(r, In) and r.k == i:
-                    return get(s.op), s.attrs, p
+                    return s, p
         raise ValueError(f"{self.name}: no step reads input {i}")
+
+    def _consumer(self, a: dict, i: int):
+        """(spec, attrs, position) of the first step reading motif input ``i``."""
+        s, p = self._reader(a, i)
+        return get(s.op), s.attrs, p
+
+    def input_type(self, ctx, i, ins, a, dtype):
+        """The type the first step reading input ``i`` asks for (a Conv's weights, a Gemm's
+        B and C), when that step reads input 0 first, as the motif's own input 0; else
+        input 0's shape (a motif whose inputs meet further down writes its own)."""
+        s, p = self._reader(a, i)
+        if s.inputs[0] == In(0):
+            return get(s.op).input_type(ctx, p, ins, s.attrs, dtype)
+        return super().input_type(ctx, i, ins, a, dtype)
 
     def input_domain(self, a, i):
         spec, sa, p = self._consumer(a, i)
@@ -362,6 +373,7 @@ class WholeMotif(Motif):
         raise NotImplementedError
 
     # what Motif derives from its steps, a whole motif takes from OpSpec (or defines itself)
+    input_type = OpSpec.input_type
     input_domain = OpSpec.input_domain
     input_range = OpSpec.input_range
     input_nonzero = OpSpec.input_nonzero

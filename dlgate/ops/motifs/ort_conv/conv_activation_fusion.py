@@ -4,7 +4,6 @@ from dlgate.ops.motif import In, Out, Step
 from dlgate.ops.motifs.ort_common import (F16, F32, FUSED_ACTIVATIONS, OTHER_ACTIVATIONS, OrtMotif, activation,
                                           second_read)
 from dlgate.ops.motifs.ort_conv._shared import _conv
-from dlgate.ops.registry import get
 
 
 class ConvActivationFusion(OrtMotif):
@@ -28,9 +27,6 @@ class ConvActivationFusion(OrtMotif):
         conv = _conv(ctx, ins[0])
         act, act_attrs = activation(ctx, ins[0], OTHER_ACTIVATIONS if violate == "activation" else FUSED_ACTIVATIONS)
         return {"conv": conv, "act": act, "act_attrs": act_attrs}
-
-    def input_type(self, ctx, i, ins, a, dtype):
-        return get("Conv").input_type(ctx, i, ins, a["conv"], dtype)
 
     def steps(self, a):
         s = [Step("Conv", a["conv"], (In(0), In(1), In(2))), Step(a["act"], a["act_attrs"], (Out(0),))]

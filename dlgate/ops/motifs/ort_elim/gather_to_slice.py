@@ -33,9 +33,6 @@ class GatherToSlice(OrtMotif):
             g.update(axis=ax, start=0, delta=ctx.choice((1, 2)), limit=max(1, d - 1), shift=1)
         return {"g": g}
 
-    def input_type(self, ctx, i, ins, a, dtype):
-        return get("GatherArange").input_type(ctx, i, ins, a["g"], dtype)
-
     def steps(self, a):
         return [Step("GatherArange", a["g"], (In(0), In(1)))]
 

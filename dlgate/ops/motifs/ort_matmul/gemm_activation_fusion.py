@@ -30,9 +30,6 @@ class GemmActivationFusion(OrtMotif):
         act, act_attrs = activation(ctx, ins[0], UNFUSED if violate == "activation" else FUSED)
         return {"gemm": gemm, "act": act, "act_attrs": act_attrs}
 
-    def input_type(self, ctx, i, ins, a, dtype):
-        return get("Gemm").input_type(ctx, i, ins, a["gemm"], dtype)
-
     def steps(self, a):
         s = [Step("Gemm", a["gemm"], (In(0), In(1), In(2))), Step(a["act"], a["act_attrs"], (Out(0),))]
         if a["violate"] == "single_consumer":

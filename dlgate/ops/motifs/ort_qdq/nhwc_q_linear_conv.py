@@ -21,9 +21,6 @@ class NhwcQLinearConv(OrtMotif):
     def draw(self, ctx, ins, violate):
         return {"conv": get("QLinearConv").sample(ctx, ins[:1])}
 
-    def input_type(self, ctx, i, ins, a, dtype):
-        return get("QLinearConv").input_type(ctx, i, ins, a["conv"], dtype)
-
     def steps(self, a):
         return [Step("QLinearConv", a["conv"], (In(0), In(1)))]
 

@@ -29,9 +29,6 @@ class TvmBatchNormActivation(_AnchorEpilogue):
     def head(self, a):
         return [Step("BatchNormalization", a["bn"], (In(0), In(1), In(2), In(3), In(4)))]
 
-    def input_type(self, ctx, i, ins, a, dtype):
-        return get("BatchNormalization").input_type(ctx, i, ins, a["bn"], dtype)
-
     def constant_input(self, a, i):
         return True
 

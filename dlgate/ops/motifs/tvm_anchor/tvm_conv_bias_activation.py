@@ -25,9 +25,6 @@ class TvmConvBiasActivation(_AnchorEpilogue):
     def head(self, a):
         return [Step("Conv", a["conv"], (In(0), In(1), In(2)))]
 
-    def input_type(self, ctx, i, ins, a, dtype):
-        return get("Conv").input_type(ctx, i, ins, a["conv"], dtype)
-
     def constant_input(self, a, i):
         return True
 

@@ -21,8 +21,5 @@ class TvmConvTransposeBiasActivation(TvmConvBiasActivation):
     def head(self, a):
         return [Step("ConvTranspose", a["conv"], (In(0), In(1), In(2)))]
 
-    def input_type(self, ctx, i, ins, a, dtype):
-        return get("ConvTranspose").input_type(ctx, i, ins, a["conv"], dtype)
-
 
 OPS = [TvmConvTransposeBiasActivation]

@@ -25,8 +25,5 @@ class TvmLayerNormEpilogue(_AnchorEpilogue):
     def head(self, a):
         return [Step("LayerNormalization", a["ln"], (In(0), In(1), In(2)))]
 
-    def input_type(self, ctx, i, ins, a, dtype):
-        return get("LayerNormalization").input_type(ctx, i, ins, a["ln"], dtype)
-
 
 OPS = [TvmLayerNormEpilogue]

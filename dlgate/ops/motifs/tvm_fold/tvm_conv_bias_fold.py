@@ -26,9 +26,6 @@ class TvmConvBiasFold(TvmMotif):
             conv["auto_pad"] = "VALID"
         return {"conv": conv}
 
-    def input_type(self, ctx, i, ins, a, dtype):
-        return get("Conv").input_type(ctx, i, ins, a["conv"], dtype)
-
     def steps(self, a):
         return [Step("Conv", a["conv"], (In(0), In(1), In(2)))]
 

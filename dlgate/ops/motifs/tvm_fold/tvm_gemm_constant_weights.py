@@ -29,9 +29,6 @@ class TvmGemmConstantWeights(TvmMotif):
             g["transB"] = 1
         return {"gemm": g}
 
-    def input_type(self, ctx, i, ins, a, dtype):
-        return get("Gemm").input_type(ctx, i, ins, a["gemm"], dtype)
-
     def steps(self, a):
         return [Step("Gemm", a["gemm"], (In(0), In(1), In(2)))]
 

@@ -27,9 +27,6 @@ class TvmNormDecomposition(TvmMotif):
         op = "LayerNormalization" if violate else "InstanceNormalization"
         return {"op": op, "op_attrs": get(op).sample(ctx, ins[:1])}
 
-    def input_type(self, ctx, i, ins, a, dtype):
-        return get(a["op"]).input_type(ctx, i, ins, a["op_attrs"], dtype)
-
     def steps(self, a):
         return [Step(a["op"], a["op_attrs"], (In(0), In(1), In(2)))]
 

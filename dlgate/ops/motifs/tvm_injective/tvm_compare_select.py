@@ -2,7 +2,6 @@ from __future__ import annotations
 
 from dlgate.ops.motif import In, Out, Step
 from dlgate.ops.motifs.tvm_common import TvmMotif
-from dlgate.ops.registry import get
 
 
 #: Ordered comparisons -> their Relax PrimFunc names.
@@ -25,9 +24,6 @@ class TvmCompareSelect(TvmMotif):
 
     def draw(self, ctx, ins, violate):
         return {"cmp": ctx.choice(tuple(COMPARE)), "dtype": ins[0].dtype}
-
-    def input_type(self, ctx, i, ins, a, dtype):
-        return get("Greater").input_type(ctx, i, ins, {}, dtype)
 
     def steps(self, a):
         s = [Step(a["cmp"], {}, (In(0), In(1))), Step("Where", {}, (Out(0), In(0), In(1)))]
