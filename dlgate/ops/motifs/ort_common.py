@@ -82,5 +82,11 @@ def second_read(steps: list, src: int, last: int) -> list:
     return M.reread(steps, src, last)
 
 
+def single_consumer(a: dict, steps: list, src: int, last: int) -> list:
+    """``steps``, and where the draw breaks ``single_consumer``, a second read of step
+    ``src``'s output added to step ``last``'s (``second_read``)."""
+    return steps + second_read(steps, src, last) if a["violate"] == "single_consumer" else steps
+
+
 def spatial_ones(rank: int) -> tuple:
     return (1,) * (rank - 2)

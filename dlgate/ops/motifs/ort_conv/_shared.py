@@ -3,7 +3,7 @@ each operator file imports the names it uses)."""
 from __future__ import annotations
 
 from dlgate.ops.motif import In, Out, Step, reread
-from dlgate.ops.motifs.ort_common import F16, F32, OrtMotif, second_read, spatial_ones
+from dlgate.ops.motifs.ort_common import F16, F32, OrtMotif, single_consumer, spatial_ones
 from dlgate.ops.registry import get
 
 
@@ -59,9 +59,7 @@ class _ConvThen(OrtMotif):
         v = a["violate"]
         operands = (In(3), Out(0)) if v == "operand_first" else (Out(0), In(3))
         s = [Step("Conv", a["conv"], (In(0), In(1), In(2))), Step(self.binop, {}, operands)]
-        if v == "single_consumer":
-            s += second_read(s, 0, 1)
-        return s
+        return single_consumer(a, s, 0, 1)
 
     def constant_input(self, a, i):
         v = a["violate"]

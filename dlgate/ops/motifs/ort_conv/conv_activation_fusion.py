@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from dlgate.ops.motif import In, Out, Step
 from dlgate.ops.motifs.ort_common import (F16, F32, FUSED_ACTIVATIONS, OTHER_ACTIVATIONS, OrtMotif, activation,
-                                          second_read)
+                                          single_consumer)
 from dlgate.ops.motifs.ort_conv._shared import _conv
 
 
@@ -30,9 +30,7 @@ class ConvActivationFusion(OrtMotif):
 
     def steps(self, a):
         s = [Step("Conv", a["conv"], (In(0), In(1), In(2))), Step(a["act"], a["act_attrs"], (Out(0),))]
-        if a["violate"] == "single_consumer":
-            s += second_read(s, 0, 1)
-        return s
+        return single_consumer(a, s, 0, 1)
 
     def constant_input(self, a, i):
         return True

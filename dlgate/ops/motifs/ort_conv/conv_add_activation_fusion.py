@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from dlgate.ops.motif import In, Out, Step
-from dlgate.ops.motifs.ort_common import F32, FUSED_ACTIVATIONS, OrtMotif, activation, second_read
+from dlgate.ops.motifs.ort_common import F32, FUSED_ACTIVATIONS, OrtMotif, activation, single_consumer
 from dlgate.ops.motifs.ort_conv._shared import _channels, _conv
 from dlgate.ops.registry import get
 
@@ -37,9 +37,7 @@ class ConvAddActivationFusion(OrtMotif):
     def steps(self, a):
         s = [Step("Conv", a["conv"], (In(0), In(1), In(2))), Step("Add", {}, (Out(0), In(3))),
              Step(a["act"], a["act_attrs"], (Out(1),))]
-        if a["violate"] == "single_consumer":
-            s += second_read(s, 0, 2)
-        return s
+        return single_consumer(a, s, 0, 2)
 
     def constant_input(self, a, i):
         return False

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from dlgate.ops.motif import In, Out, Step
-from dlgate.ops.motifs.ort_common import F16, F32, OrtMotif, second_read
+from dlgate.ops.motifs.ort_common import F16, F32, OrtMotif, single_consumer
 from dlgate.ops.motifs.ort_conv._shared import _channels, _conv
 from dlgate.ops.registry import get
 
@@ -36,9 +36,7 @@ class ConvBnFusion(OrtMotif):
     def steps(self, a):
         s = [Step("Conv", a["conv"], (In(0), In(1), In(2))),
              Step("BatchNormalization", a["bn"], (Out(0), In(3), In(4), In(5), In(6)))]
-        if a["violate"] == "single_consumer":
-            s += second_read(s, 0, 1)  # the Conv's output is read twice
-        return s
+        return single_consumer(a, s, 0, 1)  # the Conv's output is read twice
 
     def constant_input(self, a, i):
         v = a["violate"]

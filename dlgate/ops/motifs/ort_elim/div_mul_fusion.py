@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from dlgate.ops.motif import In, Out, Step
-from dlgate.ops.motifs.ort_common import OrtMotif, scalar, second_read
+from dlgate.ops.motifs.ort_common import OrtMotif, scalar, single_consumer
 
 
 class DivMulFusion(OrtMotif):
@@ -23,9 +23,7 @@ class DivMulFusion(OrtMotif):
 
     def steps(self, a):
         s = [Step("Div", {}, (scalar(a["one"], a["dtype"], "one"), In(1))), Step("Mul", {}, (In(0), Out(0)))]
-        if a["violate"] == "single_consumer":
-            s += second_read(s, 0, 1)
-        return s
+        return single_consumer(a, s, 0, 1)
 
     def constant_input(self, a, i):
         return False

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from dlgate.ops.motif import In, Out, Step, half
-from dlgate.ops.motifs.ort_common import OrtMotif, second_read
+from dlgate.ops.motifs.ort_common import OrtMotif, single_consumer
 from dlgate.ops.registry import get
 
 
@@ -27,9 +27,7 @@ class FuseReluClip(OrtMotif):
 
     def steps(self, a):
         s = [Step("Relu", {}, (In(0),)), Step("Clip", a["clip"], (Out(0),))]
-        if a["violate"] == "single_consumer":
-            s += second_read(s, 0, 1)
-        return s
+        return single_consumer(a, s, 0, 1)
 
 
 OPS = [FuseReluClip]

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from dlgate.ops.motif import In, Out, Step
-from dlgate.ops.motifs.ort_common import F16, F32, OrtMotif, activation, second_read
+from dlgate.ops.motifs.ort_common import F16, F32, OrtMotif, activation, single_consumer
 from dlgate.ops.registry import get
 
 
@@ -32,9 +32,7 @@ class GemmActivationFusion(OrtMotif):
 
     def steps(self, a):
         s = [Step("Gemm", a["gemm"], (In(0), In(1), In(2))), Step(a["act"], a["act_attrs"], (Out(0),))]
-        if a["violate"] == "single_consumer":
-            s += second_read(s, 0, 1)
-        return s
+        return single_consumer(a, s, 0, 1)
 
     def constant_input(self, a, i):
         return True

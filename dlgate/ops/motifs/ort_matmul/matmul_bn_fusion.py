@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from dlgate.ops.base import TensorType
 from dlgate.ops.motif import In, Out, Step
-from dlgate.ops.motifs.ort_common import F32, F64, OrtMotif, second_read
+from dlgate.ops.motifs.ort_common import F32, F64, OrtMotif, single_consumer
 from dlgate.ops.motifs.ort_matmul._shared import _n
 from dlgate.ops.registry import get
 
@@ -49,9 +49,7 @@ class MatMulBnFusion(OrtMotif):
 
     def steps(self, a):
         s = [Step("MatMul", {}, (In(0), In(1))), Step("BatchNormalization", a["bn"], (Out(0), In(2), In(3), In(4), In(5)))]
-        if a["violate"] == "single_consumer":
-            s += second_read(s, 0, 1)
-        return s
+        return single_consumer(a, s, 0, 1)
 
     def constant_input(self, a, i):
         v = a["violate"]
