@@ -192,6 +192,7 @@ class Motif(OpSpec):
         return None
 
     # -- the contract, derived from the steps ----------------------------------------------
+    # sampling: ``draw``, with the side of the decision and the constants' seed recorded
     def sample(self, ctx, ins):
         violate = None
         if self.conditions and ctx.coin(self.violate_share):
@@ -206,6 +207,7 @@ class Motif(OpSpec):
         """Which side of the rewrite's decision the draw is on."""
         return "fires" if a.get("violate") is None else f"declines:{a['violate']}"
 
+    # constraints and inference: every step's own, chained
     def _types(self, a: dict, ins: list):
         """(per-step input types, per-step output types), or None when a step is invalid."""
         step_ins, step_outs = [], []
@@ -230,6 +232,7 @@ class Motif(OpSpec):
         _, outs = self._types(a, ins)
         return [outs[r.j][r.o] for r in self.outputs(a)]
 
+    # input types and the input-domain part: those of the first step reading each input
     def _reader(self, a: dict, i: int) -> tuple:
         """(step, position) of the first step reading motif input ``i``."""
         for s in self.steps(a):
@@ -268,6 +271,7 @@ class Motif(OpSpec):
         spec, sa, p = self._consumer(a, i)
         return spec.input_possible(sa, p, r, t)
 
+    # oracle facts: every step's (jumps, reference defects; undefined results below)
     def discontinuous(self, a):
         return any(get(s.op).discontinuous(s.attrs) for s in self.steps(a))
 

@@ -31,7 +31,7 @@ class AttentionFusionClip(OrtMotif):
     min_opset = 13  # Split's sizes and Squeeze's axes as inputs
     arity = 1
     ranks = (4,)
-    dtypes = ((F32,), (F16,))
+    types = (F32, F16)
     conditions = ("softmax_axis", "bias", "out_projection", "unit_scale", "dtype")
 
     def draw(self, ctx, ins, violate):

@@ -54,7 +54,7 @@ class EmbedLayerNormAttention(Restricted, WholeMotif, OrtMotif):
     min_opset = max_opset = 13
     arity = 1
     ranks = (2, 3)
-    dtypes = ((I64,), (F32,))
+    types = (I64, F32)
     conditions = ("add_order", "softmax_axis", "scale")
 
     def draw(self, ctx, ins, violate):

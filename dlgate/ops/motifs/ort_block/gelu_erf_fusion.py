@@ -17,7 +17,7 @@ class GeluErfFusion(_Block):
     onnx_ops = ("Div", "Add", "Mul")
     rewrite = "GeluFusion"
     expects = ("transformer:GeluFusionL1", "transformer:GeluFusionL2")
-    dtypes = ((F32,), (F16,))  # no float64 Erf kernel on the CPU
+    types = (F32, F16)  # no float64 Erf kernel on the CPU
     conditions = ("sqrt2", "dtype")
 
     def outside(self, ctx, ins):

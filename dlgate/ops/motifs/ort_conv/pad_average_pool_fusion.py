@@ -14,7 +14,7 @@ class PadAveragePoolFusion(_PadThen):
 
     onnx_ops = ("AveragePool", "MaxPool")
     arity = 1
-    dtypes = ((F32,), (F16,))
+    types = (F32, F16)
     conditions = _PadThen.pad_conditions + ("count_include_pad", "max_pool", "pads_below_kernel", "ceil_mode")
 
     def draw(self, ctx, ins, violate):

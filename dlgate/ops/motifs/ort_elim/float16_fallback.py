@@ -14,7 +14,7 @@ class Float16Fallback(OrtMotif):
     rewrite = "CastFloat16Transformer"
     fuse_dtypes = (F16,)
     arity = 1
-    dtypes = ((F16,), (F32,))
+    types = (F16, F32)
     conditions = ("dtype",)
 
     def draw(self, ctx, ins, violate):

@@ -15,7 +15,7 @@ class Float16Initializer(OrtMotif):
     rewrite = "FuseFp16InitializerToFp32NodeTransformer"
     level = "all"
     arity = 2
-    dtypes = ((F16, F16),)
+    types = (F16,)
     conditions = ("constant",)
 
     def draw(self, ctx, ins, violate):

@@ -16,7 +16,7 @@ class RemoveDuplicateCast(OrtMotif):
     level = "basic"
     arity = 1
     ranks = (0, 1, 2, 3)
-    dtypes = ((F32,), (F16,))
+    types = (F32, F16)
     conditions = ("lossless",)
 
     def draw(self, ctx, ins, violate):

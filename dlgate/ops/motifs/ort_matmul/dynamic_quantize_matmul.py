@@ -27,7 +27,7 @@ class DynamicQuantizeMatMul(OrtMotif):
     level = "extended"
     arity = 2
     ranks = (2, 3)
-    dtypes = ((F32, F32),)
+    types = (F32,)
     conditions = ("zero_point_from_dql", "outputs_read_once")
 
     def draw(self, ctx, ins, violate):

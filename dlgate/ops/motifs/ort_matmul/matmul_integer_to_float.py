@@ -43,7 +43,7 @@ class MatMulIntegerToFloat(OrtMotif):
 
     def backward(self, ctx, out):
         """A float32 output [.., M, N] from an input [.., M, K] of an allowed type."""
-        types = [sig[0] for sig in self.dtypes if sig[0] in ctx.dtypes]
+        types = [t for t in self.types if t in ctx.dtypes]
         if out.dtype != F32 or out.rank not in self.ranks or not types:
             return None
         t = ctx.choice(types)

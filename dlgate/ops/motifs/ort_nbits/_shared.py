@@ -45,7 +45,7 @@ class _NBits(OrtMotif):
     fuse_dtypes = (F32,)
     min_opset = 21  # blocked DequantizeLinear and 4-bit types
     arity = 1
-    dtypes = ((F32,),)
+    types = (F32,)
 
     @staticmethod
     def _width(ctx) -> tuple:

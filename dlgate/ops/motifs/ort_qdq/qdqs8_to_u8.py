@@ -19,7 +19,7 @@ class QDQS8ToU8(OrtMotif):
     min_opset = 19
     arity = 1
     ranks = (3, 4)
-    dtypes = ((F32,),)
+    types = (F32,)
     conditions = ("int8_activations",)
 
     def draw(self, ctx, ins, violate):

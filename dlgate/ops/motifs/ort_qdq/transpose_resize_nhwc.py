@@ -17,7 +17,7 @@ class TransposeResizeNhwc(OrtMotif):
     level = "extended"
     arity = 1
     ranks = (4,)
-    dtypes = ((F32,),)
+    types = (F32,)
     conditions = ("transpose_back",)
 
     def draw(self, ctx, ins, violate):

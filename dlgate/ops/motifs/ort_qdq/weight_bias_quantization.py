@@ -58,7 +58,7 @@ class WeightBiasQuantization(OrtMotif):
 
     def backward(self, ctx, out):
         """A float32 output [M, N] from a Gemm of an input [M, K] of an allowed type."""
-        types = [sig[0] for sig in self.dtypes if sig[0] in ctx.dtypes]
+        types = [t for t in self.types if t in ctx.dtypes]
         if out.dtype != F32 or out.rank != 2 or not types:
             return None
         m, n = out.shape
