@@ -27,10 +27,10 @@ a constant, or a graph input, accordingly.
 A motif file reads like an operator's (docs/adding-an-operator.md, "A motif"): what it
 aims at (``optimizer``, ``rewrite``, ``expects``), its signature (``types`` and ``arity``
 give same-dtype signatures, as ``Elementwise`` does; ``dtypes`` for others), its
-``conditions``, then ``draw``, ``input_type``, ``steps`` and ``constant_input``. The
-parts an operator states by hand a motif takes from its steps: the input domain (the
-first step reading each input), the losses, undefined results, jumps and reference
-defects (every step's), so a motif states none of them. The helpers below
+``conditions``, then ``draw``, ``steps`` and ``constant_input``. The parts an operator
+states by hand a motif takes from its steps: each input's type and domain (those the first
+step reading it asks for), the losses, undefined results, jumps and reference defects
+(every step's), so a motif states none of them. The helpers below
 (``const_values``, ``scalar``, ``half``, ``activation``, ``reread``, ``last``) are what
 motifs of both optimizers share.
 """
