@@ -23,6 +23,16 @@ Whether a motif input must be a constant initializer (a fusion's weights) or mus
 (the same rewrite with live weights, which it must decline) is said by
 ``constant_input``; the generator then gives that input a fresh placeholder and makes it
 a constant, or a graph input, accordingly.
+
+A motif file reads like an operator's (docs/adding-an-operator.md, "A motif"): what it
+aims at (``optimizer``, ``rewrite``, ``expects``), its signature (``types`` and ``arity``
+give same-dtype signatures, as ``Elementwise`` does; ``dtypes`` for others), its
+``conditions``, then ``draw``, ``steps`` and ``constant_input``. The parts an operator
+states by hand a motif takes from its steps: each input's type and domain (those the first
+step reading it asks for), the losses, undefined results, jumps and reference defects
+(every step's), so a motif states none of them. The helpers below
+(``const_values``, ``scalar``, ``half``, ``activation``, ``reread``, ``last``) are what
+motifs of both optimizers share.
 """
 from __future__ import annotations
 
@@ -32,7 +42,7 @@ from typing import ClassVar, NamedTuple
 import numpy as np
 
 from dlgate import dtypes as dt
-from dlgate.ops.base import OpSpec, TensorType, all_true
+from dlgate.ops.base import OpSpec, TensorType, all_true, same_dtype_sigs
 from dlgate.ops.registry import get
 from dlgate.seeds import sub_seed
 
@@ -80,8 +90,11 @@ def resolve(r, given: list, made: list, const):
     return const(r)
 
 
-def const_values(a: dict, key: str, dtype: str, shape: tuple, lo: float = -2.0, hi: float = 2.0) -> Const:
-    """Deterministic constant values for a motif's ``key``, from the motif's ``seed``."""
+def const_values(a: dict, key: str, dtype: str, shape: tuple, lo: float = -2.0, hi: float = 2.0,
+                 bits: int = 0) -> Const:
+    """Deterministic constant values for a motif's ``key``, from the motif's ``seed``: uniform
+    in [lo, hi) for a float type, whole numbers from lo to hi for the others (``bits`` 4
+    writes them as a 4-bit initializer, see ``Const``)."""
     rng = np.random.Generator(np.random.PCG64(sub_seed(a["seed"], key)))
     if dt.is_float(dtype):
         v = rng.uniform(lo, hi, size=shape)
@@ -89,7 +102,49 @@ def const_values(a: dict, key: str, dtype: str, shape: tuple, lo: float = -2.0, 
         v = rng.integers(0, 2, size=shape)
     else:
         v = rng.integers(int(lo), int(hi) + 1, size=shape)
-    return Const(np.asarray(v).astype(dt.NUMPY[dtype]), key)
+    return Const(np.asarray(v).astype(dt.NUMPY[dtype]), key, bits)
+
+
+def scalar(value: float, dtype: str, hint: str = "m") -> Const:
+    """A rank-0 constant of ``dtype``."""
+    return Const(np.asarray(value, dtype=dt.NUMPY[dtype]), hint)
+
+
+def half(v: float) -> float:
+    """``v`` rounded to float16: a value every float type holds exactly, so a bound or a
+    constant drawn once compares and computes alike in every precision a compiler uses."""
+    return float(np.float16(v))
+
+
+def activation(ctx, x: TensorType, names: tuple, half_bounds: bool) -> tuple:
+    """(spec name, attrs) of an element-wise activation of ``x``, one of ``names``, drawn by
+    its own spec; a Clip gets both bounds (its fused forms need both), rounded to float16
+    when ``half_bounds``."""
+    op = ctx.choice(names)
+    a = get(op).sample(ctx, [x])
+    if op == "Clip":
+        lo, hi = sorted((ctx.uniform(-4.0, 4.0), ctx.uniform(-4.0, 4.0)))
+        if half_bounds:
+            lo, hi = half(lo), half(hi)
+        a.update({"min": lo, "max": hi})
+    return op, a
+
+
+def last(steps: list) -> Out:
+    """The output of the last step so far."""
+    return Out(len(steps) - 1)
+
+
+def reread(steps: list, src: int, dst: int, reduce: str | None = None, attrs: dict | None = None,
+           op: str = "Add") -> list:
+    """Steps that read step ``src``'s output once more (through the reduction ``reduce``
+    with ``attrs`` when given) and combine it by ``op`` with step ``dst``'s output: ``src``
+    then has a second consumer, which a single-consumer rewrite declines and which moves
+    its post-dominator (TVM's FuseOps). The steps go after ``steps``."""
+    if reduce is None:
+        return [Step(op, {}, (Out(dst), Out(src)))]
+    k = len(steps)
+    return [Step(reduce, attrs or {}, (Out(src),)), Step(op, {}, (Out(dst), Out(k)))]
 
 
 class Motif(OpSpec):
@@ -106,7 +161,18 @@ class Motif(OpSpec):
     conditions: ClassVar[tuple] = ()
     #: Share of draws that break one condition.
     violate_share: ClassVar[float] = 0.5
+    #: The input dtypes of same-dtype signatures: with ``arity``, ``dtypes`` is
+    #: ``same_dtype_sigs(types, arity)`` unless the class writes ``dtypes`` itself.
+    types: ClassVar[tuple] = ()
     symbolic_ok = False
+
+    def __init_subclass__(cls, **kw):
+        own_name = "name" in cls.__dict__
+        super().__init_subclass__(**kw)
+        if not own_name:
+            cls.name = cls.__name__  # a motif is registered under its class's name
+        if cls.types and "dtypes" not in cls.__dict__ and ("types" in cls.__dict__ or "arity" in cls.__dict__):
+            cls.dtypes = same_dtype_sigs(cls.types, cls.arity)
 
     # -- what a motif defines ------------------------------------------------------------
     def draw(self, ctx, ins: list, violate: str | None) -> dict:
@@ -126,6 +192,7 @@ class Motif(OpSpec):
         return None
 
     # -- the contract, derived from the steps ----------------------------------------------
+    # sampling: ``draw``, with the side of the decision and the constants' seed recorded
     def sample(self, ctx, ins):
         violate = None
         if self.conditions and ctx.coin(self.violate_share):
@@ -140,6 +207,7 @@ class Motif(OpSpec):
         """Which side of the rewrite's decision the draw is on."""
         return "fires" if a.get("violate") is None else f"declines:{a['violate']}"
 
+    # constraints and inference: every step's own, chained
     def _types(self, a: dict, ins: list):
         """(per-step input types, per-step output types), or None when a step is invalid."""
         step_ins, step_outs = [], []
@@ -164,16 +232,28 @@ class Motif(OpSpec):
         _, outs = self._types(a, ins)
         return [outs[r.j][r.o] for r in self.outputs(a)]
 
-    def available(self, opset: int) -> bool:
-        return super().available(opset)
-
-    def _consumer(self, a: dict, i: int):
-        """(spec, attrs, position) of the first step reading motif input ``i``."""
+    # input types and the input-domain part: those of the first step reading each input
+    def _reader(self, a: dict, i: int) -> tuple:
+        """(step, position) of the first step reading motif input ``i``."""
         for s in self.steps(a):
             for p, r in enumerate(s.inputs):
                 if isinstance(r, In) and r.k == i:
-                    return get(s.op), s.attrs, p
+                    return s, p
         raise ValueError(f"{self.name}: no step reads input {i}")
+
+    def _consumer(self, a: dict, i: int):
+        """(spec, attrs, position) of the first step reading motif input ``i``."""
+        s, p = self._reader(a, i)
+        return get(s.op), s.attrs, p
+
+    def input_type(self, ctx, i, ins, a, dtype):
+        """The type the first step reading input ``i`` asks for (a Conv's weights, a Gemm's
+        B and C), when that step reads input 0 first, as the motif's own input 0; else
+        input 0's shape (a motif whose inputs meet further down writes its own)."""
+        s, p = self._reader(a, i)
+        if s.inputs[0] == In(0):
+            return get(s.op).input_type(ctx, p, ins, s.attrs, dtype)
+        return super().input_type(ctx, i, ins, a, dtype)
 
     def input_domain(self, a, i):
         spec, sa, p = self._consumer(a, i)
@@ -191,6 +271,7 @@ class Motif(OpSpec):
         spec, sa, p = self._consumer(a, i)
         return spec.input_possible(sa, p, r, t)
 
+    # oracle facts: every step's (jumps, reference defects; undefined results below)
     def discontinuous(self, a):
         return any(get(s.op).discontinuous(s.attrs) for s in self.steps(a))
 
@@ -296,6 +377,7 @@ class WholeMotif(Motif):
         raise NotImplementedError
 
     # what Motif derives from its steps, a whole motif takes from OpSpec (or defines itself)
+    input_type = OpSpec.input_type
     input_domain = OpSpec.input_domain
     input_range = OpSpec.input_range
     input_nonzero = OpSpec.input_nonzero

@@ -1,5 +1,5 @@
-"""Shared pieces of the TVM (Relax) motifs: element-wise epilogues and the fusion-breaking
-second consumer.
+"""Shared pieces of the TVM (Relax) motifs: their base class, element-wise epilogues and
+the fusion-breaking second consumer.
 
 TVM's ``FuseOps`` (``src/relax/transform/fuse_ops.cc`` over the graph partitioner of
 ``src/relay/analysis/graph_partitioner.cc``) groups bindings by the operator pattern
@@ -14,8 +14,8 @@ record reports as ``fused:<names>`` (numbering dropped)."""
 from __future__ import annotations
 
 from dlgate import dtypes as dt
-from dlgate.ops.motif import Out, Step
-from dlgate.ops.registry import get
+from dlgate.ops import motif as M
+from dlgate.ops.motif import Motif
 
 #: ONNX activation -> the PrimFunc names its Relax lowering contributes to a fused
 #: function's name (HardSigmoid is written as multiply, add, clip by the importer; Clip
@@ -24,18 +24,18 @@ ACTIVATIONS = {"Relu": "relu", "Sigmoid": "sigmoid", "Tanh": "tanh", "LeakyRelu"
                "HardSigmoid": "multiply_add_clip", "Clip": "maximum_minimum"}
 
 
-def activation(ctx, x, names=tuple(ACTIVATIONS)) -> tuple:
-    """(spec name, attrs) of an element-wise activation of ``x``; Clip gets both bounds."""
-    op = ctx.choice(names)
-    a = get(op).sample(ctx, [x])
-    if op == "Clip":
-        lo, hi = sorted((ctx.uniform(-4.0, 4.0), ctx.uniform(-4.0, 4.0)))
-        if x.dtype == dt.FLOAT16:  # representable, so bounds compare alike in any precision
-            import numpy as np
+class TvmMotif(Motif):
+    """A TVM motif: same-dtype float signatures unless it says otherwise (``types``,
+    ``arity``, or ``dtypes`` itself)."""
 
-            lo, hi = float(np.float16(lo)), float(np.float16(hi))
-        a.update({"min": lo, "max": hi})
-    return op, a
+    optimizer = "tvm"
+    types = dt.FLOATS
+
+
+def activation(ctx, x, names=tuple(ACTIVATIONS)) -> tuple:
+    """(spec name, attrs) of an element-wise activation of ``x``; Clip gets both bounds,
+    float16-representable on a float16 ``x``, so they compare alike in any precision."""
+    return M.activation(ctx, x, names, half_bounds=x.dtype == dt.FLOAT16)
 
 
 def named(prefixes, suffixes=tuple(ACTIVATIONS.values())) -> tuple:
@@ -48,6 +48,4 @@ def second_consumer(steps: list, src: int, last: int, rank: int) -> list:
     (ReduceMean over the last axis, kept) and add it to step ``last``'s output: ``src``'s
     post-dominator is then the Add, reached through a path that is not element-wise, so
     an anchor at ``src`` does not fuse its epilogue."""
-    k = len(steps)
-    return [Step("ReduceMean", {"keepdims": 1, "axes": [rank - 1]}, (Out(src),)),
-            Step("Add", {}, (Out(last), Out(k)))]
+    return M.reread(steps, src, last, "ReduceMean", {"keepdims": 1, "axes": [rank - 1]})

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import math
 
-from dlgate.ops.motif import In, Out, Step, const_values
+from dlgate.ops.motif import In, Out, Step, const_values, last
 from dlgate.ops.motifs.ort_common import F16, F32, OrtMotif, scalar
 
 
@@ -22,7 +22,6 @@ class AttentionFusionClip(OrtMotif):
     fusion takes (``dtype``): onnxruntime 1.32 fuses it anyway and fails at session creation
     ("Tensor type mismatch"), at level extended and above."""
 
-    name = "AttentionFusionClip"
     onnx_op = "Softmax"
     onnx_ops = ("Reshape", "Transpose", "MatMul", "Split", "Squeeze", "Mul", "Add")
     rewrite = "AttentionFusion"
@@ -32,7 +31,7 @@ class AttentionFusionClip(OrtMotif):
     min_opset = 13  # Split's sizes and Squeeze's axes as inputs
     arity = 1
     ranks = (4,)
-    dtypes = ((F32,), (F16,))
+    types = (F32, F16)
     conditions = ("softmax_axis", "bias", "out_projection", "unit_scale", "dtype")
 
     def draw(self, ctx, ins, violate):
@@ -75,9 +74,9 @@ class AttentionFusionClip(OrtMotif):
              Step("Transpose", {"perm": [0, 2, 1, 3], "omit": False}, (Out(14),)),
              Step("Reshape", {"shape": [b, L, c], "spec": [b, L, c]}, (Out(15),))]
         if a["violate"] != "out_projection":
-            s.append(Step("MatMul", {}, (Out(len(s) - 1), wo)))
+            s.append(Step("MatMul", {}, (last(s), wo)))
         if a["violate"] != "bias":
-            s.append(Step("Add", {}, (Out(len(s) - 1), bias)))
+            s.append(Step("Add", {}, (last(s), bias)))
         return s
 
 

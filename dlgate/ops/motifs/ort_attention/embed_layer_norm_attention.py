@@ -7,8 +7,8 @@ import onnx
 import torch
 
 from dlgate import dtypes as dt
-from dlgate.ops import losses as L
-from dlgate.ops.base import Restricted, TensorType
+from dlgate.ops.base import Restricted, TensorType, sampling_window
+from dlgate.ops.domains import domain_losses
 from dlgate.ops.motif import WholeMotif, const_values
 from dlgate.ops.motifs.ort_common import F32, OrtMotif
 
@@ -43,7 +43,6 @@ class EmbedLayerNormAttention(Restricted, WholeMotif, OrtMotif):
     so EmbedLayerNormFusion has no Attention to feed), ``scale`` (Q divided by another
     value than sqrt(H): AttentionFusion declines)."""
 
-    name = "EmbedLayerNormAttention"
     onnx_op = "Gather"
     onnx_ops = ("Squeeze", "Abs", "Shape", "Range", "Unsqueeze", "Expand", "Add", "ReduceMean", "Sub", "Pow",
                 "Sqrt", "Div", "Mul", "MatMul", "Reshape", "Transpose", "Concat", "Cast", "Equal", "Where",
@@ -55,7 +54,7 @@ class EmbedLayerNormAttention(Restricted, WholeMotif, OrtMotif):
     min_opset = max_opset = 13
     arity = 1
     ranks = (2, 3)
-    dtypes = ((I64,), (F32,))
+    types = (I64, F32)
     conditions = ("add_order", "softmax_axis", "scale")
 
     def draw(self, ctx, ins, violate):
@@ -195,15 +194,19 @@ class EmbedLayerNormAttention(Restricted, WholeMotif, OrtMotif):
         res = torch.matmul(ctx, t["wo"]) + t["bo"] + ln
         return _layer_norm_torch(res, t["g1"], t["b1"], a["eps"])
 
-    # float ids need |x| < V (an index out of the table is an error): the domain and its loss
+    # -- input domain (the Restricted part), which depends on the attributes ---------------
     def input_domain(self, a, i):
+        """Float ids need |x| < V (Cast truncates; an id off the table is an error): within
+        V - 1, the ends excluded for the generator's bounds."""
         return (-(a["vocab"] - 1.0), a["vocab"] - 1.0) if a["float"] else None
 
     def input_range(self, a, i):
-        return (-4.0, 4.0) if a["float"] else None
+        d = self.input_domain(a, i)
+        return sampling_window(*d) if d else None
 
     def losses(self, a, x):
-        return [L.le0(x.abs() - (a["vocab"] - 1))] if a["float"] else []
+        # the ends included: an id of V - 1 is still in the table
+        return domain_losses(self.input_domain(a, 0), False, x)
 
 
 def _layer_norm_onnx(b, x: str, gamma: str, beta: str, eps: float, out: list | int = 1) -> str:

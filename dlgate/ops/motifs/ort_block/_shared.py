@@ -3,17 +3,15 @@ each operator file imports the names it uses)."""
 from __future__ import annotations
 
 from dlgate.ops.base import TensorType
-from dlgate.ops.motifs.ort_common import F16, F32, F64, OrtMotif, scalar
-
-
-FLOATS = (F32, F16, F64)
+from dlgate.ops.motifs.ort_common import F32, OrtMotif, scalar
 
 
 class _Block(OrtMotif):
+    """A transformer-block fusion: level 2, float32 only (the contrib kernels'), on
+    inputs of every float type; ``c`` is a scalar constant of the input's type."""
+
     level = "extended"
     fuse_dtypes = (F32,)
-    arity = 1
-    dtypes = tuple((t,) for t in FLOATS)
 
     def c(self, a, v, hint="c"):
         return scalar(v, a["dtype"], hint)

@@ -10,14 +10,13 @@ class BiasGeluFusion(_Block):
     """``bias_gelu_fusion.cc``: an Add of a constant 1-D bias along the last axis, read
     only by a Gelu (fused from its erf form first), becomes ``com.microsoft:BiasGelu``."""
 
-    name = "BiasGeluFusion"
     onnx_op = "Add"
     onnx_ops = ("Erf", "Div", "Mul")
     rewrite = "BiasGeluFusion"
     expects = ("transformer:BiasGeluFusion", "fused:com.microsoft:BiasGelu")
     arity = 2
     ranks = (2, 3, 4)
-    dtypes = tuple((t, t) for t in (F32, F16))  # no float64 Erf kernel on the CPU
+    types = (F32, F16)  # no float64 Erf kernel on the CPU
     conditions = ("bias_shape", "dtype")
 
     def draw(self, ctx, ins, violate):

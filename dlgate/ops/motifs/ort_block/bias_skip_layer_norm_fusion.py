@@ -18,15 +18,13 @@ class BiasSkipLayerNormFusion(_Block):
     (the broken condition ``bias_first``). A live bias (``bias_constant``) or a 2-D bias
     (``bias_shape``) is declined."""
 
-    name = "BiasSkipLayerNormFusion"
     onnx_op = "LayerNormalization"
     onnx_ops = ("MatMul", "Add")
     rewrite = "BiasSkipLayerNormFusion"
-    expects = ("transformer:BiasSkipLayerNormFusion",)
     min_opset = 17
     arity = 6  # x, weight, bias, skip, gamma, beta
     ranks = (3,)
-    dtypes = tuple((t,) * 6 for t in (F32, F64))  # float16 LayerNormalization: see LayerNormFusion
+    types = (F32, F64)  # float16 LayerNormalization: see LayerNormFusion
     conditions = ("bias_first", "bias_constant", "bias_shape", "dtype")
 
     def draw(self, ctx, ins, violate):

@@ -16,7 +16,6 @@ class FastGeluFusion(_Block):
     ``com.microsoft:FastGelu``. (GeluTanhIdiom's ``0.5 * (x * (1 + tanh(...)))`` groups the
     final product otherwise and is left alone.)"""
 
-    name = "FastGeluFusion"
     onnx_op = "Tanh"
     onnx_ops = ("Mul", "Add", "Pow")
     rewrite = "FastGeluFusion"

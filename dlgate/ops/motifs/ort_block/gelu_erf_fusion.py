@@ -13,12 +13,11 @@ class GeluErfFusion(_Block):
     GeluErfIdiom writes it) becomes Gelu (float16 only from opset 20, into the standard
     one); with the divisor off sqrt(2) it is no Gelu and must stay."""
 
-    name = "GeluErfFusion"
     onnx_op = "Erf"
     onnx_ops = ("Div", "Add", "Mul")
     rewrite = "GeluFusion"
     expects = ("transformer:GeluFusionL1", "transformer:GeluFusionL2")
-    dtypes = ((F32,), (F16,))  # no float64 Erf kernel on the CPU
+    types = (F32, F16)  # no float64 Erf kernel on the CPU
     conditions = ("sqrt2", "dtype")
 
     def outside(self, ctx, ins):

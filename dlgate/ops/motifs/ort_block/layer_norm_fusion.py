@@ -11,7 +11,6 @@ class LayerNormFusion(_RowNorm):
     sqrt(var + eps) * gamma + beta`` over the last axis, gamma and beta constant vectors;
     statistics over another axis are left alone."""
 
-    name = "LayerNormFusion"
     onnx_op = "Mul"
     onnx_ops = ("ReduceMean", "Sub", "Pow", "Add", "Sqrt", "Div")
     rewrite = "LayerNormFusion"
@@ -19,7 +18,7 @@ class LayerNormFusion(_RowNorm):
     arity = 3
     # no float16: its step-by-step rounding of x - mean is ill-conditioned on short rows,
     # and onnxruntime runs the decomposition in float32 (see docs/limitations.md)
-    dtypes = tuple((t,) * 3 for t in (F32, F64))
+    types = (F32, F64)
 
     def steps(self, a):
         s = _layer_norm(a, In(0), [a["axis"]], a["eps"])

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from dlgate.ops.motif import In, Out, Step
-from dlgate.ops.motifs.ort_block._shared import FLOATS, _Block
+from dlgate.ops.motifs.ort_block._shared import _Block
 
 
 class QuickGeluFusion(_Block):
@@ -10,13 +10,11 @@ class QuickGeluFusion(_Block):
     another tensor y than the one multiplied is left alone (y is added to the result
     either way)."""
 
-    name = "QuickGeluFusion"
     onnx_op = "Sigmoid"
     onnx_ops = ("Mul",)
     rewrite = "QuickGeluFusion"
     expects = ("transformer:QuickGeluFusion", "fused:com.microsoft:QuickGelu")
     arity = 2
-    dtypes = tuple((t, t) for t in FLOATS)
     conditions = ("same_input", "dtype")
 
     def draw(self, ctx, ins, violate):

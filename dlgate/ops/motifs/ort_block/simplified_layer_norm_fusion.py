@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from dlgate.ops.motif import In, Out, Step
-from dlgate.ops.motifs.ort_block._shared import FLOATS, _RowNorm
+from dlgate.ops.motifs.ort_block._shared import _RowNorm
 
 
 class SimplifiedLayerNormFusion(_RowNorm):
@@ -10,14 +10,12 @@ class SimplifiedLayerNormFusion(_RowNorm):
     ``SimplifiedLayerNormalization`` (in the default domain). (RMSNormIdiom's spellings,
     with Reciprocal or a Cast, are matched otherwise or not at all.)"""
 
-    name = "SimplifiedLayerNormFusion"
     onnx_op = "Mul"
     onnx_ops = ("Pow", "ReduceMean", "Add", "Sqrt", "Div")
     rewrite = "SimplifiedLayerNormFusion"
     # onnxruntime 1.32 writes the fused node in the default domain
     expects = ("transformer:SimplifiedLayerNormFusion", "fused:SimplifiedLayerNormalization")
     arity = 2
-    dtypes = tuple((t,) * 2 for t in FLOATS)
 
     def steps(self, a):
         k = {"keepdims": 1, "axes": [a["axis"]]}

@@ -11,7 +11,6 @@ class SkipLayerNormFusion(_Block):
     LayerNormalization over the last axis, becomes ``com.microsoft:SkipLayerNormalization``;
     a broadcast skip is left alone."""
 
-    name = "SkipLayerNormFusion"
     onnx_op = "Add"
     onnx_ops = ("LayerNormalization",)
     rewrite = "SkipLayerNormFusion"
@@ -19,7 +18,7 @@ class SkipLayerNormFusion(_Block):
     min_opset = 17
     arity = 4
     ranks = (3,)
-    dtypes = tuple((t,) * 4 for t in (F32, F64))  # float16 LayerNormalization: see LayerNormFusion
+    types = (F32, F64)  # float16 LayerNormalization: see LayerNormFusion
     conditions = ("same_shape", "dtype")
 
     def draw(self, ctx, ins, violate):

@@ -2,8 +2,8 @@
 each operator file imports the names it uses)."""
 from __future__ import annotations
 
-from dlgate.ops.motif import In, Out, Step
-from dlgate.ops.motifs.ort_common import F16, F32, OrtMotif, second_read, spatial_ones
+from dlgate.ops.motif import In, Out, Step, reread
+from dlgate.ops.motifs.ort_common import F16, F32, OrtMotif, single_consumer, spatial_ones
 from dlgate.ops.registry import get
 
 
@@ -21,9 +21,7 @@ def _channels(a: dict) -> int:
 def _reduced(steps: list, src: int, last: int, rank: int) -> list:
     """Steps that read step ``src``'s output a second time (its mean, kept as a
     broadcastable all-ones shape) and add it to step ``last``'s output."""
-    k = len(steps)
-    return [Step("ReduceMean", {"keepdims": 1, "axes": list(range(rank))}, (Out(src),)),
-            Step("Add", {}, (Out(last), Out(k)))]
+    return reread(steps, src, last, "ReduceMean", {"keepdims": 1, "axes": list(range(rank))})
 
 
 class _ConvThen(OrtMotif):
@@ -35,7 +33,7 @@ class _ConvThen(OrtMotif):
     onnx_op = "Conv"
     arity = 4
     ranks = (3, 4, 5)
-    dtypes = tuple((t,) * 4 for t in (F32, F16))
+    types = (F32, F16)
     fuse_dtypes = (F32, F16)
     min_opset = 13
     binop = ""
@@ -61,9 +59,7 @@ class _ConvThen(OrtMotif):
         v = a["violate"]
         operands = (In(3), Out(0)) if v == "operand_first" else (Out(0), In(3))
         s = [Step("Conv", a["conv"], (In(0), In(1), In(2))), Step(self.binop, {}, operands)]
-        if v == "single_consumer":
-            s += second_read(s, 0, 1)
-        return s
+        return single_consumer(a, s, 0, 1)
 
     def constant_input(self, a, i):
         v = a["violate"]

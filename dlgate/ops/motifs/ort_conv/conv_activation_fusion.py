@@ -1,9 +1,9 @@
 from __future__ import annotations
 
 from dlgate.ops.motif import In, Out, Step
-from dlgate.ops.motifs.ort_common import F16, F32, OTHER_ACTIVATIONS, OrtMotif, activation, second_read
+from dlgate.ops.motifs.ort_common import (F16, F32, FUSED_ACTIVATIONS, OTHER_ACTIVATIONS, OrtMotif, activation,
+                                          single_consumer)
 from dlgate.ops.motifs.ort_conv._shared import _conv
-from dlgate.ops.registry import get
 
 
 class ConvActivationFusion(OrtMotif):
@@ -12,32 +12,25 @@ class ConvActivationFusion(OrtMotif):
     activation as an attribute (float32 on the CPU), when the Conv's output is read by
     the activation only."""
 
-    name = "ConvActivationFusion"
     onnx_op = "Conv"
-    onnx_ops = ("Relu", "Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid", "Clip")
+    onnx_ops = FUSED_ACTIVATIONS
     rewrite = "ConvActivationFusion"
     expects = ("transformer:ConvActivationFusion", "fused:com.microsoft:FusedConv")
     level = "extended"
     arity = 3
     ranks = (3, 4, 5)
-    dtypes = tuple((t,) * 3 for t in (F32, F16))
+    types = (F32, F16)
     fuse_dtypes = (F32,)
     conditions = ("activation", "single_consumer", "dtype")
 
     def draw(self, ctx, ins, violate):
         conv = _conv(ctx, ins[0])
-        act, act_attrs = activation(ctx, ins[0], OTHER_ACTIVATIONS if violate == "activation" else
-                                    ("Relu", "Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid", "Clip"))
+        act, act_attrs = activation(ctx, ins[0], OTHER_ACTIVATIONS if violate == "activation" else FUSED_ACTIVATIONS)
         return {"conv": conv, "act": act, "act_attrs": act_attrs}
-
-    def input_type(self, ctx, i, ins, a, dtype):
-        return get("Conv").input_type(ctx, i, ins, a["conv"], dtype)
 
     def steps(self, a):
         s = [Step("Conv", a["conv"], (In(0), In(1), In(2))), Step(a["act"], a["act_attrs"], (Out(0),))]
-        if a["violate"] == "single_consumer":
-            s += second_read(s, 0, 1)
-        return s
+        return single_consumer(a, s, 0, 1)
 
     def constant_input(self, a, i):
         return True

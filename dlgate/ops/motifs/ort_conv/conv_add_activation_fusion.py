@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from dlgate.ops.motif import In, Out, Step
-from dlgate.ops.motifs.ort_common import F32, OrtMotif, activation, second_read
+from dlgate.ops.motifs.ort_common import F32, FUSED_ACTIVATIONS, OrtMotif, activation, single_consumer
 from dlgate.ops.motifs.ort_conv._shared import _channels, _conv
 from dlgate.ops.registry import get
 
@@ -13,15 +13,13 @@ class ConvAddActivationFusion(OrtMotif):
     transformer runs first and takes the Convs with static weights it can, so the weights
     here are live (graph inputs), which it never takes on any block size."""
 
-    name = "ConvAddActivationFusion"
     onnx_op = "Conv"
-    onnx_ops = ("Add", "Relu", "Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid", "Clip")
+    onnx_ops = ("Add",) + FUSED_ACTIVATIONS
     rewrite = "ConvAddActivationFusion"
-    expects = ("transformer:ConvAddActivationFusion",)
     level = "all"
     arity = 4
     ranks = (4,)
-    dtypes = ((F32,) * 4,)
+    types = (F32,)
     conditions = ("same_shape", "single_consumer")
 
     def draw(self, ctx, ins, violate):
@@ -39,9 +37,7 @@ class ConvAddActivationFusion(OrtMotif):
     def steps(self, a):
         s = [Step("Conv", a["conv"], (In(0), In(1), In(2))), Step("Add", {}, (Out(0), In(3))),
              Step(a["act"], a["act_attrs"], (Out(1),))]
-        if a["violate"] == "single_consumer":
-            s += second_read(s, 0, 2)
-        return s
+        return single_consumer(a, s, 0, 2)
 
     def constant_input(self, a, i):
         return False

@@ -6,7 +6,6 @@ from dlgate.ops.motifs.ort_conv._shared import _ConvThen
 class ConvAddFusion(_ConvThen):
     """``conv_add_fusion.cc``: Conv -> Add of a constant [M, 1, ...] becomes the Conv's bias."""
 
-    name = "ConvAddFusion"
     onnx_ops = ("Add",)
     rewrite = "ConvAddFusion"
     expects = ("removed:Add",)

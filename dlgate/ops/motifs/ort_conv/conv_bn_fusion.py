@@ -1,7 +1,8 @@
 from __future__ import annotations
 
 from dlgate.ops.motif import In, Out, Step
-from dlgate.ops.motifs.ort_common import F16, F32, OrtMotif
+from dlgate.ops.motifs.ort_common import F16, F32, OrtMotif, single_consumer
+from dlgate.ops.motifs.ort_conv._shared import _channels, _conv
 from dlgate.ops.registry import get
 
 
@@ -10,21 +11,19 @@ class ConvBnFusion(OrtMotif):
     mean and var, the Conv's output read only by the BatchNormalization, becomes one Conv
     with folded weights."""
 
-    name = "ConvBnFusion"
     onnx_op = "Conv"
     onnx_ops = ("BatchNormalization", "Add")
-    optimizer = "onnxruntime"
     rewrite = "ConvBNFusion"
     expects = ("removed:BatchNormalization",)
     arity = 7
     ranks = (3, 4, 5)
-    dtypes = tuple((t,) * 7 for t in (F32, F16))  # no float64 Conv kernel on the CPU
+    types = (F32, F16)  # no float64 Conv kernel on the CPU
     min_opset = 14
     conditions = ("weights_constant", "bn_constant", "single_consumer")
 
     def draw(self, ctx, ins, violate):
-        conv = get("Conv").sample(ctx, ins[:1])
-        c = conv["group"] * conv["m_per_group"]
+        conv = _conv(ctx, ins[0])
+        c = _channels(conv)
         out_rank = ins[0].rank
         bn = get("BatchNormalization").sample(ctx, [ins[0].with_shape((1, c) + (1,) * (out_rank - 2))])
         return {"conv": conv, "bn": bn, "channels": c, "dtype": ins[0].dtype}
@@ -37,9 +36,7 @@ class ConvBnFusion(OrtMotif):
     def steps(self, a):
         s = [Step("Conv", a["conv"], (In(0), In(1), In(2))),
              Step("BatchNormalization", a["bn"], (Out(0), In(3), In(4), In(5), In(6)))]
-        if a["violate"] == "single_consumer":
-            s.append(Step("Add", {}, (Out(1), Out(0))))  # the Conv's output is read twice
-        return s
+        return single_consumer(a, s, 0, 1)  # the Conv's output is read twice
 
     def constant_input(self, a, i):
         v = a["violate"]

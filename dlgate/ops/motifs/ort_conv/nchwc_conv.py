@@ -14,7 +14,6 @@ class NchwcConv(OrtMotif):
     front (a 1x1 Conv to 3, 16 or 32 channels) makes them so whatever the input's own
     channels; a following Relu is fused into the NCHWc Conv."""
 
-    name = "NchwcConv"
     onnx_op = "Conv"
     onnx_ops = ("Relu",)
     rewrite = "NchwcTransformer"
@@ -24,7 +23,7 @@ class NchwcConv(OrtMotif):
     ranks = (3, 4)
     # float32 only: NCHWc is float32's; a float16 pair of Convs runs in float32 on the CPU
     # without the intermediate rounding, beyond float16's tolerance on long sums
-    dtypes = ((F32,) * 4,)
+    types = (F32,)
     conditions = ("weights_constant", "rank")
     forced = ("dtype", "rank")
 

@@ -12,10 +12,9 @@ class PadAveragePoolFusion(_PadThen):
     added; onnxruntime declines MaxPool (implicit padding is -inf there),
     ``count_include_pad=0`` and ``ceil_mode=1``."""
 
-    name = "PadAveragePoolFusion"
     onnx_ops = ("AveragePool", "MaxPool")
     arity = 1
-    dtypes = ((F32,), (F16,))
+    types = (F32, F16)
     conditions = _PadThen.pad_conditions + ("count_include_pad", "max_pool", "pads_below_kernel", "ceil_mode")
 
     def draw(self, ctx, ins, violate):

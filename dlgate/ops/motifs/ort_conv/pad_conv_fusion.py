@@ -9,11 +9,10 @@ from dlgate.ops.registry import get
 class PadConvFusion(_PadThen):
     """Pad -> Conv (explicit ``pads``, not ``auto_pad``)."""
 
-    name = "PadConvFusion"
     onnx_op = "Conv"  # the schema the input signature is checked against
     onnx_ops = ("Pad",)
     arity = 3
-    dtypes = tuple((t,) * 3 for t in (F32, F16))
+    types = (F32, F16)
     conditions = _PadThen.pad_conditions + ("child_auto_pad",)
 
     def draw(self, ctx, ins, violate):

@@ -1,10 +1,7 @@
 from __future__ import annotations
 
-from dlgate.ops.motif import In, Out, Step
-from dlgate.ops.motifs.ort_common import F16, F32, F64, OrtMotif
-
-
-INT64_MAX = 2**63 - 1
+from dlgate.ops.motif import In, Out, Step, last
+from dlgate.ops.motifs.ort_common import F32, F64, INT64_MAX, OrtMotif
 
 
 class SliceConcatSpaceToDepth(OrtMotif):
@@ -16,15 +13,12 @@ class SliceConcatSpaceToDepth(OrtMotif):
     Slices, one per axis. An odd H or W is cropped first (the Slices then read the crop).
     Two branches of one phase, or the Concat on the batch axis, break it."""
 
-    name = "SliceConcatSpaceToDepth"
     onnx_op = "Slice"
     onnx_ops = ("Concat",)
     rewrite = "SliceConcatToSpaceToDepthFusion"
-    expects = ("transformer:SliceConcatToSpaceToDepthFusion",)
     fuse_dtypes = (F32, F64)
     arity = 1
     ranks = (4,)
-    dtypes = tuple((t,) for t in (F32, F16, F64))
     conditions = ("four_phases", "channel_axis", "dtype")
     PHASES = ((0, 0), (0, 1), (1, 0), (1, 1))
 
@@ -51,11 +45,11 @@ class SliceConcatSpaceToDepth(OrtMotif):
             if chain:  # H, then W
                 s.append(Step("Slice", {"starts": [ph], "ends": a["ends"][:1], "axes": [2], "steps": [2]}, (src,)))
                 s.append(Step("Slice", {"starts": [pw], "ends": a["ends"][1:], "axes": [3], "steps": [2]},
-                              (Out(len(s) - 1),)))
+                              (last(s),)))
             else:
                 s.append(Step("Slice", {"starts": [ph, pw], "ends": a["ends"], "axes": [2, 3], "steps": [2, 2]},
                               (src,)))
-            branches.append(Out(len(s) - 1))
+            branches.append(last(s))
         return s + [Step("Concat4", {"axis": a["axis"]}, tuple(branches))]
 
 

@@ -3,10 +3,7 @@ each operator file imports the names it uses)."""
 from __future__ import annotations
 
 from dlgate.ops.motif import In, Out, Step
-from dlgate.ops.motifs.ort_common import F16, F32, F64, OrtMotif
-
-
-FLOATS = (F32, F16, F64)
+from dlgate.ops.motifs.ort_common import OrtMotif
 
 
 class _Eliminated(OrtMotif):
@@ -14,7 +11,6 @@ class _Eliminated(OrtMotif):
 
     arity = 1
     ranks = (1, 2, 3, 4, 5)
-    dtypes = tuple((t,) for t in FLOATS)
     around = "Neg"
 
     def draw(self, ctx, ins, violate):

@@ -1,13 +1,13 @@
 from __future__ import annotations
 
 from dlgate.ops.motif import Step
-from dlgate.ops.motifs.ort_elim._shared import FLOATS, _Eliminated
+from dlgate.ops.motifs.ort_common import FLOATS
+from dlgate.ops.motifs.ort_elim._shared import _Eliminated
 
 
 class CastElimination(_Eliminated):
     """``cast_elimination.cc``: a Cast to the input's own type."""
 
-    name = "CastElimination"
     onnx_op = "Cast"
     rewrite = "CastElimination"
     expects = ("removed:Cast",)

@@ -2,21 +2,17 @@ from __future__ import annotations
 
 from dlgate.ops.motif import In, Out, Step
 from dlgate.ops.motifs.ort_common import OrtMotif
-from dlgate.ops.motifs.ort_elim._shared import FLOATS
 
 
 class CommonSubexpression(OrtMotif):
     """``common_subexpression_elimination.cc`` (level 1): two nodes of the same type, with
     the same attributes and inputs, are computed once."""
 
-    name = "CommonSubexpression"
     onnx_op = "Add"
     onnx_ops = ("Sigmoid", "Softmax", "Mul")
     rewrite = "CommonSubexpressionElimination"
-    expects = ("transformer:CommonSubexpressionElimination",)
     arity = 1
     ranks = (1, 2, 3, 4)
-    dtypes = tuple((t,) for t in FLOATS)
     conditions = ("same_attributes",)
 
     def draw(self, ctx, ins, violate):

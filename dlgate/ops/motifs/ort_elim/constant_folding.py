@@ -9,13 +9,11 @@ class ConstantFolding(OrtMotif):
     """``constant_folding.cc`` (level 1): a node whose inputs are all constant initializers
     is computed once and replaced by its result."""
 
-    name = "ConstantFolding"
     onnx_op = "Add"
     onnx_ops = ("Mul", "Sigmoid")
     rewrite = "ConstantFolding"
-    expects = ("transformer:ConstantFolding",)
     arity = 3
-    dtypes = tuple((t,) * 3 for t in (F32, F64))
+    types = (F32, F64)
     conditions = ("inputs_constant",)
 
     def draw(self, ctx, ins, violate):

@@ -1,27 +1,21 @@
 from __future__ import annotations
 
-import numpy as np
-
-from dlgate.ops.motif import In, Out, Step
+from dlgate.ops.motif import In, Out, Step, half
 from dlgate.ops.motifs.ort_common import OrtMotif, scalar
-from dlgate.ops.motifs.ort_elim._shared import FLOATS
 
 
 class ConstantSharing(OrtMotif):
     """``constant_sharing.cc`` (level 1): scalar initializers of equal type and value read
     by different nodes become one shared initializer."""
 
-    name = "ConstantSharing"
     onnx_op = "Mul"
     onnx_ops = ("Add",)
     rewrite = "ConstantSharing"
-    expects = ("transformer:ConstantSharing",)
     arity = 1
-    dtypes = tuple((t,) for t in FLOATS)
     conditions = ("same_value",)
 
     def draw(self, ctx, ins, violate):
-        v = float(np.float16(ctx.uniform(-3.0, 3.0)))
+        v = half(ctx.uniform(-3.0, 3.0))
         w = v + 0.5 if violate == "same_value" else v
         return {"values": [v, w], "dtype": ins[0].dtype}
 

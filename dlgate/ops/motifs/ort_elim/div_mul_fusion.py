@@ -1,21 +1,18 @@
 from __future__ import annotations
 
 from dlgate.ops.motif import In, Out, Step
-from dlgate.ops.motifs.ort_common import OrtMotif, scalar
-from dlgate.ops.motifs.ort_elim._shared import FLOATS
+from dlgate.ops.motifs.ort_common import OrtMotif, scalar, single_consumer
 
 
 class DivMulFusion(OrtMotif):
     """``div_mul_fusion.cc``: Mul(a, Div(1, b)), the Div read only by the Mul, becomes
     Div(a, b)."""
 
-    name = "DivMulFusion"
     onnx_op = "Div"
     onnx_ops = ("Mul",)
     rewrite = "DivMulFusion"
     expects = ("removed:Mul",)
     arity = 2
-    dtypes = tuple((t, t) for t in FLOATS)
     conditions = ("numerator_one", "single_consumer")
 
     def draw(self, ctx, ins, violate):
@@ -26,9 +23,7 @@ class DivMulFusion(OrtMotif):
 
     def steps(self, a):
         s = [Step("Div", {}, (scalar(a["one"], a["dtype"], "one"), In(1))), Step("Mul", {}, (In(0), Out(0)))]
-        if a["violate"] == "single_consumer":
-            s.append(Step("Add", {}, (Out(1), Out(0))))
-        return s
+        return single_consumer(a, s, 0, 1)
 
     def constant_input(self, a, i):
         return False

@@ -8,7 +8,6 @@ from dlgate.ops.registry import get
 class EliminateDropout(_Eliminated):
     """``dropout_elimination.cc``: an inference Dropout (its mask output unused)."""
 
-    name = "EliminateDropout"
     onnx_op = "Dropout"
     rewrite = "EliminateDropout"
     expects = ("removed:Dropout",)

@@ -7,7 +7,6 @@ from dlgate.ops.motifs.ort_elim._shared import _Eliminated
 class EliminateIdentity(_Eliminated):
     """``identity_elimination.cc``: an Identity whose output is not a graph output."""
 
-    name = "EliminateIdentity"
     onnx_op = "Identity"
     rewrite = "EliminateIdentity"
     expects = ("removed:Identity",)

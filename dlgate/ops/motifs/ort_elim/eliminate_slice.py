@@ -1,17 +1,14 @@
 from __future__ import annotations
 
 from dlgate.ops.motif import Step
+from dlgate.ops.motifs.ort_common import INT64_MAX
 from dlgate.ops.motifs.ort_elim._shared import _Eliminated
-
-
-INT64_MAX = 2**63 - 1
 
 
 class EliminateSlice(_Eliminated):
     """``slice_elimination.cc``: a Slice whose constant starts are 0, ends INT64_MAX and
     steps 1 on every axis it names (it copies its input)."""
 
-    name = "EliminateSlice"
     onnx_op = "Slice"
     rewrite = "EliminateSlice"
     expects = ("removed:Slice",)

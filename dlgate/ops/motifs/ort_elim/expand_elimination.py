@@ -8,7 +8,6 @@ class ExpandElimination(_Eliminated):
     """``expand_elimination.cc``: an Expand to a shape that broadcasts to the input's own
     (ones, or the input's trailing dims)."""
 
-    name = "ExpandElimination"
     onnx_op = "Expand"
     rewrite = "ExpandElimination"
     expects = ("removed:Expand",)

@@ -9,14 +9,12 @@ class Float16Fallback(OrtMotif):
     a float16 node the CPU EP has no float16 kernel for (Sigmoid, Neg) runs in float32
     between Casts; float32 needs none."""
 
-    name = "Float16Fallback"
     onnx_op = "Sigmoid"
     onnx_ops = ("Neg",)
     rewrite = "CastFloat16Transformer"
-    expects = ("transformer:CastFloat16Transformer",)
     fuse_dtypes = (F16,)
     arity = 1
-    dtypes = ((F16,), (F32,))
+    types = (F16, F32)
     conditions = ("dtype",)
 
     def draw(self, ctx, ins, violate):

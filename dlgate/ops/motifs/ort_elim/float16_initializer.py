@@ -11,13 +11,11 @@ class Float16Initializer(OrtMotif):
     float32 (inserted by ``CastFloat16Transformer``) is stored as float32 instead; a live
     float16 input stays cast."""
 
-    name = "Float16Initializer"
     onnx_op = "Add"
     rewrite = "FuseFp16InitializerToFp32NodeTransformer"
-    expects = ("transformer:FuseFp16InitializerToFp32NodeTransformer",)
     level = "all"
     arity = 2
-    dtypes = ((F16, F16),)
+    types = (F16,)
     conditions = ("constant",)
 
     def draw(self, ctx, ins, violate):

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 from dlgate.ops.motif import In, Out, Step
 from dlgate.ops.motifs.ort_common import OrtMotif
-from dlgate.ops.motifs.ort_elim._shared import FLOATS
 
 
 class GatherSliceToSplit(OrtMotif):
@@ -11,15 +10,12 @@ class GatherSliceToSplit(OrtMotif):
     one index short, they stay. An input without an axis of 2 to 6 elements is outside
     (``axis_length``)."""
 
-    name = "GatherSliceToSplit"
     onnx_op = "Gather"
     onnx_ops = ("Add",)
     rewrite = "GatherSliceToSplitFusion"
-    expects = ("transformer:GatherSliceToSplitFusion",)
     level = "extended"
     arity = 1
     ranks = (1, 2, 3, 4)
-    dtypes = tuple((t,) for t in FLOATS)
     conditions = ("cover_axis", "axis_length")
     forced = ("dtype", "axis_length")
 

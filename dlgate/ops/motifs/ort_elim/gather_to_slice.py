@@ -2,7 +2,6 @@ from __future__ import annotations
 
 from dlgate.ops.motif import In, Step
 from dlgate.ops.motifs.ort_common import OrtMotif
-from dlgate.ops.motifs.ort_elim._shared import FLOATS
 from dlgate.ops.registry import get
 
 
@@ -16,15 +15,12 @@ class GatherToSlice(OrtMotif):
     those indices from the end): onnxruntime 1.32 fuses them all the same, into a Slice
     whose negative start means something else (a defect the firing side keeps finding)."""
 
-    name = "GatherToSlice"
     onnx_op = "Range"
     onnx_ops = ("Gather", "Size", "Add")
     rewrite = "GatherToSliceFusion"
-    expects = ("transformer:GatherToSliceFusion",)
     level = "extended"
     arity = 2
     ranks = (1, 2, 3, 4, 5)
-    dtypes = tuple((t, t) for t in FLOATS)
     conditions = ("live_range", "indices_from_range")
 
     def draw(self, ctx, ins, violate):
@@ -36,9 +32,6 @@ class GatherToSlice(OrtMotif):
             d = x.shape[ax]
             g.update(axis=ax, start=0, delta=ctx.choice((1, 2)), limit=max(1, d - 1), shift=1)
         return {"g": g}
-
-    def input_type(self, ctx, i, ins, a, dtype):
-        return get("GatherArange").input_type(ctx, i, ins, a["g"], dtype)
 
     def steps(self, a):
         return [Step("GatherArange", a["g"], (In(0), In(1)))]

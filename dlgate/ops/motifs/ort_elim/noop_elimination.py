@@ -5,21 +5,18 @@ import numpy as np
 from dlgate import dtypes as dt
 from dlgate.ops.motif import Const, In, Out, Step
 from dlgate.ops.motifs.ort_common import OrtMotif
-from dlgate.ops.motifs.ort_elim._shared import FLOATS
 
 
 class NoopElimination(OrtMotif):
     """``noop_elimination.cc``: Add or Sub of 0, Mul or Div by 1, the constant of one
     element (shapes that would broadcast the other input are left alone)."""
 
-    name = "NoopElimination"
     onnx_op = "Add"
     onnx_ops = ("Sub", "Mul", "Div")
     rewrite = "NoopElimination"
     expects = ("removed:Add", "removed:Sub", "removed:Mul", "removed:Div")
     arity = 1
     ranks = (1, 2, 3, 4, 5)
-    dtypes = tuple((t,) for t in FLOATS)
     conditions = ("neutral", "one_element")
     loose = ("one_element",)  # an input of one element takes the constant's shape
 

@@ -2,15 +2,13 @@ from __future__ import annotations
 
 from dlgate import dtypes as dt
 from dlgate.ops.motif import In, Out, Step
-from dlgate.ops.motifs.ort_common import OrtMotif
-from dlgate.ops.motifs.ort_elim._shared import FLOATS
+from dlgate.ops.motifs.ort_common import FLOATS, OrtMotif
 
 
 class NotWhereFusion(OrtMotif):
     """``not_where_fusion.cc``: Where(Not(c), x, y), the Not read only by Where nodes,
     becomes Where(c, y, x); a Not read by an And too stays."""
 
-    name = "NotWhereFusion"
     onnx_op = "Where"
     onnx_ops = ("Not",)
     rewrite = "NotWhereFusion"

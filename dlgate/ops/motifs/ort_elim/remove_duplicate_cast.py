@@ -11,14 +11,12 @@ class RemoveDuplicateCast(OrtMotif):
     float16, float32 -> float64 -> float32) collapses; a narrowing first Cast (float32
     -> float16 -> float32) rounds, and must stay."""
 
-    name = "RemoveDuplicateCast"
     onnx_op = "Cast"
     rewrite = "RemoveDuplicateCastTransformer"
-    expects = ("transformer:RemoveDuplicateCastTransformer",)
     level = "basic"
     arity = 1
     ranks = (0, 1, 2, 3)
-    dtypes = ((F32,), (F16,))
+    types = (F32, F16)
     conditions = ("lossless",)
 
     def draw(self, ctx, ins, violate):

@@ -2,21 +2,18 @@ from __future__ import annotations
 
 from dlgate.ops.motif import In, Out, Step
 from dlgate.ops.motifs.ort_common import OrtMotif
-from dlgate.ops.motifs.ort_elim._shared import FLOATS
 
 
 class TransposeCancel(OrtMotif):
     """``transpose_optimizer`` (level 1): a Transpose pushed through an element-wise node
     meets its inverse and both vanish."""
 
-    name = "TransposeCancel"
     onnx_op = "Transpose"
     onnx_ops = ("Sigmoid",)
     rewrite = "TransposeOptimizer"
     expects = ("transformer:TransposeOptimizer", "removed:Transpose")
     arity = 1
     ranks = (2, 3, 4, 5)
-    dtypes = tuple((t,) for t in FLOATS)
     conditions = ()
 
     def draw(self, ctx, ins, violate):

@@ -3,21 +3,18 @@ from __future__ import annotations
 from dlgate.ops.base import TensorType
 from dlgate.ops.motif import In, Out, Step
 from dlgate.ops.motifs.ort_common import OrtMotif
-from dlgate.ops.motifs.ort_elim._shared import FLOATS
 
 
 class UnsqueezeElimination(OrtMotif):
     """``unsqueeze_elimination.cc``: an Unsqueeze of a constant initializer (read only by
     it) is folded into a reshaped initializer."""
 
-    name = "UnsqueezeElimination"
     onnx_op = "Add"
     onnx_ops = ("Unsqueeze",)
     rewrite = "UnsqueezeElimination"
     expects = ("removed:Unsqueeze",)
     arity = 2
     ranks = (1, 2, 3, 4)
-    dtypes = tuple((t, t) for t in FLOATS)
     conditions = ("input_constant",)
 
     def draw(self, ctx, ins, violate):

@@ -2,11 +2,7 @@
 each operator file imports the names it uses)."""
 from __future__ import annotations
 
-from dlgate.ops.motifs.ort_common import F16, F32, F64
-
-
-FLOATS = (F32, F16, F64)
-
 
 def _n(ctx) -> int:
+    """A product's drawn inner or outer size N (at most 16)."""
     return ctx.dim(16)

@@ -20,7 +20,6 @@ class DynamicQuantizeMatMul(OrtMotif):
     (onnxruntime 1.32 fuses a live one too, and then crashes on a b_scale that is not a
     scalar or a vector of N)."""
 
-    name = "DynamicQuantizeMatMul"
     onnx_op = "DynamicQuantizeLinear"
     onnx_ops = ("MatMulInteger", "Cast", "Mul")
     rewrite = "DynamicQuantizeMatMulFusion"
@@ -28,7 +27,7 @@ class DynamicQuantizeMatMul(OrtMotif):
     level = "extended"
     arity = 2
     ranks = (2, 3)
-    dtypes = ((F32, F32),)
+    types = (F32,)
     conditions = ("zero_point_from_dql", "outputs_read_once")
 
     def draw(self, ctx, ins, violate):

@@ -1,9 +1,8 @@
 from __future__ import annotations
 
 from dlgate.ops.base import TensorType
-from dlgate.ops.motif import In, Out, Step
+from dlgate.ops.motif import In, Out, Step, reread
 from dlgate.ops.motifs.ort_common import OrtMotif
-from dlgate.ops.motifs.ort_matmul._shared import FLOATS
 from dlgate.ops.registry import get
 
 
@@ -11,14 +10,12 @@ class GemmTransposeFusion(OrtMotif):
     """``gemm_transpose_fusion.cc`` (a rule): a Transpose with perm [1, 0], read only by
     Gemm as A or B, is folded into the Gemm's transA / transB."""
 
-    name = "GemmTransposeFusion"
     onnx_op = "Transpose"
     onnx_ops = ("Gemm",)
     rewrite = "GemmTransposeFusion"
     expects = ("removed:Transpose",)
     arity = 3
     ranks = (2,)
-    dtypes = tuple((t,) * 3 for t in FLOATS)
     conditions = ("single_consumer",)
 
     def draw(self, ctx, ins, violate):
@@ -35,7 +32,7 @@ class GemmTransposeFusion(OrtMotif):
     def steps(self, a):
         s = [Step("Transpose", {"perm": [1, 0], "omit": False}, (In(0),)), Step("Gemm", a["gemm"], (Out(0), In(1), In(2)))]
         if a["violate"] == "single_consumer":
-            s += [Step("ReduceSum", {"keepdims": 1, "axes": [0, 1]}, (Out(0),)), Step("Add", {}, (Out(1), Out(2)))]
+            s += reread(s, 0, 1, "ReduceSum", {"keepdims": 1, "axes": [0, 1]})
         return s
 
     def constant_input(self, a, i):

@@ -1,9 +1,9 @@
 from __future__ import annotations
 
 from dlgate.ops.base import TensorType
-from dlgate.ops.motif import In, Out, Step
+from dlgate.ops.motif import In, Out, Step, reread
 from dlgate.ops.motifs.ort_common import F16, F32, OrtMotif
-from dlgate.ops.motifs.ort_matmul._shared import FLOATS, _n
+from dlgate.ops.motifs.ort_matmul._shared import _n
 
 
 class MatMulAddFusion(OrtMotif):
@@ -11,7 +11,6 @@ class MatMulAddFusion(OrtMotif):
     only by an Add of a bias of N > 1 elements that Gemm's C takes ([N], [1, N], [M, N];
     [N] only for A of rank 3, which is reshaped to 2-D around the Gemm), becomes Gemm."""
 
-    name = "MatMulAddFusion"
     onnx_op = "MatMul"
     onnx_ops = ("Add",)
     rewrite = "MatMulAddFusion"
@@ -19,7 +18,6 @@ class MatMulAddFusion(OrtMotif):
     fuse_dtypes = (F32, F16)
     arity = 3
     ranks = (2, 3)
-    dtypes = tuple((t,) * 3 for t in FLOATS)
     conditions = ("single_consumer", "b_rank", "bias_shape", "dtype")
 
     def draw(self, ctx, ins, violate):
@@ -39,7 +37,7 @@ class MatMulAddFusion(OrtMotif):
     def steps(self, a):
         s = [Step("MatMul", {}, (In(0), In(1))), Step("Add", {}, (Out(0), In(2)))]
         if a["violate"] == "single_consumer":
-            s.append(Step("Mul", {}, (Out(1), Out(0))))
+            s += reread(s, 0, 1, op="Mul")
         return s
 
     def constant_input(self, a, i):

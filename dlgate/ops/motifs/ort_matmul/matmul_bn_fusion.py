@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from dlgate.ops.base import TensorType
 from dlgate.ops.motif import In, Out, Step
-from dlgate.ops.motifs.ort_common import F32, F64, OrtMotif, second_read
+from dlgate.ops.motifs.ort_common import F32, F64, OrtMotif, single_consumer
 from dlgate.ops.motifs.ort_matmul._shared import _n
 from dlgate.ops.registry import get
 
@@ -15,14 +15,13 @@ class MatMulBnFusion(OrtMotif):
     not the columns B's statistics would fold into, and the rule must decline (onnxruntime
     1.20 fused it anyway and failed to build the session)."""
 
-    name = "MatMulBnFusion"
     onnx_op = "MatMul"
     onnx_ops = ("BatchNormalization",)
     rewrite = "MatmulBNFusion"
     expects = ("removed:BatchNormalization",)
     arity = 6
     ranks = (2, 3)
-    dtypes = tuple((t,) * 6 for t in (F32, F64))
+    types = (F32, F64)
     conditions = ("weights_constant", "bn_constant", "single_consumer", "rank_2")
 
     def sample(self, ctx, ins):
@@ -50,9 +49,7 @@ class MatMulBnFusion(OrtMotif):
 
     def steps(self, a):
         s = [Step("MatMul", {}, (In(0), In(1))), Step("BatchNormalization", a["bn"], (Out(0), In(2), In(3), In(4), In(5)))]
-        if a["violate"] == "single_consumer":
-            s += second_read(s, 0, 1)
-        return s
+        return single_consumer(a, s, 0, 1)
 
     def constant_input(self, a, i):
         v = a["violate"]

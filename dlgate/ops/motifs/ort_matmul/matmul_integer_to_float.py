@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from dlgate import dtypes as dt
 from dlgate.ops.base import TensorType
-from dlgate.ops.motif import In, Out, Step, const_values
+from dlgate.ops.motif import In, Step, const_values, last
 from dlgate.ops.motifs.ort_common import F32, OrtMotif
 from dlgate.ops.motifs.ort_matmul._shared import _n
 from dlgate.ops.quant._shared import QR, QTYPES
@@ -22,7 +22,6 @@ class MatMulIntegerToFloat(OrtMotif):
     multiplies by one scale at a time (no Mul of the two); breaking ``single_consumer``
     reads the MatMulInteger's, the Cast's or the scales' Mul's output once more."""
 
-    name = "MatMulIntegerToFloat"
     onnx_op = "Cast"  # the one op whose schema takes every input type the motif does
     onnx_ops = ("QuantizeLinear", "MatMulInteger", "Mul", "Add")
     rewrite = "MatMulIntegerToFloatFusion"
@@ -30,7 +29,7 @@ class MatMulIntegerToFloat(OrtMotif):
     level = "extended"
     arity = 3
     ranks = (2, 3, 4)
-    dtypes = tuple((t, t, t) for t in dt.ALL)
+    types = dt.ALL
     conditions = ("scale_product", "single_consumer")
 
     def draw(self, ctx, ins, violate):
@@ -44,7 +43,7 @@ class MatMulIntegerToFloat(OrtMotif):
 
     def backward(self, ctx, out):
         """A float32 output [.., M, N] from an input [.., M, K] of an allowed type."""
-        types = [sig[0] for sig in self.dtypes if sig[0] in ctx.dtypes]
+        types = [t for t in self.types if t in ctx.dtypes]
         if out.dtype != F32 or out.rank not in self.ranks or not types:
             return None
         t = ctx.choice(types)
@@ -64,7 +63,7 @@ class MatMulIntegerToFloat(OrtMotif):
 
         def add(op, attrs, *ins):
             s.append(Step(op, attrs, ins))
-            return Out(len(s) - 1)
+            return last(s)
 
         x, s1, s2 = In(0), In(1), In(2)
         if a["cast"]:

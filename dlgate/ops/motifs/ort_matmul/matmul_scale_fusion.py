@@ -1,9 +1,9 @@
 from __future__ import annotations
 
 from dlgate.ops.base import TensorType
-from dlgate.ops.motif import In, Out, Step
+from dlgate.ops.motif import In, Out, Step, reread
 from dlgate.ops.motifs.ort_common import F32, OrtMotif
-from dlgate.ops.motifs.ort_matmul._shared import FLOATS, _n
+from dlgate.ops.motifs.ort_matmul._shared import _n
 
 
 class MatMulScaleFusion(OrtMotif):
@@ -13,7 +13,6 @@ class MatMulScaleFusion(OrtMotif):
     the scaled tensor's; one rank more (``scale_rank`` broken) broadcasts the result up a
     rank, which the fusion must decline."""
 
-    name = "MatMulScaleFusion"
     onnx_op = "MatMul"
     onnx_ops = ("Mul", "Div")
     rewrite = "MatMulScaleFusion"
@@ -22,7 +21,6 @@ class MatMulScaleFusion(OrtMotif):
     fuse_dtypes = (F32,)
     arity = 3
     ranks = (2, 3, 4)
-    dtypes = tuple((t,) * 3 for t in FLOATS)
     conditions = ("scale_constant", "scale_scalar", "single_consumer", "dtype", "scale_rank")
 
     def draw(self, ctx, ins, violate):
@@ -54,8 +52,7 @@ class MatMulScaleFusion(OrtMotif):
         else:
             s = [Step("MatMul", {}, (In(0), In(1))), Step(a["op"], {}, (Out(0), scale))]
         if v == "single_consumer":
-            s += [Step("ReduceSum", {"keepdims": 0, "axes": list(range(len(a["b"])))}, (Out(0),)),
-                  Step("Add", {}, (Out(1), Out(2)))]
+            s += reread(s, 0, 1, "ReduceSum", {"keepdims": 0, "axes": list(range(len(a["b"])))})
         return s
 
     def constant_input(self, a, i):

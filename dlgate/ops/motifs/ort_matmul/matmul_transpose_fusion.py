@@ -3,7 +3,7 @@ from __future__ import annotations
 from dlgate.ops.base import TensorType
 from dlgate.ops.motif import In, Out, Step
 from dlgate.ops.motifs.ort_common import F32, F64, OrtMotif
-from dlgate.ops.motifs.ort_matmul._shared import FLOATS, _n
+from dlgate.ops.motifs.ort_matmul._shared import _n
 
 
 class MatMulTransposeFusion(OrtMotif):
@@ -11,7 +11,6 @@ class MatMulTransposeFusion(OrtMotif):
     the last two axes of MatMul's A or B becomes ``com.microsoft:FusedMatMul``'s transA /
     transB (the Transpose stays when something else reads it)."""
 
-    name = "MatMulTransposeFusion"
     onnx_op = "Transpose"
     onnx_ops = ("MatMul",)
     rewrite = "MatmulTransposeFusion"
@@ -20,7 +19,6 @@ class MatMulTransposeFusion(OrtMotif):
     fuse_dtypes = (F32, F64)
     arity = 2
     ranks = (3, 4)
-    dtypes = tuple((t,) * 2 for t in FLOATS)
     conditions = ("perm", "dtype")
 
     def draw(self, ctx, ins, violate):

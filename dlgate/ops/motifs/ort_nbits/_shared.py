@@ -2,13 +2,10 @@
 each operator file imports the names it uses)."""
 from __future__ import annotations
 
-import numpy as np
-
 from dlgate import dtypes as dt
-from dlgate.ops.motif import Const
+from dlgate.ops.motif import Const, const_values
 from dlgate.ops.motifs.ort_common import F32, OrtMotif
 from dlgate.ops.quant._shared import QR, _scale_values
-from dlgate.seeds import sub_seed
 
 
 I8, U8 = dt.INT8, dt.UINT8
@@ -16,10 +13,6 @@ I8, U8 = dt.INT8, dt.UINT8
 BLOCKS, OTHER_BLOCKS = (16, 32, 64), (8, 24, 48)
 #: The value range of each weight width and signedness.
 RANGE = {(4, I8): (-8, 7), (4, U8): (0, 15), (8, I8): QR[I8], (8, U8): QR[U8]}
-
-
-def _rng(a: dict, key: str) -> np.random.Generator:
-    return np.random.Generator(np.random.PCG64(sub_seed(a["seed"], key)))
 
 
 def dq_weights(ctx, k: int, n: int, bits: int, qt: str, axis: int, block: int, zp: bool) -> dict:
@@ -39,12 +32,12 @@ def weight_const(a: dict, dq: dict, key: str) -> Const:
     from the motif's seed."""
     qt = dq["zdt"]
     lo, hi = RANGE[8 if dq["bits"] != 4 else 4, qt]
-    v = _rng(a, key).integers(lo, hi + 1, size=(dq["k"], dq["n"]))
-    return Const(v.astype(dt.NUMPY[qt]), key, bits=dq["bits"])
+    return const_values(a, key, qt, (dq["k"], dq["n"]), lo, hi, bits=dq["bits"])
 
 
 def float_const(a: dict, key: str, shape: tuple, lo: float = -1.0, hi: float = 1.0) -> Const:
-    return Const(_rng(a, key).uniform(lo, hi, size=shape).astype(np.float32), key)
+    """float32 constant values in [lo, hi) from the motif's seed (biases, a norm's gamma and beta)."""
+    return const_values(a, key, F32, shape, lo, hi)
 
 
 class _NBits(OrtMotif):
@@ -52,7 +45,7 @@ class _NBits(OrtMotif):
     fuse_dtypes = (F32,)
     min_opset = 21  # blocked DequantizeLinear and 4-bit types
     arity = 1
-    dtypes = ((F32,),)
+    types = (F32,)
 
     @staticmethod
     def _width(ctx) -> tuple:

@@ -11,7 +11,6 @@ class DQMatMulNBits(_NBits):
     MatMulAddFusion makes a Gemm first, becomes its bias). Blocks along N (axis 1) or of
     another size are declined."""
 
-    name = "DQMatMulNBits"
     onnx_op = "MatMul"  # the op whose schema takes the motif's input
     onnx_ops = ("DequantizeLinear", "Add")
     rewrite = "DQMatMulToMatMulNBits (QDQSelectorActionTransformer)"

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from dlgate.ops.motif import In, Out, Step
+from dlgate.ops.motif import In, Out, Step, last
 from dlgate.ops.motifs.ort_nbits._shared import BLOCKS, I8, U8, _NBits, dq_weights, float_const, weight_const
 
 
@@ -14,11 +14,9 @@ class MatMulNBitsBias(_NBits):
     input. A bias of shape [1, N] is declined (``bias_shape``); with two projections
     (``attention_shape``) MatMulAddFusion takes the pairs first."""
 
-    name = "MatMulNBitsBias"
     onnx_op = "LayerNormalization"
     onnx_ops = ("DequantizeLinear", "MatMul", "Add")
     rewrite = "MatMulNBitsFusion"
-    expects = ("transformer:MatMulNBitsFusion",)
     ranks = (3,)
     conditions = ("bias_shape", "attention_shape")
 
@@ -38,13 +36,13 @@ class MatMulNBitsBias(_NBits):
         heads = []
         for i, dq in enumerate(a["dqs"]):
             s.append(Step("DequantizeLinear", dq, (weight_const(a, dq, f"w{i}"),)))
-            s.append(Step("MatMul", {}, (Out(0), Out(len(s) - 1))))
-            s.append(Step("Add", {}, (Out(len(s) - 1), float_const(a, f"b{i}", a["bias"]))))
-            heads.append(Out(len(s) - 1))
+            s.append(Step("MatMul", {}, (Out(0), last(s))))
+            s.append(Step("Add", {}, (last(s), float_const(a, f"b{i}", a["bias"]))))
+            heads.append(last(s))
         total = heads[0]
         for head in heads[1:]:
             s.append(Step("Add", {}, (total, head)))
-            total = Out(len(s) - 1)
+            total = last(s)
         return s + [Step("Add", {}, (Out(0), total))]
 
 

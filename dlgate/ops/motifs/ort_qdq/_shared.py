@@ -23,5 +23,5 @@ def fq(ctx, qt: str | None = None, e: int | None = None, z: int | None = None) -
 
 class _QDQ(OrtMotif):
     arity = 1
-    dtypes = ((F32,),)
+    types = (F32,)
     min_opset = 19  # DequantizeLinear is onnx.reference's from 19 (the spec tests compare with it)

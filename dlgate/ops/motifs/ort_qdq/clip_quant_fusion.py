@@ -1,17 +1,18 @@
 from __future__ import annotations
 
+from dlgate.ops.base import UNBOUNDED
 from dlgate.ops.motif import In, Out, Step
 from dlgate.ops.motifs.ort_common import F32
 from dlgate.ops.motifs.ort_qdq._shared import _QDQ, fq
-from dlgate.ops.quant._shared import QR
+from dlgate.ops.registry import get
 
 
 class ClipQuantFusion(_QDQ):
     """``clip_quantizelinear.cc`` (a level-2 rule): a Clip with constant bounds read only
     by a QuantizeLinear is dropped when its bounds hold the Q's whole representable range
-    ([(qmin - z) * s, (qmax - z) * s]); a narrower Clip stays."""
+    ([(qmin - z) * s, (qmax - z) * s], the bounds FakeQuant's value model gives its
+    output); a narrower Clip stays."""
 
-    name = "ClipQuantFusion"
     onnx_op = "Clip"
     onnx_ops = ("QuantizeLinear", "DequantizeLinear")
     rewrite = "ClipQuantFusion"
@@ -21,9 +22,8 @@ class ClipQuantFusion(_QDQ):
 
     def draw(self, ctx, ins, violate):
         q = fq(ctx)
-        lo, hi = QR[q["to"]]
         s = q["scale"]
-        qlo, qhi = (lo - q["zp"]) * s, (hi - q["zp"]) * s
+        qlo, qhi = get("FakeQuant").value_range(q, [UNBOUNDED], ins[:1])[0]
         if violate == "wide_bounds":
             bounds = (qlo + (qhi - qlo) / 4, qhi)  # cuts off the lower quarter
         else:

@@ -8,11 +8,9 @@ class DoubleQDQPairsRemover(_QDQ):
     """``double_qdq_pairs_remover.cc`` (level 1): Q1 -> DQ1 -> Q2 -> DQ2, the four of one
     quantization (type, scale, zero point), drops the DQ1 -> Q2 pair in the middle."""
 
-    name = "DoubleQDQPairsRemover"
     onnx_op = "QuantizeLinear"
     onnx_ops = ("DequantizeLinear",)
     rewrite = "DoubleQDQPairsRemover"
-    expects = ("transformer:DoubleQDQPairsRemover",)
     conditions = ("same_type",)
 
     def draw(self, ctx, ins, violate):

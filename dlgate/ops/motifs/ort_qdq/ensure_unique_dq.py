@@ -8,11 +8,9 @@ class EnsureUniqueDQ(_QDQ):
     """``ensure_unique_dq_for_node_unit.cc`` (before level 1, and in it): a DQ read by two
     nodes is duplicated, one copy each, so every node unit owns its DQ."""
 
-    name = "EnsureUniqueDQ"
     onnx_op = "QuantizeLinear"
     onnx_ops = ("DequantizeLinear", "Relu", "Neg")
     rewrite = "EnsureUniqueDQForNodeUnit"
-    expects = ("transformer:EnsureUniqueDQForNodeUnit",)
     conditions = ("two_consumers",)
 
     def draw(self, ctx, ins, violate):

@@ -11,10 +11,8 @@ class NhwcQLinearConv(OrtMotif):
     form by level 2, or written so) becomes ``com.microsoft:QLinearConv`` in NHWC layout
     between Transposes."""
 
-    name = "NhwcQLinearConv"
     onnx_op = "QLinearConv"
     rewrite = "NhwcTransformer"
-    expects = ("transformer:NhwcTransformer",)
     level = "all"
     arity = 2
     ranks = (3, 4)
@@ -22,9 +20,6 @@ class NhwcQLinearConv(OrtMotif):
 
     def draw(self, ctx, ins, violate):
         return {"conv": get("QLinearConv").sample(ctx, ins[:1])}
-
-    def input_type(self, ctx, i, ins, a, dtype):
-        return get("QLinearConv").input_type(ctx, i, ins, a["conv"], dtype)
 
     def steps(self, a):
         return [Step("QLinearConv", a["conv"], (In(0), In(1)))]

@@ -10,11 +10,9 @@ class QDQDropPair(_QDQ):
     Reshape or MaxPool -> Q with the same type, scale and zero point on both sides drops
     the DQ and Q around the node, which then moves the quantized values themselves."""
 
-    name = "QDQDropPair"
     onnx_op = "QuantizeLinear"
     onnx_ops = ("DequantizeLinear", "Transpose", "Reshape", "MaxPool")
     rewrite = "QDQSelectorActionTransformer"
-    expects = ("transformer:QDQSelectorActionTransformer",)
     level = "extended"
     ranks = (1, 2, 3, 4)
     conditions = ("same_quantization",)

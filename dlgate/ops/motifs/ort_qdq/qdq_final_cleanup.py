@@ -10,11 +10,9 @@ class QDQFinalCleanup(_QDQ):
     such a pair once ``QDQS8ToU8Transformer`` (where registered) has turned the int8 pair
     into uint8 with zero point z; a zero point off by one is no identity."""
 
-    name = "QDQFinalCleanup"
     onnx_op = "QuantizeLinear"
     onnx_ops = ("DequantizeLinear",)
     rewrite = "QDQFinalCleanupTransformer"
-    expects = ("transformer:QDQFinalCleanupTransformer",)
     level = "extended"
     conditions = ("identity_pair",)
     #: The transformer that makes the pair an identity, registered on some machines only.

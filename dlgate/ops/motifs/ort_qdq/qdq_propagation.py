@@ -9,11 +9,9 @@ class QDQPropagation(_QDQ):
     """``qdq_propagation.cc`` (level 1): a Q -> DQ pair before a Transpose, Reshape,
     Squeeze or Unsqueeze whose output is not quantized is copied past it."""
 
-    name = "QDQPropagation"
     onnx_op = "QuantizeLinear"
     onnx_ops = ("DequantizeLinear", "Transpose", "Reshape", "Squeeze", "Unsqueeze")
     rewrite = "QDQPropagationTransformer"
-    expects = ("transformer:QDQPropagationTransformer",)
     ranks = (1, 2, 3, 4)
     conditions = ("movement_op",)
 

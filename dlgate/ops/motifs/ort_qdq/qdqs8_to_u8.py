@@ -12,16 +12,14 @@ class QDQS8ToU8(OrtMotif):
     activations): a QDQ Conv unit whose activations are int8 has them re-quantized as
     uint8 (zero point + 128) before the unit is fused; uint8 activations need nothing."""
 
-    name = "QDQS8ToU8"
     onnx_op = "Conv"
     onnx_ops = ("QuantizeLinear", "DequantizeLinear")
     rewrite = "QDQS8ToU8Transformer"
-    expects = ("transformer:QDQS8ToU8Transformer",)
     level = "extended"
     min_opset = 19
     arity = 1
     ranks = (3, 4)
-    dtypes = ((F32,),)
+    types = (F32,)
     conditions = ("int8_activations",)
 
     def draw(self, ctx, ins, violate):

@@ -10,7 +10,6 @@ class ReluQuantFusion(_QDQ):
     whose zero point is its type's minimum (uint8 0, int8 -128) is dropped: the Q
     saturates negative values to that zero point anyway."""
 
-    name = "ReluQuantFusion"
     onnx_op = "Relu"
     onnx_ops = ("QuantizeLinear", "DequantizeLinear")
     rewrite = "ReluQuantFusion"

@@ -11,15 +11,13 @@ class TransposeResizeNhwc(OrtMotif):
     Resize on the NHWC tensor (the CPU EP's Resize takes channels-last input): both
     Transposes vanish. Without the Transpose back, nothing moves."""
 
-    name = "TransposeResizeNhwc"
     onnx_op = "Transpose"
     onnx_ops = ("Resize",)
     rewrite = "TransposeOptimizer_CPUExecutionProvider"
-    expects = ("transformer:TransposeOptimizer_CPUExecutionProvider",)
     level = "extended"
     arity = 1
     ranks = (4,)
-    dtypes = ((F32,),)
+    types = (F32,)
     conditions = ("transpose_back",)
 
     def draw(self, ctx, ins, violate):

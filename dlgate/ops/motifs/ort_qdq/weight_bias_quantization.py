@@ -4,7 +4,7 @@ import math
 
 from dlgate import dtypes as dt
 from dlgate.ops.base import TensorType
-from dlgate.ops.motif import Const, In, Out, Step
+from dlgate.ops.motif import Const, In, Out, Step, last
 from dlgate.ops.motifs.ort_common import F32, OrtMotif
 from dlgate.ops.motifs.ort_qdq._shared import fq
 from dlgate.ops.quant._shared import MAX_TERMS
@@ -25,15 +25,13 @@ class WeightBiasQuantization(OrtMotif):
     change the results by design); without a Q after the Conv or Gemm nothing is
     quantized."""
 
-    name = "WeightBiasQuantization"
     onnx_op = "Cast"  # the one op whose schema takes every input type the motif does
     onnx_ops = ("QuantizeLinear", "DequantizeLinear", "Conv", "Gemm", "Reshape")
     rewrite = "WeightBiasQuantization"
-    expects = ("transformer:WeightBiasQuantization",)
     min_opset = 19
     arity = 1
     ranks = (1, 2, 3, 4, 5)
-    dtypes = tuple((t,) for t in dt.ALL)
+    types = dt.ALL
     conditions = ("output_quantized",)
 
     def draw(self, ctx, ins, violate):
@@ -60,7 +58,7 @@ class WeightBiasQuantization(OrtMotif):
 
     def backward(self, ctx, out):
         """A float32 output [M, N] from a Gemm of an input [M, K] of an allowed type."""
-        types = [sig[0] for sig in self.dtypes if sig[0] in ctx.dtypes]
+        types = [t for t in self.types if t in ctx.dtypes]
         if out.dtype != F32 or out.rank != 2 or not types:
             return None
         m, n = out.shape
@@ -90,16 +88,16 @@ class WeightBiasQuantization(OrtMotif):
             x = Out(0)
         if a["rank"] == 1:
             s.append(Step("Reshape", {"shape": [1, a["c"]], "spec": [1, a["c"]]}, (x,)))
-            x = Out(len(s) - 1)
+            x = last(s)
         s.append(Step("FakeQuant", a["q"], (x,)))
-        fq_out = Out(len(s) - 1)
+        fq_out = last(s)
         if "gemm" in a:
             s.append(Step("Gemm", a["gemm"], (fq_out, w, b)))
         else:
             s.append(Step("Conv", a["conv"], (fq_out, w, b)))
         if a["violate"] != "output_quantized":
-            s.append(Step("FakeQuant", a["y"], (Out(len(s) - 1),)))
-        return s + [Step("Neg", {}, (Out(len(s) - 1),))]
+            s.append(Step("FakeQuant", a["y"], (last(s),)))
+        return s + [Step("Neg", {}, (last(s),))]
 
 
 OPS = [WeightBiasQuantization]

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from dlgate import dtypes as dt
-from dlgate.ops.motif import In, Out, Step
+from dlgate.ops.motif import In, Out, Step, last
 from dlgate.ops.motifs.ort_common import F32, scalar
 from dlgate.ops.motifs.ort_qdq._shared import _QDQ, fq
 from dlgate.ops.quant._shared import QR
@@ -12,11 +12,9 @@ class WhereDummyDq(_QDQ):
     gets a DequantizeLinear for the constant (so the Where forms a QDQ node unit); a Where
     of two dequantized tensors needs none."""
 
-    name = "WhereDummyDq"
     onnx_op = "Where"
     onnx_ops = ("QuantizeLinear", "DequantizeLinear")
     rewrite = "WhereDummyDq"
-    expects = ("transformer:WhereDummyDq",)
     arity = 2
     ranks = (0, 1, 2, 3, 4)
     dtypes = ((dt.BOOL, F32),)
@@ -40,7 +38,7 @@ class WhereDummyDq(_QDQ):
             branch = scalar(a["value"], F32, "branch")
         ab = (Out(0), branch) if a["first"] else (branch, Out(0))
         s.append(Step("Where", {}, (In(0),) + ab))
-        return s + [Step("FakeQuant", a["q"], (Out(len(s) - 1),)), Step("Neg", {}, (Out(len(s)),))]
+        return s + [Step("FakeQuant", a["q"], (last(s),)), Step("Neg", {}, (Out(len(s)),))]
 
 
 OPS = [WhereDummyDq]

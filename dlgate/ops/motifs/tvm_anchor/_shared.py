@@ -2,18 +2,13 @@
 each operator file imports the names it uses)."""
 from __future__ import annotations
 
-from dlgate import dtypes as dt
-from dlgate.ops.motif import Motif, Out, Step
-from dlgate.ops.motifs.tvm_common import ACTIVATIONS, activation, second_consumer
+from dlgate.ops.motif import Out, Step
+from dlgate.ops.motifs.tvm_common import ACTIVATIONS, TvmMotif, activation, second_consumer
 
 
-FLOAT_SIGS = tuple((t,) for t in dt.FLOATS)
-
-
-class _AnchorEpilogue(Motif):
+class _AnchorEpilogue(TvmMotif):
     """Anchor steps, then an activation of the anchor's output (the last anchor step)."""
 
-    optimizer = "tvm"
     conditions = ("elementwise_consumers",)
 
     def head(self, a) -> list:

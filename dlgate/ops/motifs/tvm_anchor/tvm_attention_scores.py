@@ -2,13 +2,12 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from dlgate import dtypes as dt
-from dlgate.ops.motif import Const, In, Motif, Out, Step, const_values
+from dlgate.ops.motif import In, Out, Step, const_values, last, scalar
+from dlgate.ops.motifs.tvm_common import TvmMotif
 
 
-class TvmAttentionScores(Motif):
+class TvmAttentionScores(TvmMotif):
     """Scaled dot-product attention as exporters write it: ``Softmax(Q @ K' / s [+ mask])
     @ V`` with the scale (a Div or a Mul by a constant) and an optional constant additive
     mask on the scores: the score product takes both as its epilogue,
@@ -16,10 +15,8 @@ class TvmAttentionScores(Motif):
     (``scale_after_product``): Q is scaled before the product (the other common spelling),
     which leaves the product no element-wise epilogue but the mask."""
 
-    name = "TvmAttentionScores"
     onnx_op = "MatMul"
     onnx_ops = ("Div", "Mul", "Add", "Softmax")
-    optimizer = "tvm"
     rewrite = "FuseOps (attention scores + scale + mask)"
     expects = ("fused:matmul_divide", "fused:matmul_multiply", "fused:matmul_divide_add", "fused:matmul_multiply_add")
     arity = 3
@@ -27,7 +24,7 @@ class TvmAttentionScores(Motif):
     # no float16: the CPU has no float16 MatMul kernel, so onnxruntime casts the chain to
     # float32 once and runs it without the float16 rounding of each intermediate (checked:
     # its results equal the unrounded chain's), beyond float16's tolerance after cancellation
-    dtypes = tuple((t,) * 3 for t in (dt.FLOAT32, dt.FLOAT64))
+    types = (dt.FLOAT32, dt.FLOAT64)
     conditions = ("scale_after_product",)
 
     def draw(self, ctx, ins, violate):
@@ -41,17 +38,16 @@ class TvmAttentionScores(Motif):
         return ins[0].with_dtype(dtype).with_shape(batch + shape)
 
     def steps(self, a):
-        t = dt.NUMPY[a["dtype"]]
         d = a["d"]
-        scale = Const(np.asarray(math.sqrt(d) if a["div"] and not a["violate"] else 1 / math.sqrt(d), dtype=t), "scale")
+        scale = scalar(math.sqrt(d) if a["div"] and not a["violate"] else 1 / math.sqrt(d), a["dtype"], "scale")
         if a["violate"] == "scale_after_product":
             s = [Step("Mul", {}, (In(0), scale)), Step("MatMul", {}, (Out(0), In(1)))]
         else:
             s = [Step("MatMul", {}, (In(0), In(1))), Step("Div" if a["div"] else "Mul", {}, (Out(0), scale))]
         if a["mask"]:
-            s.append(Step("Add", {}, (Out(len(s) - 1), const_values(a, "mask", a["dtype"], (a["s"], a["t"])))))
-        s.append(Step("Softmax", {"axis": -1}, (Out(len(s) - 1),)))
-        return s + [Step("MatMul", {}, (Out(len(s) - 1), In(2)))]
+            s.append(Step("Add", {}, (last(s), const_values(a, "mask", a["dtype"], (a["s"], a["t"])))))
+        s.append(Step("Softmax", {"axis": -1}, (last(s),)))
+        return s + [Step("MatMul", {}, (last(s), In(2)))]
 
 
 OPS = [TvmAttentionScores]

@@ -11,7 +11,6 @@ class TvmBatchNormActivation(_AnchorEpilogue):
     """Inference BatchNormalization with constant statistics, then an activation:
     ``batch_norm_<act>`` (the importer reads output 0 of Relax's batch_norm tuple)."""
 
-    name = "TvmBatchNormActivation"
     onnx_op = "BatchNormalization"
     onnx_ops = tuple(ACTIVATIONS)
     rewrite = "FuseOps (batch_norm + element-wise)"
@@ -21,7 +20,7 @@ class TvmBatchNormActivation(_AnchorEpilogue):
     # float16: TVM's compiled batch_norm returns float32 where its IR says float16 (a
     # defect the BatchNormalization spec meets alone; here it would fail every model the
     # motif joins, hiding what else they hold)
-    dtypes = tuple((t,) * 5 for t in (dt.FLOAT32, dt.FLOAT64))
+    types = (dt.FLOAT32, dt.FLOAT64)
     min_opset = 14
 
     def draw(self, ctx, ins, violate):
@@ -29,9 +28,6 @@ class TvmBatchNormActivation(_AnchorEpilogue):
 
     def head(self, a):
         return [Step("BatchNormalization", a["bn"], (In(0), In(1), In(2), In(3), In(4)))]
-
-    def input_type(self, ctx, i, ins, a, dtype):
-        return get("BatchNormalization").input_type(ctx, i, ins, a["bn"], dtype)
 
     def constant_input(self, a, i):
         return True

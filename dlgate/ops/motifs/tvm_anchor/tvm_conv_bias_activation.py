@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-from dlgate import dtypes as dt
 from dlgate.ops.motif import In, Step
 from dlgate.ops.motifs.tvm_anchor._shared import _AnchorEpilogue
 from dlgate.ops.motifs.tvm_common import named
@@ -12,14 +11,12 @@ class TvmConvBiasActivation(_AnchorEpilogue):
     bias as ``add`` of the reshaped constant, so the fused function is
     ``conv{1,2,3}d_add_<activation>``."""
 
-    name = "TvmConvBiasActivation"
     onnx_op = "Conv"
     onnx_ops = ("Relu", "Sigmoid", "Tanh", "LeakyRelu", "HardSigmoid", "Clip")
     rewrite = "FuseOps (conv + bias + activation)"
     expects = named(("conv1d_add", "conv2d_add", "conv3d_add"))
     arity = 3
     ranks = (3, 4, 5)
-    dtypes = tuple((t,) * 3 for t in dt.FLOATS)
 
     def draw(self, ctx, ins, violate):
         conv = get("Conv").sample(ctx, ins[:1])
@@ -27,9 +24,6 @@ class TvmConvBiasActivation(_AnchorEpilogue):
 
     def head(self, a):
         return [Step("Conv", a["conv"], (In(0), In(1), In(2)))]
-
-    def input_type(self, ctx, i, ins, a, dtype):
-        return get("Conv").input_type(ctx, i, ins, a["conv"], dtype)
 
     def constant_input(self, a, i):
         return True

@@ -10,7 +10,6 @@ class TvmConvTransposeBiasActivation(TvmConvBiasActivation):
     """ConvTranspose with constant weights and bias, then an activation:
     ``conv{1,2}d_transpose_add_<activation>``."""
 
-    name = "TvmConvTransposeBiasActivation"
     onnx_op = "ConvTranspose"
     rewrite = "FuseOps (conv_transpose + bias + activation)"
     expects = named(("conv1d_transpose_add", "conv2d_transpose_add"))
@@ -21,9 +20,6 @@ class TvmConvTransposeBiasActivation(TvmConvBiasActivation):
 
     def head(self, a):
         return [Step("ConvTranspose", a["conv"], (In(0), In(1), In(2)))]
-
-    def input_type(self, ctx, i, ins, a, dtype):
-        return get("ConvTranspose").input_type(ctx, i, ins, a["conv"], dtype)
 
 
 OPS = [TvmConvTransposeBiasActivation]

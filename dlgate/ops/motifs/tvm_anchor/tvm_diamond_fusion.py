@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-from dlgate import dtypes as dt
 from dlgate.ops.motif import In, Out, Step
 from dlgate.ops.motifs.tvm_anchor._shared import _AnchorEpilogue
 from dlgate.ops.motifs.tvm_anchor.tvm_matmul_bias_activation import TvmMatMulBiasActivation
@@ -14,7 +13,6 @@ class TvmDiamondFusion(_AnchorEpilogue):
     ``matmul_add_<act1>_<act2>_multiply``. Broken (``elementwise_branches``): the second
     branch is a reduction (ReduceMean, kept dims) instead, and the anchor stops at its bias."""
 
-    name = "TvmDiamondFusion"
     onnx_op = "MatMul"
     onnx_ops = ("Add", "Mul", "ReduceMean") + tuple(ACTIVATIONS)
     rewrite = "FuseOps (post-dominator through element-wise branches)"
@@ -22,7 +20,6 @@ class TvmDiamondFusion(_AnchorEpilogue):
                     for q in ACTIVATIONS.values())
     arity = 3
     ranks = (2, 3, 4)
-    dtypes = tuple((t,) * 3 for t in dt.FLOATS)
     conditions = ("elementwise_branches",)
     input_type = TvmMatMulBiasActivation.input_type
     constant_input = TvmMatMulBiasActivation.constant_input

@@ -10,14 +10,13 @@ from dlgate.ops.registry import get
 class TvmLayerNormEpilogue(_AnchorEpilogue):
     """LayerNormalization, then an activation: ``layer_norm_<act>``."""
 
-    name = "TvmLayerNormEpilogue"
     onnx_op = "LayerNormalization"
     onnx_ops = tuple(ACTIVATIONS)
     rewrite = "FuseOps (layer_norm + element-wise)"
     expects = named(("layer_norm",))
     arity = 3
     ranks = (2, 3, 4)
-    dtypes = tuple((t,) * 3 for t in (dt.FLOAT32, dt.FLOAT16))  # Relax's layer_norm: no float64
+    types = (dt.FLOAT32, dt.FLOAT16)  # Relax's layer_norm: no float64
     min_opset = 17
 
     def draw(self, ctx, ins, violate):
@@ -25,9 +24,6 @@ class TvmLayerNormEpilogue(_AnchorEpilogue):
 
     def head(self, a):
         return [Step("LayerNormalization", a["ln"], (In(0), In(1), In(2)))]
-
-    def input_type(self, ctx, i, ins, a, dtype):
-        return get("LayerNormalization").input_type(ctx, i, ins, a["ln"], dtype)
 
 
 OPS = [TvmLayerNormEpilogue]

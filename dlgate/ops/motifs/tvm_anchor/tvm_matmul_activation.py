@@ -13,14 +13,13 @@ class TvmMatMulActivation(_AnchorEpilogue):
     second operand is 1-D, which the importer promotes and squeezes back around the
     product, so the activation meets an injective op, not the matmul."""
 
-    name = "TvmMatMulActivation"
     onnx_op = "MatMul"
     onnx_ops = tuple(ACTIVATIONS)
     rewrite = "FuseOps (broadcast matmul + element-wise)"
     expects = named(("matmul",))
     arity = 2
     ranks = (2, 3, 4)
-    dtypes = tuple((t, t) for t in dt.FLOATS + dt.COMMON_INTS)
+    types = dt.FLOATS + dt.COMMON_INTS
     min_opset = 14  # integer Relu
     conditions = ("two_dim_operands",)
 

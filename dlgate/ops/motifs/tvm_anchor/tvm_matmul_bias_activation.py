@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-from dlgate import dtypes as dt
 from dlgate.ops.motif import In, Out, Step
 from dlgate.ops.motifs.tvm_anchor._shared import _AnchorEpilogue
 from dlgate.ops.motifs.tvm_common import ACTIVATIONS, named
@@ -10,14 +9,12 @@ class TvmMatMulBiasActivation(_AnchorEpilogue):
     """MatMul by a constant (K, N) weight, Add of a constant (N,) bias, an activation:
     ``matmul_add_<activation>`` (batched left operands broadcast against the 2-D weight)."""
 
-    name = "TvmMatMulBiasActivation"
     onnx_op = "MatMul"
     onnx_ops = ("Add",) + tuple(ACTIVATIONS)
     rewrite = "FuseOps (matmul + bias + activation)"
     expects = named(("matmul_add",))
     arity = 3
     ranks = (2, 3, 4)
-    dtypes = tuple((t,) * 3 for t in dt.FLOATS)
 
     def draw(self, ctx, ins, violate):
         return self.epilogue(ctx, {"n": ctx.dim(16)}, ins[0])

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from dlgate.ops.motif import In, Step
-from dlgate.ops.motifs.tvm_anchor._shared import FLOAT_SIGS, _AnchorEpilogue
+from dlgate.ops.motifs.tvm_anchor._shared import _AnchorEpilogue
 from dlgate.ops.motifs.tvm_common import ACTIVATIONS, named
 from dlgate.ops.registry import get
 
@@ -11,14 +11,12 @@ class TvmPoolEpilogue(_AnchorEpilogue):
     then an activation: ``max_pool{1,2,3}d_<act>``, ``avg_pool{1,2,3}d_<act>``,
     ``mean_<act>``."""
 
-    name = "TvmPoolEpilogue"
     onnx_op = "MaxPool"
     onnx_ops = ("AveragePool", "GlobalAveragePool") + tuple(ACTIVATIONS)
     rewrite = "FuseOps (pooling + element-wise)"
     expects = named(tuple(f"{k}_pool{r}d" for k in ("max", "avg") for r in (1, 2, 3)) + ("mean",))
     arity = 1
     ranks = (3, 4, 5)
-    dtypes = FLOAT_SIGS
 
     def draw(self, ctx, ins, violate):
         op = ctx.choice(("MaxPool", "AveragePool", "GlobalAveragePool"))

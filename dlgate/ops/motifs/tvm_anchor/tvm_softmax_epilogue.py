@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from dlgate.ops.motif import In, Step
-from dlgate.ops.motifs.tvm_anchor._shared import FLOAT_SIGS, _AnchorEpilogue
+from dlgate.ops.motifs.tvm_anchor._shared import _AnchorEpilogue
 from dlgate.ops.motifs.tvm_common import ACTIVATIONS, named
 from dlgate.ops.registry import get
 
@@ -10,14 +10,12 @@ class TvmSoftmaxEpilogue(_AnchorEpilogue):
     """Softmax or LogSoftmax (legalized to one reduction-then-element-wise PrimFunc, so
     out-element-wise-fusable), then an activation: ``softmax_<act>``, ``log_softmax_<act>``."""
 
-    name = "TvmSoftmaxEpilogue"
     onnx_op = "Softmax"
     onnx_ops = ("LogSoftmax",) + tuple(ACTIVATIONS)
     rewrite = "FuseOps (softmax + element-wise)"
     expects = named(("softmax", "log_softmax"))
     arity = 1
     ranks = (2, 3, 4)
-    dtypes = FLOAT_SIGS
 
     def draw(self, ctx, ins, violate):
         op = ctx.choice(("Softmax", "LogSoftmax"))

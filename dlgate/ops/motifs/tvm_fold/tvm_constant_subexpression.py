@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from dlgate import dtypes as dt
-from dlgate.ops.motif import In, Motif, Out, Step
+from dlgate.ops.motif import In, Out, Step
+from dlgate.ops.motifs.tvm_common import TvmMotif
 from dlgate.ops.registry import get
 
 
@@ -11,20 +11,17 @@ LEFT = ("Exp", "Sigmoid", "Tanh", "Relu", "Sin", "Cos", "Floor", "Ceil", "Round"
 EVALUATED = ("Neg", "Abs")
 
 
-class TvmConstantSubexpression(Motif):
+class TvmConstantSubexpression(TvmMotif):
     """``x (+ or *) f(C)`` with C a constant initializer: ``f(C)`` is folded. Broken:
     C is a graph input (``operand_constant``), or f is one the importer evaluates itself,
     leaving FoldConstant nothing (``left_by_importer``)."""
 
-    name = "TvmConstantSubexpression"
     onnx_op = "Add"
     onnx_ops = ("Mul",) + LEFT + EVALUATED
-    optimizer = "tvm"
     rewrite = "FoldConstant (element-wise of a constant)"
     expects = ("pass:FoldConstant",)
     arity = 2
     ranks = (1, 2, 3, 4)
-    dtypes = tuple((t, t) for t in dt.FLOATS)
     conditions = ("operand_constant", "left_by_importer")
 
     def draw(self, ctx, ins, violate):

@@ -1,24 +1,21 @@
 from __future__ import annotations
 
-from dlgate import dtypes as dt
-from dlgate.ops.motif import In, Motif, Step
+from dlgate.ops.motif import In, Step
+from dlgate.ops.motifs.tvm_common import TvmMotif
 from dlgate.ops.registry import get
 
 
-class TvmConvBiasFold(Motif):
+class TvmConvBiasFold(TvmMotif):
     """Conv with constant weights and bias: the importer reshapes the bias to
     (1, C, 1...) to broadcast it, and FoldConstant folds the reshape. Broken
     (``params_constant``): weights and bias are graph inputs; the reshape stays a kernel
     of its own (``RewriteDataflowReshape`` then makes it a view)."""
 
-    name = "TvmConvBiasFold"
     onnx_op = "Conv"
-    optimizer = "tvm"
     rewrite = "FoldConstant (the importer's bias reshape)"
     expects = ("pass:FoldConstant",)
     arity = 3
     ranks = (3, 4, 5)
-    dtypes = tuple((t,) * 3 for t in dt.FLOATS)
     conditions = ("params_constant",)
 
     def draw(self, ctx, ins, violate):
@@ -28,9 +25,6 @@ class TvmConvBiasFold(Motif):
             # is a constant (it may be, once the weights are live)
             conv["auto_pad"] = "VALID"
         return {"conv": conv}
-
-    def input_type(self, ctx, i, ins, a, dtype):
-        return get("Conv").input_type(ctx, i, ins, a["conv"], dtype)
 
     def steps(self, a):
         return [Step("Conv", a["conv"], (In(0), In(1), In(2)))]

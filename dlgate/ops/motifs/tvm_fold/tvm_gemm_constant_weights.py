@@ -1,25 +1,22 @@
 from __future__ import annotations
 
-from dlgate import dtypes as dt
-from dlgate.ops.motif import In, Motif, Step
+from dlgate.ops.motif import In, Step
+from dlgate.ops.motifs.tvm_common import TvmMotif
 from dlgate.ops.registry import get
 
 
-class TvmGemmConstantWeights(Motif):
+class TvmGemmConstantWeights(TvmMotif):
     """Gemm with constant B and C: the importer writes ``permute_dims(B)`` for transB and
     ``C * beta`` for beta != 1 around the constants, and FoldConstant folds them (the draw
     keeps at least one). Broken: B and C are graph inputs (``weights_constant``; transA
     and alpha then stay off, so a constant A leaves nothing either), or transB is 0 and
     beta 1 (``weights_transformed``)."""
 
-    name = "TvmGemmConstantWeights"
     onnx_op = "Gemm"
-    optimizer = "tvm"
     rewrite = "FoldConstant (Gemm's transposed and scaled constants)"
     expects = ("pass:FoldConstant",)
     arity = 3
     ranks = (2,)
-    dtypes = tuple((t,) * 3 for t in dt.FLOATS)
     conditions = ("weights_constant", "weights_transformed")
 
     def draw(self, ctx, ins, violate):
@@ -31,9 +28,6 @@ class TvmGemmConstantWeights(Motif):
         elif not g["transB"] and g["beta"] == 1.0:
             g["transB"] = 1
         return {"gemm": g}
-
-    def input_type(self, ctx, i, ins, a, dtype):
-        return get("Gemm").input_type(ctx, i, ins, a["gemm"], dtype)
 
     def steps(self, a):
         return [Step("Gemm", a["gemm"], (In(0), In(1), In(2)))]

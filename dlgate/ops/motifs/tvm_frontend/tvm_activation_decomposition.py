@@ -1,8 +1,8 @@
 from __future__ import annotations
 
 from dlgate import dtypes as dt
-from dlgate.ops.motif import In, Motif, Step
-from dlgate.ops.motifs.tvm_frontend._shared import FLOAT_SIGS
+from dlgate.ops.motif import In, Step
+from dlgate.ops.motifs.tvm_common import TvmMotif
 from dlgate.ops.registry import get
 
 
@@ -26,19 +26,16 @@ FLOAT32_ONLY = ("Elu", "Selu", "ThresholdedRelu")
 NATIVE_ACTS = ("Relu", "Sigmoid", "Tanh", "LeakyRelu", "Gelu")
 
 
-class TvmActivationDecomposition(Motif):
+class TvmActivationDecomposition(TvmMotif):
     """An activation the importer writes as several element-wise Relax operators, fused
     back into one function by FuseOps."""
 
-    name = "TvmActivationDecomposition"
     onnx_op = "HardSwish"
     onnx_ops = tuple(k for k in DECOMPOSED_ACTS if k != "HardSwish") + NATIVE_ACTS
-    optimizer = "tvm"
     rewrite = "ONNX importer activation decomposition + FuseOps"
     expects = tuple(f"fused:{n}" for names in DECOMPOSED_ACTS.values() for n in names)
     arity = 1
     ranks = (1, 2, 3, 4)
-    dtypes = FLOAT_SIGS
     min_opset = 18  # Mish
     conditions = ("decomposed",)
 

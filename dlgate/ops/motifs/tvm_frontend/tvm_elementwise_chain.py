@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from dlgate.ops.motif import In, Motif, Out, Step
-from dlgate.ops.motifs.tvm_frontend._shared import FLOAT_SIGS
+from dlgate.ops.motif import In, Out, Step, last
+from dlgate.ops.motifs.tvm_common import TvmMotif
 from dlgate.ops.registry import get
 
 
@@ -11,21 +11,18 @@ ELEMENTWISE = {"Exp": "exp", "Abs": "abs", "Neg": "negative", "Erf": "erf", "Sin
                "Tanh": "tanh", "Relu": "relu"}
 
 
-class TvmElementwiseChain(Motif):
+class TvmElementwiseChain(TvmMotif):
     """Two element-wise operators in a row: one function ``<op1>_<op2>``. Broken
     (``no_reduction_between``): a ReduceMax (kept dims) between them; the first fuses into
     the reduction (``<op1>_max``), the second stays alone."""
 
-    name = "TvmElementwiseChain"
     onnx_op = "Exp"
     onnx_ops = tuple(k for k in ELEMENTWISE if k != "Exp") + ("ReduceMax",)
-    optimizer = "tvm"
     rewrite = "FuseOps (element-wise chain)"
     expects = tuple(f"fused:{p}_{q}" for p in ELEMENTWISE.values() for q in ELEMENTWISE.values()
                     if q not in ("floor", "ceil", "round", "sign"))
     arity = 1
     ranks = (1, 2, 3, 4)
-    dtypes = FLOAT_SIGS
     conditions = ("no_reduction_between",)
 
     def draw(self, ctx, ins, violate):
@@ -41,7 +38,7 @@ class TvmElementwiseChain(Motif):
         s = [Step(a["op1"], {}, (In(0),))]
         if a["violate"] == "no_reduction_between":
             s.append(Step("ReduceMax", a["reduce"], (Out(0),)))
-        return s + [Step(a["op2"], {}, (Out(len(s) - 1),))]
+        return s + [Step(a["op2"], {}, (last(s),))]
 
 
 OPS = [TvmElementwiseChain]

@@ -2,22 +2,15 @@
 each operator file imports the names it uses)."""
 from __future__ import annotations
 
-from dlgate import dtypes as dt
-from dlgate.ops.motif import Motif, Out, Step
+from dlgate.ops.motif import reread
+from dlgate.ops.motifs.tvm_common import TvmMotif
 from dlgate.ops.registry import get
 
 
-FLOAT_SIGS = tuple((t,) for t in dt.FLOATS)
+class _Injective(TvmMotif):
+    """An injective chain (``chain``); breaking ``injective_path`` adds ReduceMax (over
+    every axis) of the chain's first output to its result."""
 
-
-def _rejoin(s: list, src: int) -> list:
-    """``s`` plus ReduceMax(every axis) of step ``src``'s output added to the last step's."""
-    k = len(s)
-    return s + [Step("ReduceMax", {"keepdims": 0}, (Out(src),)), Step("Add", {}, (Out(k - 1), Out(k)))]
-
-
-class _Injective(Motif):
-    optimizer = "tvm"
     conditions = ("injective_path",)
 
     def chain(self, a) -> list:
@@ -25,7 +18,9 @@ class _Injective(Motif):
 
     def steps(self, a):
         s = self.chain(a)
-        return _rejoin(s, 0) if a["violate"] == "injective_path" else s
+        if a["violate"] == "injective_path":
+            s += reread(s, 0, len(s) - 1, "ReduceMax", {"keepdims": 0})
+        return s
 
 
 def _moving_perm(ctx, r: int) -> dict:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from dlgate.ops.motif import In, Out, Step
 from dlgate.ops.motifs.tvm_common import ACTIVATIONS, activation
-from dlgate.ops.motifs.tvm_injective._shared import FLOAT_SIGS, _Injective, _moving_perm
+from dlgate.ops.motifs.tvm_injective._shared import _Injective, _moving_perm
 from dlgate.ops.registry import get
 
 
@@ -19,14 +19,12 @@ class TvmLayoutIntoElementwise(_Injective):
     SpaceToDepth, Trilu) followed by an activation: the injective PrimFuncs fuse into the
     element-wise one, ``<layout>_<act>``."""
 
-    name = "TvmLayoutIntoElementwise"
     onnx_op = "Transpose"
     onnx_ops = tuple(k for k in LAYOUT if k != "Transpose") + tuple(ACTIVATIONS)
     rewrite = "FuseOps (injective into element-wise)"
     expects = tuple(f"fused:{n}_{s}" for names in LAYOUT.values() for n in names for s in ACTIVATIONS.values())
     arity = 1
     ranks = (2, 3, 4)
-    dtypes = FLOAT_SIGS
 
     def draw(self, ctx, ins, violate):
         x = ins[0]

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from dlgate import dtypes as dt
 from dlgate.ops.motif import In, Out, Step
-from dlgate.ops.motifs.tvm_injective._shared import FLOAT_SIGS, _Injective, _moving_perm
+from dlgate.ops.motifs.tvm_injective._shared import _Injective, _moving_perm
 from dlgate.ops.registry import get
 
 
@@ -11,14 +11,13 @@ class TvmReshapeTranspose(_Injective):
     resolves statically) then Transpose, or Transpose then Reshape: one injective
     function, ``reshape_transpose`` or ``transpose_reshape``."""
 
-    name = "TvmReshapeTranspose"
     onnx_op = "Reshape"
     onnx_ops = ("Transpose",)
     rewrite = "FuseOps (injective chain: reshape + transpose)"
     expects = ("fused:reshape_transpose", "fused:transpose_reshape")
     arity = 1
     ranks = (2, 3, 4)
-    dtypes = FLOAT_SIGS + ((dt.INT32,), (dt.INT64,))
+    types = dt.FLOATS + (dt.INT32, dt.INT64)
 
     def draw(self, ctx, ins, violate):
         x = ins[0]

@@ -10,14 +10,16 @@ class TvmSliceConcat(_Injective):
     """Slice (strided, negative steps and clamped bounds included) concatenated with
     another input along one axis: ``strided_slice_concatenate``."""
 
-    name = "TvmSliceConcat"
     onnx_op = "Slice"
     onnx_ops = ("Concat",)
     rewrite = "FuseOps (injective chain: strided_slice + concatenate)"
     expects = ("fused:strided_slice_concatenate",)
     arity = 2
     ranks = (1, 2, 3, 4)
-    dtypes = tuple((t, t) for t in dt.FLOATS + (dt.INT32, dt.INT64))
+    types = dt.FLOATS + (dt.INT32, dt.INT64)
+    # Input 1 takes the default type (input 0's shape), which fits the Concat only where
+    # the slice keeps the other axes' sizes; ``other``, drawn below, is the shape that
+    # always fits, but handing it to input 1 changes generation (a GENERATOR_VERSION bump).
 
     def draw(self, ctx, ins, violate):
         x = ins[0]
@@ -29,14 +31,14 @@ class TvmSliceConcat(_Injective):
         ax = ctx.axis(out.rank)
         return {"slice": sl, "concat": {"axis": ax}, "other": list(set_dim(out.shape, ax, ctx.dim(8)))}
 
-    def chain(self, a):
-        return [Step("Slice", a["slice"], (In(0),)), Step("Concat", a["concat"], (Out(0), In(1)))]
-
     def requires(self, ins, a):
         ok = super().requires(ins, a)
         if not ok[0]:
             return ok
         return [not _identity(ins[0], get("Slice").infer(ins[:1], a["slice"])[0], a["slice"])]
+
+    def chain(self, a):
+        return [Step("Slice", a["slice"], (In(0),)), Step("Concat", a["concat"], (Out(0), In(1)))]
 
 
 def _identity(x, out, sl) -> bool:
@@ -46,9 +48,6 @@ def _identity(x, out, sl) -> bool:
     axes = get("Slice")._axes(sl, x.rank)
     steps = get("Slice")._steps(sl)
     return all(st == 1 or x.shape[ax] == 1 for ax, st in zip(axes, steps))
-
-    def input_type(self, ctx, i, ins, a, dtype):
-        return ins[0].with_dtype(dtype).with_shape(a["other"])
 
 
 def set_dim(shape, ax, d) -> tuple:

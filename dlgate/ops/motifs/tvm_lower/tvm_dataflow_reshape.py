@@ -2,10 +2,11 @@ from __future__ import annotations
 
 from dlgate import dtypes as dt
 from dlgate.ops import sym
-from dlgate.ops.motif import In, Motif, Out, Step
+from dlgate.ops.motif import In, Out, Step, last
+from dlgate.ops.motifs.tvm_common import TvmMotif
 
 
-class TvmDataflowReshape(Motif):
+class TvmDataflowReshape(TvmMotif):
     """MatMul, Reshape (or Flatten) to two dims, MatMul, with constant weights: neither
     product takes the reshape (an injective op fuses only into injective or element-wise
     consumers, and a matmul's epilogue must be element-wise), so it stays a reshape kernel
@@ -13,17 +14,15 @@ class TvmDataflowReshape(Motif):
     (``lone_reshape``): a Relu after the reshape, which fuses with it (``reshape_relu``),
     so no pure reshape kernel is left."""
 
-    name = "TvmDataflowReshape"
     onnx_op = "MatMul"
     onnx_ops = ("Reshape", "Flatten", "Relu")
-    optimizer = "tvm"
     rewrite = "RewriteDataflowReshape"
     expects = ("pass:RewriteDataflowReshape",)
     arity = 3
     ranks = (3, 4)
     # no float16: onnxruntime runs a float16 MatMul chain in float32 without rounding the
     # intermediate product (see TvmAttentionScores), beyond float16's tolerance
-    dtypes = tuple((t,) * 3 for t in (dt.FLOAT32, dt.FLOAT64))
+    types = (dt.FLOAT32, dt.FLOAT64)
     conditions = ("lone_reshape",)
 
     def draw(self, ctx, ins, violate):
@@ -48,7 +47,7 @@ class TvmDataflowReshape(Motif):
         s = [Step("MatMul", {}, (In(0), In(1))), Step(a["op"], a["op_attrs"], (Out(0),))]
         if a["violate"] == "lone_reshape":
             s.append(Step("Relu", {}, (Out(1),)))
-        return s + [Step("MatMul", {}, (Out(len(s) - 1), In(2)))]
+        return s + [Step("MatMul", {}, (last(s), In(2)))]
 
     def constant_input(self, a, i):
         return True

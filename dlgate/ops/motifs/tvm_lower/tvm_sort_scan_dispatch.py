@@ -1,23 +1,22 @@
 from __future__ import annotations
 
 from dlgate import dtypes as dt
-from dlgate.ops.motif import In, Motif, Step
+from dlgate.ops.motif import In, Step
+from dlgate.ops.motifs.tvm_common import TvmMotif
 from dlgate.ops.registry import get
 
 
-class TvmSortScanDispatch(Motif):
+class TvmSortScanDispatch(TvmMotif):
     """CumSum or TopK (values): ``pass:DispatchSortScan``. Broken (``sort_or_scan``): a
     plain reduction (ReduceSum, ReduceMax) over the same axis, legalized as usual."""
 
-    name = "TvmSortScanDispatch"
     onnx_op = "CumSum"
     onnx_ops = ("TopK", "ReduceSum", "ReduceMax")
-    optimizer = "tvm"
     rewrite = "DispatchSortScan"
     expects = ("pass:DispatchSortScan",)
     arity = 1
     ranks = (1, 2, 3, 4)
-    dtypes = tuple((t,) for t in dt.FLOATS + dt.COMMON_INTS)
+    types = dt.FLOATS + dt.COMMON_INTS
     conditions = ("sort_or_scan",)
 
     def draw(self, ctx, ins, violate):

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from dlgate.ops.motif import In, Motif, Out, Step
-from dlgate.ops.motifs.tvm_reduce._shared import FLOAT_SIGS
+from dlgate.ops.motif import In, Out, Step
+from dlgate.ops.motifs.tvm_common import TvmMotif
 from dlgate.ops.registry import get
 
 
@@ -11,21 +11,18 @@ UNARY = {"Exp": "exp", "Abs": "abs", "Neg": "negative", "Sigmoid": "sigmoid", "R
 REDUCE = {"ReduceSum": "sum", "ReduceMax": "max", "ReduceMin": "min"}
 
 
-class TvmElementwiseIntoReduction(Motif):
+class TvmElementwiseIntoReduction(TvmMotif):
     """An element-wise op whose only consumer is a sum, max or min reduction fuses into it:
     ``<ew>_<reduce>``. Broken (``single_consumer``): the element-wise output is also added
     to the (kept-dims) reduction's result, so its post-dominator lies past the reduction
     and the path through the reduction is not injective: no fusion."""
 
-    name = "TvmElementwiseIntoReduction"
     onnx_op = "ReduceSum"
     onnx_ops = ("ReduceMax", "ReduceMin", "Add") + tuple(UNARY)
-    optimizer = "tvm"
     rewrite = "FuseOps (element-wise into comm-reduce)"
     expects = tuple(f"fused:{u}_{r}" for u in UNARY.values() for r in REDUCE.values())
     arity = 1
     ranks = (1, 2, 3, 4)
-    dtypes = FLOAT_SIGS
     conditions = ("single_consumer",)
 
     def draw(self, ctx, ins, violate):

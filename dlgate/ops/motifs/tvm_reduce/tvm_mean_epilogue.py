@@ -1,25 +1,21 @@
 from __future__ import annotations
 
-from dlgate.ops.motif import In, Motif, Out, Step
-from dlgate.ops.motifs.tvm_common import ACTIVATIONS, activation, named
-from dlgate.ops.motifs.tvm_reduce._shared import FLOAT_SIGS
+from dlgate.ops.motif import In, Out, Step
+from dlgate.ops.motifs.tvm_common import ACTIVATIONS, TvmMotif, activation, named
 from dlgate.ops.registry import get
 
 
-class TvmMeanEpilogue(Motif):
+class TvmMeanEpilogue(TvmMotif):
     """ReduceMean, legalized as one sum-then-divide PrimFunc (out-element-wise-fusable),
     takes a following activation: ``mean_<act>``. Broken (``reduction_with_epilogue``):
     ReduceSum instead, a pure comm-reduce, which FuseOps never fuses forward."""
 
-    name = "TvmMeanEpilogue"
     onnx_op = "ReduceMean"
     onnx_ops = ("ReduceSum",) + tuple(ACTIVATIONS)
-    optimizer = "tvm"
     rewrite = "FuseOps (mean + element-wise)"
     expects = named(("mean",))
     arity = 1
     ranks = (1, 2, 3, 4)
-    dtypes = FLOAT_SIGS
     conditions = ("reduction_with_epilogue",)
 
     def draw(self, ctx, ins, violate):

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from dlgate.ops.motif import In, Motif, Step
-from dlgate.ops.motifs.tvm_reduce._shared import FLOAT_SIGS
+from dlgate.ops.motif import In, Step
+from dlgate.ops.motifs.tvm_common import TvmMotif
 from dlgate.ops.registry import get
 
 
@@ -11,21 +11,18 @@ DECOMPOSED = {"ReduceL1": "abs_sum", "ReduceL2": "multiply_sum", "ReduceSumSquar
               "ReduceLogSumExp": "subtract_exp_sum"}
 
 
-class TvmReduceDecomposition(Motif):
+class TvmReduceDecomposition(TvmMotif):
     """ReduceL1, ReduceL2, ReduceSumSquare or ReduceLogSumExp: the importer writes
     element-wise ops feeding a sum, FuseOps fuses them (``abs_sum``, ``multiply_sum``,
     ``subtract_exp_sum``). Broken (``decomposed``): a reduction the importer writes as one
     Relax op (ReduceSum, ReduceMax), which leaves nothing to fuse."""
 
-    name = "TvmReduceDecomposition"
     onnx_op = "ReduceL2"
     onnx_ops = tuple(DECOMPOSED) + ("ReduceSum", "ReduceMax")
-    optimizer = "tvm"
     rewrite = "ONNX importer reduction decomposition + FuseOps"
     expects = tuple(f"fused:{v}" for v in sorted(set(DECOMPOSED.values())))
     arity = 1
     ranks = (1, 2, 3, 4)
-    dtypes = FLOAT_SIGS
     conditions = ("decomposed",)
 
     def draw(self, ctx, ins, violate):

@@ -1,8 +1,0 @@
-"""What the tvm_frontend motifs share: base classes, helpers and constants (private to the family;
-each operator file imports the names it uses)."""
-from __future__ import annotations
-
-from dlgate import dtypes as dt
-
-
-FLOAT_SIGS = tuple((t,) for t in dt.FLOATS)
