@@ -173,3 +173,22 @@ def test_clip_quant_fusion_keeps_or_cuts_the_quantizers_range():
                 assert clip["min"] <= qlo and clip["max"] >= qhi
             else:
                 assert clip["min"] > qlo and clip["max"] == qhi
+
+
+def test_slice_concat_second_input_fits_the_concat_whatever_the_slice_keeps():
+    """TvmSliceConcat's input 1 is the Concat's other operand: the slice's shape with its own
+    size on the concat axis, so the Concat's shape rule holds even where the slice shrinks
+    another axis (input 0's shape, the default, fails it there)."""
+    spec = registry.get("TvmSliceConcat")
+    concat = registry.get("Concat")
+    shrunk = 0
+    for k in range(60):
+        ctx = _ctx(k)
+        x = TensorType("float32", ctx.shape(3))
+        a = spec.draw(ctx, [x], None)
+        sl = registry.get("Slice").infer([x], a["slice"])[0]
+        other = spec.input_type(ctx, 1, [x], a, "float32")
+        assert list(other.shape) == a["other"] and other.dtype == "float32"
+        assert all(concat.requires([sl, other], a["concat"]))
+        shrunk += any(p != q for j, (p, q) in enumerate(zip(sl.shape, x.shape)) if j != a["concat"]["axis"] % 3)
+    assert shrunk >= 10  # the slices that input 0's shape would not fit were drawn

@@ -17,9 +17,6 @@ class TvmSliceConcat(_Injective):
     arity = 2
     ranks = (1, 2, 3, 4)
     types = dt.FLOATS + (dt.INT32, dt.INT64)
-    # Input 1 takes the default type (input 0's shape), which fits the Concat only where
-    # the slice keeps the other axes' sizes; ``other``, drawn below, is the shape that
-    # always fits, but handing it to input 1 changes generation (a GENERATOR_VERSION bump).
 
     def draw(self, ctx, ins, violate):
         x = ins[0]
@@ -30,6 +27,10 @@ class TvmSliceConcat(_Injective):
                 break
         ax = ctx.axis(out.rank)
         return {"slice": sl, "concat": {"axis": ax}, "other": list(set_dim(out.shape, ax, ctx.dim(8)))}
+
+    def input_type(self, ctx, i, ins, a, dtype):
+        # input 1 is the Concat's other operand: the slice's shape, its own size on the axis
+        return ins[0].with_dtype(dtype).with_shape(a["other"])
 
     def requires(self, ins, a):
         ok = super().requires(ins, a)
