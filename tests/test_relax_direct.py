@@ -298,3 +298,49 @@ def test_the_backend_is_registered_like_the_others():
         TVMRelax.check_options({"plain": "yes"})
     with pytest.raises(ValueError, match="unknown option 'nope'"):
         TVMRelax.check_options({"nope": 1})
+
+
+# -- the importer path and the direct path as a differential pair ------------------------------
+def test_the_pair_classifies_each_table():
+    from dlgate.backends.relax_pair import classify
+
+    def table(iz, idf, dz, ddf):
+        return {("importer", "zero"): iz, ("importer", "default"): idf, ("direct", "zero"): dz,
+                ("direct", "default"): ddf}
+
+    assert classify(table(True, True, True, True))[0] == "agree"
+    assert classify(table(True, False, True, True)) == (
+        "pass", "a pass of the default pipeline: both paths are right at the zero pipeline, the importer path is "
+                "wrong at the default")
+    assert classify(table(True, False, True, False))[0] == "pass"
+    assert classify(table(False, False, True, True))[0] == "importer"
+    assert classify(table(True, True, False, False), plain_agrees=True)[0] == "direct-structure"
+    assert classify(table(True, True, False, False), plain_agrees=False)[0] == "direct-lowering"
+    assert classify(table(False, False, False, False))[0] == "below"
+    assert classify(table(True, True, None, None)) == ("undecided", "the direct path refused the graph")
+
+
+def test_the_pair_places_injected_faults_on_their_side():
+    """Real runs of both paths at both pipelines on one case, with a fault put where each
+    side would have it: in the importer path's module, in a pass of the default pipeline,
+    in what only the direct path's structure meets, in both paths before any optimization."""
+    from dlgate.backends.relax_pair import compare_paths
+
+    gen = Generator(GenConfig(ops=("Add", "Mul", "Sigmoid", "Exp", "Neg"), min_nodes=3, max_nodes=4,
+                              dtypes=("float32",)))
+    p = next(p for p in (_prepared(gen, "pair", i) for i in range(20))
+             if "Add" in p.graph.op_names() and _private(to_relax(p.graph, structure_seed(p.graph))))
+    model, ref = Model(p.model, p.graph), run_numpy(p.graph, p.inputs)
+    add_fault = (("extra_passes", ("dlgate.backends.testing:add_to_subtract",)),)
+    call_fault = (("extra_passes", (shift_private_calls,)),)
+    everywhere = {(path, lvl): add_fault for path in ("importer", "direct") for lvl in ("zero", "default")}
+
+    def side(options=None):
+        return compare_paths(model, p.inputs, ref, options=options)["side"]
+
+    assert side() == "agree"
+    assert side({("importer", "zero"): add_fault, ("importer", "default"): add_fault}) == "importer"
+    assert side({("importer", "default"): add_fault, ("direct", "default"): add_fault}) == "pass"
+    assert side({("direct", "zero"): call_fault, ("direct", "default"): call_fault}) == "direct-structure"
+    assert side({("direct", "zero"): add_fault, ("direct", "default"): add_fault}) == "direct-lowering"
+    assert side(everywhere) == "below"
