@@ -47,7 +47,7 @@ class TVMRelax(TVM):
         from dlgate.materialize.relax.module import to_relax  # local: imports TVM, an optional compiler
 
         mod = to_relax(model.graph, structure_seed(model.graph), plain=bool(self.options.get("plain", False)))
-        vm, dev = self._build(mod)
+        vm, dev = self._build(mod, self.options.get("extra_passes", ()), self.options.get("record_rewrites", True))
         return vm, dev, list(range(len(model.graph.inputs)))
 
     def run(self, compiled: Any, inputs: list) -> list:
