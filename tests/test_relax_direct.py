@@ -145,22 +145,25 @@ def test_every_covered_operator_agrees_with_the_reference_on_tvm():
     assert {"ArgMax", "ArgMin"} & set(refused)  # select_last_index=1 is drawn half the time
 
 
-@lru_cache(maxsize=None)
-def _batch() -> tuple:
+def _batch() -> list:
     """A small generated batch restricted to the covered operators, every dtype, half of it
-    with symbolic dimensions, and one case holding an operator without a lowering (Det)."""
+    with symbolic dimensions."""
     gen = Generator(GenConfig(ops=covered(), max_nodes=8, dynamic_share=0.5))
-    cases = [_prepared(gen, "silent", i) for i in range(16)]
+    return [_prepared(gen, "silent", i) for i in range(16)]
+
+
+@lru_cache(maxsize=None)
+def _refusal():
+    """A case holding an operator without a Relax lowering (Det)."""
     det = Generator(GenConfig(ops=("Det", "Abs"), min_nodes=2, max_nodes=3, dtypes=("float32",)))
-    refusal = next(p for p in (_prepared(det, "det", i) for i in range(10)) if "Det" in p.graph.op_names())
-    return tuple(cases), refusal
+    return next(p for p in (_prepared(det, "det", i) for i in range(10)) if "Det" in p.graph.op_names())
 
 
 def test_a_generated_batch_passes_the_gate_on_the_direct_path():
     """The silent test: the gate (reference, oracle, further bindings of dynamic cases) on
     the direct path and on the importer path. The direct path is never wrong; where it does
     not pass, it refuses in its own words or fails exactly as the importer path does."""
-    cases, refusal = _batch()
+    cases, refusal = _batch(), _refusal()
     cfg = CheckConfig([BackendSpec("dlgate.backends.tvm_relax:TVMRelax"), BackendSpec("tvm")], timeout_s=120)
     passed = dynamic_passed = 0
     with Pool(timeout_s=120) as pool:
@@ -198,16 +201,18 @@ def test_a_pass_that_miscompiles_private_function_calls_is_caught_only_on_the_di
         except NotImplementedError:
             continue
         assert compare(ref, good).ok, p.id
-        # the module without a private function, and the importer's module, never show it
+        bad = compare(ref, _run(broken, p))
+        if bad.ok:
+            continue
+        # wrong only through a private function: the same case without one, and the
+        # importer's module, are right under the same pass
+        assert _private(to_relax(p.graph, structure_seed(p.graph))), p.id
         assert compare(ref, _run(plain, p)).ok, p.id
         assert compare(ref, _run(importer, p)).ok, p.id
-        has_private = bool(_private(to_relax(p.graph, structure_seed(p.graph))))
-        bad = compare(ref, _run(broken, p))
-        if not has_private:
-            assert bad.ok, p.id
-        elif not bad.ok:
-            caught += 1
-            first_caught = first_caught or p
+        caught += 1
+        first_caught = first_caught or p
+        if caught == 4:
+            break
     assert caught >= 4, caught  # of 9 cases
     # and through the gate: the fault named as a pass the worker imports is a mismatch there
     spec = BackendSpec("dlgate.backends.tvm_relax:TVMRelax",
@@ -277,7 +282,7 @@ def test_the_modules_use_what_only_relax_has():
 
 # -- refusal, registration, options ----------------------------------------------------------------
 def test_an_operator_without_a_lowering_is_refused_in_words():
-    _, refusal = _batch()
+    refusal = _refusal()
     backend = TVMRelax()
     with pytest.raises(NoRelaxLowering) as e:
         backend.compile(Model(refusal.model, refusal.graph))
