@@ -270,12 +270,14 @@ def test_the_same_graph_gives_the_same_tvmscript_in_any_process():
 
 def test_the_modules_use_what_only_relax_has():
     """Across a small batch: private functions called from main, dataflow blocks, symbolic
-    shape variables (in signatures and bound by match_cast), tuples out of a call."""
+    shape variables (in signatures and bound by match_cast), tuples out of a call, PrimFuncs
+    called by call_tir."""
     texts = [t for _, t in _texts(12) if REFUSAL not in t]
     joined = "\n".join(texts)
     assert "@R.function(private=True)" in joined
     assert "R.dataflow()" in joined
     assert "R.match_cast(" in joined
+    assert "R.call_tir(" in joined and "@T.prim_func(private=True" in joined
     assert 'TypeVar("batch")' in joined or 'TypeVar("seq")' in joined
     assert any("private=True" in t and "R.Tuple(" in t.split("def main")[1] for t in texts)
 

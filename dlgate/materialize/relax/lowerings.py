@@ -18,7 +18,7 @@ from typing import Callable
 
 import numpy as np
 from tvm.sym import Analyzer
-from tvm import relax, tirx
+from tvm import relax, tirx, topi
 
 from dlgate import dtypes as dt
 from dlgate.ops.registry import get
@@ -180,6 +180,18 @@ def _softmax(s: Site):
 @lowering("LogSoftmax")
 def _log_softmax(s: Site):
     return relax.op.nn.log_softmax(s.xs[0], axis=s.attrs["axis"])
+
+
+#: Operators that may also be written as a TE computation, which ``BlockBuilder.emit_te``
+#: turns into a PrimFunc of the module called by ``R.call_tir``: the TOPI function each
+#: Relax operator above legalizes to, so the meaning is the same; what differs is that the
+#: Relax passes meet a ``call_tir`` where the importer writes an operator call.
+TE_LOWERINGS = {
+    "Abs": topi.abs, "Neg": topi.negative, "Exp": topi.exp, "Log": topi.log, "Sqrt": topi.sqrt,
+    "Sigmoid": topi.sigmoid, "Tanh": topi.tanh, "Floor": topi.floor, "Ceil": topi.ceil, "Erf": topi.erf,
+    "Add": topi.add, "Sub": topi.subtract, "Mul": topi.multiply, "Div": topi.divide,
+    "Max": topi.maximum, "Min": topi.minimum,
+}
 
 
 # -- reductions ---------------------------------------------------------------------------------

@@ -8,12 +8,15 @@ writes, so that TVM's Relax passes meet structure of their own:
   and takes its outputs out of the returned **tuple**;
 - every function's operators sit in a **dataflow block**; the bindings around it (a
   parameter's ``match_cast``, an output's) sit in an ordinary block outside it;
+- some element-wise operators are written as TE computations: a **PrimFunc** in the module,
+  called by ``R.call_tir``;
 - a dynamic graph's symbolic dimensions (``graph.dynamic``) are **symbolic shape
   variables**: an input declares them in ``main``'s signature, or is declared by rank
   alone and binds them with ``match_cast``; shapes computed from them (Reshape's -1,
   Flatten) are arithmetic on them; the private function takes variables of its own.
 
-Which run is wrapped and which bindings use ``match_cast`` is drawn from ``seed``: the same
+Which run is wrapped, which operators become ``call_tir`` and which bindings use
+``match_cast`` is drawn from ``seed``: the same
 graph and seed give the same module, and the same TVMScript text, in any process.
 """
 from __future__ import annotations
@@ -27,13 +30,15 @@ from tvm import relax, tirx
 from dlgate import dtypes as dt
 from dlgate.graph.dynamic import symbolic_shapes
 from dlgate.graph.ir import Graph
-from dlgate.materialize.relax.lowerings import NoRelaxLowering, Site, lower
+from dlgate.materialize.relax.lowerings import TE_LOWERINGS, NoRelaxLowering, Site, lower
 
 #: Chance that a run of nodes is wrapped as a private function, that an input is declared
 #: by rank and bound by ``match_cast``, and that an output is checked by ``match_cast``.
 WRAP_SHARE = 0.75
 CAST_INPUT_SHARE = 0.5
 CAST_OUTPUT_SHARE = 0.5
+#: Chance that an operator with a TE form (``TE_LOWERINGS``) is lowered through it.
+CALL_TIR_SHARE = 0.3
 #: The private function's name in the module.
 SUB_FUNCTION = "subgraph"
 
@@ -41,9 +46,10 @@ SUB_FUNCTION = "subgraph"
 def structure(graph: Graph, seed: int, plain: bool = False) -> dict:
     """The module's drawn structure: ``wrap`` (the [first, last) node range wrapped as a
     function, or None), ``cast_inputs`` and ``cast_outputs`` (graph tensor ids bound by
-    ``match_cast``). ``plain``: none of it (one function, every input declared)."""
+    ``match_cast``), ``call_tir`` (indices of the nodes written as TE computations).
+    ``plain``: none of it (one function of operator calls, every input declared)."""
     if plain:
-        return {"wrap": None, "cast_inputs": [], "cast_outputs": []}
+        return {"wrap": None, "cast_inputs": [], "cast_outputs": [], "call_tir": []}
     rng = random.Random(seed)
     n = len(graph.nodes)
     wrap = None
@@ -54,7 +60,8 @@ def structure(graph: Graph, seed: int, plain: bool = False) -> dict:
             wrap = (first, last)
     cast_inputs = [t for t in graph.inputs if rng.random() < CAST_INPUT_SHARE]
     cast_outputs = [t for t in graph.outputs if rng.random() < CAST_OUTPUT_SHARE]
-    return {"wrap": wrap, "cast_inputs": cast_inputs, "cast_outputs": cast_outputs}
+    call_tir = [k for k, node in enumerate(graph.nodes) if node.op in TE_LOWERINGS and rng.random() < CALL_TIR_SHARE]
+    return {"wrap": wrap, "cast_inputs": cast_inputs, "cast_outputs": cast_outputs, "call_tir": call_tir}
 
 
 def to_relax(graph: Graph, seed: int, plain: bool = False) -> tvm.IRModule:
@@ -102,12 +109,18 @@ class _Assembler:
         return relax.const(np.asarray(self.g.values[t], dtype=dt.NUMPY[ty.dtype]), ty.dtype)
 
     # -- bodies ---------------------------------------------------------------------------
-    def _lower(self, nodes, env: dict) -> None:
+    def _lower(self, first: int, last: int, env: dict) -> None:
+        """Emit nodes [first, last) into the current dataflow block."""
         bb, g = self.bb, self.g
-        for node in nodes:
+        te = set(self.shape.get("call_tir", ()))
+        for k in range(first, last):
+            node = g.nodes[k]
             xs = [env[t] if t in env else self._const(t) for t in node.inputs]
-            outs = lower(Site(node.op, node.attrs, [g.tensors[t] for t in node.inputs], xs,
-                              [g.tensors[t] for t in node.outputs]))
+            if k in te:  # a PrimFunc of the module, called by R.call_tir
+                outs = [bb.emit_te(TE_LOWERINGS[node.op], *xs, primfunc_name_hint=f"te_{node.op.lower()}")]
+            else:
+                outs = lower(Site(node.op, node.attrs, [g.tensors[t] for t in node.inputs], xs,
+                                  [g.tensors[t] for t in node.outputs]))
             for t, y in zip(node.outputs, outs):
                 env[t] = y if isinstance(y, relax.Var) else bb.emit(y, name_hint=g.name(t))
                 if not isinstance(env[t].ty.shape, relax.ShapeExpr):
@@ -130,7 +143,7 @@ class _Assembler:
         env = dict(zip(ins, params))
         with bb.function(SUB_FUNCTION, params, private=True):
             with bb.dataflow():
-                self._lower(g.nodes[first:last], env)
+                self._lower(first, last, env)
                 if len(outs) == 1:
                     ret = bb.emit_output(env[outs[0]])
                 else:
@@ -156,16 +169,16 @@ class _Assembler:
                     if t in cast_in else p
             with bb.dataflow():
                 if sub is None:
-                    self._lower(g.nodes, env)
+                    self._lower(0, len(g.nodes), env)
                 else:
                     gv, ins, outs = sub
                     first, last = wrap
-                    self._lower(g.nodes[:first], env)
+                    self._lower(0, first, env)
                     call = bb.emit(relax.Call(gv, [env[t] if t in env else self._const(t) for t in ins]),
                                    name_hint="sub")
                     for k, t in enumerate(outs):
                         env[t] = call if len(outs) == 1 else bb.emit(relax.TupleGetItem(call, k), name_hint=g.name(t))
-                    self._lower(g.nodes[last:], env)
+                    self._lower(last, len(g.nodes), env)
                 results = [bb.emit_output(env[t] if t in env else self._const(t)) for t in g.outputs]
             for k, t in enumerate(g.outputs):  # outside the dataflow block again
                 if t in cast_out:
