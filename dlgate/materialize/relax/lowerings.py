@@ -184,11 +184,13 @@ def _log_softmax(s: Site):
 
 #: Operators that may also be written as a TE computation, which ``BlockBuilder.emit_te``
 #: turns into a PrimFunc of the module called by ``R.call_tir``: the TOPI function each
-#: Relax operator above legalizes to, so the meaning is the same; what differs is that the
-#: Relax passes meet a ``call_tir`` where the importer writes an operator call.
+#: Relax operator above legalizes to (``tvm/relax/transform/legalize_ops``), so the meaning
+#: is the same; what differs is that the Relax passes meet a ``call_tir`` where the importer
+#: writes an operator call. Not Erf: its legalization computes float16 in float32 (TOPI's
+#: ``erf`` has no float16 LLVM lowering), which a TE form would have to copy.
 TE_LOWERINGS = {
     "Abs": topi.abs, "Neg": topi.negative, "Exp": topi.exp, "Log": topi.log, "Sqrt": topi.sqrt,
-    "Sigmoid": topi.sigmoid, "Tanh": topi.tanh, "Floor": topi.floor, "Ceil": topi.ceil, "Erf": topi.erf,
+    "Sigmoid": topi.sigmoid, "Tanh": topi.tanh, "Floor": topi.floor, "Ceil": topi.ceil,
     "Add": topi.add, "Sub": topi.subtract, "Mul": topi.multiply, "Div": topi.divide,
     "Max": topi.maximum, "Min": topi.minimum,
 }

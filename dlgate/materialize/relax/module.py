@@ -68,7 +68,12 @@ def to_relax(graph: Graph, seed: int, plain: bool = False) -> tvm.IRModule:
     """``graph`` as a Relax IRModule whose ``main`` takes the graph's inputs in order and
     returns its outputs (one tensor, or a tuple of them). Raises ``NoRelaxLowering`` for an
     operator the direct path does not lower."""
-    return _Assembler(graph, structure(graph, seed, plain)).build()
+    return assemble(graph, structure(graph, seed, plain))
+
+
+def assemble(graph: Graph, shape: dict) -> tvm.IRModule:
+    """``graph`` as a Relax IRModule of the given structure (``structure``'s keys)."""
+    return _Assembler(graph, shape).build()
 
 
 def script(mod: tvm.IRModule) -> str:
