@@ -137,7 +137,6 @@ class TVM(Backend):
     def compile(self, model: Model) -> Any:
         import onnx
         import tvm  # local: optional compiler, imported where it runs
-        from tvm import relax
         from tvm.relax.frontend.onnx import from_onnx  # local: optional compiler, imported where it runs
 
         proto = onnx.load_from_string(model.onnx)
@@ -146,10 +145,22 @@ class TVM(Backend):
         except tvm.error.OpNotImplemented as e:
             _sort_unsupported(e)
             raise
-        for item in self.options.get("extra_passes", ()) or ():
+        vm, dev = self._build(mod, self.options.get("extra_passes", ()), self.options.get("record_rewrites", True))
+        initializers = {t.name for t in proto.graph.initializer}
+        order = [i.name for i in proto.graph.input if i.name not in initializers]
+        pos = {n: k for k, n in enumerate(model.input_names)}
+        return vm, dev, [pos[n] for n in order]
+
+    def _build(self, mod, extra_passes, record_rewrites: bool) -> tuple:
+        """The Relax module through ``extra_passes``, the pipeline and the VM: ``(vm, dev)``;
+        records the passes that changed it (``rewrites``) when asked. Shared with ``tvm-relax``."""
+        import tvm  # local: optional compiler, imported where it runs
+        from tvm import relax
+
+        for item in extra_passes or ():
             mod = _resolve_pass(item)(mod)
         target = tvm.target.Target(TARGETS[self.device])
-        rec = _Rewrites.make() if self.options.get("record_rewrites", True) else None
+        rec = _Rewrites.make() if record_rewrites else None
         ctx = tvm.transform.PassContext.current()
         if rec is not None:
             ctx.override_instruments(list(ctx.instruments) + [rec])
@@ -160,11 +171,7 @@ class TVM(Backend):
                 ctx.override_instruments([i for i in ctx.instruments if not i.same_as(rec)])
         self._rewrites = rec.kinds() if rec is not None else None
         dev = tvm.cuda(0) if self.device == "cuda" else tvm.cpu(0)
-        vm = relax.VirtualMachine(ex, dev)
-        initializers = {t.name for t in proto.graph.initializer}
-        order = [i.name for i in proto.graph.input if i.name not in initializers]
-        pos = {n: k for k, n in enumerate(model.input_names)}
-        return vm, dev, [pos[n] for n in order]
+        return relax.VirtualMachine(ex, dev), dev
 
     def rewrites(self, compiled: Any) -> list | None:
         return getattr(self, "_rewrites", None)
