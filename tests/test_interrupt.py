@@ -113,10 +113,10 @@ def test_an_interrupted_run_reports_what_ran_then_a_rerun_resumes(tmp_path, sig,
     assert not glob.glob(str(tmp / "dlgate-worker-*")), os.listdir(tmp)  # nor after a normal run
     with OutLock(str(out)):
         pass
-    # interrupted and resumed, the journal is the uninterrupted run's, byte for byte
-    whole = str(tmp_path / "whole")
-    assert main(["run", "--config", cfg, "--seed", "life", "--out", whole, "--no-progress"]) == 0
-    assert open(out / "results.jsonl").read() == open(os.path.join(whole, "results.jsonl")).read()
+    if sig == signal.SIGTERM:  # interrupted and resumed, the journal is the uninterrupted run's, byte for byte
+        whole = str(tmp_path / "whole")  # (one signal is enough: both stop the run alike; the reports differ)
+        assert main(["run", "--config", cfg, "--seed", "life", "--out", whole, "--no-progress"]) == 0
+        assert open(out / "results.jsonl").read() == open(os.path.join(whole, "results.jsonl")).read()
 
 
 def _first_is_wrong_under_fake_bug(cfg: str, cases) -> bool:
