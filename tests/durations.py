@@ -4,10 +4,10 @@ With ``-n 2`` the suite's wall time is its summed time over two, plus the tail: 
 worker still runs after the other ran out of work. A long file met last makes that tail;
 met first, its tests spread over both workers while short ones fill the gaps later
 (longest-first scheduling). ``tests/conftest.py`` sorts the collected items by their file's
-seconds in ``tests/data/durations.json``, longest first, keeping each file's own order (so a
-module's fixtures are still made once per contiguous run of its tests), and only in xdist's
-workers: a run without ``-n`` keeps pytest's order. xdist's loadgroup still sends a
-``xdist_group`` whole to one worker, and the largest groups first.
+seconds in ``tests/data/durations.json``, longest first, keeping each file's own order, and
+only in xdist's workers: a run without ``-n`` keeps pytest's order. xdist's loadgroup sends an
+``xdist_group`` whole to one worker (the tests that share a module fixture form one, so it is
+made once: ``tests/conftest.py``), in this order too: each group where its first test stands.
 
 The table only orders: a stale one costs at most some wall time, never a result. A file it
 does not name counts as slow (it may be), so it runs early; a file it names that is gone is

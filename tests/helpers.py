@@ -81,6 +81,39 @@ def generated_cases(out_dir, gen, root: str, campaign: str, limit: int):
         yield prepare(*load_case(make_case(gen, root, campaign, i).write(str(out_dir))))
 
 
+def draw_cases(gen, root: str, campaign: str, n: int = 1, *, where: Callable | None = None,
+               keep: Callable | None = None, tries: int = 200, skip_errors: bool = False) -> list:
+    """The first ``n`` cases ``root``/``campaign``/0, 1, ... of generator ``gen`` (within
+    ``tries`` indices) that a test needs: ``where(case)`` on the generated case, then, where
+    ``keep`` is given, ``keep(prepared)`` on the case prepared as a run prepares it (only
+    the cases ``where`` took are prepared: the input search is the costly part); the
+    prepared cases are returned then, else the generated ones. ``skip_errors``: an index
+    whose draw fits nothing (the generator raises) is passed over. Picking cases by the
+    property under test, not by a fixed index, keeps a test's meaning across generator
+    versions; too few raises, naming what was searched."""
+    from dlgate.case import make_case
+    from dlgate.check import prepare
+
+    out = []
+    for i in range(tries):
+        try:
+            c = make_case(gen, root, campaign, i)
+        except Exception:  # noqa: BLE001 - only where asked: a draw that fits nothing
+            if not skip_errors:
+                raise
+            continue
+        if where is not None and not where(c):
+            continue
+        if keep is not None:
+            c = prepare(c.meta(), c.graph, c.model_bytes)
+            if not keep(c):
+                continue
+        out.append(c)
+        if len(out) == n:
+            return out
+    raise AssertionError(f"only {len(out)} of the {n} cases wanted among {root}/{campaign}/0..{tries - 1}")
+
+
 # -- one spec's lowering as a one-node model -------------------------------------------------------
 class OneNode(NamedTuple):
     spec: object

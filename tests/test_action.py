@@ -21,6 +21,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
+from dlgate.gate.baseline import Baseline
 import entrypoint.base
 import entrypoint.children
 import entrypoint.inputs
@@ -135,6 +136,25 @@ def assert_token_hidden(res: subprocess.CompletedProcess) -> None:
     assert res.stdout.count(TOKEN) == 1 and TOKEN not in res.stderr
 
 
+def assert_no_base_build_notice(r: Runner, res: subprocess.CompletedProcess, notice: str | None) -> None:
+    """Without a base build, a pull request's run says what novelty falls back to (``notice``),
+    once as an annotation and at the end of the job summary; a scheduled run says nothing."""
+    notices = [c for c in active_commands(res.stdout) if c.startswith("::notice")]
+    summary = r.summary.read_text()
+    if notice is None:
+        assert not notices and "> **dlgate:** No base build" not in summary
+        return
+    assert len(notices) == 1 and notices[0].startswith("::notice title=dlgate%3A no base build::No base build "
+                                                       "configured: " + notice), notices
+    assert "set base-compiler" in notices[0].lower()
+    assert summary.rstrip().splitlines()[-1].startswith("> **dlgate:** No base build configured: " + notice)
+    assert "--base-python" not in res.stdout
+
+
+#: What a fork's pull request without a base build or a baseline falls back to.
+NO_BASELINE = "novelty is decided against no baseline: every failure counts as new"
+
+
 # ---------------------------------------------------------------- the entrypoint, end to end
 
 
@@ -168,7 +188,8 @@ def test_fork_pull_request_fails_on_new_failure_and_opens_no_issue(tmp_path):
 def test_same_repository_pull_request_passes_and_opens_no_issue(tmp_path):
     r = Runner(tmp_path, "pull_request", pr_event(fork=False), PASSING)
     r.env["INPUT_OPEN_ISSUES"] = "true"  # the underscore spelling is read too
-    res = r.run(models="3")
+    Baseline().save(str(r.ws / ".dlgate" / "baseline.json"))  # the repository keeps an (empty) baseline
+    res = r.run(models="3", baseline=".dlgate/baseline.json")
     assert res.returncode == 0, res.stdout + res.stderr
     assert_token_hidden(res)
     out = r.outputs()
@@ -177,6 +198,8 @@ def test_same_repository_pull_request_passes_and_opens_no_issue(tmp_path):
     assert "not opening issues: pull_request event: a pull request's failures are reported on the pull request" \
         in res.stdout
     assert "::group::dlgate issues" not in res.stdout
+    # no base build: novelty falls back to the baseline given, and the run says so
+    assert_no_base_build_notice(r, res, "novelty is decided against the baseline .dlgate/baseline.json")
 
 
 def test_schedule_opens_issues_with_the_token_in_the_environment_and_updates_the_baseline(tmp_path):
@@ -248,6 +271,7 @@ def test_hostile_text_stays_text(tmp_path):
     assert [c for c in cmds if c.startswith("::add-mask::")] == [f"::add-mask::{TOKEN}"]
     assert not [c for c in cmds if c.startswith("::set-output")]
     assert set(r.outputs()) == set(ACTION["outputs"])
+    assert_no_base_build_notice(r, res, NO_BASELINE)  # a fork's pull request, no base build, no baseline
 
 
 def test_missing_config_is_a_usage_error(tmp_path):
@@ -424,27 +448,14 @@ def test_a_failing_base_install_is_an_error_not_a_fallback(tmp_path):
     assert "-m dlgate run" not in res.stdout and "::notice" not in res.stdout
 
 
-@pytest.mark.parametrize("event_name,event,inputs,notice", [
-    ("pull_request", pr_event(fork=False), {"baseline": ".dlgate/baseline.json"},
-     "novelty is decided against the baseline .dlgate/baseline.json"),
-    ("pull_request", pr_event(fork=True), {}, "novelty is decided against no baseline: every failure counts as new"),
-    ("schedule", SCHEDULE, {}, None),
-])
-def test_without_a_base_build_a_pull_request_says_it_falls_back_to_the_baseline(tmp_path, event_name, event,
-                                                                                 inputs, notice):
-    r = Runner(tmp_path, event_name, event, PASSING)
-    res = r.run(models="1", **inputs)
+def test_without_a_base_build_only_a_pull_request_says_what_novelty_falls_back_to(tmp_path):
+    """A scheduled run has no base to compare with: it says nothing. A pull request's notice,
+    against a baseline or none, is checked on the pull request runs above and below
+    (test_same_repository_pull_request_passes_and_opens_no_issue, test_hostile_text_stays_text)."""
+    r = Runner(tmp_path, "schedule", SCHEDULE, PASSING)
+    res = r.run(models="1")
     assert res.returncode == 0, res.stdout + res.stderr
-    notices = [c for c in active_commands(res.stdout) if c.startswith("::notice")]
-    summary = r.summary.read_text()
-    if notice is None:
-        assert not notices and "> **dlgate:** No base build" not in summary
-        return
-    assert len(notices) == 1 and notices[0].startswith("::notice title=dlgate%3A no base build::No base build "
-                                                       "configured: " + notice), notices
-    assert "set base-compiler" in notices[0].lower()
-    assert summary.rstrip().splitlines()[-1].startswith("> **dlgate:** No base build configured: " + notice)
-    assert "--base-python" not in res.stdout
+    assert_no_base_build_notice(r, res, None)
 
 
 def test_plan_reads_base_compiler_like_compiler(tmp_path):

@@ -13,6 +13,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from dlgate.cli import main
 from dlgate.gate import decide as D
 from dlgate.gate import report
 from dlgate.gate.journal import OutLock
@@ -109,8 +110,13 @@ def test_an_interrupted_run_reports_what_ran_then_a_rerun_resumes(tmp_path, sig,
     assert summary.splitlines()[0].endswith("✅ passed") and "interrupted" not in summary
     assert verdict["result"] == "pass" and verdict["interrupted"] is None and verdict["cases"] == 4
     assert interrupted_suite(junit) is None and "interrupted" not in ET.tostring(junit, encoding="unicode")
+    assert not glob.glob(str(tmp / "dlgate-worker-*")), os.listdir(tmp)  # nor after a normal run
     with OutLock(str(out)):
         pass
+    if sig == signal.SIGTERM:  # interrupted and resumed, the journal is the uninterrupted run's, byte for byte
+        whole = str(tmp_path / "whole")  # (one signal is enough: both stop the run alike; the reports differ)
+        assert main(["run", "--config", cfg, "--seed", "life", "--out", whole, "--no-progress"]) == 0
+        assert open(out / "results.jsonl").read() == open(os.path.join(whole, "results.jsonl")).read()
 
 
 def _first_is_wrong_under_fake_bug(cfg: str, cases) -> bool:

@@ -350,27 +350,6 @@ def test_a_worker_dies_with_its_parent(tmp_path, base):
     assert not glob.glob(str(tmp_path / "tmp" / "dlgate-worker-*"))
 
 
-@LINUX
-def test_sigterm_then_resume_gives_the_uninterrupted_results(tmp_path):
-    cfg = write_config(tmp_path, models=4, backends=[slow(tmp_path / "marks", seconds=0.3)])
-    whole = str(tmp_path / "whole")
-    assert main(["run", "--config", cfg, "--seed", "life", "--out", whole]) == 0
-    out, tmp = tmp_path / "o", tmp_path / "tmp"
-    proc = spawn(run_cmd(cfg, out), tmp)
-    try:
-        wait_for(lambda: (os.path.exists(out / "results.jsonl") and len(records(out)) >= 1) or proc.poll() is not None,
-                 what="a record")
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    n = len(records(out))
-    assert proc.returncode == 143 and 1 <= n < 4, (n, err)
-    assert f"interrupted by SIGTERM after {n} of 4 cases" in err, err
-    again = spawn(run_cmd(cfg, out), tmp)
-    _, err = again.communicate(timeout=300)
-    assert again.returncode == 0, err
-    assert f"{n} of 4 cases already done" in err, err
-    assert open(out / "results.jsonl").read() == open(os.path.join(whole, "results.jsonl")).read()
-    assert not glob.glob(str(tmp / "dlgate-worker-*")), os.listdir(tmp)  # nor after a normal run
+# A run interrupted by SIGTERM or SIGINT, then resumed, gives the uninterrupted run's journal:
+# tests/test_interrupt.py (test_an_interrupted_run_reports_what_ran_then_a_rerun_resumes) checks it
+# on the runs it interrupts and resumes for their reports.

@@ -18,8 +18,7 @@ import yaml
 
 from dlgate.backends.base import BackendSpec
 from dlgate.backends.tvm import TVM
-from dlgate.case import make_case
-from dlgate.check import CheckConfig, check, load_bundle, prepare
+from dlgate.check import CheckConfig, check, load_bundle
 from dlgate.cli import main
 from dlgate.exec.worker import Pool
 from dlgate.gate import config as C
@@ -28,7 +27,7 @@ from dlgate.gate.journal import read_records
 from dlgate.graph.generator import GenConfig, Generator
 from dlgate.reduce.cutout import cut_out, reference_values, refused, static_tensors
 from dlgate.reduce.reducer import Reducer, Target, intermediates
-from tests.helpers import onnx_ops, output_cones, seed_where
+from tests.helpers import draw_cases, onnx_ops, output_cones, seed_where
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OPS = ["Sigmoid", "Abs", "Add", "Relu", "Mul"]
@@ -153,15 +152,7 @@ def two_faults(tmp_path_factory):
 # -- the cut ---------------------------------------------------------------------------------------
 def _cases(n, ops=tuple(OPS), seed="cut"):
     gen = Generator(GenConfig(min_nodes=4, max_nodes=8, dtypes=("float32",), opset=18, ops=ops))
-    out = []
-    for i in range(200):
-        c = make_case(gen, seed, "c", i)
-        p = prepare(c.meta(), c.graph, c.model_bytes)
-        if p.search["valid"] and len(p.graph.nodes) >= 4:
-            out.append(p)
-        if len(out) == n:
-            return out
-    raise AssertionError("too few cases")
+    return draw_cases(gen, seed, "c", n, keep=lambda p: p.search["valid"] and len(p.graph.nodes) >= 4)
 
 
 def test_the_rest_is_fed_the_reference_values_of_what_the_cut_operators_made():

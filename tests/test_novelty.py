@@ -12,7 +12,6 @@ import json
 import os
 import sys
 
-import pytest
 import yaml
 
 from dlgate.cli import main
@@ -165,7 +164,6 @@ def test_a_format_1_baseline_still_reads(tmp_path):
 
 # -- end to end ----------------------------------------------------------------------------------
 OPS = ["Sigmoid", "Add", "Relu", "Mul", "Abs", "Neg", "Tanh"]
-INJECTED = {"name": "tvm", "options": {"extra_passes": ["dlgate.backends.testing:sigmoid_plus_half"]}}
 
 
 def _cfg(tmp_path, **kw) -> str:
@@ -177,51 +175,10 @@ def _cfg(tmp_path, **kw) -> str:
     return str(p)
 
 
-def test_injected_bug_is_one_fingerprint_then_known_then_fixed_by_its_repro(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    baseline = str(tmp_path / "b.json")
-    broken = _cfg(tmp_path, backends=[INJECTED], baseline=baseline)
-    assert main(["run", "--config", broken, "--seed", "n1", "--out", "r1"]) == 1
-    v = json.load(open("r1/verdict.json"))
-    assert {g["typed"] for g in v["new"]} == {"Sigmoid(float32)"}  # every graph reduces to one bug
-    assert len({g["fingerprint"] for g in v["new"]}) == 1 and v["clusters"] == 1
-    assert main(["baseline", "update", "r1", "--baseline", baseline]) == 0
-    doc = json.load(open(baseline))
-    (fp,) = doc["fingerprints"]
-    assert os.path.isfile(os.path.join(tmp_path, "b.repros", fp, "repro.py"))
-    # other commits' batches: known, never new, and nothing is claimed fixed
-    assert main(["run", "--config", broken, "--seed", "n2", "--out", "r2"]) == 0
-    v = json.load(open("r2/verdict.json"))
-    assert v["known"] and not v["new"] and not v["fixed"]
-    # the bug is fixed: the baseline's own repro shows it
-    healthy = _cfg(tmp_path, baseline=baseline, models=1)
-    assert main(["run", "--config", healthy, "--seed", "n3", "--out", "r3"]) == 0
-    v = json.load(open("r3/verdict.json"))
-    assert [f["fingerprint"] for f in v["fixed"]] == [fp]
-    assert "its reduced repro passes now" in open("r3/summary.md").read()
-
-
-@pytest.mark.parametrize("base_has_bug, expect", [(True, 0), (False, 1)])
-def test_head_versus_base_decides_novelty(tmp_path, monkeypatch, base_has_bug, expect):
-    """The base interpreter runs TVM with or without the injected pass (an environment
-    variable the test backend reads): the same model and inputs on both."""
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("FAKE_BUG", "1")
-    base = {"python": sys.executable, "env": {"FAKE_BUG": "1" if base_has_bug else "0", "PYTHONPATH": REPO}}
-    cfg = _cfg(tmp_path, backends=[{"name": "tests.fake_backends:EnvBug"}], base=base, models=3)
-    assert main(["run", "--config", cfg, "--seed", "hvb", "--out", "o"]) == expect
-    v = json.load(open("o/verdict.json"))
-    assert v["novelty"] == "base"
-    assert bool(v["pre_existing"]) is base_has_bug and bool(v["new"]) is not base_has_bug
-    assert "base build" in open("o/summary.md").read()
-
-
-def test_without_a_base_build_the_summary_says_so(tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    cfg = _cfg(tmp_path, models=1, baseline=str(tmp_path / "b.json"))
-    main(["run", "--config", cfg, "--seed", "nb", "--out", "o"])
-    assert "No base build configured" in open("o/summary.md").read()
-    assert json.load(open("o/verdict.json"))["novelty"] == "baseline"
+# The injected bug's history (one fingerprint, then known on another batch, then fixed by
+# its repro), head versus base, and the summary without a base build are checked on the
+# campaigns of tests/test_gate.py (test_injected_miscompilation_new_then_known_then_fixed,
+# test_head_versus_base), with the gate's own properties of the same runs.
 
 
 def _hvb(tmp_path, head_bug: bool, base_bug: bool, **kw) -> str:

@@ -12,6 +12,7 @@ from dlgate.exec.worker import Pool
 from dlgate.graph.generator import GenConfig, Generator
 from dlgate.reduce.candidates import cut, intermediates
 from dlgate.reduce.reducer import Reducer, Target
+from tests.helpers import draw_cases
 
 BROKEN = BackendSpec("tvm", options=(("extra_passes", ("dlgate.backends.testing:sigmoid_to_tanh",)),))
 
@@ -19,16 +20,8 @@ BROKEN = BackendSpec("tvm", options=(("extra_passes", ("dlgate.backends.testing:
 def _sigmoid_cases(n):
     gen = Generator(GenConfig(min_nodes=6, max_nodes=10, dtypes=("float32",), opset=18,
                               ops=("Sigmoid", "Add", "Relu", "Mul", "Abs", "Neg", "Tanh", "Exp", "Sub")))
-    out = []
-    for i in range(300):
-        c = make_case(gen, "reduce", "r", i)
-        if "Sigmoid" in c.graph.op_names():
-            p = prepare(c.meta(), c.graph, c.model_bytes)
-            if p.search["valid"]:
-                out.append(p)
-        if len(out) == n:
-            return out
-    raise AssertionError("too few cases")
+    return draw_cases(gen, "reduce", "r", n, where=lambda c: "Sigmoid" in c.graph.op_names(),
+                      keep=lambda p: p.search["valid"], tries=300)
 
 
 def test_cut_feeds_the_reference_values_so_kept_operators_see_the_same_inputs():
@@ -143,13 +136,15 @@ def _quant_case(tmp_path):
     """A bundle of a case holding a QuantizeLinear among at least three operators."""
     gen = Generator(GenConfig(ops=("QuantizeLinear", "Relu", "Abs", "Neg", "Add"), min_nodes=3, max_nodes=5,
                               dtypes=("float32",), opset=21))
-    for i in range(200):
-        c = make_case(gen, "reduce", "cli", i)
-        if "QuantizeLinear" in c.graph.op_names() and len(c.graph.nodes) >= 3:
-            scale = c.graph.nodes[c.graph.op_names().index("QuantizeLinear")].attrs.get("scale")
-            if isinstance(scale, float) and scale >= 0.05:  # a scale no rounding makes 0
-                return save_bundle(str(tmp_path), prepare(c.meta(), c.graph, c.model_bytes))
-    raise AssertionError("no case with a QuantizeLinear among three operators")
+    def wanted(c) -> bool:
+        ops = c.graph.op_names()
+        if "QuantizeLinear" not in ops or len(ops) < 3:
+            return False
+        scale = c.graph.nodes[ops.index("QuantizeLinear")].attrs.get("scale")
+        return isinstance(scale, float) and scale >= 0.05  # a scale no rounding makes 0
+
+    (case,) = draw_cases(gen, "reduce", "cli", where=wanted, keep=lambda p: True)
+    return save_bundle(str(tmp_path), case)
 
 
 def test_reduce_command_shrinks_a_failing_case_to_its_cause_and_writes_it(tmp_path, capsys):

@@ -18,12 +18,11 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 from dlgate.backends.base import BackendSpec
-from dlgate.case import make_case
-from dlgate.check import prepare
 from dlgate.graph.generator import GenConfig, Generator
 from dlgate.reduce import inline as IN
 from dlgate.reduce.bundle import write_repro
 from dlgate.reduce.polygraphy import load_polygraphy_inputs, polygraphy_command, polygraphy_inputs
+from tests.helpers import draw_cases
 
 VERDICT = {"verdict": "mismatch", "backend": "onnxruntime[cpu]", "detail": "output 0 differs",
            "signature": {"id": "abc", "text": "mismatch"}, "versions": {"name": "onnxruntime", "version": "1.32.0"}}
@@ -34,15 +33,8 @@ def _cases(n, ops, dtypes=("float32",), min_nodes=1, max_nodes=4, opset=18, smal
     """The first ``n`` valid cases; ``small``: only those whose inputs fit the inline limit with
     room to spare (1 KB), so a test of the inline form does not hang on which shapes a seed draws."""
     gen = Generator(GenConfig(min_nodes=min_nodes, max_nodes=max_nodes, dtypes=dtypes, opset=opset, ops=ops))
-    out = []
-    for i in range(200):
-        c = make_case(gen, "inline", "t", i)
-        p = prepare(c.meta(), c.graph, c.model_bytes)
-        if p.search["valid"] and (not small or sum(np.asarray(x).nbytes for x in p.inputs) <= 1024):
-            out.append(p)
-        if len(out) == n:
-            return out
-    raise AssertionError("too few cases")
+    return draw_cases(gen, "inline", "t", n, keep=lambda p: p.search["valid"] and (
+        not small or sum(np.asarray(x).nbytes for x in p.inputs) <= 1024))
 
 
 def _fresh(script: str, cwd: str) -> subprocess.CompletedProcess:
