@@ -353,3 +353,34 @@ def test_a_worker_dies_with_its_parent(tmp_path, base):
 # A run interrupted by SIGTERM or SIGINT, then resumed, gives the uninterrupted run's journal:
 # tests/test_interrupt.py (test_an_interrupted_run_reports_what_ran_then_a_rerun_resumes) checks it
 # on the runs it interrupts and resumes for their reports.
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_a_stop_signal_during_a_journal_append_waits_for_the_count(tmp_path, monkeypatch, sig):
+    """A stop that lands between a case's journal line and its count in memory is raised
+    once both are done: the interrupted run's reports count what its journal holds."""
+    from dlgate.gate.journal import Journal
+    from dlgate.gate.run.lifecycle import Interrupted, stopped_by_signals
+
+    real_fsync = os.fsync
+    sent = []
+
+    def fsync_then_signal(fd):
+        real_fsync(fd)
+        if not sent:
+            sent.append(sig)
+            os.kill(os.getpid(), sig)  # delivered now, in the middle of the append
+
+    monkeypatch.setattr(os, "fsync", fsync_then_signal)
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        with Journal(str(tmp_path)) as j:
+            with pytest.raises(Interrupted) as got, stopped_by_signals():
+                j.append({"case": "00000", "verdicts": {}})
+                j.append({"case": "00001", "verdicts": {}})  # never reached: the stop came after the first
+    finally:  # an interrupted run leaves its ignoring handler in place; this process goes on
+        for s, h in handlers.items():
+            signal.signal(s, h)
+    assert got.value.status == 128 + sig
+    assert [r["case"] for r in j.records] == ["00000"] and j.done == {"00000"}
+    assert [r["case"] for r in read_records(str(tmp_path / "results.jsonl"))] == ["00000"]

@@ -16,6 +16,7 @@ import fcntl
 import json
 import os
 
+from dlgate.gate.stops import uninterrupted
 from dlgate.secrets import redact_obj
 
 RESULTS = "results.jsonl"
@@ -99,14 +100,18 @@ class Journal:
         self._t = open(self.timings_path, "a")
 
     def append(self, record: dict, timing: dict | None = None) -> None:
-        if timing is not None:
-            self._t.write(json_line(dict(timing, case=record["case"])))
-            self._t.flush()
-        self._f.write(json_line(record))
-        self._f.flush()
-        os.fsync(self._f.fileno())
-        self.records.append(record)
-        self.done.add(record["case"])
+        """Journal ``record`` durably and count it, both or neither: a stop signal waits
+        for the end (:mod:`dlgate.gate.stops`), so the interrupted run's reports count
+        every case its journal holds."""
+        with uninterrupted():
+            if timing is not None:
+                self._t.write(json_line(dict(timing, case=record["case"])))
+                self._t.flush()
+            self._f.write(json_line(record))
+            self._f.flush()
+            os.fsync(self._f.fileno())
+            self.records.append(record)
+            self.done.add(record["case"])
 
     def close(self) -> None:
         for f in (self._f, self._t):

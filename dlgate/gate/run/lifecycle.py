@@ -9,6 +9,7 @@ import time
 from contextlib import contextmanager
 
 from dlgate.check import CheckConfig
+from dlgate.gate import stops
 from dlgate.gate.config import Campaign
 from dlgate.gate.run.plan import optional_labels
 
@@ -20,6 +21,10 @@ class Interrupted(KeyboardInterrupt):
     def __init__(self, signum: int):
         super().__init__(signal.Signals(signum).name)
         self.status = 128 + signum  # the shell's convention: 143 for SIGTERM, 130 for SIGINT
+
+
+def _raise(signum: int):
+    raise Interrupted(signum)
 
 
 #: What ends a run early but cleanly: a cancelled CI job sends SIGTERM (or SIGINT), Ctrl-C SIGINT.
@@ -45,6 +50,9 @@ def stopped_by_signals():
     def handler(signum, frame):
         if not fired:
             fired.append(signum)
+            if stops.deferring():  # a journal line and its count: the stop waits for both
+                stops.defer(lambda: _raise(signum))
+                return
             raise Interrupted(signum)
 
     old = {s: signal.signal(s, handler) for s in STOP_SIGNALS}
