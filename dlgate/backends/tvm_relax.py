@@ -13,11 +13,9 @@ import hashlib
 import json
 from typing import Any
 
-import numpy as np
-
 from dlgate.backends.base import Model
 from dlgate.backends.refusals import refused
-from dlgate.backends.tvm import TVM, _arrays
+from dlgate.backends.tvm import TVM
 from dlgate.graph.ir import Graph
 
 
@@ -49,13 +47,6 @@ class TVMRelax(TVM):
         mod = to_relax(model.graph, structure_seed(model.graph), plain=bool(self.options.get("plain", False)))
         vm, dev = self._build(mod, self.options.get("extra_passes", ()), self.options.get("record_rewrites", True))
         return vm, dev, list(range(len(model.graph.inputs)))
-
-    def run(self, compiled: Any, inputs: list) -> list:
-        import tvm  # local: optional compiler, imported where it runs
-
-        vm, dev, order = compiled
-        out = vm["main"](*[tvm.runtime.tensor(np.array(inputs[k], order="C"), dev) for k in order])
-        return _arrays(out)
 
     @classmethod
     def repro_source(cls, spec) -> str | None:
