@@ -62,6 +62,11 @@ def signature(kind: str, backend: str, error: dict | None = None, extra: str = "
 #: onnxruntime's node names), dtype names, quoted literals.
 _TEMPLATE_RULES = [
     (re.compile(r"\b(tirx?|relax|topi|te|R|T|ir)\.[A-Za-z_][\w.]*"), "<fn>"),
+    # a dtype as C++ spells it (onnxruntime's ``[with T = onnxruntime::MLFloat16]`` where the
+    # float32 form says ``[with T = float]``) and a type's mangled name as ``typeid(T).name()``
+    # prints it (``N11onnxruntime17PrimitiveDataTypeIfEE``): one kernel's error met in two dtypes
+    (re.compile(r"\b(?:onnxruntime::)?(?:MLFloat16|BFloat16|Float8E\w+|Float4E2M1\w*|U?Int[24]x[24])\b"), "<dtype>"),
+    (re.compile(r"\bN\d+[A-Za-z_]\w*E\b"), "<dtype>"),
     (re.compile(r"\b(b?float|u?int|bfloat)(\d+)?\b|\bbool\b|\bdouble\b|\bhalf\b"), "<dtype>"),
     (re.compile(r"'[^']*'|\"[^\"]*\"|`[^`]*`"), "<q>"),
 ]
@@ -86,9 +91,11 @@ def template(message: str) -> str:
     """The message's template: :func:`normalize`, then operator names, intrinsics, dtypes
     and quoted literals masked, so one cause reached through several operators (float16
     ``unknown intrinsic`` for seven maths functions) has one template."""
-    text = normalize(message)
+    # masked before it is cut to length: a longer dtype spelling must not move the cut
+    text = normalize(message, max_len=1200)
     for pat, rep in _TEMPLATE_RULES:
         text = pat.sub(rep, text)
+    text = text[:300]
     for _ in range(4):  # printed IR expressions, innermost first: R.subtract(R.const(1.0), lv)
         text, n = _CALL.subn("<expr>", text)
         if not n:
