@@ -58,3 +58,24 @@ def test_a_node_name_that_normalizes_longer_does_not_move_the_cut():
            "utils::IsPrimitiveDataType<T>(dtype_) was false. Tensor type mismatch. "
            "T !=N11onnxruntime17PrimitiveDataTypeIfEE\n")
     assert _cl(msg.format("n0_DequantizeLinear")) == _cl(msg.format("n0_DequantizeLinear/duplicated_token_1"))
+
+
+def test_the_reducer_never_probes_a_negative_gathernd_batch_dims():
+    """Catch: reducing a GatherND failure (TVM 0.26.0 -> 0.27.0.post1 replay), the attribute
+    probes tried batch_dims=-2; ONNX's checker dies by SIGSEGV on it and took the run with it
+    (exit 139). The spec rejects it, so the probe is never built. Silent: batch_dims 0 and 1
+    of another regime stay candidates."""
+    from dlgate.graph.ir import Graph, Node
+    from dlgate.ops.base import TensorType
+    from dlgate.reduce.candidates import reattributed
+
+    x, y = TensorType("float16", (1, 1)), TensorType("float16", (1,))
+    g = Graph(tensors=[x, y], nodes=[Node("GatherND", {"batch_dims": 0, "indices": [[0]]}, [0], [1])],
+              inputs=[0], consts=[], outputs=[1], opset=21)
+    assert reattributed(g, 0, {"batch_dims": -2, "indices": [[0]]}) is None
+    assert reattributed(g, 0, {"batch_dims": -1, "indices": [[0]]}) is None
+    assert reattributed(g, 0, {"batch_dims": 0, "indices": [[0]]}) is not None
+    x2, y2 = TensorType("float16", (2, 3)), TensorType("float16", (2,))
+    g2 = Graph(tensors=[x2, y2], nodes=[Node("GatherND", {"batch_dims": 1, "indices": [[1], [2]]}, [0], [1])],
+               inputs=[0], consts=[], outputs=[1], opset=21)
+    assert reattributed(g2, 0, {"batch_dims": 1, "indices": [[1], [2]]}) is not None
