@@ -79,3 +79,100 @@ def test_the_reducer_never_probes_a_negative_gathernd_batch_dims():
     g2 = Graph(tensors=[x2, y2], nodes=[Node("GatherND", {"batch_dims": 1, "indices": [[1], [2]]}, [0], [1])],
                inputs=[0], consts=[], outputs=[1], opset=21)
     assert reattributed(g2, 0, {"batch_dims": 1, "indices": [[1], [2]]}) is not None
+
+
+# -- TVM 0.26.0 -> 0.27.0.post1: one failure the two releases print differently -------------------
+def _share(a: str, b: str) -> bool:
+    from dlgate.oracle.signature import share_key
+
+    return share_key("compile_error", "tvm", {"message": a}) == share_key("compile_error", "tvm", {"message": b})
+
+
+AND_026 = ("Check failed: (lhs.ty().MatchesCode(DLDataTypeCode::kDLBool)) is false: Expected boolean argument as "
+           "LHS of && operator (logical AND), but received lv18[ax0] of type T.float16")
+AND_027 = ("Check failed: (lhs.ty().MatchesCode(DLDataTypeCode::kDLBool)) is false: Expected boolean argument as "
+           "LHS of && operator (logical AND), but received T.te.tensor_load(metadata[\"te.Tensor\"][0], ax0)\n"
+           "# Metadata omitted. Use show_meta=True in script() method to show it. of type T.float16")
+CONV = ("Binary operators must have the same datatype for both operands.  However, R.nn.conv1d(lv4, "
+        "metadata[\"{}\"][0], strides=[1], padding=[0, 0], dilation=[1], groups=1, data_layout=\"NCW\", "
+        "kernel_layout=\"OIW\", out_layout=\"NCW\", out_dtype=None)\n# Metadata omitted. Use show_meta=True in "
+        "script() method to show it. uses datatype T.float32 on the LHS (Type of R.Tensor((35, 8, 6), "
+        "dtype=\"float32\")), and datatype T.float16 on the RHS (Type of R.Tensor((13, 8, 1), dtype=\"float16\")).")
+SHAPE_TYPE = "'ShapeType' object has no attribute 'shape'"
+SYMBOLIC = "fails only with symbolic input dimensions (the same model with static shapes compiles): "
+
+
+def test_a_failure_the_base_release_prints_otherwise_is_shared():
+    """Catch: three `new` causes of the TVM 0.26 -> 0.27 replay that the base build fails
+    identically on the reduced repro: a TE tensor element printed as ``lv18[ax0]`` or as
+    ``T.te.tensor_load(metadata["te.Tensor"][0], ax0)`` with the printer's metadata note; a
+    constant printed as ``metadata["relax.expr.Constant"][0]`` or ``metadata["ir.GenericConst"][0]``;
+    one compiler message that dlgate noted on base only as failing with symbolic dimensions
+    alone (the base build compiles the static form, head does not)."""
+    assert _share(AND_026, AND_027)
+    assert _share(CONV.format("relax.expr.Constant"), CONV.format("ir.GenericConst"))
+    assert _share(SHAPE_TYPE, SYMBOLIC + SHAPE_TYPE)
+
+
+def test_what_the_base_release_words_otherwise_stays_new():
+    """Silent: other words stay another failure. TVM 0.26's empty IndexError against 0.27's
+    bounds check on a split tuple; 0.26's broadcast message against 0.27's reworded one; a
+    tensor element at another index; another dtype on the left of a conv1d."""
+    assert not _share("IndexError", "Check failed: index >= 0 (-3 vs. 0) : Index out of bounds: Tuple "
+                      "R.split(metadata[\"ir.GenericConst\"][0], indices_or_sections=[1, 2, 3], axis=-1)\n# Metadata "
+                      "omitted. Use show_meta=True in script() method to show it. cannot be accessed with negative "
+                      "index -3")
+    assert not _share("Cannot broadcast num_nonzero and T.int64(3)",
+                      "Cannot broadcast symbolic dimension num_nonzero with non-1 constant 3: runtime value of "
+                      "symbolic dimension is unknown at compile time.")
+    assert not _share(AND_026, AND_027.replace("ax0)", "ax1)"))
+    assert not _share(CONV.format("ir.GenericConst"), CONV.format("ir.GenericConst").replace("T.float32", "T.int32"))
+    assert not _share(SHAPE_TYPE, SYMBOLIC + "'TupleType' object has no attribute 'shape'")
+
+
+# -- TVM 0.26.0: one negative-index bug, many models --------------------------------------------
+def _gather(op: str, dtype: str, n: int, **attrs):
+    from dlgate.graph.ir import Graph, Node
+    from dlgate.ops.base import TensorType
+
+    x, y = TensorType(dtype, (n, 1)), TensorType(dtype, (n, 1))
+    return Graph(tensors=[x, y], nodes=[Node(op, dict(attrs), [0], [1])], inputs=[0], consts=[], outputs=[1],
+                 opset=21)
+
+
+def _wrong(pattern: str) -> dict:
+    return {"kind": pattern.split(":")[0], "pattern": pattern}
+
+
+def test_an_index_bug_met_in_dtypes_index_lists_and_data_is_one_cause():
+    """Catch: TVM 0.26's GatherND with negative indices, reduced in four models to GatherND in
+    float16, uint8 and int64 with 23 or 64 constant indices, read zeros in one, values far off
+    in another, NaN in a third: one cause (each was its own row; all pass once the negative
+    indices are made non-negative)."""
+    from dlgate.reduce.identity import identity
+
+    ids = [identity("mismatch", "tvm", None, _gather("GatherND", dt, n, batch_dims=0, indices=[[0]] * n),
+                    comparison=_wrong(p))
+           for dt, n, p in (("float16", 23, "values:zero"), ("uint8", 64, "values:far"),
+                            ("int64", 15, "values:near"), ("float32", 9, "nonfinite:NaN:extra"))]
+    assert len({i["cause"] for i in ids}) == 1
+    assert len({i["fingerprint"] for i in ids}) == 4  # the fingerprints stay apart
+
+
+def test_operators_that_compute_keep_their_wrong_value_pattern():
+    """Silent: the pattern still parts causes where values are computed (ReduceMax off by one
+    against ReduceMax giving zeros, as before), GatherND stays apart from GatherElements, and a
+    short attribute list (probed by the reducer) still parts regimes."""
+    from dlgate.reduce.identity import identity
+
+    nd = identity("mismatch", "tvm", None, _gather("GatherND", "float16", 9, batch_dims=0, indices=[[0]] * 9),
+                  comparison=_wrong("values:far"))
+    el = identity("mismatch", "tvm", None, _gather("GatherElements", "float16", 9, axis=0, indices=[[0]] * 9),
+                  comparison=_wrong("values:far"))
+    assert nd["cause"] != el["cause"]
+    short = [identity("mismatch", "tvm", None, _gather("GatherND", "float16", 2, batch_dims=0, indices=ix),
+                      comparison=_wrong("values:far")) for ix in ([[0], [1]], [[0], [-1]])]
+    assert short[0]["cause"] != short[1]["cause"]
+    rm = [identity("mismatch", "tvm", None, _gather("ReduceMax", "float32", 3, axes=[0], keepdims=1),
+                   comparison=_wrong(p)) for p in ("values:offset", "values:zero")]
+    assert rm[0]["cause"] != rm[1]["cause"]

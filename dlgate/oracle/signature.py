@@ -198,17 +198,36 @@ _CHECK = re.compile(r"^(?:\w+Error: )?Check failed: (?:\(.*?\)|[^:]*?) is false:
 _HINT = re.compile(r",?\s*\bhint:[^|]*")
 
 
+#: dlgate's own notes before a compiler's message (``dlgate/oracle/rules/``): what another run
+#: of the model showed (its static-shape or unoptimized form compiles), not what this failure
+#: is; a base build that fails the symbolic model in the same words fails it the same way,
+#: whether or not its static form compiles.
+_NOTE = re.compile(r"^(?:fails only with symbolic input dimensions \(the same model with static shapes compiles\)|"
+                   r"refused only with optimizations \(at level \w+ the model compiles\)|"
+                   r"the model with symbolic input dimensions is not accepted): ")
+#: TVM's printer's note, put on a line of its own inside a sentence wherever a constant is printed.
+_META_NOTE = re.compile(r"\s*#\s*Metadata omitted\. Use show_meta=True in script\(\) method to show it\.\s*")
+#: A constant printed by its place in the module's metadata: ``metadata["relax.expr.Constant"][0]``
+#: in one release is ``metadata["ir.GenericConst"][0]`` in the next; a tensor as TE prints it
+#: (``metadata["te.Tensor"][0]``) is a binding (``lv18``) in another.
+_META_REF = re.compile(r"\bmetadata\[[\"']?[\w.]+[\"']?\]\[\d+\]")
+#: A tensor's element as TE prints it, ``T.te.tensor_load(A, ax0)``: ``A[ax0]`` in other releases.
+_TENSOR_LOAD = re.compile(r"\b(?:T\.)?te\.tensor_load\(\s*([\w.]+)\s*,\s*([^()]*)\)")
+
+
 def essence(message: str, max_len: int = 300) -> str:
     """What a message says, whatever build printed it: the lines of stack traces dropped;
     source positions (file and line, and the function they name), C++ parameter lists,
     template arguments and ``[with ...]`` clauses, the exception class's prefix, an assertion's
-    condition before its own message (``_CHECK``), operator
+    condition before its own message (``_CHECK``), dlgate's own notes on other runs (``_NOTE``), TVM's
+    metadata references and TE tensor loads (``lv``, ``lv[ax0]``), operator
     domains, onnxruntime's node annotations and object reprs' build-specific fields
     normalized away; then :func:`normalize`'s rules. Operator names, intrinsics and the
     message's words stay: two failures at different operators, or with different words,
     keep different essences."""
     lines, after_file = [], False
-    for ln in (message or "").splitlines():
+    message = _TENSOR_LOAD.sub(r"\1[\2]", _META_REF.sub("lv", _META_NOTE.sub(" ", message or "")))
+    for ln in message.splitlines():
         s = ln.strip()
         if not s:
             continue
@@ -218,7 +237,7 @@ def essence(message: str, max_len: int = 300) -> str:
         after_file = s.startswith("File \"")
         if _TRACE.match(s):
             continue
-        lines.append(_CHECK.sub("", _EXC_PREFIX.sub("", s)))
+        lines.append(_CHECK.sub("", _NOTE.sub("", _EXC_PREFIX.sub("", s))))
     text = " | ".join(lines[:3])
     text = _SRC.sub("<src>", _reprs(text))
     text = _WHERE.sub("<src>", text)
