@@ -176,3 +176,19 @@ def test_operators_that_compute_keep_their_wrong_value_pattern():
     rm = [identity("mismatch", "tvm", None, _gather("ReduceMax", "float32", 3, axes=[0], keepdims=1),
                    comparison=_wrong(p)) for p in ("values:offset", "values:zero")]
     assert rm[0]["cause"] != rm[1]["cause"]
+
+
+def test_tvm_025_and_026_spellings_of_one_failure_are_shared():
+    """Catch: TVM 0.25 and 0.26 on one reduced repro (the 0.25 -> 0.26 replay): ``typebool``
+    against ``typeT.bool``; Relax's struct info, a type from 0.26 (``TupleStructInfo``,
+    ``struct info``, ``'TensorStructInfo' object``). Silent: another dtype, or another
+    attribute missing, stays apart."""
+    assert _share("Cannot decide min_value for typebool", "Cannot decide min_value for typeT.bool")
+    assert not _share("Cannot decide min_value for typebool", "Cannot decide min_value for typeT.int8")
+    tup = ("Check failed: (opt) is false: The struct info of Tuple must be TupleStructInfo, but expression lv has "
+           "struct info R.Tensor((3, 9, 1, 7, 13), dtype=\"uint8\")")
+    assert _share(tup, "Check failed: (opt) is false: The type of Tuple must be TupleType, but expression lv has "
+                       "type R.Tensor((1, 1, 1, 1, 1), dtype=\"uint8\")")
+    assert _share("'TensorStructInfo' object has no attribute 'fields'", "'TensorType' object has no attribute 'fields'")
+    assert not _share("'TensorStructInfo' object has no attribute 'fields'",
+                      "'TensorType' object has no attribute 'shape'")

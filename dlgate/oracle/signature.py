@@ -248,8 +248,12 @@ def essence(message: str, max_len: int = 300) -> str:
             break
     text = _NODE.sub("(node)", _DOMAIN.sub("", text))
     text = re.sub(r"\btirx\.", "tir.", text)  # TVM's TIR namespace, renamed between releases
-    text = re.sub(r"\bT\.(?=(?:b?float|u?int|bfloat|bool)\d*\b)", "", text)  # a dtype as TVMScript prints it
-    text = re.sub(r"\bStructInfo\b", "Type", text)  # Relax's struct info, printed as a type from 0.26
+    # a dtype as TVMScript prints it, also glued to the word before it ("for typeT.bool")
+    text = re.sub(r"(?<![\w.])T\.(?=(?:b?float|u?int|bfloat|bool)\d*\b)|(?<=[a-z])T\.(?=bool\b|b?float\d|u?int\d)",
+                  "", text)
+    # Relax's struct info, a type from 0.26: StructInfo, TupleStructInfo, TensorStructInfo, "struct info"
+    text = re.sub(r"StructInfo\b", "Type", text)
+    text = re.sub(r"\bstruct info\b", "type", text)
     text = _HINT.sub("", text)
     text = re.sub(r"[\"'`]", "", text)  # quoting style
     return normalize(text, max_len * 4)[:max_len]
