@@ -192,3 +192,15 @@ def test_tvm_025_and_026_spellings_of_one_failure_are_shared():
     assert _share("'TensorStructInfo' object has no attribute 'fields'", "'TensorType' object has no attribute 'fields'")
     assert not _share("'TensorStructInfo' object has no attribute 'fields'",
                       "'TensorType' object has no attribute 'shape'")
+
+
+def test_a_constant_printed_from_metadata_is_one_cluster_with_a_binding():
+    """Catch: TVM 0.26's Range converter on ``R.size`` of a binding and of a constant (printed
+    with the printer's metadata note) was two causes; one cluster. Silent: another call in
+    the same words stays another cluster."""
+    msg = "Cannot convert R.size({}) with type <class 'tvm.ir.expr.Call'> to `Expr`"
+    meta = "metadata[\"relax.expr.Constant\"][0])\n# Metadata omitted. Use show_meta=True in script() method to show it."
+    err = lambda m: {"type": "TypeError", "message": m, "frames": ["onnx_frontend.py:_impl_v12", "create.py:arange"]}  # noqa: E731
+    one = cluster("compile_error", "tvm", err(msg.format("t4")))["id"]
+    assert one == cluster("compile_error", "tvm", err(msg.replace("R.size({})", "R.size(" + meta)))["id"]
+    assert one != cluster("compile_error", "tvm", err("Cannot convert R.shape(t4) to `Expr`"))["id"]

@@ -91,8 +91,9 @@ def template(message: str) -> str:
     """The message's template: :func:`normalize`, then operator names, intrinsics, dtypes
     and quoted literals masked, so one cause reached through several operators (float16
     ``unknown intrinsic`` for seven maths functions) has one template."""
-    # masked before it is cut to length: a longer dtype spelling must not move the cut
-    text = normalize(message, max_len=1200)
+    # masked before it is cut to length: a longer dtype spelling must not move the cut; TVM's
+    # metadata note and references are its printer's, not the failure's (_META_NOTE, _META_REF)
+    text = normalize(_META_REF.sub("lv", _META_NOTE.sub(" ", message or "")), max_len=1200)
     for pat, rep in _TEMPLATE_RULES:
         text = pat.sub(rep, text)
     text = text[:300]
