@@ -62,6 +62,11 @@ def signature(kind: str, backend: str, error: dict | None = None, extra: str = "
 #: onnxruntime's node names), dtype names, quoted literals.
 _TEMPLATE_RULES = [
     (re.compile(r"\b(tirx?|relax|topi|te|R|T|ir)\.[A-Za-z_][\w.]*"), "<fn>"),
+    # a dtype as C++ spells it (onnxruntime's ``[with T = onnxruntime::MLFloat16]`` where the
+    # float32 form says ``[with T = float]``) and a type's mangled name as ``typeid(T).name()``
+    # prints it (``N11onnxruntime17PrimitiveDataTypeIfEE``): one kernel's error met in two dtypes
+    (re.compile(r"\b(?:onnxruntime::)?(?:MLFloat16|BFloat16|Float8E\w+|Float4E2M1\w*|U?Int[24]x[24])\b"), "<dtype>"),
+    (re.compile(r"\bN\d+[A-Za-z_]\w*E\b"), "<dtype>"),
     (re.compile(r"\b(b?float|u?int|bfloat)(\d+)?\b|\bbool\b|\bdouble\b|\bhalf\b"), "<dtype>"),
     (re.compile(r"'[^']*'|\"[^\"]*\"|`[^`]*`"), "<q>"),
 ]
@@ -86,9 +91,12 @@ def template(message: str) -> str:
     """The message's template: :func:`normalize`, then operator names, intrinsics, dtypes
     and quoted literals masked, so one cause reached through several operators (float16
     ``unknown intrinsic`` for seven maths functions) has one template."""
-    text = normalize(message)
+    # masked before it is cut to length: a longer dtype spelling must not move the cut; TVM's
+    # metadata note and references are its printer's, not the failure's (_META_NOTE, _META_REF)
+    text = normalize(_META_REF.sub("lv", _META_NOTE.sub(" ", message or "")), max_len=1200)
     for pat, rep in _TEMPLATE_RULES:
         text = pat.sub(rep, text)
+    text = text[:300]
     for _ in range(4):  # printed IR expressions, innermost first: R.subtract(R.const(1.0), lv)
         text, n = _CALL.subn("<expr>", text)
         if not n:
@@ -191,17 +199,36 @@ _CHECK = re.compile(r"^(?:\w+Error: )?Check failed: (?:\(.*?\)|[^:]*?) is false:
 _HINT = re.compile(r",?\s*\bhint:[^|]*")
 
 
+#: dlgate's own notes before a compiler's message (``dlgate/oracle/rules/``): what another run
+#: of the model showed (its static-shape or unoptimized form compiles), not what this failure
+#: is; a base build that fails the symbolic model in the same words fails it the same way,
+#: whether or not its static form compiles.
+_NOTE = re.compile(r"^(?:fails only with symbolic input dimensions \(the same model with static shapes compiles\)|"
+                   r"refused only with optimizations \(at level \w+ the model compiles\)|"
+                   r"the model with symbolic input dimensions is not accepted): ")
+#: TVM's printer's note, put on a line of its own inside a sentence wherever a constant is printed.
+_META_NOTE = re.compile(r"\s*#\s*Metadata omitted\. Use show_meta=True in script\(\) method to show it\.\s*")
+#: A constant printed by its place in the module's metadata: ``metadata["relax.expr.Constant"][0]``
+#: in one release is ``metadata["ir.GenericConst"][0]`` in the next; a tensor as TE prints it
+#: (``metadata["te.Tensor"][0]``) is a binding (``lv18``) in another.
+_META_REF = re.compile(r"\bmetadata\[[\"']?[\w.]+[\"']?\]\[\d+\]")
+#: A tensor's element as TE prints it, ``T.te.tensor_load(A, ax0)``: ``A[ax0]`` in other releases.
+_TENSOR_LOAD = re.compile(r"\b(?:T\.)?te\.tensor_load\(\s*([\w.]+)\s*,\s*([^()]*)\)")
+
+
 def essence(message: str, max_len: int = 300) -> str:
     """What a message says, whatever build printed it: the lines of stack traces dropped;
     source positions (file and line, and the function they name), C++ parameter lists,
     template arguments and ``[with ...]`` clauses, the exception class's prefix, an assertion's
-    condition before its own message (``_CHECK``), operator
+    condition before its own message (``_CHECK``), dlgate's own notes on other runs (``_NOTE``), TVM's
+    metadata references and TE tensor loads (``lv``, ``lv[ax0]``), operator
     domains, onnxruntime's node annotations and object reprs' build-specific fields
     normalized away; then :func:`normalize`'s rules. Operator names, intrinsics and the
     message's words stay: two failures at different operators, or with different words,
     keep different essences."""
     lines, after_file = [], False
-    for ln in (message or "").splitlines():
+    message = _TENSOR_LOAD.sub(r"\1[\2]", _META_REF.sub("lv", _META_NOTE.sub(" ", message or "")))
+    for ln in message.splitlines():
         s = ln.strip()
         if not s:
             continue
@@ -211,7 +238,7 @@ def essence(message: str, max_len: int = 300) -> str:
         after_file = s.startswith("File \"")
         if _TRACE.match(s):
             continue
-        lines.append(_CHECK.sub("", _EXC_PREFIX.sub("", s)))
+        lines.append(_CHECK.sub("", _NOTE.sub("", _EXC_PREFIX.sub("", s))))
     text = " | ".join(lines[:3])
     text = _SRC.sub("<src>", _reprs(text))
     text = _WHERE.sub("<src>", text)
@@ -222,8 +249,12 @@ def essence(message: str, max_len: int = 300) -> str:
             break
     text = _NODE.sub("(node)", _DOMAIN.sub("", text))
     text = re.sub(r"\btirx\.", "tir.", text)  # TVM's TIR namespace, renamed between releases
-    text = re.sub(r"\bT\.(?=(?:b?float|u?int|bfloat|bool)\d*\b)", "", text)  # a dtype as TVMScript prints it
-    text = re.sub(r"\bStructInfo\b", "Type", text)  # Relax's struct info, printed as a type from 0.26
+    # a dtype as TVMScript prints it, also glued to the word before it ("for typeT.bool")
+    text = re.sub(r"(?<![\w.])T\.(?=(?:b?float|u?int|bfloat|bool)\d*\b)|(?<=[a-z])T\.(?=bool\b|b?float\d|u?int\d)",
+                  "", text)
+    # Relax's struct info, a type from 0.26: StructInfo, TupleStructInfo, TensorStructInfo, "struct info"
+    text = re.sub(r"StructInfo\b", "Type", text)
+    text = re.sub(r"\bstruct info\b", "type", text)
     text = _HINT.sub("", text)
     text = re.sub(r"[\"'`]", "", text)  # quoting style
     return normalize(text, max_len * 4)[:max_len]

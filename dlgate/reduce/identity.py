@@ -15,8 +15,9 @@ corpus, issues) uses these two, never the operator set of an unreduced model:
 * **cause**: what the report counts and gives one row: for errors and crashes the cluster;
   for a wrong answer the backend, class, operators (an operator with sibling operators,
   :attr:`dlgate.ops.base.OpSpec.siblings`, by their shared name) with their attribute
-  regimes but not their dtypes, and the wrong-value pattern
-  (:func:`dlgate.oracle.compare.pattern`): one converter bug met in several dtypes and in
+  regimes but not their dtypes (nor a regime that is only a length), and the wrong-value
+  pattern (:func:`dlgate.oracle.compare.pattern`; ``selected`` for operators that only move
+  values, where the pattern is the data's): one converter bug met in several dtypes and in
   sibling operators (ReduceMax and ReduceMin wrong alike) is one cause listing them all,
   while another wrong-value pattern or other operators stay another cause. Novelty is
   never decided on it: the baseline and "known" keep fingerprints and clusters.
@@ -78,16 +79,42 @@ def typed_pattern(graph: Graph, matter: list | None = None) -> str:
     return ">".join(out)
 
 
+def _sized(value) -> bool:
+    """Whether ``value``'s regime says nothing but sizes: a list longer than 8 (its regime is
+    its length, and the reducer never probes it) or a list of such lists."""
+    if not isinstance(value, (list, tuple)):
+        return False
+    return len(value) > 8 or (len(value) > 0 and all(_sized(v) for v in value))
+
+
 def kin_pattern(graph: Graph, matter: list | None = None) -> str:
     """:func:`typed_pattern` without dtypes and with each operator that has siblings named
-    by them: ``reduce-extremum(keepdims=0)``, what a wrong answer's cause is made of."""
+    by them: ``reduce-extremum(keepdims=0)``, what a wrong answer's cause is made of. An
+    attribute whose regime is only a length (GatherND's 23 or 64 constant indices) is left
+    out: one bug met with two index lists is one cause."""
     out = []
     for i, n in enumerate(graph.nodes):
         spec = get(n.op)
         keep = n.attrs if matter is None else {k: v for k, v in n.attrs.items() if k in matter[i]}
-        attrs = ",".join(f"{k}={regime(v)}" for k, v in sorted(keep.items()))
+        attrs = ",".join(f"{k}={regime(v)}" for k, v in sorted(keep.items()) if not _sized(v))
         out.append(f"{spec.siblings or spec.onnx_op}({attrs})")
     return ">".join(out)
+
+
+def _moves(spec) -> bool:
+    """Whether an operator only moves values to other places (its spec keeps the inputs'
+    range and is exact, and it is no reduction or pooling: Gather, GatherND, Slice, Expand,
+    Where...). ReduceMax and MaxPool select too, but by comparing values: a bug there can
+    shift every result alike, which the wrong-value pattern shows."""
+    return spec.keeps_range and spec.exact_values and spec.family not in ("reduce", "pool")
+
+
+def _selects(graph: Graph) -> bool:
+    """Whether every operator only moves values (:func:`_moves`). Their wrong answer is an
+    element taken from the wrong place, or a zero or NaN read out of place, so how the wrong
+    values relate to the right ones (zero, near, far, NaN) is the data's, not the bug's: one
+    negative-index bug gave four wrong-value patterns in four models."""
+    return bool(graph.nodes) and all(_moves(get(n.op)) for n in graph.nodes)
 
 
 def identity(verdict: str, backend_name: str, error: dict | None, graph: Graph, matter: list | None = None,
@@ -112,6 +139,8 @@ def identity(verdict: str, backend_name: str, error: dict | None, graph: Graph, 
     cause, cause_text = cl, cl_text
     if verdict in V.VALUE_CLASSES:  # ``comparison``: the reduced case's, for its wrong-value pattern
         wrong = (comparison or {}).get("pattern") or (comparison or {}).get("kind") or ""
+        if _selects(graph):
+            wrong = "selected"
         kin = kin_pattern(graph, matter)
         cause = _hash(" :: ".join(("cause", backend_name, verdict, kin, wrong)))
         cause_text = f"{verdict} in {kin}" + (f", {wrong}" if wrong else "")
