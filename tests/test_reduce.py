@@ -170,3 +170,31 @@ def test_reduce_command_says_when_a_failure_does_not_reproduce(tmp_path, capsys)
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "failed (mismatch) but not when run again" in err and "does not reproduce" in err
     assert "internal error" not in err and not os.path.exists(tmp_path / "r")
+
+
+def _gathernd(batch_dims: int) -> bytes:
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3, 4])
+    i = helper.make_tensor("i", TensorProto.INT64, [2, 3, 1], [0, 1, 0, 1, 0, 1])
+    n = helper.make_node("GatherND", ["x", "i"], ["y"], batch_dims=batch_dims)
+    g = helper.make_graph([n], "g", [x], [y], [i])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]).SerializeToString()
+
+
+def test_a_candidate_that_kills_onnx_checker_is_invalid_and_the_run_goes_on():
+    """onnx's shape inference dies by SIGSEGV on GatherND with batch_dims -2 (onnx 1.23): in
+    the reducer's own process that ended `dlgate run` (exit 139). The check runs in a forked
+    child: such a candidate is only not valid."""
+    from dlgate.reduce.candidates import _checks
+
+    assert _checks(_gathernd(-2)) is False
+    assert _checks(_gathernd(0)) is False  # an ordinary rejection (the output shape is wrong)
+    from onnx import TensorProto, helper
+
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])
+    ok = helper.make_model(helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [x], [y]),
+                           opset_imports=[helper.make_opsetid("", 13)]).SerializeToString()
+    assert _checks(ok) is True

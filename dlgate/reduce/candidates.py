@@ -6,6 +6,10 @@ candidate becomes (``as_case``), checked by ONNX's full checker. The reducer
 (``dlgate.reduce.reducer``) decides which to keep."""
 from __future__ import annotations
 
+import os
+import signal
+import time
+
 import numpy as np
 import torch
 
@@ -249,8 +253,11 @@ def as_case(base: Prepared, graph: Graph, inputs: list, what: str = "reduced") -
                     {"valid": True, "method": what, "reason": ""})
 
 
-def _checks(model: bytes) -> bool:
-    """ONNX's full checker (strict shape inference) accepts the model."""
+#: Seconds ONNX's checker may take on one candidate in its forked child.
+CHECK_DEADLINE_S = 30.0
+
+
+def _check_here(model: bytes) -> bool:
     import onnx
 
     try:
@@ -258,3 +265,32 @@ def _checks(model: bytes) -> bool:
     except Exception:
         return False
     return True
+
+
+def _checks(model: bytes) -> bool:
+    """ONNX's full checker (strict shape inference) accepts the model. It runs in a forked
+    child where the platform forks: its C++ shape inference dies by SIGSEGV on some
+    malformed candidates the reducer's attribute probes make (onnx 1.23's GatherND with
+    ``batch_dims=-2``), which in this process would end the whole run. A candidate that
+    kills the checker, or keeps it past ``CHECK_DEADLINE_S``, is not valid. The child only
+    checks and leaves by ``os._exit``; a fork costs milliseconds, a probe of the candidate
+    by its compiler far more."""
+    if not hasattr(os, "fork"):
+        return _check_here(model)
+    pid = os.fork()
+    if pid == 0:  # the child: check, and leave without running the parent's exit handlers
+        try:
+            code = 0 if _check_here(model) else 1
+        except BaseException:
+            code = 1
+        os._exit(code)
+    deadline = time.monotonic() + CHECK_DEADLINE_S
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            return False
+        time.sleep(0.002)
