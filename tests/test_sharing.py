@@ -104,6 +104,29 @@ def test_one_failure_spelled_by_two_releases_is_shared():
         share_key("compile_error", "onnxruntime", err(POOL_NEW.replace(".h:88", ".h:131")))
 
 
+#: TVM 0.25's and 0.26's bare IndexError on one reduced SplitToSequence (bool, position -1),
+#: as each release raised it: 0.26's ``__getitem__`` forwards to its FFI's ``_getitem``.
+BARE_025 = ["onnx_frontend.py:from_onnx", "onnx_frontend.py:_construct_nodes", "onnx_frontend.py:_convert_operator",
+            "onnx_frontend.py:_impl_v11", "expr.py:__getitem__"]
+BARE_026 = ["onnx_frontend.py:_construct_nodes", "onnx_frontend.py:_convert_operator", "onnx_frontend.py:_impl_v11",
+            "expr.py:__getitem__", "__init__.py:_getitem"]
+
+
+def test_a_bare_error_is_shared_by_its_type_and_where_it_was_raised():
+    """A message with no words: the same exception raised by the same function from the same
+    caller is one failure, a forwarding wrapper of the same name aside; another type, another
+    raising function or another caller is another failure."""
+    key = lambda e: share_key("compile_error", "tvm", e)  # noqa: E731
+    bare = key(err("", "IndexError", BARE_025))
+    assert bare == key(err("", "IndexError", BARE_026))
+    assert bare != key(err("", "KeyError", BARE_025))
+    assert bare != key(err("", "IndexError", BARE_025[:-1] + ["shape_expr.py:_index"]))
+    assert bare != key(err("", "IndexError", BARE_025[:-2] + ["onnx_frontend.py:_impl_v13", "expr.py:__getitem__"]))
+    assert bare != key(err("", "IndexError", BARE_025[:-1]))
+    # a message with words is decided on them, whatever raised it
+    assert key(err("ShapeExpr index out of range", "IndexError", BARE_025)) != bare
+
+
 def test_different_failures_stay_apart():
     """Other operators, other intrinsics, other words, another class: never one failure."""
     key = lambda m, kind="compile_error": share_key(kind, "onnxruntime", err(m))  # noqa: E731

@@ -263,15 +263,19 @@ def essence(message: str, max_len: int = 300) -> str:
 def share_key(kind: str, backend: str, error: dict | None) -> str:
     """What two builds' failures of one model must agree on to be the same failure: the
     class, the backend and the message's :func:`essence`; only a message with no words
-    (a crash by a signal) falls back on the exception's type, the innermost frames'
-    function names and the signal. Stack frames otherwise differ from build to build and
-    are left out."""
+    (a bare ``IndexError``, a crash by a signal) falls back on the exception's type, the
+    signal, and where it was raised: the innermost two functions, after a wrapper that
+    forwards to a function of its own name is taken as that function (TVM 0.26's FFI
+    ``_getitem`` under ``__getitem__``, where 0.25 raised the same bare ``IndexError`` on
+    the same reduced SplitToSequence in ``__getitem__`` itself). Stack frames otherwise
+    differ from build to build and are left out."""
     parts = [kind, backend]
     if error:
         text = essence(error.get("message", ""))
         parts.append(text)
         if not re.search(r"[A-Za-z]{2}", text.replace("<n>", "").replace("<path>", "").replace("<src>", "")):
-            frames = [re.sub(r"\(.*$", "", f.split(":", 1)[-1]).split("::")[-1].split(".")[-1]
-                      for f in error.get("frames", [])[-3:]]
-            parts += [error.get("type", ""), " < ".join(frames), error.get("signal", "")]
+            names = [re.sub(r"\(.*$", "", f.split(":", 1)[-1]).split("::")[-1].split(".")[-1].strip("_")
+                     for f in error.get("frames", [])]
+            where = [n for i, n in enumerate(names) if i == 0 or n != names[i - 1]][-2:]
+            parts += [error.get("type", ""), " < ".join(where), error.get("signal", "")]
     return " :: ".join(p for p in parts if p)
