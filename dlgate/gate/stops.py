@@ -21,8 +21,8 @@ def deferring() -> bool:
     return _depth > 0
 
 
-def defer(stop) -> None:
-    """Call ``stop`` (which raises) when the outermost section ends."""
+def defer(stop: BaseException) -> None:
+    """Raise ``stop`` when the outermost section ends."""
     _deferred.append(stop)
 
 
@@ -35,5 +35,6 @@ def uninterrupted():
     finally:
         _depth -= 1
         if _depth == 0 and _deferred:
-            _deferred.pop(0)()
+            stop = _deferred[0]
             _deferred.clear()
+            raise stop

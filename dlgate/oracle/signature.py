@@ -93,7 +93,7 @@ def template(message: str) -> str:
     ``unknown intrinsic`` for seven maths functions) has one template."""
     # masked before it is cut to length: a longer dtype spelling must not move the cut; TVM's
     # metadata note and references are its printer's, not the failure's (_META_NOTE, _META_REF)
-    text = normalize(_META_REF.sub("lv", _META_NOTE.sub(" ", message or "")), max_len=1200)
+    text = normalize(_unprinted(message), max_len=1200)
     for pat, rep in _TEMPLATE_RULES:
         text = pat.sub(rep, text)
     text = text[:300]
@@ -212,6 +212,12 @@ _META_NOTE = re.compile(r"\s*#\s*Metadata omitted\. Use show_meta=True in script
 #: in one release is ``metadata["ir.GenericConst"][0]`` in the next; a tensor as TE prints it
 #: (``metadata["te.Tensor"][0]``) is a binding (``lv18``) in another.
 _META_REF = re.compile(r"\bmetadata\[[\"']?[\w.]+[\"']?\]\[\d+\]")
+def _unprinted(message: str | None) -> str:
+    """``message`` without TVM's printer's metadata note, its metadata references read as a
+    binding (``lv``)."""
+    return _META_REF.sub("lv", _META_NOTE.sub(" ", message or ""))
+
+
 #: A tensor's element as TE prints it, ``T.te.tensor_load(A, ax0)``: ``A[ax0]`` in other releases.
 _TENSOR_LOAD = re.compile(r"\b(?:T\.)?te\.tensor_load\(\s*([\w.]+)\s*,\s*([^()]*)\)")
 
@@ -227,7 +233,7 @@ def essence(message: str, max_len: int = 300) -> str:
     message's words stay: two failures at different operators, or with different words,
     keep different essences."""
     lines, after_file = [], False
-    message = _TENSOR_LOAD.sub(r"\1[\2]", _META_REF.sub("lv", _META_NOTE.sub(" ", message or "")))
+    message = _TENSOR_LOAD.sub(r"\1[\2]", _unprinted(message))
     for ln in message.splitlines():
         s = ln.strip()
         if not s:

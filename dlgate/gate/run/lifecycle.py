@@ -23,10 +23,6 @@ class Interrupted(KeyboardInterrupt):
         self.status = 128 + signum  # the shell's convention: 143 for SIGTERM, 130 for SIGINT
 
 
-def _raise(signum: int):
-    raise Interrupted(signum)
-
-
 #: What ends a run early but cleanly: a cancelled CI job sends SIGTERM (or SIGINT), Ctrl-C SIGINT.
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 
@@ -51,7 +47,7 @@ def stopped_by_signals():
         if not fired:
             fired.append(signum)
             if stops.deferring():  # a journal line and its count: the stop waits for both
-                stops.defer(lambda: _raise(signum))
+                stops.defer(Interrupted(signum))
                 return
             raise Interrupted(signum)
 
