@@ -204,3 +204,91 @@ def test_a_constant_printed_from_metadata_is_one_cluster_with_a_binding():
     one = cluster("compile_error", "tvm", err(msg.format("t4")))["id"]
     assert one == cluster("compile_error", "tvm", err(msg.replace("R.size({})", "R.size(" + meta)))["id"]
     assert one != cluster("compile_error", "tvm", err("Cannot convert R.shape(t4) to `Expr`"))["id"]
+
+
+# -- rows per root cause: an attribute left out, twin checks named after their operator -----------
+def _shape(start, end, dtype="float64"):
+    from dlgate.graph.ir import Graph, Node
+    from dlgate.ops.base import TensorType
+
+    x, y = TensorType(dtype, (2, 3, 1, 4, 5)), TensorType("int64", (1,))
+    return Graph(tensors=[x, y], nodes=[Node("Shape", {"start": start, "end": end, "lo": 0, "hi": 1}, [0], [1])],
+                 inputs=[0], consts=[], outputs=[1], opset=21)
+
+
+def test_shape_ignoring_start_and_end_is_one_cause():
+    """Catch: TVM 0.25's Shape ignores ``start`` and ``end``. The 0.25 -> 0.26 replay reduced it
+    to ``Shape(start=4)`` with ``end`` left out, ``Shape(end=2)`` with ``start`` left out, and
+    ``Shape(start=-1, end=2)``; the reducer kept each left-out attribute as mattering only
+    because it has no other regime to probe. Three rows for one converter bug: one now. The
+    fingerprints stay apart (novelty is decided on them)."""
+    from dlgate.reduce.identity import identity
+
+    ids = [identity("shape_mismatch", "tvm", None, _shape(s, e, dt), matter=[m], comparison=_wrong("shape:dims"))
+           for s, e, dt, m in ((4, None, "float64", {"end"}), (None, 2, "float64", {"start"}),
+                               (-1, 2, "float64", set()), (1, 2, "int64", set()))]
+    assert len({i["cause"] for i in ids}) == 1
+    assert len({i["fingerprint"] for i in ids}) == 4
+
+
+def test_a_probed_attribute_regime_still_parts_causes():
+    """Silent: an attribute the reducer probed and found mattering still parts causes by its
+    regime (a negative ``start`` against a positive one), and another wrong-value pattern or
+    another class stays another cause."""
+    from dlgate.reduce.identity import identity
+
+    neg = identity("shape_mismatch", "tvm", None, _shape(-1, None), matter=[{"start"}], comparison=_wrong("shape:dims"))
+    pos = identity("shape_mismatch", "tvm", None, _shape(4, None), matter=[{"start"}], comparison=_wrong("shape:dims"))
+    assert neg["cause"] != pos["cause"]
+    other = identity("shape_mismatch", "tvm", None, _shape(-1, None), matter=[{"start"}],
+                     comparison=_wrong("shape:rank"))
+    assert other["cause"] != neg["cause"]
+    mism = identity("mismatch", "tvm", None, _shape(-1, None), matter=[{"start"}], comparison=_wrong("shape:dims"))
+    assert mism["cause"] != neg["cause"]
+
+
+_QDQ_FRAMES = ["block_builder.py:normalize", "function.pxi:tvm_ffi.core.Function.__call__",
+               "qdq.cc:tvm::Type tvm::relax::{}(const tvm::Call&, const BlockBuilder&)"]
+
+
+def _qdq_error(op: str, frame: str, words: str = "axis param is out of range (0)") -> dict:
+    return {"type": "ValueError", "message": f"relax.{op}: {words}",
+            "frames": [f.format(frame) for f in _QDQ_FRAMES]}
+
+
+def _one_op(op: str):
+    from dlgate.graph.ir import Graph, Node
+    from dlgate.ops.base import TensorType
+
+    x, y = TensorType("float32", ()), TensorType("uint8", ())
+    return Graph(tensors=[x, y], nodes=[Node(op, {}, [0], [1])], inputs=[0], consts=[], outputs=[1], opset=21)
+
+
+def test_twin_checks_named_after_their_operator_are_one_cause():
+    """Catch: TVM 0.26 rejects a rank-0 tensor's axis in ``InferTypeQuantize`` and in its twin
+    ``InferTypeDequantize`` with one message naming ``relax.quantize`` or
+    ``relax.dequantize`` (the TVM 0.26 -> 0.27 replay's two rows for one converter bug): one
+    cause. The clusters (which novelty reads) stay apart."""
+    from dlgate.reduce.identity import identity
+
+    q = identity("compile_error", "tvm", _qdq_error("quantize", "InferTypeQuantize"), _one_op("Relu"))
+    d = identity("compile_error", "tvm", _qdq_error("dequantize", "InferTypeDequantize"), _one_op("Relu"))
+    assert q["cause"] == d["cause"]
+    assert q["cluster"] != d["cluster"]
+    assert "InferType<fn>" in q["cause_text"]
+
+
+def test_a_frame_named_after_another_operator_stays_another_cause():
+    """Silent: a message naming ``relax.quantize`` raised in ``InferTypeDequantize`` (the name
+    is masked only as a whole part, ``Dequantize`` is not ``Quantize``), other words in the
+    same twin frames, and a frame that differs beyond the operator's name stay apart; with
+    no operator named, the cause is the cluster."""
+    from dlgate.oracle.signature import cause, cluster
+
+    base = cause("compile_error", "tvm", _qdq_error("quantize", "InferTypeQuantize"))
+    assert cause("compile_error", "tvm", _qdq_error("quantize", "InferTypeDequantize"))["id"] != base["id"]
+    assert cause("compile_error", "tvm", _qdq_error("dequantize", "InferTypeDequantize",
+                                                    "scale must be a scalar"))["id"] != base["id"]
+    assert cause("compile_error", "tvm", _qdq_error("dequantize", "InferShapeDequantize"))["id"] != base["id"]
+    plain = {"type": "ValueError", "message": "axis param is out of range", "frames": _QDQ_FRAMES[:2]}
+    assert cause("compile_error", "tvm", plain) == cluster("compile_error", "tvm", plain)

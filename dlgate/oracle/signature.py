@@ -117,6 +117,43 @@ def cluster(kind: str, backend: str, error: dict | None) -> dict:
     return {"id": hashlib.sha256(text.encode()).hexdigest()[:16], "text": text}
 
 
+#: A name the message gives a compiler's own operator or function (``relax.quantize``), masked
+#: as ``<fn>`` by the template (the first of :data:`_TEMPLATE_RULES`).
+_FN_NAME = _TEMPLATE_RULES[0][0]
+
+
+def _named_frames(message: str, frames: list) -> list:
+    """``frames`` with the operator the message names masked where a frame's function is named
+    after it: ``relax.quantize`` in the message makes ``InferTypeQuantize`` (or
+    ``infer_quantize``) ``InferType<fn>``. Only a whole part of the name is masked, so
+    ``InferTypeDequantize`` keeps its name for a message about ``relax.quantize``."""
+    names = {m.group(0).rsplit(".", 1)[-1] for m in _FN_NAME.finditer(message or "")}
+    names = {n for n in names if len(n) >= 3 and n.isidentifier()}
+    if not names:
+        return list(frames)
+    alts = "|".join(re.escape(n[0].upper() + n[1:]) for n in sorted(names, key=len, reverse=True))
+    low = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+    pat = re.compile(rf"(?<![A-Z])(?:{alts})(?![a-z])|(?<![A-Za-z])(?:{low})(?![a-z])")
+    return [pat.sub("<fn>", f) for f in frames]
+
+
+def cause(kind: str, backend: str, error: dict | None) -> dict:
+    """``{"id", "text"}`` of the report row a failure's cluster belongs to: the
+    :func:`cluster`, except that a frame named after the operator the message names is the
+    same place for every operator. TVM 0.26 checked a rank-0 tensor's axis in
+    ``InferTypeQuantize`` and in its twin ``InferTypeDequantize``, with one message
+    (``relax.quantize: axis param is out of range``, ``relax.dequantize: ...``): two clusters,
+    one converter bug, one row. Novelty never reads it: the baseline keeps clusters."""
+    c = cluster(kind, backend, error)
+    if not error:
+        return c
+    frames = list(error.get("frames", []))[-3:]
+    masked = _named_frames(error.get("message", ""), frames)
+    if masked == frames:
+        return c
+    return cluster(kind, backend, dict(error, frames=masked))
+
+
 # -- what a failure is, whatever the build's spelling ----------------------------------------
 #: Lines of a stack trace printed inside a message: Python's ``Traceback`` header and
 #: ``File "...", line N, in f`` frames (TVM prints its C++ frames that way too), TVM's

@@ -12,7 +12,10 @@ corpus, issues) uses these two, never the operator set of an unreduced model:
   crashes the backend, class, message template (operator names, intrinsics and dtypes
   masked) and innermost frames; a wrong answer carries no message, so its cluster is its
   fingerprint.
-* **cause**: what the report counts and gives one row: for errors and crashes the cluster;
+* **cause**: what the report counts and gives one row: for errors and crashes the cluster,
+  with a frame named after the operator the message names masked
+  (:func:`dlgate.oracle.signature.cause`: twin checks in ``InferTypeQuantize`` and
+  ``InferTypeDequantize`` are one row);
   for a wrong answer the backend, class, operators (an operator with sibling operators,
   :attr:`dlgate.ops.base.OpSpec.siblings`, by their shared name) with their attribute
   regimes but not their dtypes (nor a regime that is only a length), and the wrong-value
@@ -91,12 +94,16 @@ def kin_pattern(graph: Graph, matter: list | None = None) -> str:
     """:func:`typed_pattern` without dtypes and with each operator that has siblings named
     by them: ``reduce-extremum(keepdims=0)``, what a wrong answer's cause is made of. An
     attribute whose regime is only a length (GatherND's 23 or 64 constant indices) is left
-    out: one bug met with two index lists is one cause."""
+    out: one bug met with two index lists is one cause. So is an attribute left out (``None``):
+    the reducer has no other regime to try for it (:meth:`dlgate.reduce.reducer._Run.matter`
+    keeps it unprobed), so nothing says the failure depends on its absence. TVM 0.25's Shape
+    ignoring ``start`` and ``end`` reduced to ``Shape(start=None)``, ``Shape(end=None)`` and
+    ``Shape()``: three rows for one converter bug."""
     out = []
     for i, n in enumerate(graph.nodes):
         spec = get(n.op)
         keep = n.attrs if matter is None else {k: v for k, v in n.attrs.items() if k in matter[i]}
-        attrs = ",".join(f"{k}={regime(v)}" for k, v in sorted(keep.items()) if not _sized(v))
+        attrs = ",".join(f"{k}={regime(v)}" for k, v in sorted(keep.items()) if v is not None and not _sized(v))
         out.append(f"{spec.siblings or spec.onnx_op}({attrs})")
     return ">".join(out)
 
@@ -137,6 +144,9 @@ def identity(verdict: str, backend_name: str, error: dict | None, graph: Graph, 
         c = S.cluster(verdict, backend_name, error)
         cl, cl_text = c["id"], (c["text"] if error else f"{verdict} in {typed}")
     cause, cause_text = cl, cl_text
+    if verdict not in V.VALUE_CLASSES and error:  # twin checks named after their operator: one row
+        c = S.cause(verdict, backend_name, error)
+        cause, cause_text = c["id"], c["text"]
     if verdict in V.VALUE_CLASSES:  # ``comparison``: the reduced case's, for its wrong-value pattern
         wrong = (comparison or {}).get("pattern") or (comparison or {}).get("kind") or ""
         if _selects(graph):
