@@ -28,6 +28,7 @@ from dlgate.oracle.rules.base import Context
 from dlgate.oracle.rules.reference_defect import defect
 from dlgate.oracle.rules.refusal import refused_by_optimization
 from dlgate.oracle.rules.symbolic import judge_symbolic
+from dlgate.rewrite import oracle as EQ
 from dlgate.seeds import sub_seed
 
 REFERENCE = BackendSpec("torch")
@@ -42,6 +43,8 @@ class CheckConfig:
     memory_mb: int = 4096
     search_steps: int | None = None
     crosscheck: bool = True
+    #: The share of cases that also run an equivalent twin (``dlgate.rewrite.oracle``).
+    rewrite_share: float = 0.0
 
 
 @dataclass
@@ -300,10 +303,17 @@ def check(pool: W.Pool, case: Prepared, cfg: CheckConfig, reference_out: list | 
     ref = pool.execute(cfg.reference, Model(case.model, case.graph), case.inputs)
     record["reference"] = {"backend": cfg.reference.label(), "status": ref.status, "versions": ref.backend,
                            "error": ref.error, "compile_s": ref.compile_s, "run_s": ref.run_s}
+    twin = None
+    if EQ.selected(int(case.meta.get("seed") or 0), cfg.rewrite_share):
+        twin, record["rewrite"] = EQ.twin_of(case)
+        record["twins"] = []
     if not ref.ok:
         for spec in cfg.backends:
             record["verdicts"].append(V.Verdict(spec.label(), V.REFERENCE_ERROR,
                                                 f"the reference failed: {ref.error}").to_json())
+            if twin is not None:  # the equivalence oracle needs no reference
+                original = pool.execute(spec, Model(case.model, case.graph), case.inputs)
+                record["twins"].append(EQ.judge_twin(pool, case, spec, original, twin, cfg.tolerances))
         return record
     if reference_out is not None:
         reference_out[:] = ref.outputs
@@ -327,16 +337,25 @@ def check(pool: W.Pool, case: Prepared, cfg: CheckConfig, reference_out: list | 
         if invalid:
             why = case.search["reason"] or "the reference output holds NaN or Inf"
             record["verdicts"].append(V.Verdict(spec.label(), V.INVALID, f"no numeric-valid input: {why}").to_json())
+            if "twins" in record:
+                record["twins"].append({"backend": spec.label(), "status": EQ.NOT_JUDGED,
+                                        "detail": f"no numeric-valid input: {why}"})
             continue
-        record["verdicts"].append(judge_backend(pool, case, cfg, spec, ref.outputs).to_json())
+        ran: list = []
+        v = judge_backend(pool, case, cfg, spec, ref.outputs, outcome=ran)
+        record["verdicts"].append(v.to_json())
+        if "twins" in record:
+            record["twins"].append(EQ.judge_twin(pool, case, spec, ran[0] if ran else None, twin, cfg.tolerances,
+                                                 ref.outputs, v.verdict in (V.PASS, V.UNDEFINED)))
     return record
 
 
 def judge_backend(pool: W.Pool, case: Prepared, cfg: CheckConfig, spec: BackendSpec, reference: list,
-                  crosscheck: bool | None = None, explain: bool = True) -> V.Verdict:
+                  crosscheck: bool | None = None, explain: bool = True, outcome: list | None = None) -> V.Verdict:
     """One candidate's verdict on a case whose reference outputs are known. Re-runs (flaky
     confirmation, the base build) pass ``crosscheck=False``: the cross-checks explain a
-    mismatch but do not change its signature."""
+    mismatch but do not change its signature. ``outcome``, when given, receives the
+    candidate's run (the equivalence oracle compares its twin with it)."""
     model = Model(case.model, case.graph)
     cross = cfg.crosscheck if crosscheck is None else crosscheck
     more = [xs for _, _, xs in case.shapes] if len(case.shape_refs) == len(case.shapes) else []
@@ -351,6 +370,8 @@ def judge_backend(pool: W.Pool, case: Prepared, cfg: CheckConfig, spec: BackendS
         # a refusal only in the compiler's own words for symbolic dimensions; otherwise asked
         # again with static shapes (rules.symbolic)
         out = judge_symbolic(out, cls.symbolic_refusals, lambda: pool.execute(spec, _static(case), case.inputs))
+    if outcome is not None:
+        outcome.append(out)
     at_lowest = run_lowest if cross and above_lowest else None
     onnx_ref = (lambda: _onnx_reference(pool, case, model)) if cross else None
     recheck = case.graph.extreme is not None
