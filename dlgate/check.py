@@ -45,6 +45,8 @@ class CheckConfig:
     crosscheck: bool = True
     #: The share of cases that also run an equivalent twin (``dlgate.rewrite.oracle``).
     rewrite_share: float = 0.0
+    #: The rewrites a twin may use (``dlgate.rewrite.MODULES`` names); None: all.
+    rewrite_kinds: tuple | None = None
 
 
 @dataclass
@@ -305,7 +307,7 @@ def check(pool: W.Pool, case: Prepared, cfg: CheckConfig, reference_out: list | 
                            "error": ref.error, "compile_s": ref.compile_s, "run_s": ref.run_s}
     twin = None
     if EQ.selected(int(case.meta.get("seed") or 0), cfg.rewrite_share):
-        twin, record["rewrite"] = EQ.twin_of(case)
+        twin, record["rewrite"] = EQ.twin_of(case, cfg.rewrite_kinds)
         record["twins"] = []
     if not ref.ok:
         for spec in cfg.backends:

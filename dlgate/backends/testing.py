@@ -5,7 +5,7 @@ with each ``relax.sigmoid`` call replaced by ``relax.tanh``: a known-wrong compi
 tests and benchmarks can check that the gate catches it (and only on models using the op).
 Imports TVM only when a pass is built. ``MisconvertingOnnxRuntime`` (one operator run as
 another) and ``RefusingOnnxRuntime`` (operator types whose kernels are gone, refused as
-onnxruntime refuses them) are cheap onnxruntime-based compilers with a known fault, nameable
+onnxruntime refuses them) and ``MulOneOnnxRuntime`` (``x * 1`` computed as ``x + 1``) are cheap onnxruntime-based compilers with a known fault, nameable
 as ``dlgate.backends.testing:NAME`` in a campaign's ``backends``.
 """
 from __future__ import annotations
@@ -141,6 +141,59 @@ def sqrt_plus_one():
     return offset_op_pass("relax.sqrt", 1.0)
 
 
+def mul_one_to_add():
+    """A Relax module pass that mishandles ``x * 1``: a ``relax.multiply`` whose second
+    operand is a constant holding only ones becomes ``x + 1`` (the equivalence oracle's
+    injected fault: wrong only where a model multiplies by one)."""
+    import numpy as np
+    from tvm import relax  # local: optional compiler, imported where it runs
+
+    def fold(_m, call):
+        c = call.args[1]
+        if isinstance(c, relax.Constant) and np.all(c.data.numpy() == 1):
+            return relax.op.add(call.args[0], c)
+        return call
+
+    return _call_pass("MulOneToAdd", "relax.multiply", fold)
+
+
+def _ones(m) -> set:
+    """Names of ``m``'s initializers that hold only ones."""
+    from onnx import numpy_helper
+
+    return {i.name for i in m.graph.initializer if numpy_helper.to_array(i).size and (numpy_helper.to_array(i) == 1).all()}
+
+
+def _mul_one_broken(model):
+    """``model`` with every ``Mul`` by a constant of ones run as ``Add``: ``x * 1`` computed
+    as ``x + 1``; itself when it holds none."""
+    import onnx
+
+    m = onnx.load_from_string(model.onnx)
+    ones = _ones(m)
+    hit = False
+    for node in m.graph.node:
+        if node.op_type == "Mul" and node.domain in ("", "ai.onnx") and len(node.input) == 2 and node.input[1] in ones:
+            node.op_type = "Add"
+            hit = True
+    return Model(m.SerializeToString(), model.graph) if hit else model
+
+
+def _mul_one_onnxruntime():
+    class MulOneOnnxRuntime(OnnxRuntime):
+        """onnxruntime with a broken algebraic simplification: ``x * 1`` (a Mul whose second
+        input is a constant of ones) is computed as ``x + 1``. Right on every model that
+        never multiplies by one, so only an equivalence oracle whose twin inserts ``x * 1``
+        meets it (the reference run of the case itself passes)."""
+
+        name = "mul-one-onnxruntime"
+
+        def compile(self, model):
+            return super().compile(_mul_one_broken(model))
+
+    return MulOneOnnxRuntime
+
+
 def _misconverted(model, convert_from: str, convert_to: str):
     """``model`` (a :class:`dlgate.backends.base.Model`) with every node of ONNX type
     ``convert_from`` turned into ``convert_to`` (same inputs and attributes); itself when it
@@ -253,7 +306,8 @@ def _refusing_onnxruntime():
     return RefusingOnnxRuntime
 
 
-_BUILT = {"MisconvertingOnnxRuntime": _misconverting_onnxruntime, "RefusingOnnxRuntime": _refusing_onnxruntime}
+_BUILT = {"MisconvertingOnnxRuntime": _misconverting_onnxruntime, "RefusingOnnxRuntime": _refusing_onnxruntime,
+          "MulOneOnnxRuntime": _mul_one_onnxruntime}
 
 
 def __getattr__(name: str):

@@ -37,6 +37,9 @@ from dlgate.oracle import memsafety as MS
 from dlgate.oracle import verdict as V
 
 NEW, KNOWN, FLAKY, PRE_EXISTING, REGRESSION = "new", "known", "flaky", "pre-existing", "regression"
+#: The equivalence oracle's finding (:mod:`dlgate.rewrite.oracle`; the same word, kept here so
+#: deciding needs no rewrite code).
+INCONSISTENT = "inconsistent"
 CLASSES = (NEW, REGRESSION, PRE_EXISTING, KNOWN, FLAKY)
 
 #: Exit statuses: no new failures; new failures; usage or configuration error; dlgate's own
@@ -128,6 +131,9 @@ class Decision:
     interrupted: dict | None = None
     #: A change-aware run's coverage table (``dlgate.change.coverage.table``), else None.
     change: dict | None = None
+    #: The equivalence oracle's twins (``rewrite_share``): backend label -> status -> n.
+    #: Kept apart from ``counts``: a twin's verdict is never one against the reference.
+    twins: dict = field(default_factory=dict)
 
     def of(self, cls: str) -> list:
         return self.groups.get(cls, [])
@@ -175,7 +181,7 @@ class Decision:
             "unavailable": self.unavailable, "cannot_run": self.cannot_run, "unloadable": self.unloadable, "novelty": self.mode, "baseline": self.baseline_path, "clusters": len(self.clusters), "cluster_list": self.clusters,
             "findings_behind": self.behind, "planned": self.planned, "budget": self.budget,
             "stopped_by_budget": self.stopped_by_budget, "baseline_missing": self.baseline_missing,
-            "change": self.change,
+            "change": self.change, "twins": self.twins,
         }
 
 
@@ -219,6 +225,7 @@ def decide(records: list, baseline, root: str, campaign: str, backends: list, co
                 if cls is not None:
                     _group(groups, cls, rec, x, x.get("bundle") or rec.get("bundle"), behind=True,
                            refused=behind_refusal(v, x))
+        twin_counts(d, rec, groups, baseline)
     d.counts = {b: dict(sorted(c.items())) for b, c in sorted(counts.items())}
     groups = one_class(groups)
     for (cls, _), g in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[1]["cases"][0], kv[0][1])):
@@ -236,6 +243,28 @@ def decide(records: list, baseline, root: str, campaign: str, backends: list, co
                                 "why": "the corpus case passes now"})
     d.clusters = clusters(d.failure_groups())
     return d
+
+
+def twin_counts(d: Decision, rec: dict, groups: dict, baseline) -> None:
+    """The record's twins (:mod:`dlgate.rewrite.oracle`) counted in ``d.twins``, and each
+    ``inconsistent`` one grouped as a finding of that class: flaky where its confirmation
+    did not reproduce it, known where the baseline holds its identity, new otherwise (the
+    base build does not run twins)."""
+    for t in rec.get("twins", ()):
+        per = d.twins.setdefault(t["backend"], {})
+        per[t["status"]] = per.get(t["status"], 0) + 1
+        if t["status"] != INCONSISTENT:
+            continue
+        v = dict(t, verdict=INCONSISTENT)
+        i = ident(v)
+        if (t.get("confirm") or {}).get("reproduced") is False:
+            cls = FLAKY
+        elif rec.get("kind") == "baseline" or baseline.knows(i["fingerprint"], i["cluster"],
+                                                               (t.get("signature") or {}).get("id", "")):
+            cls = KNOWN
+        else:
+            cls = NEW
+        _group(groups, cls, rec, v, t.get("bundle") or rec.get("bundle"))
 
 
 def behind_refusal(v: dict, x: dict) -> bool:

@@ -46,6 +46,13 @@ FIELDS = (
           "65504 and beyond float32's range, subnormals, signed zeros, rounding ties, integer limits and values "
           "a narrowing Cast wraps. NaN and Inf positions are compared exactly; a special value where the ONNX "
           "specification leaves the result open makes the verdict `undefined`. 0 turns it off.", min=0, max=1),
+    Field("rewrite_share", "float", 0.0, "Share of models that also run an equivalent twin on every backend "
+          "(the equivalence oracle, docs/oracle-and-backends.md): the case rewritten by one semantics-preserving "
+          "rewrite (`x * 1`, a Transpose and its inverse, a Reshape or a widening Cast round trip, another "
+          "topological order, a run of nodes wrapped into a model-local function), drawn from the case's seed. A "
+          "compiler that computes otherwise on the twin than on the case, or fails on the twin of a case it runs, "
+          "is `inconsistent`: a finding of its own class, whether or not the reference could run. 0 turns it "
+          "off.", min=0, max=1),
     Field("target_share", "float", 0.8, "With a change to aim at (`dlgate run --changed-from BASE` or `--diff "
           "FILE`): the share of models drawn to exercise what the change touches (its operators with the opsets, "
           "dtypes and attribute regimes the changed code concerns, the motifs of the rewrites it changes); the rest "

@@ -29,6 +29,8 @@ reference and never counted with them.
 """
 from __future__ import annotations
 
+import json
+import os
 import random
 
 from dlgate.backends.base import BackendSpec, Model
@@ -69,13 +71,13 @@ def twin_seed(seed: int) -> int:
     return sub_seed(seed, "rewrite")
 
 
-def twin_of(case) -> tuple:
+def twin_of(case, kinds: tuple | None = None) -> tuple:
     """``(twin or None, meta)`` for a prepared case (``dlgate.check.Prepared``): ``meta`` is
     what the record keeps about the rewrite (``Twin.meta``), ``{"kind": None}`` when no
-    rewrite applies, or the rewrite's error."""
+    rewrite applies, or the rewrite's error. ``kinds``: the rewrites it may use (default all)."""
     seed = twin_seed(int(case.meta.get("seed", 0)))
     try:
-        twin = make_twin(case.graph, case.model, seed)
+        twin = make_twin(case.graph, case.model, seed, kinds)
     except NotEquivalent as e:
         return None, {"kind": None, "error": str(e), "seed": seed}
     if twin is None:
@@ -94,10 +96,26 @@ def reads_graph(cls: type) -> bool:
 
 
 def judge_twin(pool, case, spec: BackendSpec, original, twin, tolerances: dict | None = None,
-               reference: list | None = None, original_agrees: bool | None = None) -> dict:
+               reference: list | None = None, original_agrees: bool | None = None, confirm: int = 1) -> dict:
     """The twin's record for one backend: ``original`` is the backend's Outcome on the case,
     ``reference`` the reference's outputs when it ran (None otherwise), ``original_agrees``
-    whether the case's own verdict found the backend right."""
+    whether the case's own verdict found the backend right. An inconsistency is run again
+    ``confirm`` times, case and twin both (``confirm``: ``{"runs", "reproduced"}``; one
+    that does not come back every time is flaky). Timings stay out of the record, which
+    must be the same on every run."""
+    rec = _judge(pool, case, spec, original, twin, tolerances, reference, original_agrees)
+    if rec["status"] != INCONSISTENT or confirm <= 0:
+        return rec
+    same = 0
+    for _ in range(confirm):
+        again = pool.execute(spec, Model(case.model, case.graph), case.inputs)
+        r = _judge(pool, case, spec, again, twin, tolerances, None, None)
+        same += r["status"] == INCONSISTENT and r.get("how") == rec.get("how")
+    rec["confirm"] = {"runs": confirm, "reproduced": same == confirm}
+    return rec
+
+
+def _judge(pool, case, spec: BackendSpec, original, twin, tolerances, reference, original_agrees) -> dict:
     label = spec.label()
     rec: dict = {"backend": label}
     cls = load(spec.name)
@@ -109,14 +127,13 @@ def judge_twin(pool, case, spec: BackendSpec, original, twin, tolerances: dict |
     if original is None or original.status != W.OK:
         return dict(rec, status=NOT_JUDGED, detail="the case itself did not run on this backend (its verdict says why)")
     out = pool.execute(spec, Model(twin.model, twin.graph), case.inputs)
-    rec["compile_s"], rec["run_s"], rec["wall_s"] = out.compile_s, out.run_s, out.wall_s
     if out.status == W.UNSUPPORTED:
         err = out.error or {}
         return dict(rec, status=REFUSED, detail=f"{err.get('type', '')}: {err.get('message', '')}".strip(": ")[:500])
     if out.status == W.UNAVAILABLE:
         return dict(rec, status=NOT_JUDGED, detail="the backend is not available here")
     if out.status in _ERRORS:
-        err = out.error or {}
+        err = {k: x for k, x in (out.error or {}).items() if k != "log"}  # worker output: clock stamps
         kind = V._STATUS[out.status]
         detail = f"the case runs, its {twin.kind} twin fails: {kind}: {err.get('type', '')}: {err.get('message', '')}"
         return dict(rec, status=INCONSISTENT, how="status", detail=detail[:2000], error=err,
@@ -161,3 +178,52 @@ def summary(twins: list) -> dict:
         out[t["status"]] = out.get(t["status"], 0) + 1
     return {k: v for k, v in out.items() if v}
 
+
+
+def findings(rec: dict) -> list:
+    """The record's inconsistent twins."""
+    return [t for t in rec.get("twins", ()) if t["status"] == INCONSISTENT]
+
+
+#: The files a failing case's bundle holds for its twin.
+TWIN_MODEL, TWIN_META = "twin.onnx", "twin.json"
+
+
+def save_twin(directory: str, case) -> None:
+    """The case's twin beside its bundle (``twin.onnx``, and ``twin.json``: what the rewrite
+    did), made again from the case: a twin is a pure function of it."""
+    twin, meta = twin_of(case)
+    _write_twin(directory, twin, meta)
+
+
+def save_twin_of(directory: str, case, seed: int, kind: str) -> None:
+    """A reduced case's twin (``kind``, from ``seed``) beside its bundle."""
+    try:
+        twin = make_twin(case.graph, case.model, seed, (kind,))
+    except NotEquivalent:
+        twin = None
+    _write_twin(directory, twin, twin.meta() if twin is not None else {})
+
+
+def _write_twin(directory: str, twin, meta: dict) -> None:
+    if twin is None:
+        return
+    with open(os.path.join(directory, TWIN_MODEL), "wb") as f:
+        f.write(twin.model)
+    with open(os.path.join(directory, TWIN_META), "w") as f:
+        json.dump(meta, f, indent=1, sort_keys=True)
+
+
+def reduce_findings(pool, case, ccfg, rec: dict, out_dir: str, reduce: bool = True, seconds: float = 60.0) -> None:
+    """Reduce each inconsistent twin of ``rec`` (:mod:`dlgate.rewrite.reduce`) and give it
+    its identity from the reduced case; without reduction (``reduce`` false, or it fails)
+    the identity is the whole case's (its signature)."""
+    from dlgate.rewrite.reduce import reduce_twin  # local: the reducer imports dlgate.check, which imports this module
+
+    kind = (rec.get("rewrite") or {}).get("kind")
+    specs = {s.label(): s for s in ccfg.backends}
+    for t in findings(rec):
+        spec = specs.get(t["backend"])
+        if not reduce or spec is None or kind is None or (t.get("confirm") or {}).get("reproduced") is False:
+            continue
+        reduce_twin(pool, case, ccfg, spec, t, kind, out_dir, seconds)

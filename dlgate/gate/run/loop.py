@@ -35,6 +35,7 @@ from dlgate.gate.run.outdir import manifest_of, open_out, progress_of
 from dlgate.gate.run.plan import Shard, case_key, check_config, generator, labels, only, opset_range, plan
 from dlgate.gate.run.updates import ORIGIN
 from dlgate.oracle import verdict as V
+from dlgate.rewrite import oracle as EQ
 
 
 #: What varies from run to run or machine to machine: timings, and the rewrites a compiler
@@ -196,9 +197,14 @@ def _run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | No
                         ACTIVITY.begin(f"looking behind case {case.id}'s {v['verdict']} on {spec.label()} (cut cases)")
                     failing = M.search(finder, case, spec, v, reduced, kind) or failing  # what it hides
                 _stop_if_lost(pool, base_pool, ccfg, cfg, case.id)  # triage ran it again, on the base build too
-                if failing or any(v["verdict"] == V.REFERENCE_ERROR for v in rec["verdicts"]):
+                twinned = EQ.findings(rec)  # the equivalence oracle's, never mixed with the verdicts
+                if failing or twinned or any(v["verdict"] == V.REFERENCE_ERROR for v in rec["verdicts"]):
                     d = save_bundle(out, case)
                     rec["bundle"] = os.path.relpath(d, out)
+                    if twinned:
+                        EQ.save_twin(d, case)
+                        EQ.reduce_findings(pool, case, kcfg, rec, out, cfg.reduce, cfg.reduce_seconds)
+                failing = failing or bool(twinned)
                 timing = _split_timing(rec)
                 timing["case_s"] = time.perf_counter() - t0
                 journal.append(rec, timing)

@@ -96,7 +96,8 @@ def optional_labels(entries: list) -> set:
 def check_config(cfg: Campaign) -> CheckConfig:
     return CheckConfig([backend_spec(b) for b in cfg.backends], BackendSpec.parse(cfg.reference),
                        tolerances=dict(cfg.tolerances), timeout_s=cfg.timeout_s, memory_mb=cfg.memory_mb,
-                       search_steps=cfg.search_steps, crosscheck=cfg.crosscheck)
+                       search_steps=cfg.search_steps, crosscheck=cfg.crosscheck,
+                       rewrite_share=cfg.rewrite_share)
 
 
 def only(ccfg: CheckConfig, backend_name: str) -> CheckConfig:
