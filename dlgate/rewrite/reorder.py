@@ -34,8 +34,9 @@ class Reorder(Rewrite):
         if order is not None:
             del m.graph.node[:]
             m.graph.node.extend(nodes[i] for i in order)
-        g = copy_graph(graph)
+        g = graph
         if gorder is not None:
+            g = copy_graph(graph)
             g.nodes = [g.nodes[i] for i in gorder]
         validate(m)
         where = {"onnx_order": order, "graph_order": gorder}

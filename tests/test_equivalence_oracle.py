@@ -1,0 +1,206 @@
+"""The equivalence oracle (dlgate/rewrite/oracle.py): silent on real onnxruntime and TVM,
+catches a compiler that mishandles ``x * 1`` with or without a reference, and in the gate
+an inconsistency is a finding of its own class: confirmed, reduced, identified, reported,
+never counted with the verdicts against the reference."""
+import json
+import os
+import subprocess
+import sys
+from collections import Counter
+
+import pytest
+
+from dlgate.backends.base import BackendSpec, Model
+from dlgate.case import make_case
+from dlgate.check import CheckConfig, check, prepare
+from dlgate.exec import worker as W
+from dlgate.gate import decide as D
+from dlgate.graph.config import GenConfig
+from dlgate.graph.generator import Generator
+from dlgate.rewrite import oracle as EQ
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+MUL_ONE_ORT = "dlgate.backends.testing:MulOneOnnxRuntime"
+
+
+def _cases(n: int, root: str = "eq-tests", dynamic: float = 0.2, extreme: float = 0.1) -> list:
+    gen = Generator(GenConfig(dynamic_share=dynamic, extreme_share=extreme))
+    out = []
+    for i in range(n):
+        c = make_case(gen, root, "eq", i)
+        out.append(prepare(c.meta(), c.graph, c.model_bytes))
+    return out
+
+
+def _twins(backends, cases, kinds=None, reference=None) -> list:
+    cfg = CheckConfig([BackendSpec.parse(b) if isinstance(b, str) else b for b in backends], timeout_s=120,
+                      rewrite_share=1.0, rewrite_kinds=kinds)
+    if reference is not None:
+        cfg.reference = reference
+    recs = []
+    with W.Pool(cfg.timeout_s, cfg.memory_mb) as pool:
+        for p in cases:
+            recs.append(check(pool, p, cfg))
+    return recs
+
+
+def _statuses(recs) -> Counter:
+    return Counter((t["backend"], r["rewrite"].get("kind"), t["status"]) for r in recs for t in r.get("twins", ()))
+
+
+def test_silent_on_onnxruntime():
+    """30 cases, every one with a twin, on onnxruntime 1.32 (its full optimizations): no
+    inconsistency, and most twins are judged."""
+    recs = _twins(["onnxruntime"], _cases(30))
+    st = _statuses(recs)
+    assert not [k for k in st if k[2] == EQ.INCONSISTENT], st
+    assert not [k for k in st if k[2] == EQ.REWRITE_ERROR], st
+    judged = sum(n for k, n in st.items() if k[2] in (EQ.CONSISTENT, EQ.EXCUSED))
+    assert judged >= 15, st
+    assert len({k[1] for k in st if k[2] == EQ.CONSISTENT}) >= 5, st  # many kinds ran
+    for r in recs:  # the verdicts against the reference are untouched by the twins
+        assert all(v["verdict"] != EQ.INCONSISTENT for v in r["verdicts"])
+
+
+def test_silent_on_tvm():
+    """12 cases with twins on TVM 0.27's default pipeline: none inconsistent. TVM's importer
+    has no model-local functions: a wrapped twin is refused, not a finding."""
+    pytest.importorskip("tvm")
+    recs = _twins(["tvm"], _cases(12, root="eq-tvm", dynamic=0.0, extreme=0.0))
+    st = _statuses(recs)
+    assert not [k for k in st if k[2] == EQ.INCONSISTENT], st
+    assert sum(n for k, n in st.items() if k[2] == EQ.CONSISTENT) >= 4, st
+    assert all(k[2] == EQ.REFUSED for k in st if k[1] == "wrap_function" and k[2] != EQ.NOT_JUDGED), st
+
+
+def test_catches_mul_one_fault_with_and_without_reference():
+    """onnxruntime computing ``x * 1`` as ``x + 1``: the case itself passes against the
+    reference, its mul_one twin is inconsistent, and the record says the original side is
+    the right one; with a reference that cannot run, the same inconsistency is found."""
+    cases = [p for p in _cases(10, root="eq-catch", dynamic=0.0, extreme=0.0) if p.search["valid"]][:5]
+    recs = _twins([MUL_ONE_ORT], cases, kinds=("mul_one",))
+    found = [t for r in recs for t in EQ.findings(r)]
+    assert len(found) >= 3, _statuses(recs)
+    for r in recs:
+        assert r["rewrite"]["kind"] in ("mul_one", None)  # None: no tensor Mul takes
+        for v in r["verdicts"]:
+            assert v["verdict"] not in ("mismatch", EQ.INCONSISTENT)  # the fault never shows against the reference
+    t = found[0]
+    assert t["how"] == "values" and t["confirm"] == {"runs": 1, "reproduced": True}
+    assert t["reference"] == {"ran": True, "original": True, "twin": False}
+    assert t["signature"]["text"].startswith("inconsistent :: ")
+    # no reference: it raises on every case
+    broken = BackendSpec("tests.fake_backends:Raises")
+    recs2 = _twins([MUL_ONE_ORT], cases, kinds=("mul_one",), reference=broken)
+    assert all(v["verdict"] == "reference_error" for r in recs2 for v in r["verdicts"])
+    found2 = [t for r in recs2 for t in EQ.findings(r)]
+    assert len(found2) == len(found)
+    assert all(t["reference"] == {"ran": False} for t in found2)
+    assert [t["signature"]["id"] for t in found2] == [t["signature"]["id"] for t in found]
+
+
+def test_catches_tvm_pass_that_mishandles_mul_one():
+    pytest.importorskip("tvm")
+    spec = BackendSpec("tvm", options=(("extra_passes", ("dlgate.backends.testing:mul_one_to_add",)),))
+    cases = [p for p in _cases(6, root="eq-tvm-catch", dynamic=0.0, extreme=0.0) if p.search["valid"]][:3]
+    recs = _twins([spec], cases, kinds=("mul_one",))
+    st = _statuses(recs)
+    assert any(k[2] == EQ.INCONSISTENT for k in st), st
+
+
+def test_status_inconsistency_and_refusal():
+    """A twin the compiler fails on while it runs the case is inconsistent (``how``:
+    status); one it declares it does not take is refused, not a finding."""
+    from dlgate.rewrite import make_twin
+
+    cases = [p for p in _cases(4, root="eq-status", dynamic=0.0, extreme=0.0) if p.search["valid"]][:2]
+    refuse = BackendSpec("dlgate.backends.testing:RefusingOnnxRuntime", options=(("refuse", "Mul"),))
+    recs = _twins([refuse], cases, kinds=("mul_one",))
+    for r in recs:
+        for t in r["twins"]:
+            if t["status"] != EQ.NOT_JUDGED:
+                assert t["status"] == EQ.REFUSED, t
+    p = cases[0]
+    twin = make_twin(p.graph, p.model, 5, ("mul_one",))
+    with W.Pool(60) as pool:
+        orig = pool.execute(BackendSpec("onnxruntime"), Model(p.model, p.graph), p.inputs)
+        t = EQ.judge_twin(pool, p, BackendSpec("tests.fake_backends:Raises"), orig, twin)
+    assert t["status"] == EQ.INCONSISTENT and t["how"] == "status"
+    assert "the case runs, its mul_one twin fails" in t["detail"]
+
+
+def test_decide_counts_twins_apart():
+    """An inconsistent twin is grouped as a finding (new; flaky when its confirmation did
+    not reproduce it; known when the baseline holds it); the verdict counts never see it."""
+    class Base:
+        path, fingerprints, signatures, corpus = None, {}, {}, {}
+
+        def knows(self, fp, cl, sig):
+            return sig == "known1"
+
+    def rec(case, sig, reproduced=True):
+        return {"case": case, "index": int(case[-1]), "verdicts": [{"backend": "ort[cpu]", "verdict": "pass"}],
+                "twins": [{"backend": "ort[cpu]", "status": "inconsistent", "how": "values", "detail": "d",
+                           "signature": {"id": sig, "text": f"inconsistent :: ort :: {sig}"},
+                           "confirm": {"runs": 1, "reproduced": reproduced}},
+                          {"backend": "tvm[cpu]", "status": "consistent"}]}
+
+    d = D.decide([rec("c1", "new1"), rec("c2", "flaky1", False), rec("c3", "known1")], Base(), "r", "c",
+                 ["ort[cpu]", "tvm[cpu]"], True)
+    assert d.counts == {"ort[cpu]": {"pass": 3}}
+    assert d.twins == {"ort[cpu]": {"inconsistent": 3}, "tvm[cpu]": {"consistent": 3}}
+    assert [g["signature"] for g in d.of(D.NEW)] == ["new1"]
+    assert [g["signature"] for g in d.of(D.FLAKY)] == ["flaky1"]
+    assert [g["signature"] for g in d.of(D.KNOWN)] == ["known1"]
+    assert d.of(D.NEW)[0]["verdict"] == "inconsistent"
+    assert d.exit_code() == D.EXIT_FAIL
+
+
+def _dlgate(*args, cwd=ROOT):
+    env = dict(os.environ, PYTHONPATH=ROOT)
+    return subprocess.run([sys.executable, "-m", "dlgate", *args], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=900)
+
+
+def test_gate_reduces_and_reports_an_inconsistency(tmp_path):
+    """A campaign with rewrite_share 1 on the faulty onnxruntime: the inconsistency is new,
+    confirmed, reduced to a small case with its twin and a repro script, and twice the same
+    results.jsonl."""
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"campaign: eq\nmodels: 8\nbackends: [{MUL_ONE_ORT}]\nrewrite_share: 1.0\ndynamic_share: 0\n"
+                   "extreme_share: 0\nfail_on: new\n")
+    outs = []
+    for k in range(2):
+        out = tmp_path / f"out{k}"
+        r = _dlgate("run", "--config", str(cfg), "--seed", "eqs", "--out", str(out), "--fresh")
+        assert r.returncode == 1, r.stderr[-2000:]
+        outs.append(out)
+    verdict = json.loads((outs[0] / "verdict.json").read_text())
+    assert verdict["new"] and all(g["verdict"] == "inconsistent" for g in verdict["new"])
+    assert verdict["twins"][f"{MUL_ONE_ORT}[cpu]"].get("inconsistent", 0) >= 1
+    assert all(v != "inconsistent" for c in verdict["counts"].values() for v in c)
+    g = verdict["new"][0]
+    assert g.get("repro"), g
+    d = outs[0] / g["repro"]
+    for f in ("model.onnx", "twin.onnx", "twin.json", "inputs.npz", "repro.py"):
+        assert (d / f).exists(), f
+    recs = [json.loads(x) for x in (outs[0] / "results.jsonl").read_text().splitlines()]
+    t = [t for r in recs for t in EQ.findings(r)][0]
+    assert t["reduced"]["nodes"] <= t["reduced"]["from_nodes"]
+    assert t["identity"]["fingerprint"] == g["fingerprint"]
+    assert (outs[0] / "results.jsonl").read_bytes() == (outs[1] / "results.jsonl").read_bytes()
+    assert "inconsistent" in (outs[0] / "summary.md").read_text()
+
+
+def test_check_command_runs_a_twin(tmp_path):
+    r = _dlgate("gen", "--seed", "eqcli", "--count", "4", "--out", str(tmp_path / "g"))
+    assert r.returncode == 0, r.stderr
+    bad = _dlgate("check", str(tmp_path / "g"), "--backend", "onnxruntime", "--rewrite", "add_zero")
+    assert bad.returncode == 2 and bad.stderr.strip().count("\n") == 0 and "unknown rewrite" in bad.stderr
+    ok = _dlgate("check", str(tmp_path / "g"), "--backend", MUL_ONE_ORT, "--rewrite", "mul_one",
+                 "--out", str(tmp_path / "c"))
+    recs = [json.loads(x) for x in (tmp_path / "c" / "results.jsonl").read_text().splitlines()]
+    assert all(r["rewrite"]["kind"] in ("mul_one", None) for r in recs)
+    assert any(EQ.findings(r) for r in recs), [r.get("twins") for r in recs]
+    assert ok.returncode == 1 and "inconsistent" in ok.stdout
+    assert any((tmp_path / "c" / "cases").glob("*/twin.onnx"))
