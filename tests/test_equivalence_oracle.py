@@ -189,7 +189,8 @@ def test_gate_reduces_and_reports_an_inconsistency(tmp_path):
     assert t["reduced"]["nodes"] <= t["reduced"]["from_nodes"]
     assert t["identity"]["fingerprint"] == g["fingerprint"]
     assert (outs[0] / "results.jsonl").read_bytes() == (outs[1] / "results.jsonl").read_bytes()
-    assert "inconsistent" in (outs[0] / "summary.md").read_text()
+    summary = (outs[0] / "summary.md").read_text()
+    assert "inconsistent" in summary and "backend (twins)" in summary
 
 
 def test_check_command_runs_a_twin(tmp_path):
@@ -204,3 +205,25 @@ def test_check_command_runs_a_twin(tmp_path):
     assert any(EQ.findings(r) for r in recs), [r.get("twins") for r in recs]
     assert ok.returncode == 1 and "inconsistent" in ok.stdout
     assert any((tmp_path / "c" / "cases").glob("*/twin.onnx"))
+
+
+def test_campaign_key_rewrite_share(tmp_path):
+    """On in the weekly campaign (shipped and written by `dlgate init`), off in the pull
+    request's; out of range is a configuration error naming the key; a run's fingerprint
+    changes only when it is set."""
+    from dlgate.gate import config as C
+    from dlgate.init.campaigns import campaign
+    from dlgate.init.steps import Setup
+
+    assert C.load(os.path.join(ROOT, "configs", "weekly.yaml")).rewrite_share == 0.25
+    assert C.load(os.path.join(ROOT, "configs", "pr.yaml")).rewrite_share == 0.0
+    p = tmp_path / "bad.yaml"
+    p.write_text("rewrite_share: 1.5\n")
+    with pytest.raises(C.ConfigError, match="rewrite_share"):
+        C.load(str(p))
+    assert C.Campaign().fingerprint() == C.Campaign(rewrite_share=0.0).fingerprint()
+    assert C.Campaign().fingerprint() != C.Campaign(rewrite_share=0.5).fingerprint()
+    from dlgate.gate.run.plan import check_config
+    assert check_config(C.Campaign(rewrite_share=0.5)).rewrite_share == 0.5
+    import inspect
+    assert "rewrite_share: 0.25" in inspect.getsource(campaign)

@@ -172,7 +172,7 @@ class Decision:
         interrupted = None
         if self.interrupted:  # what the cases that ran found, under a name no reader takes for the result
             interrupted = dict(self.interrupted, result_so_far=RESULTS[self.cases_code(fail_on)])
-        return {
+        doc = {
             "result": self.result(fail_on), "interrupted": interrupted,
             "exit_code": self.exit_code(fail_on), "fail_on": fail_on, "root": self.root, "campaign": self.campaign,
             "complete": self.complete, "backends": self.backends, "cases": self.cases, "counts": self.counts,
@@ -181,8 +181,11 @@ class Decision:
             "unavailable": self.unavailable, "cannot_run": self.cannot_run, "unloadable": self.unloadable, "novelty": self.mode, "baseline": self.baseline_path, "clusters": len(self.clusters), "cluster_list": self.clusters,
             "findings_behind": self.behind, "planned": self.planned, "budget": self.budget,
             "stopped_by_budget": self.stopped_by_budget, "baseline_missing": self.baseline_missing,
-            "change": self.change, "twins": self.twins,
+            "change": self.change,
         }
+        if self.twins:  # a run with twins (rewrite_share) only: other runs' verdict.json is as it was
+            doc["twins"] = self.twins
+        return doc
 
 
 def decide(records: list, baseline, root: str, campaign: str, backends: list, complete: bool,

@@ -198,6 +198,8 @@ def summary(decision: D.Decision, fail_on: str, shard: str | None = None, out: s
                                                    for b, c in decision.counts.items()])
         lines.append("")
         lines += [counts_line(decision), ""]
+    if decision.twins:
+        lines += twins_table(decision)
     if decision.cannot_run:
         lines += ["### 💥 Could not run (the gate fails: nothing can be judged without them)", "",
                   "Fix the installation (or mark a backend that may be absent `optional: true`) and run the same "
@@ -367,6 +369,19 @@ def cause_counts(decision: D.Decision) -> str:
     text = f"{n} distinct failure cause(s)" + (f": {', '.join(parts)}" if parts else "")
     flaky = len(rows_by_cause(decision.of(D.FLAKY)))
     return text + (f"; {flaky} flaky" if flaky else "")
+
+
+def twins_table(decision: D.Decision) -> list:
+    """The equivalence oracle's twins per backend and status (``rewrite_share``), apart from
+    the verdicts against the reference: an ``inconsistent`` twin is listed with the failures
+    below, under its own verdict."""
+    statuses = [s for s in ("consistent", "excused", "inconsistent", "refused", "not_judged", "rewrite_error")
+                if any(s in c for c in decision.twins.values())]
+    return md.table(["backend (twins)"] + statuses, [[md.cell(b)] + [str(c.get(s, 0)) for s in statuses]
+                                                     for b, c in sorted(decision.twins.items())]) + \
+        ["", "Twins: cases rewritten into an equivalent model (`rewrite_share`) and run again on the same "
+             "backend; `inconsistent`: the backend computes otherwise on the twin, or fails on it while it runs "
+             "the case; `refused`: it declares it does not take the twin.", ""]
 
 
 def counts_line(decision: D.Decision) -> str:

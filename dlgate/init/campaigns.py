@@ -34,7 +34,10 @@ def campaign(s: Setup, is_weekly: bool) -> str:
               "restrict_to_support: false", "findings_per_case: 4"]
     if is_weekly:
         lines += ["# Failures the base build shares are reduced too (pull requests leave them unreduced): the",
-                  "# weekly campaign's issues carry a reduced repro for every cause.", "reduce_pre_existing: true"]
+                  "# weekly campaign's issues carry a reduced repro for every cause.", "reduce_pre_existing: true",
+                  "# A quarter of the models also run an equivalent twin on every backend (the equivalence",
+                  "# oracle: the compiler against itself, no reference needed); inconsistent is its finding.",
+                  "rewrite_share: 0.25"]
     return "\n".join(lines) + "\n"
 
 
