@@ -213,7 +213,6 @@ def test_campaign_key_rewrite_share(tmp_path):
     changes only when it is set."""
     from dlgate.gate import config as C
     from dlgate.init.campaigns import campaign
-    from dlgate.init.steps import Setup
 
     assert C.load(os.path.join(ROOT, "configs", "weekly.yaml")).rewrite_share == 0.25
     assert C.load(os.path.join(ROOT, "configs", "pr.yaml")).rewrite_share == 0.0

@@ -12,8 +12,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from onnx import helper, numpy_helper
-from onnx import TensorProto as TP
+from onnx import helper
 from onnx.reference import ReferenceEvaluator
 
 from dlgate.case import make_case

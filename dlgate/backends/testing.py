@@ -145,7 +145,7 @@ def mul_one_to_add():
     """A Relax module pass that mishandles ``x * 1``: a ``relax.multiply`` whose second
     operand is a constant holding only ones becomes ``x + 1`` (the equivalence oracle's
     injected fault: wrong only where a model multiplies by one)."""
-    import numpy as np
+    import numpy as np  # local: with the pass, in the worker that runs TVM
     from tvm import relax  # local: optional compiler, imported where it runs
 
     def fold(_m, call):
@@ -159,7 +159,7 @@ def mul_one_to_add():
 
 def _ones(m) -> set:
     """Names of ``m``'s initializers that hold only ones."""
-    from onnx import numpy_helper
+    from onnx import numpy_helper  # local: importing this module needs no onnx
 
     return {i.name for i in m.graph.initializer if numpy_helper.to_array(i).size and (numpy_helper.to_array(i) == 1).all()}
 
@@ -167,7 +167,7 @@ def _ones(m) -> set:
 def _mul_one_broken(model):
     """``model`` with every ``Mul`` by a constant of ones run as ``Add``: ``x * 1`` computed
     as ``x + 1``; itself when it holds none."""
-    import onnx
+    import onnx  # local: importing this module needs no onnx
 
     m = onnx.load_from_string(model.onnx)
     ones = _ones(m)

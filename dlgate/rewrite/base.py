@@ -11,7 +11,6 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from dlgate import dtypes as dt
 from dlgate.graph.ir import Graph, Node
 from dlgate.ops.base import TensorType
 
@@ -228,13 +227,6 @@ def chain_twin(rw: Rewrite, graph: Graph, model: onnx.ModelProto, rng: random.Ra
     where = {"tensor": graph.name(t), "mode": mode, "type": str(graph.tensors[t]), **detail}
     return Twin(rw.name, where, m.SerializeToString(), g)
 
-
-def static(ty: TensorType) -> bool:
-    """Every dimension a plain size (not a symbol)."""
-    return all(isinstance(d, int) for d in ty.shape)
-
-
-FLOATS = dt.FLOATS
 
 
 # -- ONNX scopes --------------------------------------------------------------------------

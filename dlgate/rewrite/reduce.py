@@ -20,6 +20,7 @@ from dlgate.backends.base import Model
 from dlgate.backends.registry import load
 from dlgate.check import save_bundle
 from dlgate.oracle import verdict as V
+from dlgate.oracle.compare import DEFAULT_TOLERANCES
 from dlgate.oracle.signature import signature
 from dlgate.reduce.reducer import NotReproduced, Reducer, Target, _key
 from dlgate.rewrite import NotEquivalent, make_twin
@@ -91,8 +92,6 @@ def repro_script(spec, tolerances: dict | None, provenance: str) -> str | None:
     the compiler's own package (``Backend.repro_source``), and exits 1 when they differ
     beyond the case's tolerances, printing where; None where the backend cannot be driven
     without dlgate."""
-    from dlgate.oracle.compare import DEFAULT_TOLERANCES
-
     source = load(spec.name).repro_source(spec)
     if source is None:
         return None

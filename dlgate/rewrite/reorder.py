@@ -8,6 +8,7 @@ dependency. Applies to any model with two operators that do not depend on each o
 from __future__ import annotations
 
 import copy
+import random
 
 from dlgate.rewrite.base import Rewrite, Twin, copy_graph, reads, topo_order, validate
 from dlgate.seeds import sub_seed
@@ -18,8 +19,6 @@ class Reorder(Rewrite):
     applies = "any model with two independent operators"
 
     def apply(self, graph, model, rng):
-        import random
-
         seed = rng.getrandbits(64)
         nodes = list(model.graph.node)
         writer = {o: i for i, n in enumerate(nodes) for o in n.output}
