@@ -315,7 +315,8 @@ def check(pool: W.Pool, case: Prepared, cfg: CheckConfig, reference_out: list | 
                                                 f"the reference failed: {ref.error}").to_json())
             if twin is not None:  # the equivalence oracle needs no reference
                 original = pool.execute(spec, Model(case.model, case.graph), case.inputs)
-                record["twins"].append(EQ.judge_twin(pool, case, spec, original, twin, cfg.tolerances))
+                record["twins"].append(EQ.judge_twin(pool, case, spec, original, twin, cfg.tolerances,
+                                                     meta=record["rewrite"]))
         return record
     if reference_out is not None:
         reference_out[:] = ref.outputs
@@ -348,7 +349,8 @@ def check(pool: W.Pool, case: Prepared, cfg: CheckConfig, reference_out: list | 
         record["verdicts"].append(v.to_json())
         if "twins" in record:
             record["twins"].append(EQ.judge_twin(pool, case, spec, ran[0] if ran else None, twin, cfg.tolerances,
-                                                 ref.outputs, v.verdict in (V.PASS, V.UNDEFINED)))
+                                                 ref.outputs, v.verdict in (V.PASS, V.UNDEFINED),
+                                                 meta=record["rewrite"]))
     return record
 
 

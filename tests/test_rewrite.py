@@ -12,7 +12,7 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 import pytest
-from onnx import helper
+from onnx import helper, numpy_helper
 from onnx.reference import ReferenceEvaluator
 
 from dlgate.case import make_case
@@ -236,3 +236,33 @@ def test_share_is_a_function_of_the_seed():
     assert picks == [selected(s, 0.3) for s in range(2000)]
     assert 0.25 < sum(picks) / 2000 < 0.35
     assert not any(selected(s, 0.0) for s in range(50)) and all(selected(s, 1.0) for s in range(50))
+
+
+def test_an_invalid_twin_is_never_run(monkeypatch):
+    """A twin ONNX's checker rejects is dlgate's mistake: NotEquivalent, recorded as
+    ``rewrite_error`` for every backend, and nothing runs it."""
+    from dlgate.backends.base import BackendSpec
+    from dlgate.rewrite import NotEquivalent
+    from dlgate.rewrite import oracle as EQ
+
+    g = helper.make_graph([helper.make_node("Mul", ["x", "c"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", onnx.TensorProto.INT32, [2])],
+                          [helper.make_tensor_value_info("y", onnx.TensorProto.INT32, [2])],
+                          initializer=[numpy_helper.from_array(np.ones((), np.float32), "c")])
+    bad = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    with pytest.raises(NotEquivalent, match="not valid ONNX"):
+        validate(bad)
+
+    class Case:
+        meta = {"seed": 3}
+        graph = None
+        model = b""
+
+    def broken(*_a, **_k):
+        raise NotEquivalent("the rewritten model is not valid ONNX: (op_type:Mul) type mismatch")
+
+    monkeypatch.setattr(EQ, "make_twin", broken)
+    twin, meta = EQ.twin_of(Case())
+    assert twin is None and meta["kind"] is None and "not valid ONNX" in meta["error"]
+    rec = EQ.judge_twin(None, Case(), BackendSpec("onnxruntime"), None, None, meta=meta)  # no pool: nothing runs
+    assert rec == {"backend": "onnxruntime[cpu]", "status": EQ.REWRITE_ERROR, "detail": meta["error"]}

@@ -64,6 +64,7 @@ def validate(model: onnx.ModelProto) -> None:
     run (a compiler owes nothing to an invalid model)."""
     try:
         onnx.checker.check_model(model, full_check=True)
+        onnx.shape_inference.infer_shapes(model, check_type=True, strict_mode=True)
     except Exception as e:  # onnx raises ValidationError and InferenceError
         first = (str(e).strip().splitlines() or [type(e).__name__])[0]
         raise NotEquivalent(f"the rewritten model is not valid ONNX: {first[:300]}") from None

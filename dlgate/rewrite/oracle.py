@@ -96,13 +96,17 @@ def reads_graph(cls: type) -> bool:
 
 
 def judge_twin(pool, case, spec: BackendSpec, original, twin, tolerances: dict | None = None,
-               reference: list | None = None, original_agrees: bool | None = None, confirm: int = 1) -> dict:
+               reference: list | None = None, original_agrees: bool | None = None, confirm: int = 1,
+               meta: dict | None = None) -> dict:
     """The twin's record for one backend: ``original`` is the backend's Outcome on the case,
     ``reference`` the reference's outputs when it ran (None otherwise), ``original_agrees``
     whether the case's own verdict found the backend right. An inconsistency is run again
     ``confirm`` times, case and twin both (``confirm``: ``{"runs", "reproduced"}``; one
     that does not come back every time is flaky). Timings stay out of the record, which
-    must be the same on every run."""
+    must be the same on every run. ``meta``: the record's ``rewrite`` (:func:`twin_of`), which
+    says why there is no twin when ``twin`` is None."""
+    if twin is None and (meta or {}).get("error"):
+        return {"backend": spec.label(), "status": REWRITE_ERROR, "detail": meta["error"]}
     rec = _judge(pool, case, spec, original, twin, tolerances, reference, original_agrees)
     if rec["status"] != INCONSISTENT or confirm <= 0:
         return rec
@@ -120,7 +124,7 @@ def _judge(pool, case, spec: BackendSpec, original, twin, tolerances, reference,
     rec: dict = {"backend": label}
     cls = load(spec.name)
     if twin is None:
-        return dict(rec, status=NOT_JUDGED, detail="no twin")
+        return dict(rec, status=NOT_JUDGED, detail="no rewrite applies to this case")
     if not twin.graph_changed and reads_graph(cls):
         return dict(rec, status=NOT_JUDGED, detail=f"the {twin.kind} rewrite changes the ONNX form only; "
                                                     f"{spec.name} compiles dlgate's graph")
