@@ -51,17 +51,19 @@ def get(name: str) -> Rewrite:
     return rws[name]
 
 
-def make_twin(graph: Graph, model: bytes | onnx.ModelProto, seed: int, kinds: tuple | None = None) -> Twin | None:
+def make_twin(graph: Graph, model: bytes | onnx.ModelProto, seed: int, kinds: tuple | None = None,
+              prefer: dict | None = None) -> Twin | None:
     """The twin of a case: the rewrites (``kinds``, default all) tried in an order drawn
     from ``seed``, the first that applies making it (each draws from its own stream
     ``sub_seed(seed, name)``, so one rewrite's draws never move another's); None when none
     applies. NotEquivalent when the twin a rewrite made fails ONNX's checker (dlgate's
-    mistake: reported, never run)."""
+    mistake: reported, never run). ``prefer``: an earlier twin's ``where``, passed to the
+    rewrites (:meth:`Rewrite.apply`)."""
     proto = onnx.load_from_string(model) if isinstance(model, (bytes, bytearray)) else model
     names = list(kinds) if kinds else list(all_rewrites())
     random.Random(seed).shuffle(names)
     for name in names:
-        twin = get(name).apply(graph, proto, random.Random(sub_seed(seed, name)))
+        twin = get(name).apply(graph, proto, random.Random(sub_seed(seed, name)), prefer)
         if twin is not None:
             twin.seed = seed
             return twin

@@ -51,7 +51,9 @@ class Rewrite:
     name: str = ""
     applies: str = ""
 
-    def apply(self, graph: Graph, model: onnx.ModelProto, rng: random.Random) -> Twin | None:
+    def apply(self, graph: Graph, model: onnx.ModelProto, rng: random.Random, prefer: dict | None = None) -> Twin | None:
+        """``prefer``: the ``where`` of an earlier twin; a rewrite that picks a site picks
+        among those like it first (the reducer keeps a finding's site through its cuts)."""
         raise NotImplementedError
 
 
@@ -215,17 +217,32 @@ def _names(m: onnx.ModelProto) -> set:
     return out
 
 
-def chain_twin(rw: Rewrite, graph: Graph, model: onnx.ModelProto, rng: random.Random, ok, make) -> Twin | None:
+def _site_key(graph: Graph, t: int, mode: str) -> tuple:
+    """A site's mode, dtype and the operator producing its tensor (``input``, ``constant``)."""
+    p = graph.producers().get(t)
+    src = graph.nodes[p].op if p is not None else "constant" if t in graph.consts else "input"
+    return mode, graph.tensors[t].dtype, src
+
+
+def chain_twin(rw: Rewrite, graph: Graph, model: onnx.ModelProto, rng: random.Random, ok, make,
+               prefer: dict | None = None) -> Twin | None:
     """The twin of an identity-chain rewrite: a site drawn from :func:`sites` (``ok`` its
-    type test), the chain ``make(type, rng) -> (steps, where)`` inserted there."""
+    type test), the chain ``make(type, rng) -> (steps, where)`` inserted there. With
+    ``prefer`` (an earlier twin's ``where``), the draw is among the sites of the same mode,
+    dtype and producing operator, where there are any."""
     where_ok = sites(graph, ok)
     if not where_ok:
         return None
+    if prefer:
+        want = (prefer.get("mode"), str(prefer.get("type", "")).split("[")[0], prefer.get("producer"))
+        like = [s for s in where_ok if _site_key(graph, *s) == want]
+        where_ok = like or where_ok
     t, mode = where_ok[rng.randrange(len(where_ok))]
     steps, detail = make(graph.tensors[t], rng)
     g, m = insert_chain(graph, model, t, mode, steps)
     validate(m)
-    where = {"tensor": graph.name(t), "mode": mode, "type": str(graph.tensors[t]), **detail}
+    where = {"tensor": graph.name(t), "mode": mode, "type": str(graph.tensors[t]),
+             "producer": _site_key(graph, t, mode)[2], **detail}
     return Twin(rw.name, where, m.SerializeToString(), g)
 
 

@@ -19,13 +19,13 @@ class CastRoundTrip(Rewrite):
     name = "cast_round_trip"
     applies = "float16, float32, int8, uint8, int32 tensors (to a wider type of the same kind); any rank"
 
-    def apply(self, graph, model, rng):
+    def apply(self, graph, model, rng, prefer=None):
         def make(ty, r):
             wide = WIDER[ty.dtype][r.randrange(len(WIDER[ty.dtype]))]
             return [Step("Cast", {"to": wide}, ty.with_dtype(wide), {"to": int(dt.ONNX[wide])}),
                     Step("Cast", {"to": ty.dtype}, ty, {"to": int(dt.ONNX[ty.dtype])})], {"via": wide}
 
-        return chain_twin(self, graph, model, rng, lambda ty: ty.dtype in WIDER, make)
+        return chain_twin(self, graph, model, rng, lambda ty: ty.dtype in WIDER, make, prefer)
 
 
 REWRITE = CastRoundTrip()

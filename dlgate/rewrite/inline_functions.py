@@ -13,7 +13,7 @@ class InlineFunctions(Rewrite):
     name = "inline_functions"
     applies = "models with local functions (ONNX form only)"
 
-    def apply(self, graph, model, rng):
+    def apply(self, graph, model, rng, prefer=None):
         if not model.functions:
             return None
         m = plain(model)

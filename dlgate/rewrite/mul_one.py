@@ -18,11 +18,11 @@ class MulOne(Rewrite):
     name = "mul_one"
     applies = "float16, float32, float64, int32, int64 tensors; any rank"
 
-    def apply(self, graph, model, rng):
+    def apply(self, graph, model, rng, prefer=None):
         def make(ty, _rng):
             return [Step("Mul", {}, ty, const=np.ones((), dtype=ty.dtype))], {}
 
-        return chain_twin(self, graph, model, rng, lambda ty: ty.dtype in TYPES, make)
+        return chain_twin(self, graph, model, rng, lambda ty: ty.dtype in TYPES, make, prefer)
 
 
 REWRITE = MulOne()

@@ -200,10 +200,11 @@ def save_twin(directory: str, case) -> None:
     _write_twin(directory, twin, meta)
 
 
-def save_twin_of(directory: str, case, seed: int, kind: str) -> None:
-    """A reduced case's twin (``kind``, from ``seed``) beside its bundle."""
+def save_twin_of(directory: str, case, seed: int, kind: str, prefer: dict | None = None) -> None:
+    """A reduced case's twin (``kind``, from ``seed``, ``prefer`` as for its reduction)
+    beside its bundle."""
     try:
-        twin = make_twin(case.graph, case.model, seed, (kind,))
+        twin = make_twin(case.graph, case.model, seed, (kind,), prefer)
     except NotEquivalent:
         twin = None
     _write_twin(directory, twin, twin.meta() if twin is not None else {})
@@ -230,4 +231,4 @@ def reduce_findings(pool, case, ccfg, rec: dict, out_dir: str, reduce: bool = Tr
         spec = specs.get(t["backend"])
         if not reduce or spec is None or kind is None or (t.get("confirm") or {}).get("reproduced") is False:
             continue
-        reduce_twin(pool, case, ccfg, spec, t, kind, out_dir, seconds)
+        reduce_twin(pool, case, ccfg, spec, t, kind, out_dir, seconds, (rec.get("rewrite") or {}).get("where"))

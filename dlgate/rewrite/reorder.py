@@ -18,7 +18,7 @@ class Reorder(Rewrite):
     name = "reorder"
     applies = "any model with two independent operators"
 
-    def apply(self, graph, model, rng):
+    def apply(self, graph, model, rng, prefer=None):
         seed = rng.getrandbits(64)
         nodes = list(model.graph.node)
         writer = {o: i for i, n in enumerate(nodes) for o in n.output}

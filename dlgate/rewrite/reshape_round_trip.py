@@ -30,7 +30,7 @@ class ReshapeRoundTrip(Rewrite):
     name = "reshape_round_trip"
     applies = "any dtype; static shapes, at least one element"
 
-    def apply(self, graph, model, rng):
+    def apply(self, graph, model, rng, prefer=None):
         if graph.dynamic is not None:
             return None
 
@@ -43,7 +43,7 @@ class ReshapeRoundTrip(Rewrite):
                     Step("Reshape", {"shape": back, "spec": back}, ty, onnx_const=np.array(back, dtype=np.int64))], \
                 {"shape": to}
 
-        return chain_twin(self, graph, model, rng, lambda ty: int(np.prod(ty.shape, dtype=np.int64)) > 0, make)
+        return chain_twin(self, graph, model, rng, lambda ty: int(np.prod(ty.shape, dtype=np.int64)) > 0, make, prefer)
 
 
 REWRITE = ReshapeRoundTrip()

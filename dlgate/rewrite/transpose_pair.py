@@ -12,7 +12,7 @@ class TransposePair(Rewrite):
     name = "transpose_pair"
     applies = "any dtype; rank >= 2"
 
-    def apply(self, graph, model, rng):
+    def apply(self, graph, model, rng, prefer=None):
         def make(ty, r):
             n = ty.rank
             perm = list(range(n))
@@ -25,7 +25,7 @@ class TransposePair(Rewrite):
             return [Step("Transpose", {"perm": perm, "omit": False}, mid, {"perm": perm}),
                     Step("Transpose", {"perm": inv, "omit": False}, ty, {"perm": inv})], {"perm": perm}
 
-        return chain_twin(self, graph, model, rng, lambda ty: ty.rank >= 2, make)
+        return chain_twin(self, graph, model, rng, lambda ty: ty.rank >= 2, make, prefer)
 
 
 REWRITE = TransposePair()

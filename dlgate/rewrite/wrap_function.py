@@ -25,7 +25,7 @@ class WrapFunction(Rewrite):
     name = "wrap_function"
     applies = "any model (ONNX form only)"
 
-    def apply(self, graph, model, rng):
+    def apply(self, graph, model, rng, prefer=None):
         nodes = list(model.graph.node)
         if not nodes or model.functions:
             return None
