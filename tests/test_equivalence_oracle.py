@@ -226,3 +226,20 @@ def test_campaign_key_rewrite_share(tmp_path):
     assert check_config(C.Campaign(rewrite_share=0.5)).rewrite_share == 0.5
     import inspect
     assert "rewrite_share: 0.25" in inspect.getsource(campaign)
+
+
+def test_tensorrt_takes_the_same_path():
+    """TensorRT parses each twin's ONNX like any model. Where it cannot run (no GPU, no
+    tensorrt package) the case is skipped and so is its twin (``not_judged``, never a
+    finding); on a GPU runner its twins must all be consistent."""
+    from dlgate.backends.registry import load
+
+    why = load("tensorrt").unavailable_reason("cuda")
+    cases = [p for p in _cases(4, root="eq-trt", dynamic=0.0, extreme=0.0) if p.search["valid"]][:2]
+    recs = _twins(["tensorrt:cuda"], cases)
+    twins = [t for r in recs for t in r["twins"]]
+    assert len(twins) == len(cases)
+    if why or all(v["verdict"] == "skipped" for r in recs for v in r["verdicts"]):
+        assert all(t["status"] == EQ.NOT_JUDGED for t in twins), twins
+        pytest.skip(f"TensorRT cannot run here: {why or 'skipped'}")
+    assert not [t for t in twins if t["status"] == EQ.INCONSISTENT], twins
