@@ -243,3 +243,18 @@ def test_tensorrt_takes_the_same_path():
         assert all(t["status"] == EQ.NOT_JUDGED for t in twins), twins
         pytest.skip(f"TensorRT cannot run here: {why or 'skipped'}")
     assert not [t for t in twins if t["status"] == EQ.INCONSISTENT], twins
+
+
+def test_inductor_compiles_the_twins_graph():
+    """Inductor compiles dlgate's graph, so its twin is the edited graph: consistent on a
+    correct compiler; a rewrite of the ONNX form only is not for it (nothing runs)."""
+    from dlgate.rewrite import make_twin
+
+    p = [p for p in _cases(6, root="eq-ind", dynamic=0.0, extreme=0.0)
+         if p.search["valid"] and make_twin(p.graph, p.model, 1, ("mul_one",))][0]
+    recs = _twins(["inductor"], [p], kinds=("mul_one",))
+    assert [t["status"] for t in recs[0]["twins"]] == [EQ.CONSISTENT], recs[0]["twins"]
+    assert EQ.reads_graph(__import__("dlgate.backends.registry", fromlist=["load"]).load("inductor"))
+    wrapped = make_twin(p.graph, p.model, 1, ("wrap_function",))
+    t = EQ.judge_twin(None, p, BackendSpec("inductor"), None, wrapped)
+    assert t["status"] == EQ.NOT_JUDGED and "ONNX form only" in t["detail"]
