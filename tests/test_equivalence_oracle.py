@@ -191,6 +191,10 @@ def test_gate_reduces_and_reports_an_inconsistency(tmp_path):
     assert (outs[0] / "results.jsonl").read_bytes() == (outs[1] / "results.jsonl").read_bytes()
     summary = (outs[0] / "summary.md").read_text()
     assert "inconsistent" in summary and "backend (twins)" in summary
+    junit = (outs[0] / "junit.xml").read_text()
+    assert '/twin"' in junit and 'type="inconsistent"' in junit
+    import xmlschema
+    xmlschema.XMLSchema(os.path.join(ROOT, "tests", "data", "junit.xsd")).validate(str(outs[0] / "junit.xml"))
 
 
 def test_check_command_runs_a_twin(tmp_path):

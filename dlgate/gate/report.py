@@ -113,6 +113,26 @@ def junit(records: list, decision: D.Decision, baseline, timings: dict, props: d
             elif v["verdict"] != V.PASS:
                 tc.add_skipped_info(f"{v['verdict']}: {detail[:300]}")
             suites.setdefault(label, []).append(tc)
+        for tw in rec.get("twins", ()):  # the equivalence oracle's findings: a testcase of their own
+            if tw["status"] != D.INCONSISTENT:
+                continue
+            v = dict(tw, verdict=D.INCONSISTENT)
+            g = by_fp.get(D.ident(v)["fingerprint"])
+            i = v.get("identity") or {}
+            kind = (rec.get("rewrite") or {}).get("kind")
+            out = [f"case {rec['case']} (seed {rec.get('seed')}, opset {rec.get('opset')}): the backend against "
+                   f"itself on the case's {kind} twin (twin.onnx beside the case)"]
+            if i.get("repro"):
+                out.append(f"reduced repro: {i['repro']}/repro.py")
+            tc = TestCase(case_name(rec) + "/twin", classname=f"dlgate.{decision.campaign}.{tw['backend']}",
+                          stdout="\n".join(out))
+            detail = (tw.get("detail") or "").strip()
+            if g is not None and (g["fingerprint"], g["class"]) in failing:
+                tc.add_failure_info(f"{g['class']} inconsistent: {detail[:300]}", detail, D.INCONSISTENT)
+            else:
+                tc.add_skipped_info(f"{(g or {}).get('class', 'inconsistent')} inconsistent, not failing the check: "
+                                    f"{detail[:300]}")
+            suites.setdefault(tw["backend"], []).append(tc)
     out = []
     if decision.interrupted:
         props = dict(props, interrupted=interrupted_line(decision))
