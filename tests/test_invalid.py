@@ -279,14 +279,14 @@ def test_catch_a_crash_on_an_invalid_dtype_and_an_accepting_compiler_and_nothing
     cfg = CheckConfig([BackendSpec(FAKE + "SegfaultingOnnxRuntime"), BackendSpec(FAKE + "AcceptingOnnxRuntime"),
                        BackendSpec("torch")])
     with Pool(60, 4096) as pool:
-        for c, p in _invalid("dtype", 2):
+        for _c, p in _invalid("dtype", 2):
             rec = IO.check_invalid(pool, p, cfg)
             seg, acc, ref = rec["verdicts"]
             assert seg["verdict"] == "invalid_crash" and seg["error"]["signal"] == "SIGSEGV"
             assert acc["verdict"] == "invalid_accepted" and "dtype at" in acc["detail"]
             assert ref["verdict"] == V.UNSUPPORTED  # torch reads the graph: not judged
             assert rec["invalid"]["rule"] == "dtype"
-        for c, p in _invalid("dangling", 1):
+        for _c, p in _invalid("dangling", 1):
             rec = IO.check_invalid(pool, p, cfg)
             assert rec["verdicts"][0]["verdict"] == V.PASS  # no dtype fault: onnxruntime rejects it
             assert "rejected cleanly" in rec["verdicts"][0]["detail"]
