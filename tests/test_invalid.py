@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import onnx
 import pytest
 import yaml
@@ -430,3 +431,31 @@ def test_the_gate_reports_invalid_findings_as_their_own_class_new_then_pre_exist
         if r.get("invalid"):
             b = r["verdicts"][0]["base"]
             assert b["verdict"] == V.PASS and not b["reproduces"]
+
+
+def test_tvm_rejects_relax_modules_whose_parameters_are_declared_wrongly():
+    pytest.importorskip("tvm")
+    from dlgate.backends.base import Model
+    from dlgate.invalid.relax import as_declared, describe
+    from dlgate.materialize.relax.lowerings import covered
+
+    gen = Generator(GenConfig(max_nodes=5, ops=tuple(covered()), dynamic_share=0.5))
+    spec = BackendSpec("dlgate.invalid.relax:TVMRelaxInvalid")
+    assert IO.reads_graph(spec.name)  # never run on an invalid ONNX case: it builds its own module
+    seen = set()
+    with Pool(120, 4096) as pool:
+        for i in range(1, 9):
+            c = make_case(gen, "rx", "t", i)
+            try:
+                info = describe(c.graph)
+            except (TypeError, NotImplementedError):  # the direct path refuses the graph itself
+                continue
+            assert describe(c.graph) == info  # drawn from the graph: the parent and the worker agree
+            out = pool.execute(spec, Model(c.model_bytes, c.graph), IO.inputs(c.graph, sub_seed(c.seed, "rx")))
+            v = IO.judge(spec.name, spec.label(), out, info)
+            # the VM checks main's arguments against what they are declared to be
+            assert v.verdict == V.PASS and "ErrorContext(fn=main" in v.detail, (i, info, v.detail)
+            seen.add(info["rule"])
+    assert seen == {"param_dtype", "param_shape"}
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    assert as_declared(x, {"dtype": "int32", "shape": [2, 4]}).tolist() == [[0, 1, 2, 0], [3, 4, 5, 0]]

@@ -53,7 +53,7 @@ TOLERATED: dict = {"tvm": {"dangling": _TVM_WARNS, "duplicate": _TVM_WARNS, "ari
 #: the direct Relax path): an invalid ONNX model never reaches them, so they are not judged
 #: on it (``unsupported``, saying so). Matched by the name of the class that defines
 #: ``compile``, so a subclass that only changes options is matched too.
-GRAPH_READERS = ("torch", "inductor", "tvm-relax")
+GRAPH_READERS = ("torch", "inductor", "tvm-relax", "tvm-relax-invalid")
 
 
 def reads_graph(backend_name: str) -> bool:
