@@ -471,3 +471,24 @@ def test_tvm_rejects_relax_modules_whose_parameters_are_declared_wrongly():
     assert seen == {"param_dtype", "param_shape"}
     x = np.arange(6, dtype=np.float32).reshape(2, 3)
     assert as_declared(x, {"dtype": "int32", "shape": [2, 4]}).tolist() == [[0, 1, 2, 0], [3, 4, 5, 0]]
+
+
+def test_a_case_no_rule_can_break_runs_as_generated_saying_why(monkeypatch):
+    c = make_case(GEN, "inv-none", "t", 0)
+    meta = c.meta()
+    assert make_invalid(c, meta) is not None and "not_invalid" not in meta
+    import dlgate.invalid.case as IC
+
+    def nothing(*_a, **_k):
+        raise NotDisrupted("no rule made the model invalid: dtype: no node it applies to")
+
+    monkeypatch.setattr(IC, "disrupt", nothing)
+    meta = c.meta()
+    assert IC.make_invalid(c, meta) is None and meta["not_invalid"].startswith("no rule made")
+
+    def broken(*_a, **_k):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(IC, "disrupt", broken)
+    meta = c.meta()
+    assert IC.make_invalid(c, meta) is None and "defect in dlgate" in meta["not_invalid"]
