@@ -7,7 +7,8 @@ ONNX's checker rejects for a known reason (``meta["invalid"]``).
   ``invalid_oom``. Whatever the input, a compiler must not do that.
 - It accepted the model and ran it to completion: ``invalid_accepted``, unless the backend
   is documented to tolerate that rule (:data:`TOLERATED`: TVM's importer, which checks a
-  model and only warns by design), then ``pass`` with the tolerance named in the detail.
+  model and only warns by design, and casts through dtypes), then ``pass`` with the
+  tolerance named in the detail.
 - A backend that compiles dlgate's graph, not the ONNX bytes (:data:`GRAPH_READERS`), is
   not judged: ``unsupported``.
 
@@ -41,14 +42,22 @@ _REJECTED = (W.COMPILE_ERROR, W.RUN_ERROR, W.UNSUPPORTED)
 #: ``full_check``) first and, on purpose, only warns when it fails ("the checker is a bit
 #: violent about errors, so simply print warnings here"), then converts what it can. That
 #: plain check is the one that catches these three rules (SSA form, graph order, input
-#: counts), so TVM has been told and chose to go on. The rules only shape inference catches
-#: (dtype, shape, attribute) get no such warning: accepting them is a finding.
+#: counts), so TVM has been told and chose to go on.
 _TVM_WARNS = ("TVM's importer runs onnx.checker.check_model and by design only warns when it fails "
               "(relax/frontend/onnx/onnx_frontend.py, from_onnx), then converts what it can")
+#: Why TVM accepting a dtype the ONNX operator does not take is not a defect: its importer
+#: checks no operand against ONNX's type constraints; each converter emits the Relax
+#: operator, whose own type inference takes what it can compute and whose lowering casts
+#: mixed operands (Floor of a uint64, Mul of a float by a bool, Slice with int16 steps).
+_TVM_CASTS = ("TVM's importer checks no dtype against ONNX's type constraints; the Relax operator takes "
+              "what its own type inference allows and its lowering casts mixed operands")
 #: Backend name -> rule -> why accepting a model that breaks it is not that backend's defect
 #: (the verdict is then ``pass``, the detail naming the tolerance). onnxruntime tolerates
 #: nothing: it validates every model it loads (graph resolution, schema and type checks).
-TOLERATED: dict = {"tvm": {"dangling": _TVM_WARNS, "duplicate": _TVM_WARNS, "arity": _TVM_WARNS}}
+#: TVM's acceptance of an incompatible shape or an axis past the rank stays a finding: no
+#: check of its own was told, and an index past a tensor's extent is what such a check is for.
+TOLERATED: dict = {"tvm": {"dangling": _TVM_WARNS, "duplicate": _TVM_WARNS, "arity": _TVM_WARNS,
+                           "dtype": _TVM_CASTS}}
 #: Backends that compile dlgate's graph rather than the ONNX bytes (the reference, Inductor,
 #: the direct Relax path): an invalid ONNX model never reaches them, so they are not judged
 #: on it (``unsupported``, saying so). Matched by the name of the class that defines
@@ -143,7 +152,7 @@ def identity(v: dict, info: dict) -> dict:
     return ident
 
 
-def triage(pool, base_pool, case, cfg, spec, v: dict, confirm_runs: int) -> None:
+def triage(pool, base_pool, case, spec, v: dict, confirm_runs: int) -> None:
     """What the gate learns about an invalid-model finding ``v`` before it is journaled: the
     base build's verdict on the same model and inputs (head versus base), a confirmation
     re-run when the base build does not share it, and its identity. Nothing is reduced."""
