@@ -412,6 +412,15 @@ def test_the_gate_reports_invalid_findings_as_their_own_class_new_then_pre_exist
         assert hashlib.sha256(m).hexdigest() == saved["model_sha256"]
     for r in good:
         assert r["verdicts"][0]["verdict"] == V.PASS
+    # each finding's repro bundle, as a reduced one's: repro.py runs the model on the backend's
+    # compiler (onnxruntime, which rejects it: the fault was the fake's) and says so
+    for r in bad:
+        rel = r["verdicts"][0]["identity"]["repro"]
+        doc = json.load(open(os.path.join(out, rel, "repro.json")))
+        assert doc["verdict"] == "invalid_accepted" and doc["invalid"] == r["invalid"]
+        res = subprocess.run([sys.executable, os.path.join(out, rel, "repro.py")], capture_output=True, text=True,
+                             timeout=300)
+        assert res.returncode == 0 and res.stdout.startswith("OK: the compiler rejects"), res.stdout + res.stderr
     verdict = json.load(open(os.path.join(out, "verdict.json")))
     text = json.dumps(verdict)
     assert "invalid_accepted" in text and verdict["result"] == "fail"
@@ -493,3 +502,22 @@ def test_a_case_no_rule_can_break_runs_as_generated_saying_why(monkeypatch):
     monkeypatch.setattr(IC, "disrupt", broken)
     meta = c.meta()
     assert IC.make_invalid(c, meta) is None and "defect in dlgate" in meta["not_invalid"]
+
+
+def test_the_repro_of_tvms_crash_dies_as_tvm_does(tmp_path):
+    pytest.importorskip("tvm")
+    from dlgate.invalid.repro import write
+
+    c = make_case(GEN, "s1", "inv", 33)  # a drawn case whose invalid form is SequenceInsert short of its tensor
+    p = make_invalid(c, c.meta())
+    info = p.meta["invalid"]
+    assert (info["rule"], info["op_type"], info["inputs"]) == ("arity", "SequenceInsert", 1)
+    err = {"type": "Crash", "message": "worker died: killed by SIGSEGV", "signal": "SIGSEGV", "frames": []}
+    v = IO.judge("tvm", "tvm[cpu]", Outcome("crash", error=err), info).to_json()
+    v["identity"] = IO.identity(v, info)
+    rel = write(str(tmp_path), p, BackendSpec("tvm"), v, info)
+    assert rel == os.path.join("repros", v["identity"]["fingerprint"])
+    doc = json.load(open(tmp_path / rel / "repro.json"))
+    assert doc["memory_safety"]["signal"] == "SIGSEGV" and doc["package"] == "apache-tvm"
+    res = subprocess.run([sys.executable, str(tmp_path / rel / "repro.py")], capture_output=True, timeout=300)
+    assert res.returncode == -11, res.stdout[-2000:] + res.stderr[-2000:]

@@ -27,6 +27,7 @@ from dlgate.backends.base import Model
 from dlgate.backends.registry import load
 from dlgate.exec import worker as W
 from dlgate.graph.ir import random_values
+from dlgate.invalid import repro
 from dlgate.oracle import memsafety as MS
 from dlgate.oracle import signature as S
 from dlgate.oracle import verdict as V
@@ -152,10 +153,11 @@ def identity(v: dict, info: dict) -> dict:
     return ident
 
 
-def triage(pool, base_pool, case, spec, v: dict, confirm_runs: int) -> None:
+def triage(pool, base_pool, case, spec, v: dict, confirm_runs: int, out: str | None = None) -> None:
     """What the gate learns about an invalid-model finding ``v`` before it is journaled: the
     base build's verdict on the same model and inputs (head versus base), a confirmation
-    re-run when the base build does not share it, and its identity. Nothing is reduced."""
+    re-run when the base build does not share it, and its identity; with ``out``, its repro
+    bundle (:mod:`dlgate.invalid.repro`) once it reproduces. Nothing is reduced."""
     info = case.meta["invalid"]
     model = Model(case.model, case.graph)
     if base_pool is not None:
@@ -172,3 +174,7 @@ def triage(pool, base_pool, case, spec, v: dict, confirm_runs: int) -> None:
         if not all(same(v, x) for x in seen):
             v["confirm"]["seen"] = [[x["verdict"], (x.get("signature") or {}).get("id")] for x in seen]
     v["identity"] = identity(v, info)
+    if out is not None and (v.get("confirm") or {}).get("reproduced", True):
+        rel = repro.write(out, case, spec, v, info)
+        if rel:
+            v["identity"]["repro"] = rel

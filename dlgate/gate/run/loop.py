@@ -193,7 +193,7 @@ def _run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | No
                     if invalid:  # nothing to reduce or cut: the base build, a confirmation, its identity
                         if v["verdict"] in V.FAILURES:
                             failing = True
-                            IO.triage(pool, base_pool, case, spec, v, cfg.confirm_runs)
+                            IO.triage(pool, base_pool, case, spec, v, cfg.confirm_runs, out)
                         continue
                     if v["verdict"] in V.FAILURES:  # confirmed, reduced, run on the base build (triage)
                         failing = True
