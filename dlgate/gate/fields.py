@@ -46,6 +46,12 @@ FIELDS = (
           "65504 and beyond float32's range, subnormals, signed zeros, rounding ties, integer limits and values "
           "a narrowing Cast wraps. NaN and Inf positions are compared exactly; a special value where the ONNX "
           "specification leaves the result open makes the verdict `undefined`. 0 turns it off.", min=0, max=1),
+    Field("invalid_share", "float", 0.0, "Share of models made invalid on purpose: one rule of ONNX broken at one "
+          "node (a dtype the operator does not take, incompatible shapes, a dangling or duplicated edge, an axis past "
+          "the rank, a wrong number of inputs), drawn from the case's seed and rejected by ONNX's full checker. A "
+          "compiler must reject it with an error; a crash, a hang, running out of memory or running it is a finding "
+          "of its own class (`invalid_crash`, `invalid_timeout`, `invalid_oom`, `invalid_accepted`). 0 turns it off. "
+          "See docs/oracle-and-backends.md.", min=0, max=1),
     Field("target_share", "float", 0.8, "With a change to aim at (`dlgate run --changed-from BASE` or `--diff "
           "FILE`): the share of models drawn to exercise what the change touches (its operators with the opsets, "
           "dtypes and attribute regimes the changed code concerns, the motifs of the rewrites it changes); the rest "
