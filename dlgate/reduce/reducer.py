@@ -545,7 +545,7 @@ class _Run:
             return None
         consumed = {t for n in g.nodes for t in n.inputs}
         env = None
-        for k, n in enumerate(g.nodes[:-1]):
+        for n in g.nodes[:-1]:
             if not any(t in consumed for t in n.outputs):
                 continue
             if self.over():
