@@ -572,3 +572,44 @@ class OrtWrongProbe(OnnxRuntime):
 
     def _check_provider(self, sess):
         return None
+
+
+class ArgMaxInt32(OnnxRuntime):
+    """onnxruntime whose ArgMax makes int32 indices (ONNX says int64), as TVM 0.25's TopK did:
+    an ArgMax output the model returns comes out int32 (a ``dtype_mismatch``); one another
+    operator consumes fails to compile, in TVM's words, where the int32 meets an int64."""
+
+    name = "argmaxint32"
+
+    def compile(self, model):
+        import onnx
+
+        g = onnx.load_from_string(model.onnx).graph
+        made = {o for n in g.node if n.op_type == "ArgMax" for o in n.output}
+        if any(i in made for n in g.node for i in n.input):
+            raise TypeError("Binary operators must have the same datatype for both operands.  However, "
+                            "R.add(lv, lv1) uses datatype int32 on the LHS and datatype int64 on the RHS.")
+        sess, ins, outs = super().compile(model)
+        return sess, ins, outs, [o in made for o in outs]
+
+    def run(self, compiled, inputs):
+        sess, ins, outs, narrowed = compiled
+        got = super().run((sess, ins, outs), inputs)
+        return [o.astype(np.int32) if n else o for o, n in zip(got, narrowed)]
+
+
+class ReluAddRaises(OnnxRuntime):
+    """onnxruntime that fails to compile wherever an Add consumes a Relu's output (a fusion
+    gone wrong) and computes everything else right: an error that needs two operators,
+    neither wrong on its own."""
+
+    name = "reluaddraises"
+
+    def compile(self, model):
+        import onnx
+
+        g = onnx.load_from_string(model.onnx).graph
+        relu = {o for n in g.node if n.op_type == "Relu" for o in n.output}
+        if any(n.op_type == "Add" and any(i in relu for i in n.input) for n in g.node):
+            raise RuntimeError("Relu+Add fusion: operand layouts differ")
+        return super().compile(model)

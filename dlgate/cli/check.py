@@ -29,6 +29,7 @@ def command(args) -> int:
     # local: imports torch; off the CLI start-up
     from dlgate.check import CaseError, CheckConfig, case_dirs, check, load_bundle, save_bundle, verify_bundle
     from dlgate.exec.worker import Pool
+    from dlgate.invalid.oracle import check_invalid
     from dlgate.oracle import verdict as V
     from dlgate.rewrite import oracle as EQ
 
@@ -56,7 +57,8 @@ def command(args) -> int:
                 case = load_bundle(d)
             except CaseError as e:  # changed since it was checked
                 raise UsageError(f"dlgate check: {e}") from None
-            rec = check(pool, case, cfg)
+            # a model made invalid on purpose (dlgate.invalid) is judged by its own oracle
+            rec = check_invalid(pool, case, cfg) if case.meta.get("invalid") else check(pool, case, cfg)
             res.write(json.dumps(rec, sort_keys=True, default=str) + "\n")
             res.flush()
             bad = [v for v in rec["verdicts"] if v["verdict"] in V.FAILURES or v["verdict"] == V.REFERENCE_ERROR]

@@ -30,18 +30,6 @@ from dlgate.reduce.cutout import refused, valid
 from dlgate.reduce.reducer import as_case, cut_map
 
 
-def ancestors(graph: Graph, tensors) -> list:
-    """Indices of the operators that ``tensors`` depend on (their producers included), in order."""
-    producer = graph.producers()
-    todo, seen = [producer[t] for t in tensors if t in producer], set()
-    while todo:
-        i = todo.pop()
-        if i not in seen:
-            seen.add(i)
-            todo.extend(producer[t] for t in graph.nodes[i].inputs if t in producer)
-    return sorted(seen)
-
-
 def failing_tensors(graph: Graph, v: dict) -> list:
     """What the failure is at: a wrong answer's first differing output; an error's or a
     crash's operators, those whose types its message names (none: unknown)."""
@@ -56,7 +44,7 @@ def cone_case(case: Prepared, v: dict) -> tuple | None:
     operators' indices in ``case``), its own inputs and constants, its further bindings cut
     alike; None when the failure's place is unknown, or its cone is the whole model."""
     graph = case.graph
-    keep = ancestors(graph, failing_tensors(graph, v))
+    keep = graph.ancestors(failing_tensors(graph, v))
     if not keep or len(keep) == len(graph.nodes):
         return None
     env = dict(zip(graph.inputs, case.inputs))

@@ -46,6 +46,12 @@ FIELDS = (
           "65504 and beyond float32's range, subnormals, signed zeros, rounding ties, integer limits and values "
           "a narrowing Cast wraps. NaN and Inf positions are compared exactly; a special value where the ONNX "
           "specification leaves the result open makes the verdict `undefined`. 0 turns it off.", min=0, max=1),
+    Field("invalid_share", "float", 0.0, "Share of models made invalid on purpose: one rule of ONNX broken at one "
+          "node (a dtype the operator does not take, incompatible shapes, a dangling or duplicated edge, an axis past "
+          "the rank, a wrong number of inputs), drawn from the case's seed and rejected by ONNX's full checker. A "
+          "compiler must reject it with an error; a crash, a hang, running out of memory or running it is a finding "
+          "of its own class (`invalid_crash`, `invalid_timeout`, `invalid_oom`, `invalid_accepted`). 0 turns it off. "
+          "See docs/oracle-and-backends.md.", min=0, max=1),
     Field("rewrite_share", "float", 0.0, "Share of models that also run an equivalent twin on every backend "
           "(the equivalence oracle, docs/oracle-and-backends.md): the case rewritten by one semantics-preserving "
           "rewrite (`x * 1`, a Transpose and its inverse, a Reshape or a widening Cast round trip, another "

@@ -242,6 +242,10 @@ def identify(pool, case, ccfg, spec, ref_out: list, v: dict, out: str, campaign:
     error = v.get("error") if res is None else (res.verdict.error or v.get("error"))
     comparison = v.get("comparison") if res is None else (res.verdict.comparison or v.get("comparison"))
     ident = I.identity(v["verdict"], backend_name, error, reduced.graph, matter, comparison)
+    up = getattr(res, "upstream", None)
+    if up is not None:  # an error a wrong dtype or shape made upstream: that wrong answer's cause
+        ident.update(I.upstream_cause(ident, up.verdict.verdict, backend_name, up.case.graph, up.matter,
+                                      up.verdict.comparison))
     if v["verdict"] == V.UNSUPPORTED:
         ident.update(refusal_cause(backend_name, reduced.graph, error))
     ident.update(reduced=res is not None, nodes=len(reduced.graph.nodes), original_nodes=len(case.graph.nodes))

@@ -59,6 +59,17 @@ class Graph:
     def producers(self) -> dict:
         return {t: i for i, n in enumerate(self.nodes) for t in n.outputs}
 
+    def ancestors(self, tensors) -> list:
+        """Indices of the operators that ``tensors`` depend on (their producers included), in order."""
+        producer = self.producers()
+        todo, seen = [producer[t] for t in tensors if t in producer], set()
+        while todo:
+            i = todo.pop()
+            if i not in seen:
+                seen.add(i)
+                todo.extend(producer[t] for t in self.nodes[i].inputs if t in producer)
+        return sorted(seen)
+
     def op_names(self) -> list:
         return [n.op for n in self.nodes]
 

@@ -133,7 +133,11 @@ def _named_frames(message: str, frames: list) -> list:
         return list(frames)
     alts = "|".join(re.escape(n[0].upper() + n[1:]) for n in sorted(names, key=len, reverse=True))
     low = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
-    pat = re.compile(rf"(?<![A-Z])(?:{alts})(?![a-z])|(?<![A-Za-z])(?:{low})(?![a-z])")
+    # a part of a longer identifier only: CamelCase after a lower-case letter or digit, or
+    # snake_case beside an underscore; a word on its own (``const`` in ``(const Call&``, named
+    # by an ``R.const`` in the message) is not a function named after the operator
+    pat = re.compile(rf"(?<=[a-z0-9])(?:{alts})(?![a-z])|(?<=_)(?:{low})(?![a-z0-9])|"
+                     rf"(?<![A-Za-z0-9_])(?:{low})(?=_)")
     return [pat.sub("<fn>", f) for f in frames]
 
 

@@ -30,9 +30,12 @@ INVALID = "invalid"
 UNDEFINED = "undefined"
 SKIPPED = "skipped"  # the backend cannot run here (no GPU, package missing)
 REFERENCE_ERROR = "reference_error"  # the reference itself failed: dlgate's fault
+#: On a model made invalid on purpose (:mod:`dlgate.invalid`): the compiler crashed, hung or
+#: ran out of memory on it, or accepted it and ran it; never a wrong answer.
+INVALID_FINDINGS = ("invalid_crash", "invalid_timeout", "invalid_oom", "invalid_accepted")
 
 #: Verdicts that are findings about the compiler under test.
-FAILURES = (MISMATCH, SHAPE_MISMATCH, DTYPE_MISMATCH, COMPILE_ERROR, RUN_ERROR, CRASH, TIMEOUT, OOM)
+FAILURES = (MISMATCH, SHAPE_MISMATCH, DTYPE_MISMATCH, COMPILE_ERROR, RUN_ERROR, CRASH, TIMEOUT, OOM) + INVALID_FINDINGS
 #: Wrong answers: the compiler ran and its outputs are wrong (no error message to go by).
 VALUE_CLASSES = (MISMATCH, SHAPE_MISMATCH, DTYPE_MISMATCH)
 VERDICTS = (PASS,) + FAILURES + (UNSUPPORTED, INVALID, UNDEFINED, SKIPPED, REFERENCE_ERROR)

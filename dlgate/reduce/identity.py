@@ -22,8 +22,10 @@ corpus, issues) uses these two, never the operator set of an unreduced model:
   pattern (:func:`dlgate.oracle.compare.pattern`; ``selected`` for operators that only move
   values, where the pattern is the data's): one converter bug met in several dtypes and in
   sibling operators (ReduceMax and ReduceMin wrong alike) is one cause listing them all,
-  while another wrong-value pattern or other operators stay another cause. Novelty is
-  never decided on it: the baseline and "known" keep fingerprints and clusters.
+  while another wrong-value pattern or other operators stay another cause. An error that an
+  earlier operator's wrong dtype or shape made (:func:`upstream_cause`) takes that wrong
+  answer's cause. Novelty is never decided on it: the baseline and "known" keep
+  fingerprints and clusters.
 """
 from __future__ import annotations
 
@@ -157,3 +159,17 @@ def identity(verdict: str, backend_name: str, error: dict | None, graph: Graph, 
     dtypes = sorted({graph.tensors[t].dtype for n in graph.nodes for t in n.inputs})
     return {"fingerprint": fp, "cluster": cl, "cluster_text": cl_text, "pattern": pattern(graph), "typed": typed,
             "text": text[:600], "cause": cause, "cause_text": cause_text, "dtypes": dtypes}
+
+
+def upstream_cause(ident: dict, verdict: str, backend_name: str, graph: Graph, matter: list | None,
+                   comparison: dict | None) -> dict:
+    """What an error's identity takes from the wrong answer an earlier operator made
+    (:meth:`dlgate.reduce.reducer._Run.upstream`, ``graph`` its reduction): that answer's
+    cause and cause text, so the error and the wrong answer are one row, and ``upstream``
+    (the wrong answer's class, typed pattern, fingerprint and cause). The error keeps its
+    fingerprint and cluster: novelty is decided on them."""
+    up = identity(verdict, backend_name, None, graph, matter, comparison)
+    return {"cause": up["cause"], "cause_text": up["cause_text"],
+            "upstream": {"verdict": verdict, "typed": up["typed"], "fingerprint": up["fingerprint"],
+                         "cause": up["cause"], "error_cause": ident["cause"]}}
+

@@ -120,6 +120,10 @@ class Reduced:
     #: Indices of the reduced case's operators in the case given to the reducer (each
     #: traced through the cuts by the tensors it makes): the operators the failure needs.
     kept: list = field(default_factory=list)
+    #: For an error or a crash: the wrong dtype or shape an earlier operator of the reduced
+    #: case already makes on this backend, reduced on its own (:meth:`_Run.upstream`); None
+    #: when there is none.
+    upstream: "Reduced | None" = None
 
 
 class NotReproduced(ValueError):
@@ -520,5 +524,51 @@ class _Run:
         out.matter = self.matter()
         out.case, out.verdict = self.best
         out.kept = self.kept()
+        out.upstream = self.upstream()
         out.probes, out.seconds = self.red.probes, time.perf_counter() - self.t0
         return out
+
+    def upstream(self) -> "Reduced | None":
+        """An error or a crash that a wrong dtype or shape made upstream: the first operator
+        of the reduced case (in order) whose outputs a later one consumes and which, cut out
+        with what it depends on, already gives a ``dtype_mismatch`` or ``shape_mismatch`` on
+        this backend, reduced on its own. TVM 0.25's TopK returns int32 indices: fed to an
+        int64 Mod, the model reduces to TopK -> Mod failing with "Binary operators must have
+        the same datatype" (the reducer cannot drop TopK, whose removal makes it pass, nor
+        Mod, whose removal leaves another class of failure), while TopK alone is a
+        ``dtype_mismatch``: one root cause, which the error's cause then names. Probed within
+        what is left of the bounds; None when the reduced case has one operator, the target is
+        a wrong answer, or no earlier operator is wrong on its own."""
+        case, _ = self.best
+        g = case.graph
+        if self.red.target.verdict in V.VALUE_CLASSES or len(g.nodes) < 2:
+            return None
+        consumed = {t for n in g.nodes for t in n.inputs}
+        env = None
+        for n in g.nodes[:-1]:
+            if not any(t in consumed for t in n.outputs):
+                continue
+            if self.over():
+                self.out.log.append("upstream: probe bound reached")
+                return None
+            env = env if env is not None else intermediates(g, case.inputs)
+            sub, feeds, _ = cut_map(g, env, g.ancestors(n.outputs))
+            cand = self.red._case(self.case, sub, feeds)
+            if not _checks(cand.model):
+                continue
+            got = self.red.judge(cand)
+            if got is None or got.verdict not in (V.DTYPE_MISMATCH, V.SHAPE_MISMATCH):
+                continue
+            left = self.time_limit - (time.perf_counter() - self.t0)
+            sub_red = Reducer(self.red.pool, self.red.cfg, Target(self.red.target.backend, got.verdict),
+                              max_seconds=max(left, 1.0), max_probes=max(self.probe_limit - self.red.probes, 1),
+                              matter_probes=self.red.matter_probes)
+            try:
+                up = sub_red.reduce(cand)
+            except NotReproduced:
+                continue
+            finally:
+                self.red.probes += sub_red.probes
+            self.out.log.append(f"upstream: {n.op} alone is a {got.verdict}")
+            return up
+        return None

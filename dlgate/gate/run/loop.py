@@ -34,6 +34,8 @@ from dlgate.gate.run.lifecycle import DeviceLost, Interrupted, lost, preflight, 
 from dlgate.gate.run.outdir import manifest_of, open_out, progress_of
 from dlgate.gate.run.plan import Shard, case_key, check_config, generator, labels, only, opset_range, plan
 from dlgate.gate.run.updates import ORIGIN
+from dlgate.invalid import case as IC
+from dlgate.invalid import oracle as IO
 from dlgate.oracle import verdict as V
 from dlgate.rewrite import oracle as EQ
 
@@ -169,13 +171,16 @@ def _run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | No
                 kcfg = ccfg if kind != "baseline" else only(ccfg, base.fingerprints[key]["backend"])
                 names = ", ".join(s.label() for s in kcfg.backends)
                 ACTIVITY.begin(f"running case {case.id} on {names} (reference {cfg.reference})")
-                rec = check(pool, case, kcfg, ref_out)
+                invalid = case.meta.get("invalid")  # a model made invalid on purpose: its own oracle
+                rec = IO.check_invalid(pool, case, kcfg) if invalid else check(pool, case, kcfg, ref_out)
                 _stop_if_lost(pool, base_pool, ccfg, cfg, case.id)
                 rec["kind"] = kind
                 if feats is not None:
                     rec["features"] = feats
                 if aims:
                     rec["change"] = case_row(aims, case.graph, case.meta)
+                if "not_invalid" in case.meta:
+                    rec["not_invalid"] = case.meta["not_invalid"]
                 if kind == "baseline":
                     rec["baseline_entry"] = key
                 if kind == "corpus":
@@ -186,6 +191,11 @@ def _run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | No
                 failing = False
                 for v, spec in zip(rec["verdicts"], kcfg.backends):
                     reduced = None
+                    if invalid:  # nothing to reduce or cut: the base build, a confirmation, its identity
+                        if v["verdict"] in V.FAILURES:
+                            failing = True
+                            IO.triage(pool, base_pool, case, spec, v, cfg.confirm_runs, out)
+                        continue
                     if v["verdict"] in V.FAILURES:  # confirmed, reduced, run on the base build (triage)
                         failing = True
                         reduced = triage.failure(case, spec, ref_out, v)
@@ -271,6 +281,10 @@ def _load(kind: str, key, gen, cfg: Campaign, root: str, base: B.Baseline, batch
         c = make_case(gen, root, cfg.campaign, key)
         feats = graph_features(c.graph)
     meta = c.meta()
+    if cfg.invalid_share and IC.chosen(c.seed, cfg.invalid_share):
+        bad = IC.make_invalid(c, meta)  # None: no rule applies; meta says why and the case runs as generated
+        if bad is not None:
+            return bad, feats
     return prepare(meta, c.graph, c.model_bytes, cfg.search_steps), feats
 
 

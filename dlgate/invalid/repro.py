@@ -1,0 +1,126 @@
+"""The repro bundle of an invalid-model finding, beside the reduced ones
+(``OUT/repros/<fingerprint>/``, once per fingerprint), so that it is reported, filed and
+downloaded like any other: ``model.onnx`` (the invalid model as run), ``inputs.npz``,
+``reference.npz`` (empty: nothing is compared), ``graph.txt`` and ``graph.mmd``,
+``repro.json``, and a ``repro.py`` that needs only NumPy and the compiler under test. Its
+test is inverted from a wrong answer's: it exits 0 when the compiler rejects the model with
+an error, 1 when it accepts and runs it or gives no answer within the time limit, and dies
+with the compiler when it crashes."""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import onnx
+
+from dlgate import GENERATOR_VERSION, __version__
+from dlgate.backends.registry import load
+from dlgate.check import save_bundle
+from dlgate.gate.journal import write_json
+from dlgate.reduce.bundle import PACKAGES, environment
+from dlgate.reduce.listing import listing, mermaid
+from dlgate.secrets import redact
+
+#: Seconds ``repro.py`` waits for the compiler before it calls the model a hang.
+TIMEOUT_S = 600
+
+_SCRIPT = '''"""dlgate: {title}
+
+The model breaks one rule of ONNX on purpose ({rule}: {breaks}):
+{detail}
+onnx.checker (full_check=True) says: {checker}
+
+A correct compiler rejects it with an error: this script exits 0 then, and 1 when the
+compiler accepts and runs the model or gives no answer within {timeout} s; a crash kills it.
+Needs NumPy and the compiler; reads model.onnx and inputs.npz from its own folder.
+"""
+import os
+import signal
+import sys
+
+import numpy as np
+
+{backend}
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+INPUT_NAMES = {inputs!r}
+OUTPUT_NAMES = {outputs!r}
+
+
+def main():
+    model = open(os.path.join(HERE, "model.onnx"), "rb").read()
+    with np.load(os.path.join(HERE, "inputs.npz")) as z:
+        inputs = [z[n] for n in INPUT_NAMES]
+    if hasattr(signal, "SIGALRM"):
+        signal.signal(signal.SIGALRM, lambda *_: (print("BUG: no answer within {timeout} s (hang)"), os._exit(1)))
+        signal.alarm({timeout})
+    try:
+        run(model, INPUT_NAMES, inputs, OUTPUT_NAMES)
+    except Exception as e:  # the compiler's own error: what it should do
+        lines = str(e).strip().splitlines()
+        print("OK: the compiler rejects the invalid model: %s%s" % (type(e).__name__, ": " + lines[0] if lines else ""))
+        return 0
+    print("BUG: the compiler accepted and ran a model that ONNX rejects ({rule} at {node})")
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+'''
+
+
+def _drawn(model: bytes) -> tuple:
+    """(listing, Mermaid diagram) of ``model``: the reducer's, which infer the tensors' types,
+    or, where ONNX's shape inference cannot run on the invalid model (an input out of an
+    operator's bounds), ONNX's own text and a diagram of the nodes and their edges alone."""
+    try:
+        return listing(model), mermaid(model)
+    except Exception:  # noqa: BLE001 - onnx's inference errors on a model broken on purpose
+        g = onnx.load_from_string(model).graph
+        producer = {o: k for k, n in enumerate(g.node) for o in n.output if o}
+        lines = ["flowchart TD"] + [f'  n{k}["{n.op_type}"]' for k, n in enumerate(g.node)]
+        lines += [f"  n{producer[i]} --> n{k}" for k, n in enumerate(g.node) for i in n.input if i in producer]
+        return onnx.printer.to_text(g) + "\n", "\n".join(lines) + "\n"
+
+
+def write(out: str, case, spec, v: dict, info: dict) -> str | None:
+    """Write the bundle of finding ``v`` (its ``identity`` set) on invalid ``case`` under
+    ``out/repros/<fingerprint>/`` unless it exists; its path relative to ``out``, or None
+    when the backend gives no standalone code to run a model (``repro_source``)."""
+    ident = v["identity"]
+    rel = os.path.join("repros", ident["fingerprint"])
+    d = os.path.join(out, rel)
+    if os.path.exists(os.path.join(d, "repro.json")):
+        return rel
+    source = load(spec.name).repro_source(spec)
+    if not source:
+        return None
+    save_bundle(out, case, subdir=rel)
+    np.savez(os.path.join(d, "reference.npz"))
+    g = case.graph
+    title = f"{v['verdict'].replace('_', ' ')} on {v['backend']}: {info['rule']} at {info['op_type']}"
+    text = _SCRIPT.format(title=title, rule=info["rule"], breaks=info.get("breaks", ""), node=info["node"],
+                          detail=info.get("detail", ""), checker=info.get("checker", ""), timeout=TIMEOUT_S,
+                          backend=source.rstrip("\n"), inputs=[g.name(t) for t in g.inputs],
+                          outputs=[g.name(t) for t in g.outputs])
+    with open(os.path.join(d, "repro.py"), "w") as f:
+        f.write(redact(text))
+    text, diagram = _drawn(case.model)
+    with open(os.path.join(d, "graph.txt"), "w") as f:
+        f.write(text)
+    with open(os.path.join(d, "graph.mmd"), "w") as f:
+        f.write(diagram)
+    doc = {"campaign": case.meta.get("campaign"), "root": case.meta.get("root"), "case": case.id,
+           "verdict": v["verdict"], "backend": v["backend"], "backend_spec": spec.label(),
+           "signature": (v.get("signature") or {}).get("id"), "signature_text": (v.get("signature") or {}).get("text", ""),
+           "detail": v.get("detail", ""), "versions": v.get("versions", {}), "pattern": info["op_type"],
+           "nodes": len(g.nodes), "original_nodes": len(g.nodes), "dlgate": __version__, "generator": GENERATOR_VERSION,
+           "opset": g.opset, "environment": environment(), "fingerprint": ident["fingerprint"],
+           "cluster": ident["cluster"], "typed": ident["typed"], "identity_text": ident["text"], "invalid": info,
+           "self_contained": False}
+    if PACKAGES.get(spec.name):
+        doc["package"] = PACKAGES[spec.name]
+    if ident.get("memory_safety"):
+        doc["memory_safety"] = ident["memory_safety"]
+    write_json(os.path.join(d, "repro.json"), doc)
+    return rel
