@@ -156,6 +156,56 @@ def test_decide_counts_twins_apart():
     assert d.exit_code() == D.EXIT_FAIL
 
 
+def test_decide_an_inconsistency_the_base_build_shares_is_pre_existing():
+    """Head versus base: an inconsistent twin the base build's twin repeats the same way is
+    pre-existing, one the base build's twin does not repeat is new."""
+    class Base:
+        path, fingerprints, signatures, corpus = None, {}, {}, {}
+
+        def knows(self, fp, cl, sig):
+            return False
+
+    def rec(case, sig, base):
+        return {"case": case, "index": int(case[-1]), "verdicts": [{"backend": "ort[cpu]", "verdict": "pass"}],
+                "twins": [{"backend": "ort[cpu]", "status": "inconsistent", "how": "values", "detail": "d",
+                           "signature": {"id": sig, "text": f"inconsistent :: ort :: {sig}"},
+                           "confirm": {"runs": 1, "reproduced": True}, "base": base}]}
+
+    d = D.decide([rec("c1", "shared", {"status": "inconsistent", "how": "values", "reproduces": True}),
+                  rec("c2", "headonly", {"status": "consistent", "how": None, "reproduces": False})],
+                 Base(), "r", "c", ["ort[cpu]"], True)
+    assert [g["signature"] for g in d.of(D.PRE_EXISTING)] == ["shared"]
+    assert [g["signature"] for g in d.of(D.NEW)] == ["headonly"]
+
+
+def _head_vs_base(tmp_path, name: str, fixed: bool):
+    """A head-versus-base campaign of the faulty onnxruntime with every case twinned; the
+    base build is the same interpreter, with the fault fixed where ``fixed``."""
+    from dlgate.backends.testing import MUL_ONE_FIXED_ENV
+
+    env = f"{{{MUL_ONE_FIXED_ENV}: '1'}}" if fixed else "{}"
+    cfg = tmp_path / f"{name}.yaml"
+    cfg.write_text(f"campaign: eqb\nmodels: 6\nbackends: [{MUL_ONE_ORT}]\nrewrite_share: 1.0\ndynamic_share: 0\n"
+                   f"extreme_share: 0\nfail_on: new\nreduce: false\nbase:\n  python: {sys.executable}\n"
+                   f"  env: {env}\n")
+    out = tmp_path / name
+    r = _dlgate("run", "--config", str(cfg), "--seed", "eqs", "--out", str(out), "--fresh")
+    return r, json.loads((out / "verdict.json").read_text())
+
+
+def test_head_versus_base_an_inconsistency_the_base_build_shares_is_not_new(tmp_path):
+    """Silent: head and base are the same faulty build: every inconsistency is pre-existing
+    and the gate passes. Catch: the base build has the fault fixed: they are new and the
+    gate fails."""
+    r, v = _head_vs_base(tmp_path, "same", fixed=False)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert not v["new"] and v["pre_existing"]
+    assert all(g["verdict"] == "inconsistent" for g in v["pre_existing"])
+    r, v = _head_vs_base(tmp_path, "fixed", fixed=True)
+    assert r.returncode == 1, r.stderr[-2000:]
+    assert v["new"] and all(g["verdict"] == "inconsistent" for g in v["new"])
+
+
 def _dlgate(*args, cwd=ROOT):
     env = dict(os.environ, PYTHONPATH=ROOT)
     return subprocess.run([sys.executable, "-m", "dlgate", *args], cwd=cwd, env=env, capture_output=True, text=True,

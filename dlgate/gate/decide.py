@@ -251,8 +251,9 @@ def decide(records: list, baseline, root: str, campaign: str, backends: list, co
 def twin_counts(d: Decision, rec: dict, groups: dict, baseline) -> None:
     """The record's twins (:mod:`dlgate.rewrite.oracle`) counted in ``d.twins``, and each
     ``inconsistent`` one grouped as a finding of that class: flaky where its confirmation
-    did not reproduce it, known where the baseline holds its identity, new otherwise (the
-    base build does not run twins)."""
+    did not reproduce it, known where the baseline holds its identity, pre-existing where
+    the base build's twin is inconsistent the same way (head versus base,
+    :func:`dlgate.rewrite.oracle.base_check`), new otherwise."""
     for t in rec.get("twins", ()):
         per = d.twins.setdefault(t["backend"], {})
         per[t["status"]] = per.get(t["status"], 0) + 1
@@ -265,6 +266,8 @@ def twin_counts(d: Decision, rec: dict, groups: dict, baseline) -> None:
         elif rec.get("kind") == "baseline" or baseline.knows(i["fingerprint"], i["cluster"],
                                                                (t.get("signature") or {}).get("id", "")):
             cls = KNOWN
+        elif (t.get("base") or {}).get("reproduces"):
+            cls = PRE_EXISTING
         else:
             cls = NEW
         _group(groups, cls, rec, v, t.get("bundle") or rec.get("bundle"))

@@ -189,6 +189,25 @@ def findings(rec: dict) -> list:
     return [t for t in rec.get("twins", ()) if t["status"] == INCONSISTENT]
 
 
+def base_check(base_pool, case, ccfg, rec: dict) -> None:
+    """Head versus base: each inconsistent twin of ``rec`` run on the base build, case and
+    twin both (``base``: ``{"status", "how", "reproduces"}``). The base build shares the
+    inconsistency when its twin is inconsistent the same way (``how``); where the base build
+    does not run the case, or its twin is consistent, refused or not judged, it does not,
+    and the finding is new. A pull request must not be blamed for an inconsistency its base
+    build has (:func:`dlgate.gate.decide.twin_counts`)."""
+    specs = {s.label(): s for s in ccfg.backends}
+    twin, _meta = twin_of(case, ccfg.rewrite_kinds)
+    for t in findings(rec):
+        spec = specs.get(t["backend"])
+        if spec is None or twin is None:
+            continue
+        original = base_pool.execute(spec, Model(case.model, case.graph), case.inputs)
+        r = _judge(base_pool, case, spec, original, twin, ccfg.tolerances, None, None)
+        t["base"] = {"status": r["status"], "how": r.get("how"),
+                     "reproduces": r["status"] == INCONSISTENT and r.get("how") == t.get("how")}
+
+
 #: The files a failing case's bundle holds for its twin.
 TWIN_MODEL, TWIN_META = "twin.onnx", "twin.json"
 

@@ -208,6 +208,8 @@ def _run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | No
                     failing = M.search(finder, case, spec, v, reduced, kind) or failing  # what it hides
                 _stop_if_lost(pool, base_pool, ccfg, cfg, case.id)  # triage ran it again, on the base build too
                 twinned = EQ.findings(rec)  # the equivalence oracle's, never mixed with the verdicts
+                if twinned and base_pool is not None and kind != "baseline":  # shared by the base build?
+                    EQ.base_check(base_pool, case, kcfg, rec)
                 if failing or twinned or any(v["verdict"] == V.REFERENCE_ERROR for v in rec["verdicts"]):
                     d = save_bundle(out, case)
                     rec["bundle"] = os.path.relpath(d, out)
