@@ -190,3 +190,19 @@ def test_a_change_of_environment_retires_the_server(models, monkeypatch):
         S._reap()
         time.sleep(0.05)
     assert first not in S._RETIRED and not psutil.pid_exists(first)
+
+
+def test_the_start_up_bench_prints_cold_against_warm_as_a_ratio(capsys):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_exec", os.path.join(REPO, "bench", "exec.py"))
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    assert bench.start_up(["tests.warm_backends:TorchGood", "tests.fake_backends:Good"], 2) == 0
+    torch_line, good_line = capsys.readouterr().out.splitlines()
+    cold, warm_s, ratio = (float(x) for x in
+                           __import__("re").search(r"cold median ([\d.]+) s, warm median ([\d.]+) s: ([\d.]+)x",
+                                                   torch_line).groups())
+    assert ratio > 1 and ratio == pytest.approx(cold / warm_s, rel=0.1) and "the torch server" in torch_line
+    assert "loaded: cold torch, warm torch" in torch_line  # the same compiler libraries either way
+    assert "no warm server" in good_line

@@ -168,8 +168,11 @@ class WarmServer(forkserver.ForkServer):
             alive_r, alive_w = os.pipe()
             status_r, status_w = os.pipe()
             try:
+                # the kernel's signal at the parent's death follows the thread that started the
+                # process: asked for only from the main thread, which lives as long as the gate
+                pdeathsig = threading.current_thread() is threading.main_thread()
                 cmd = (f"import sys; sys.path[:] = {list(sys.path)!r}; from dlgate.exec.servers import main; "
-                       f"main({listener.fileno()}, {alive_r}, {status_w}, {self.kind!r})")
+                       f"main({listener.fileno()}, {alive_r}, {status_w}, {self.kind!r}, {os.getpid() if pdeathsig else 0})")
                 exe = spawn.get_executable()
                 args = [exe, *util._args_from_interpreter_flags(), "-c", cmd]
                 pid = util.spawnv_passfds(exe, args, [listener.fileno(), alive_r, status_w])
@@ -183,6 +186,12 @@ class WarmServer(forkserver.ForkServer):
         self._forkserver_address, self._forkserver_alive_fd, self._forkserver_pid = address, alive_w, pid
         try:
             said = _read_all(status_r, timeout_s)
+        except BaseException:  # interrupted while it imports: it must not be taken for a proven one
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            os.close(alive_w)
+            self._forkserver_address = self._forkserver_alive_fd = self._forkserver_pid = None
+            raise
         finally:
             os.close(status_r)
         if said is None:
@@ -312,10 +321,17 @@ def warm_import(kind: str) -> str | None:
     return None
 
 
-def main(listener_fd: int, alive_r: int, status_w: int, kind: str) -> None:
+def main(listener_fd: int, alive_r: int, status_w: int, kind: str, gate: int = 0) -> None:
     """The warm server: import, prove, say so, then serve as multiprocessing's fork server does.
     What the import prints goes nowhere (a cold worker's import prints to its own log, which no
-    result shows); Ctrl-C is ignored while it imports, as the standard server ignores it after."""
+    result shows); Ctrl-C is ignored while it imports, as the standard server ignores it after.
+    While it imports, it dies with the gate (pid ``gate``, when the gate asked for it: the
+    kernel's parent-death signal, as a cold worker importing dies by its watchdog); once serving,
+    it ends as the standard server does, when the gate and its workers have closed its pipe."""
+    if gate:
+        _pdeathsig(signal.SIGKILL)
+        if os.getppid() != gate:  # the gate died before the signal was asked for
+            os._exit(0)
     keep_int = signal.signal(signal.SIGINT, signal.SIG_IGN)
     saved = [os.dup(1), os.dup(2)]
     null = os.open(os.devnull, os.O_WRONLY)
@@ -334,8 +350,25 @@ def main(listener_fd: int, alive_r: int, status_w: int, kind: str) -> None:
         for fd in saved:
             os.close(fd)
         signal.signal(signal.SIGINT, keep_int)
-    os.write(status_w, ("ok" if why is None else why.replace("\n", " ")).encode())
-    os.close(status_w)
+    try:
+        os.write(status_w, ("ok" if why is None else why.replace("\n", " ")).encode())
+        os.close(status_w)
+    except OSError:  # the gate is gone
+        os._exit(0)
     if why is not None:
         os._exit(0)
+    if gate:
+        _pdeathsig(0)
     forkserver.main(listener_fd, alive_r, [])
+
+
+def _pdeathsig(sig: int) -> None:
+    """Ask the kernel for ``sig`` when the parent dies (0: no signal). Linux only."""
+    import ctypes
+
+    from dlgate.exec.child import PR_SET_PDEATHSIG
+
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
