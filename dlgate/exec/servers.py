@@ -27,7 +27,9 @@ every other backend, workers fork from the cold server as before.
 """
 from __future__ import annotations
 
+import ctypes
 import importlib
+import io
 import multiprocessing.context as mp_context
 import os
 import select
@@ -35,7 +37,13 @@ import signal
 import socket
 import sys
 import threading
+import time
 from multiprocessing import connection, forkserver, popen_forkserver, resource_tracker, spawn, util
+from multiprocessing.context import reduction, set_spawning_popen
+
+import dlgate.exec.child  # noqa: F401 - the cold server's preload: a warm server has it under its compiler
+from dlgate.backends.registry import load
+from dlgate.exec.child import PR_SET_PDEATHSIG
 
 #: The compilers with a warm server: their import was shown to start no thread that lives
 #: across a fork (``tests/test_warm_servers.py`` checks each installed one).
@@ -64,8 +72,6 @@ def kind_of(spec) -> str | None:
     """The warm kind of a backend spec (its class's ``package``, where warm), or None. The class is
     loaded here as the gate's configuration check loads it; a backend that does not load is cold
     (its worker says why, as before)."""
-    from dlgate.backends.registry import load
-
     try:
         package = load(spec.name).package
     except Exception:  # noqa: BLE001 - an unknown or broken backend: the worker reports it
@@ -232,8 +238,6 @@ class WarmServer(forkserver.ForkServer):
 
 def _read_all(fd: int, timeout_s: float) -> str | None:
     """What the server writes on its status pipe until it closes it; None after ``timeout_s``."""
-    import time
-
     deadline = time.monotonic() + timeout_s
     data = b""
     while True:
@@ -250,10 +254,6 @@ class _WarmPopen(popen_forkserver.Popen):
     """multiprocessing's fork-server start, asking the warm server of the process's kind."""
 
     def _launch(self, process_obj):
-        import io
-
-        from multiprocessing.context import reduction, set_spawning_popen
-
         prep_data = spawn.get_preparation_data(process_obj._name)
         buf = io.BytesIO()
         set_spawning_popen(self)
@@ -310,8 +310,6 @@ def threads_across_fork() -> list:
 def warm_import(kind: str) -> str | None:
     """Import ``kind`` as a worker would, then prove no thread lives across a fork: None when
     safe, else why not (one line)."""
-    import dlgate.exec.child  # noqa: F401 - the cold server's preload: what every worker has
-
     for k, v in IMPORT_ENV.items():
         os.environ.setdefault(k, v)
     importlib.import_module(kind)
@@ -364,10 +362,6 @@ def main(listener_fd: int, alive_r: int, status_w: int, kind: str, gate: int = 0
 
 def _pdeathsig(sig: int) -> None:
     """Ask the kernel for ``sig`` when the parent dies (0: no signal). Linux only."""
-    import ctypes
-
-    from dlgate.exec.child import PR_SET_PDEATHSIG
-
     try:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
     except (OSError, AttributeError):
