@@ -206,3 +206,16 @@ def test_the_start_up_bench_prints_cold_against_warm_as_a_ratio(capsys):
     assert ratio > 1 and ratio == pytest.approx(cold / warm_s, rel=0.1) and "the torch server" in torch_line
     assert "loaded: cold torch, warm torch" in torch_line  # the same compiler libraries either way
     assert "no warm server" in good_line
+
+
+def test_a_warm_server_starts_without_the_gates_secrets(monkeypatch):
+    """A server keeps the environment it started in for as long as it lives: it is started,
+    as every worker is, with the secrets out of it."""
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp_" + "w" * 36)
+    monkeypatch.setenv("DLGATE_TEST_WARM_RUN", "1")  # a new environment: a new server
+    with W.Worker(warm("TorchGood")) as w:
+        assert w.start(), w.unavailable
+        with open(f"/proc/{server_pid('torch')}/environ", "rb") as f:
+            env = dict(kv.split(b"=", 1) for kv in f.read().split(b"\0") if b"=" in kv)
+    assert env.get(b"DLGATE_TEST_WARM_RUN") == b"1" and b"GITHUB_TOKEN" not in env
+    assert os.environ["GITHUB_TOKEN"].startswith("ghp_")
