@@ -168,8 +168,10 @@ def test_an_import_that_starts_a_thread_falls_back_to_the_cold_server(models, mo
         S._reap()
         time.sleep(0.05)
     assert not S._RETIRED
-    with W.Worker(warm("ThreadAtImport")) as w:  # decided once a process: no second try
+    decided = S._COLD[kind]
+    with W.Worker(warm("ThreadAtImport")) as w:  # decided for this environment: no second try
         assert w.start() and psutil.Process(w._proc.pid).ppid() == FS._forkserver._forkserver_pid
+    assert S._COLD[kind] is decided and kind not in S._SERVERS
 
 
 def test_a_change_of_environment_retires_the_server(models, monkeypatch):

@@ -12,8 +12,8 @@ OpenBLAS starts a thread pool at import (the cold server has it too) but stops i
 ``pthread_atfork`` handler and restarts it lazily on the next BLAS call, so it never lives
 across a fork; a thread that is still there after a fork would be forked with every worker. A
 server that fails the proof, cannot import its compiler, or does not answer in time, is
-stopped, and that kind falls back to the cold server for the rest of the process
-(:func:`cold_reason` says why).
+stopped, and that kind falls back to the cold server for as long as the gate's environment
+stays the one it failed in (:func:`cold_reason` says why).
 
 Kinds are the backend's ``Backend.package`` (what ``Backend.start`` imports first), for the
 packages in ``WARM_PACKAGES`` only: one server each, so a backend under test never carries
@@ -81,7 +81,7 @@ def kind_of(spec) -> str | None:
 
 def cold_reason(kind: str) -> str | None:
     """Why ``kind`` fell back to the cold server in this process, or None."""
-    return _COLD.get(kind)
+    return _COLD[kind][0] if kind in _COLD else None
 
 
 def server_for(spec, timeout_s: float) -> "WarmServer | None":
@@ -91,12 +91,14 @@ def server_for(spec, timeout_s: float) -> "WarmServer | None":
     if not supported():
         return None
     kind = kind_of(spec)
-    if kind is None or kind in _COLD:
+    if kind is None:
+        return None
+    env = _comparable(os.environ)
+    if kind in _COLD and _COLD[kind][1] == env:  # decided in this environment: not tried again
         return None
     with _LOCK:
         _reap()
         server = _SERVERS.get(kind)
-        env = _comparable(os.environ)
         if server is not None and server.env != env:
             server.retire()  # started in another environment: its import may have read it
             server = None
@@ -106,7 +108,7 @@ def server_for(spec, timeout_s: float) -> "WarmServer | None":
         if why is not None:
             server.retire()
             del _SERVERS[kind]
-            _COLD[kind] = why
+            _COLD[kind] = (why, env)
             return None
         return server
 
