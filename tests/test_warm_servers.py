@@ -174,14 +174,18 @@ def test_an_import_that_starts_a_thread_falls_back_to_the_cold_server(models, mo
     assert S._COLD[kind] is decided and kind not in S._SERVERS
 
 
-def test_a_change_of_environment_retires_the_server(models, monkeypatch):
-    """A server imported its compiler in the environment of its start: when the gate's changes,
-    the next worker forks from a new server, and the old one ends once its workers have."""
+def test_a_change_of_what_an_import_may_read_retires_the_server(models, monkeypatch):
+    """A server imported its compiler in the environment of its start: when a variable a
+    compiler may read at import changes, the next worker forks from a new server, and the old
+    one ends once its workers have. Other variables (a test's FAKE_BUG) are the worker's own."""
     case = models[0]
     with W.Worker(warm("TorchGood")) as w:
         assert w.start(), w.unavailable
         first = server_pid("torch")
-        monkeypatch.setenv("DLGATE_TEST_WARM_ENV", "1")
+        monkeypatch.setenv("FAKE_BUG", "1")
+        with W.Worker(warm("TorchGood")) as w2:
+            assert w2.start() and server_pid("torch") == first
+        monkeypatch.setenv("PYTORCH_DLGATE_TEST_ENV", "1")
         with W.Worker(warm("TorchGood")) as w2:
             assert w2.execute(Model(case.model_bytes, case.graph), feeds(case)).ok
             second = server_pid("torch")
@@ -214,10 +218,10 @@ def test_a_warm_server_starts_without_the_gates_secrets(monkeypatch):
     """A server keeps the environment it started in for as long as it lives: it is started,
     as every worker is, with the secrets out of it."""
     monkeypatch.setenv("GITHUB_TOKEN", "ghp_" + "w" * 36)
-    monkeypatch.setenv("DLGATE_TEST_WARM_RUN", "1")  # a new environment: a new server
+    monkeypatch.setenv("PYTORCH_DLGATE_TEST_RUN", "1")  # what an import may read changed: a new server
     with W.Worker(warm("TorchGood")) as w:
         assert w.start(), w.unavailable
         with open(f"/proc/{server_pid('torch')}/environ", "rb") as f:
             env = dict(kv.split(b"=", 1) for kv in f.read().split(b"\0") if b"=" in kv)
-    assert env.get(b"DLGATE_TEST_WARM_RUN") == b"1" and b"GITHUB_TOKEN" not in env
+    assert env.get(b"PYTORCH_DLGATE_TEST_RUN") == b"1" and b"GITHUB_TOKEN" not in env
     assert os.environ["GITHUB_TOKEN"].startswith("ghp_")

@@ -13,16 +13,16 @@ OpenBLAS starts a thread pool at import (the cold server has it too) but stops i
 across a fork; a thread that is still there after a fork would be forked with every worker. A
 server that fails the proof, cannot import its compiler, or does not answer in time, is
 stopped, and that kind falls back to the cold server for as long as the gate's environment
-stays the one it failed in (:func:`cold_reason` says why).
+stays the one it failed in, as far as an import may read it (:func:`cold_reason` says why).
 
 Kinds are the backend's ``Backend.package`` (what ``Backend.start`` imports first), for the
 packages in ``WARM_PACKAGES`` only: one server each, so a backend under test never carries
 another compiler's libraries (no TVM in the PyTorch server; TVM's own import loads PyTorch
 through ``tvm_ffi``, as it does in a cold TVM worker). The server imports in the gate's
 environment of its start, secrets out, with what ``child.serve`` sets before a backend's import
-(``TORCHINDUCTOR_COMPILE_THREADS``), under the gate's ``sys.path``; a change of the gate's
-environment retires it and starts another (an environment variable a compiler reads at import
-would otherwise keep its old value). Linux only (the proof reads ``/proc``); elsewhere, and for
+(``TORCHINDUCTOR_COMPILE_THREADS``), under the gate's ``sys.path``; a change of a variable a
+compiler may read at import (``IMPORT_ENV_PREFIXES``) retires it and starts another, which
+would otherwise keep its old value. Linux only (the proof reads ``/proc``); elsewhere, and for
 every other backend, workers fork from the cold server as before.
 """
 from __future__ import annotations
@@ -49,9 +49,16 @@ from dlgate.exec.child import PR_SET_PDEATHSIG
 #: across a fork (``tests/test_warm_servers.py`` checks each installed one).
 WARM_PACKAGES = ("tvm", "torch", "torch._inductor")
 
-#: Environment variables left out of the comparison that retires a server: pytest rewrites
-#: PYTEST_CURRENT_TEST for every test phase, and no compiler reads it.
-VOLATILE_ENV = ("PYTEST_CURRENT_TEST",)
+#: The environment variables a compiler's import may read, by name prefix: the compilers' own
+#: (TVM_, TORCH*, PYTORCH_, ATEN_, TRITON_), their thread and math libraries' (OMP_, KMP_, MKL_,
+#: OPENBLAS_, GOTO, DNNL_, ONEDNN_), the GPU stack's (CUDA*, NVIDIA_), the loader's (LD_, DYLD_),
+#: Python's, and the folders a cache or a temporary file goes to. A server imported with these
+#: as they are now; when one of them changes, the next start retires it (``server_for``).
+#: Others (a test's FAKE_BUG, DLGATE_CACHE, pytest's PYTEST_CURRENT_TEST, which changes every
+#: test) are read by a worker after the fork, in the environment ``child.serve`` sets, as before.
+IMPORT_ENV_PREFIXES = ("TVM_", "TORCH", "PYTORCH_", "ATEN_", "TRITON_", "OMP_", "KMP_", "MKL_", "OPENBLAS_",
+                       "GOTO", "DNNL_", "ONEDNN_", "CUDA", "NVIDIA_", "LD_", "DYLD_", "PYTHON", "XDG_",
+                       "HOME", "TMPDIR", "TEMP", "TMP", "PATH", "USER", "LANG", "LC_")
 
 #: Set in the server before the import exactly as ``child.serve`` sets it before a backend's
 #: (setdefault): Inductor reads it when ``torch._inductor.config`` is imported.
@@ -114,7 +121,8 @@ def server_for(spec, timeout_s: float) -> "WarmServer | None":
 
 
 def _comparable(env) -> dict:
-    return {k: v for k, v in env.items() if k not in VOLATILE_ENV}
+    """The part of ``env`` a compiler's import may read (``IMPORT_ENV_PREFIXES``)."""
+    return {k: v for k, v in env.items() if k.startswith(IMPORT_ENV_PREFIXES)}
 
 
 def _reap() -> None:
