@@ -93,14 +93,17 @@ def start_up(names: list, count: int) -> int:
         if why:
             print(f"{spec.label()}: cannot start: {why}")
             continue
+        if servers.kind_of(spec) is None:  # warm or cold, the same start: one figure
+            print(f"{spec.label():24s} median {statistics.median(cold):.3f} s ({count} starts; no warm server: "
+                  f"forks from the cold server); loaded: {', '.join(libs) or '-'}")
+            continue
         warm, warm_libs, why = starts(spec, count + 1, warm=True)
         if why:
             print(f"{spec.label()}: cannot start warm: {why}")
             continue
         first, warm = warm[0], warm[1:]
         kind = servers.kind_of(spec)
-        how = ("no warm server: forks from the cold server" if kind is None else
-               f"cold server instead: {servers.cold_reason(kind)}" if servers.cold_reason(kind) else
+        how = (f"cold server instead: {servers.cold_reason(kind)}" if servers.cold_reason(kind) else
                f"the {kind} server; its first start {first:.2f} s, with the server's import")
         print(f"{spec.label():24s} cold median {statistics.median(cold):.3f} s, warm median "
               f"{statistics.median(warm):.3f} s: {statistics.median(cold) / statistics.median(warm):.1f}x "
