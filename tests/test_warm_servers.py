@@ -225,3 +225,47 @@ def test_a_warm_server_starts_without_the_gates_secrets(monkeypatch):
             env = dict(kv.split(b"=", 1) for kv in f.read().split(b"\0") if b"=" in kv)
     assert env.get(b"PYTORCH_DLGATE_TEST_RUN") == b"1" and b"GITHUB_TOKEN" not in env
     assert os.environ["GITHUB_TOKEN"].startswith("ghp_")
+
+
+_GATE = """
+import sys
+sys.path.insert(0, {repo!r})
+from dlgate.backends.base import BackendSpec
+from dlgate.exec import servers as S
+from dlgate.exec import worker as W
+
+S.WARM_PACKAGES = S.WARM_PACKAGES + ("tests.slow_import",)
+W.Worker(BackendSpec("tests.warm_backends:SlowImport")).start()
+"""
+
+
+def test_a_server_still_importing_dies_with_the_gate(tmp_path):
+    """SIGKILL of the gate while its server imports: the server goes at once (the kernel's
+    parent-death signal), not when its import is over."""
+    gate = subprocess.Popen([sys.executable, "-c", _GATE.format(repo=REPO)], cwd=str(tmp_path),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = None
+    try:
+        deadline = time.monotonic() + 60
+        while server is None and time.monotonic() < deadline:
+            for p in psutil.Process(gate.pid).children():
+                try:
+                    if "tests.slow_import" in " ".join(p.cmdline()):
+                        server = p
+                except psutil.Error:
+                    continue
+            time.sleep(0.05)
+        assert server is not None, "no warm server started"
+        time.sleep(1.0)  # well into its import, which takes 30 s
+        assert server.is_running()
+        gate.kill()
+        gate.wait(30)
+        t0 = time.monotonic()
+        gone, alive = psutil.wait_procs([server], timeout=10)
+        assert not alive and time.monotonic() - t0 < 10
+    finally:
+        if gate.poll() is None:
+            gate.kill()
+            gate.wait(30)
+        if server is not None and server.is_running():  # the test failed: leave nothing running
+            server.kill()

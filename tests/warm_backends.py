@@ -29,3 +29,10 @@ class ThreadAtImport(Good):
 
     name = "threadatimport"
     package = "tests.thread_at_import"
+
+
+class SlowImport(Good):
+    """Its package takes half a minute to import (listed as warm by the test)."""
+
+    name = "slowimport"
+    package = "tests.slow_import"
