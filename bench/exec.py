@@ -19,7 +19,10 @@ heavy libraries the worker had loaded (read from ``/proc/PID/maps`` on Linux), s
 does not need is the usual cause of a slow start. (A spawned worker re-runs its parent's
 main script's top level: this script imports little there, as ``dlgate``'s own entry point
 does.) Every gate run starts a reference and a
-candidate worker, and a crash or a timeout starts another.
+candidate worker, and a crash or a timeout starts another. Each backend is started cold (forked
+from the server that imported no compiler, then importing its own) and warm (forked from its
+compiler's warm server, :mod:`dlgate.exec.servers`), and the ratio of the medians is printed;
+the first warm start, which waits for the server's own import, is reported apart.
 """
 from __future__ import annotations
 
@@ -63,25 +66,49 @@ def loaded(pid: int) -> list:
     return [name for name, lib in LIBRARIES.items() if lib in maps]
 
 
+def starts(spec: BackendSpec, count: int, warm: bool) -> tuple:
+    """``count`` start times of ``spec``'s worker (warm or cold), the libraries the last one had
+    loaded, and why it could not start (None when it could)."""
+    times, libs = [], []
+    for _ in range(count):
+        w = Worker(spec, warm=warm)
+        t0 = time.perf_counter()
+        ok = w.start()
+        times.append(time.perf_counter() - t0)
+        if not ok:
+            w.close()
+            return times, libs, w.unavailable
+        libs = loaded(w._proc.pid)
+        w.close()
+    return times, libs, None
+
+
 def start_up(names: list, count: int) -> int:
-    """Median wall time from starting a worker to its ready answer, per backend."""
+    """Median wall time from starting a worker to its ready answer, per backend, cold and warm."""
+    from dlgate.exec import servers
+
     for name in names:
         spec = BackendSpec.parse(name)
-        times, libs = [], []
-        for _ in range(count):
-            w = Worker(spec)
-            t0 = time.perf_counter()
-            ok = w.start()
-            times.append(time.perf_counter() - t0)
-            if not ok:
-                print(f"{spec.label()}: cannot start: {w.unavailable}")
-                w.close()
-                break
-            libs = loaded(w._proc.pid)
-            w.close()
-        else:
-            print(f"{spec.label():24s} median {statistics.median(times):.2f} s, min {min(times):.2f} s "
-                  f"({count} starts); loaded: {', '.join(libs) or '-'}")
+        cold, libs, why = starts(spec, count, warm=False)
+        if why:
+            print(f"{spec.label()}: cannot start: {why}")
+            continue
+        if servers.kind_of(spec) is None:  # warm or cold, the same start: one figure
+            print(f"{spec.label():24s} median {statistics.median(cold):.3f} s ({count} starts; no warm server: "
+                  f"forks from the cold server); loaded: {', '.join(libs) or '-'}")
+            continue
+        warm, warm_libs, why = starts(spec, count + 1, warm=True)
+        if why:
+            print(f"{spec.label()}: cannot start warm: {why}")
+            continue
+        first, warm = warm[0], warm[1:]
+        kind = servers.kind_of(spec)
+        how = (f"cold server instead: {servers.cold_reason(kind)}" if servers.cold_reason(kind) else
+               f"the {kind} server; its first start {first:.2f} s, with the server's import")
+        print(f"{spec.label():24s} cold median {statistics.median(cold):.3f} s, warm median "
+              f"{statistics.median(warm):.3f} s: {statistics.median(cold) / statistics.median(warm):.1f}x "
+              f"({count} starts each; warm: {how}); loaded: cold {', '.join(libs) or '-'}, "
+              f"warm {', '.join(warm_libs) or '-'}")
     return 0
 
 

@@ -138,10 +138,11 @@ def test_a_temporary_folder_too_deep_for_the_fork_servers_socket_starts_workers_
                     reason="a platform without multiprocessing's fork server, or without /proc")
 def test_the_fork_server_holds_no_thread_and_no_compiler_to_fork(model):
     """What a worker is forked from never imported PyTorch or TVM (their thread pools do not
-    survive a fork) and runs one thread, also after workers that import both started."""
+    survive a fork) and runs one thread, also after workers that import both started. (The
+    cold server; the warm servers per compiler: tests/test_warm_servers.py.)"""
     import multiprocessing.forkserver as FS
 
-    with W.Worker(BackendSpec("tvm")) as w:
+    with W.Worker(BackendSpec("tvm"), warm=False) as w:
         assert w.start(), w.unavailable
         server = FS._forkserver._forkserver_pid
         assert psutil.Process(w._proc.pid).ppid() == server

@@ -7,8 +7,10 @@ through psutil on every OS: :mod:`dlgate.exec.proctree`), and classifies what ki
 a signal (crash, with the signal's name), the timeout, or the memory cap (oom). A fresh
 worker replaces a dead one on the next case, so a crashing compiler never stops a batch.
 Workers are forked from a fork server that has imported the worker's own side only
-(:mod:`dlgate.exec.child`; :func:`_context`),
-so a restart costs the backend's imports, not a fresh interpreter's.
+(:mod:`dlgate.exec.child`; :func:`_context`), so a restart costs the backend's imports, not a
+fresh interpreter's; a backend of a compiler with a warm server (TVM, PyTorch: one server per
+compiler, proven single-threaded after its import, :mod:`dlgate.exec.servers`) forks with its
+compiler already imported, so its restart costs neither.
 
 A worker ends with every process it started (terminate, a grace, kill; and, where process
 groups exist, its group). Workers never outlive the gate: a worker and its process group die when the gate dies,
@@ -31,6 +33,7 @@ from contextlib import contextmanager
 from multiprocessing import util as mp_util
 
 from dlgate.backends.base import BackendSpec, Model
+from dlgate.exec import servers
 from dlgate.exec.child import serve
 from dlgate.exec.devicecheck import recheck
 from dlgate.exec.proctree import ProcessTree, end_tree
@@ -46,8 +49,12 @@ class Worker:
     """One backend in one process, restarted on demand."""
 
     def __init__(self, spec: BackendSpec, timeout_s: float = 60.0, memory_mb: int = 4096,
-                 start_timeout_s: float = 120.0, python: str | None = None, env: dict | None = None):
+                 start_timeout_s: float = 120.0, python: str | None = None, env: dict | None = None,
+                 warm: bool = True):
         self.spec = spec
+        #: Fork from the warm server of the backend's compiler where there is one
+        #: (:mod:`dlgate.exec.servers`); False: always from the cold server (``bench/exec.py``).
+        self.warm = warm
         self.python = python  # another environment's interpreter (the base build), or None
         self.env = dict(env or {})
         self.timeout_s = timeout_s
@@ -118,8 +125,12 @@ class Worker:
                 pdeathsig = True
             try:
                 with _without_secrets():
-                    proc = self._ctx.Process(target=serve, args=(self.spec, child, self.log_path, pdeathsig,
-                                                                  dict(os.environ)), daemon=True)
+                    server = None
+                    if self.warm and self._ctx.get_start_method() == "forkserver":
+                        server = servers.server_for(self.spec, self.start_timeout_s)
+                    make = self._ctx.Process if server is None else server.Process
+                    proc = make(target=serve, args=(self.spec, child, self.log_path, pdeathsig, dict(os.environ)),
+                                daemon=True)
                     proc.start()
             finally:
                 child.close()
@@ -337,7 +348,8 @@ class _External:
 
 #: What the fork server imports once, before it forks any worker: the worker's own module
 #: (NumPy, onnx and dlgate's graph types; ~0.7 s of every spawned start). Never a compiler,
-#: nor PyTorch: their thread pools must not be forked, so each worker imports its backend.
+#: nor PyTorch: a compiler is imported by its own warm server, once proven fork-safe
+#: (:mod:`dlgate.exec.servers`), or else by each worker after the fork.
 FORKSERVER_PRELOAD = ["dlgate.exec.child"]
 
 
