@@ -3,8 +3,8 @@ only (no dlgate, onnx or PyTorch), so a repro that names it runs in a clean envi
 with this file copied beside it (``tests/relax_faults.py`` under the repro's folder).
 
 ``shift_symbolic_results`` miscompiles only where shapes are symbolic: every operator call
-whose result's shape has a dimension that is not a constant gets its result shifted (+1, or
-negated for bool). A module of static shapes passes through unchanged, so the fault is
+whose result's shape has a dimension that is not a constant gets its result changed (2x + 1,
+or negated for bool). A module of static shapes passes through unchanged, so the fault is
 caught on dynamic cases and silent on static ones.
 """
 from __future__ import annotations
@@ -31,12 +31,14 @@ class _ShiftSymbolic(relax.PyExprMutator):
             return res
         if res.ty.dtype == "bool":
             return relax.op.logical_not(res)
-        return relax.op.add(res, relax.const(1, res.ty.dtype))
+        # x -> 2x + 1: affine shifts that do not cancel through a negation (x + 1 would)
+        twice = self.builder_.emit(relax.op.multiply(res, relax.const(2, res.ty.dtype)))
+        return relax.op.add(twice, relax.const(1, res.ty.dtype))
 
 
 @tvm.transform.module_pass(opt_level=0, name="ShiftSymbolicResults")
 def shift_symbolic_results(mod, _ctx):
-    """Every operator call with a symbolic result shape, shifted: wrong only on symbolic shapes."""
+    """Every operator call with a symbolic result shape, changed: wrong only on symbolic shapes."""
     m = _ShiftSymbolic(mod)
     for gv, f in list(mod.functions.items()):
         if isinstance(f, relax.Function):
