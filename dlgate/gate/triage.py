@@ -263,9 +263,10 @@ def identify(pool, case, ccfg, spec, ref_out: list, v: dict, out: str, campaign:
             if ms:
                 info["memory_safety"] = ms
             write_repro(d, reduced, spec, res.verdict.to_json(), ref.outputs, info, ccfg.tolerances)
-            tvm_repro(pool, ccfg, d, reduced, spec, res.verdict.to_json(), ref.outputs, max_seconds, log)
             log(f"dlgate: reduced {case.id} from {res.original_nodes} to {len(reduced.graph.nodes)} operators "
                 f"({ident['typed']}) in {res.seconds:.1f} s: repros/{ident['fingerprint']}")
+            # a TVM finding: its pass list reduced too, and the TVMScript repro beside repro.py
+            tvm_repro(pool, ccfg, d, reduced, spec, res.verdict.to_json(), ref.outputs, max_seconds, log)
     if os.path.exists(os.path.join(d, "repro.json")):
         ident["repro"] = os.path.join("repros", ident["fingerprint"])
     v["identity"] = ident

@@ -131,7 +131,7 @@ def reduce_passes(pool, cfg: CheckConfig, target, case: Prepared, reference: lis
             seen[passes] = v if target.matches(v) and _binding(v.shape) == binding else None
         return seen[passes]
 
-    ACTIVITY.begin(f"reducing the pass list of {case.id} on {target.backend.label()}", "pass lists tried")
+    ACTIVITY.begin(f"reducing the pass list of {case.id} on {target.backend.label()}", "candidates tried")
     fixed = [k for k, n in enumerate(full) if n in LOWERING]
     free = [k for k, n in enumerate(full) if n not in LOWERING]
 

@@ -161,7 +161,7 @@ def script_source(text: str, consts: list, inputs: dict, expected: dict, actual:
              "order under the target, then ``tvm.compile`` builds with no Relax pipeline of its own.")
     subs = {
         "TITLE": f"{verdict['verdict']} on {verdict['backend']}",
-        "ABOUT": textwrap.fill(about, 92), "EXT": textwrap.fill(ext_note, 92) + "\n" if ext_note else "",
+        "ABOUT": textwrap.fill(about, 92), "EXT": "\n" + textwrap.fill(ext_note, 92) + "\n" if ext_note else "",
         "DLGATE": __version__, "PROVENANCE": provenance,
         "IMPORTS": imports.strip(), "MODULE": module.rstrip("\n"), "CONSTS": CONSTS,
         "PASSES": plist, "FULL": full, "LOWERING": repr(sorted(LOWERING)), "EXPECTED": repr(expected_doc),
