@@ -88,6 +88,10 @@ def test_the_pass_table_is_what_tvm_runs():
             check_pass_names(bad)
     with pytest.raises(ValueError, match="give one"):
         TVM.check_options({"passes": ["LegalizeOps"], "extra_passes": [FAULT]})
+    for cls in (TVM, TVMRelax):  # a campaign may name the option on either path
+        cls.check_options({"passes": ["LegalizeOps", FAULT], "record_rewrites": False})
+        with pytest.raises(ValueError, match="option 'passes'"):
+            cls.check_options({"passes": "LegalizeOps"})
 
 
 def test_the_lowering_alone_builds_right_and_each_of_its_passes_is_needed():

@@ -37,12 +37,13 @@ class TVMRelax(TVM):
     """The direct path: ``to_relax`` then ``tvm.compile`` then ``relax.VirtualMachine``.
 
     Options: ``extra_passes`` (as ``tvm``: Relax passes applied to the module before the
-    pipeline), ``record_rewrites``, and ``plain``: no private function and no
+    pipeline), ``passes`` (as ``tvm``: the whole pass sequence by name), ``record_rewrites``,
+    and ``plain``: no private function and no
     ``match_cast`` (one function, every input declared), which tells a fault in those
     structures from one in the operators' lowering."""
 
     name = "tvm-relax"
-    option_kinds = {"extra_passes": "", "record_rewrites": "bool", "plain": "bool"}
+    option_kinds = {"extra_passes": "", "record_rewrites": "bool", "plain": "bool", "passes": ""}
 
     def compile(self, model: Model) -> Any:
         from dlgate.materialize.relax.module import to_relax  # local: imports TVM, an optional compiler
@@ -58,6 +59,11 @@ class TVMRelax(TVM):
     def unsupported(self, exc: BaseException) -> bool:
         # NoRelaxLowering is a NotImplementedError: an operator the direct path does not lower
         return isinstance(exc, NotImplementedError) or refused("tvm", exc)
+
+
+#: How ModuleText's error starts when the module was built but its TVMScript did not print or
+#: parse back (any other error: the module could not be built, before any pass ran).
+PRINTING = "printing the module as TVMScript: "
 
 
 class ModuleText(TVM):
@@ -92,8 +98,11 @@ class ModuleText(TVM):
             initializers = {t.name for t in proto.graph.initializer}
             pos = {n: k for k, n in enumerate(model.input_names)}
             order = [pos[i.name] for i in proto.graph.input if i.name not in initializers]
-        text, values = module_source(mod)
-        parses_back(mod, text, values)
+        try:
+            text, values = module_source(mod)
+            parses_back(mod, text, values)
+        except Exception as e:  # noqa: BLE001 - told apart from a module that cannot be built
+            raise RuntimeError(f"{PRINTING}{type(e).__name__}: {str(e).strip()[:2000]}") from None
         return text, order, values
 
     def run(self, compiled: Any, inputs: list) -> list:

@@ -76,7 +76,7 @@ def _tvmscript(cfg, d: str, source: str, res, spec, max_seconds: float) -> None:
     # local: imports torch; off the CLI start-up
     from dlgate.backends.base import Model
     from dlgate.exec.worker import Pool
-    from dlgate.reduce.passes import sequence
+    from dlgate.reduce.passes import describe, sequence
     from dlgate.reduce.tvmscript import write_tvmscript
 
     if sequence(spec) is None:
@@ -92,7 +92,7 @@ def _tvmscript(cfg, d: str, source: str, res, spec, max_seconds: float) -> None:
     red = got.get("passes")
     if got.get("script"):
         log(f"dlgate reduce: pass list {len(red['full'])} -> {len(red['passes'])} passes "
-            f"({', '.join(red['culprits']) or 'the lowering alone'} and the lowering) in {red['probes']} tries; "
+            f"({describe(red)}) in {red['probes']} tries; "
             f"wrote {os.path.join(d, got['script'])}")
     else:
         log(f"dlgate reduce: no TVMScript repro: {got['not_written']}")

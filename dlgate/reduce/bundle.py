@@ -37,7 +37,7 @@ from dlgate.gate.journal import write_json
 from dlgate.reduce.identity import identity, pattern
 from dlgate.reduce.listing import listing, mermaid
 from dlgate.reduce.polygraphy import polygraphy_command, polygraphy_inputs
-from dlgate.reduce.passes import sequence
+from dlgate.reduce.passes import describe, sequence
 from dlgate.reduce.script import repro_script, self_contained, sources
 from dlgate.reduce.tvmscript import write_tvmscript
 from dlgate.secrets import redact
@@ -104,7 +104,7 @@ def tvm_repro(pool, cfg, d: str, case: Prepared, spec: BackendSpec, verdict: dic
     red = got.get("passes")
     if got.get("script"):
         log(f"dlgate: {os.path.basename(d)}: pass list {len(red['full'])} -> {len(red['passes'])} passes "
-            f"({', '.join(red['culprits']) or 'the lowering alone'} and the lowering) in {red['probes']} tries: "
+            f"({describe(red)}) in {red['probes']} tries: "
             f"{got['script']}")
     else:
         log(f"dlgate: {os.path.basename(d)}: no TVMScript repro: {got['not_written']}")

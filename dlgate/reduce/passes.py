@@ -55,6 +55,13 @@ class PassReduction:
                 "verdict": self.verdict.verdict, "log": self.log}
 
 
+def describe(red: dict) -> str:
+    """A reduced pass list (``PassReduction.to_json()``) in words, for the log."""
+    if not red["culprits"]:
+        return "the lowering alone: no optimization pass is needed"
+    return f"{', '.join(red['culprits'])} and the lowering"
+
+
 def sequence(spec: BackendSpec) -> list | None:
     """The named passes ``spec`` compiles with, in order, or None where a pass list cannot
     be written: not a TVM backend, not the CPU, a pass given as a Python object."""

@@ -26,11 +26,11 @@ from dlgate import __version__
 from dlgate.backends.base import BackendSpec, Model
 from dlgate.backends.registry import load
 from dlgate.backends.tvm_passes import CONSTS, LOWERING, is_external
-from dlgate.backends.tvm_relax import TVMRelax
+from dlgate.backends.tvm_relax import PRINTING, TVMRelax
 from dlgate.check import CheckConfig, Prepared
 from dlgate.oracle.compare import DEFAULT_TOLERANCES
 from dlgate.reduce import inline as IN
-from dlgate.reduce.passes import PassReduction, discard, reduce_passes, with_passes
+from dlgate.reduce.passes import PassReduction, discard, reduce_passes, sequence, with_passes
 from dlgate.reduce.reducer import Target
 from dlgate.reduce.script import REPRO_TIMEOUT_S, _TEMPLATE
 
@@ -64,7 +64,11 @@ def module_text(pool, spec: BackendSpec, case: Prepared) -> tuple:
         discard(pool, spec)
     if not out.ok:
         err = out.error or {}
-        raise NoScript(f"printing the module failed: {err.get('type', out.status)}: {str(err.get('message', ''))[:300]}")
+        msg = str(err.get("message", ""))
+        if msg.startswith(PRINTING):
+            raise NoScript(f"{msg[:400]}")
+        raise NoScript(f"TVM could not build the module, before any pass ({err.get('type', out.status)}: "
+                       f"{msg.strip().splitlines()[-1][:300] if msg.strip() else ''}): the ONNX repro.py is the repro")
     head = json.loads(np.asarray(out.outputs[0], dtype=np.uint8).tobytes().decode())
     return head["text"], head["order"], [np.asarray(v) for v in out.outputs[1:]]
 
@@ -76,16 +80,16 @@ def write_tvmscript(pool, cfg: CheckConfig, d: str, case: Prepared, spec: Backen
     repro.json records: ``{"passes": ..., "script": name}``, or ``{"not_written": why}``."""
     if verdict.get("shape"):
         return {"not_written": "the failure shows only at a further binding of the symbolic shapes"}
-    target = Target.of(spec, verdict)
-    red = reduce_passes(pool, cfg, target, case, reference, max_seconds=max_seconds, max_probes=max_probes,
-                        shape=verdict.get("shape"))
-    if red is None:
-        return {"not_written": "no pass list: not TVM on the CPU, a pass given as a Python object, or the "
-                               "pipeline as named passes does not fail the same way"}
-    try:
+    if sequence(spec) is None:
+        return {"not_written": "no pass list: not TVM on the CPU, or a pass given as a Python object"}
+    try:  # first: a module that cannot be built (an importer crash) has no pass list to reduce
         text, order, consts = module_text(pool, spec, case)
     except NoScript as e:
-        return {"passes": red.to_json(), "not_written": str(e)}
+        return {"not_written": str(e)}
+    red = reduce_passes(pool, cfg, Target.of(spec, verdict), case, reference, max_seconds=max_seconds,
+                        max_probes=max_probes, shape=verdict.get("shape"))
+    if red is None:
+        return {"not_written": "no pass list: the pipeline as named passes does not fail the same way"}
     run = with_passes(spec, red.passes)
     try:
         got = pool.execute(run, Model(case.model, case.graph), case.inputs)
