@@ -9,13 +9,17 @@ isolated worker and judged against the reference like any reduction step (the sa
 :class:`~dlgate.reduce.reducer.Target`: a wrong answer stays wrong, an error keeps its
 cluster):
 
-1. the whole list as named passes must fail as the finding did (else the pipeline is not
-   what the table says, and nothing is reduced);
-2. the build's lowering passes alone (:data:`~dlgate.backends.tvm_passes.LOWERING`), kept
+1. the build's lowering passes alone (:data:`~dlgate.backends.tvm_passes.LOWERING`), kept
    in every candidate so that each one builds: a failure there needs no optimization pass
    (legalization or code generation);
-3. otherwise delta debugging (Zeller's ddmin) over the other passes, keeping their order,
-   to a list from which no single pass can be removed: one pass, where one pass suffices.
+2. otherwise delta debugging (Zeller's ddmin) over the other passes, keeping their order,
+   to a list from which no single pass can be removed: one pass, where one pass suffices;
+3. where nothing smaller fails, the whole list as named passes must fail as the finding did
+   (else the pipeline is not what the table says, and there is no pass list).
+
+Each candidate is a backend of its own (its ``passes`` option), so each starts a worker:
+one that does not fail is closed at once; the result's stays open for the script's actual
+run (:func:`dlgate.reduce.tvmscript.write_tvmscript` closes it).
 
 Deterministic (a fixed order of candidates; each distinct candidate judged once) and
 bounded by ``max_probes`` and ``max_seconds`` (the best list so far is kept when a bound is
@@ -119,6 +123,7 @@ def reduce_passes(pool, cfg: CheckConfig, target, case: Prepared, reference: lis
     seen: dict = {}
     log: list = []
     probes = [0]
+    failing: list = []  # the specs of failing candidates, whose workers are still open
     had = getattr(pool, "deadline", None)
     pool.deadline = time.monotonic() + max_seconds
 
@@ -129,13 +134,17 @@ def reduce_passes(pool, cfg: CheckConfig, target, case: Prepared, reference: lis
             probes[0] += 1
             ACTIVITY.tick()
             spec = with_passes(target.backend, list(passes))
+            v = None
             try:
                 v = judge_backend(pool, case, cfg, spec, reference, crosscheck=False, explain=True)
             finally:
-                discard(pool, spec)
-            # the same failure: the target's, and where the finding showed it (a dynamic case's
-            # first binding, or the further one), not another one met elsewhere
-            seen[passes] = v if target.matches(v) and _binding(v.shape) == binding else None
+                # the same failure: the target's, and where the finding showed it (a dynamic
+                # case's first binding, or the further one), not another one met elsewhere
+                seen[passes] = v if v is not None and target.matches(v) and _binding(v.shape) == binding else None
+                if seen[passes] is None:
+                    discard(pool, spec)
+                else:  # kept while it may be the result: the script's actual run reuses it
+                    failing.append(spec)
         return seen[passes]
 
     ACTIVITY.begin(f"reducing the pass list of {case.id} on {target.backend.label()}", "candidates tried")
@@ -149,26 +158,31 @@ def reduce_passes(pool, cfg: CheckConfig, target, case: Prepared, reference: lis
     state = {"best": list(free)}  # the smallest list that fails so far, kept when a bound is reached
     hit = False
     try:
-        if judge(names(free)) is None:
-            return None
-        log.append(f"the whole list ({len(full)} passes) fails as named passes")
         if judge(names([])) is not None:
             state["best"] = []
             log.append("the lowering passes alone fail")
         else:
             _ddmin(free, lambda sub: judge(names(sub)) is not None, log, lambda s: [full[k] for k in s], state)
+            if state["best"] == free:  # nothing smaller fails: does the whole list, as named passes?
+                if judge(names(free)) is None:
+                    log.append(f"the whole list ({len(full)} passes) as named passes does not fail the same way")
+                else:
+                    log.append("no pass can be removed")
     except _Limit:
         hit = True
         log.append(f"bound reached after {probes[0]} probes")
-        if seen.get(names(free)) is None:
-            return None
     finally:
         pool.deadline = had
-    best = state["best"]
-    best_v = seen[names(best)]
-    reduced = list(names(best))
-    return PassReduction(full=list(full), passes=reduced, culprits=[full[k] for k in best], verdict=best_v,
-                         probes=probes[0], seconds=time.perf_counter() - t0, hit_limit=hit, log=log)
+        best = state["best"]
+        for spec in failing:  # every worker but the result's
+            if dict(spec.options)["passes"] != names(best):
+                discard(pool, spec)
+    if seen.get(names(best)) is None:
+        discard(pool, with_passes(target.backend, list(names(best))))
+        return None
+    return PassReduction(full=list(full), passes=list(names(best)), culprits=[full[k] for k in best],
+                         verdict=seen[names(best)], probes=probes[0], seconds=time.perf_counter() - t0,
+                         hit_limit=hit, log=log)
 
 
 def _ddmin(items: list, fails, log: list, show, state: dict) -> list:
