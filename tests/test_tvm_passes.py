@@ -297,7 +297,7 @@ def test_the_pass_list_reduces_to_the_planted_pass_on_the_direct_path(direct_rep
     assert red["culprits"] == [FAULT]
     assert red["passes"] == [FAULT] + [n for n in PIPELINE_PASSES["target-default"] if n in LOWERING]
     assert red["verdict"] == V.MISMATCH and not red["hit_limit"]
-    assert red["probes"] <= 6, red  # the lowering alone, then halving
+    assert red["probes"] <= 6, red  # the lowering alone, the whole list, then halving
     assert got["script"] == SCRIPT
 
 

@@ -12,10 +12,10 @@ cluster):
 1. the build's lowering passes alone (:data:`~dlgate.backends.tvm_passes.LOWERING`), kept
    in every candidate so that each one builds: a failure there needs no optimization pass
    (legalization or code generation);
-2. otherwise delta debugging (Zeller's ddmin) over the other passes, keeping their order,
-   to a list from which no single pass can be removed: one pass, where one pass suffices;
-3. where nothing smaller fails, the whole list as named passes must fail as the finding did
-   (else the pipeline is not what the table says, and there is no pass list).
+2. otherwise the whole list as named passes must fail as the finding did (else the
+   pipeline is not what the table says, or the failure does not come back: no pass list);
+3. then delta debugging (Zeller's ddmin) over the other passes, keeping their order, to a
+   list from which no single pass can be removed: one pass, where one pass suffices.
 
 Each candidate is a backend of its own (its ``passes`` option), so each starts a worker:
 one that does not fail is closed at once; the result's stays open for the script's actual
@@ -161,13 +161,11 @@ def reduce_passes(pool, cfg: CheckConfig, target, case: Prepared, reference: lis
         if judge(names([])) is not None:
             state["best"] = []
             log.append("the lowering passes alone fail")
+        elif judge(names(free)) is None:
+            log.append(f"the whole list ({len(full)} passes) as named passes does not fail the same way")
         else:
+            log.append(f"the whole list ({len(full)} passes) fails as named passes")
             _ddmin(free, lambda sub: judge(names(sub)) is not None, log, lambda s: [full[k] for k in s], state)
-            if state["best"] == free:  # nothing smaller fails: does the whole list, as named passes?
-                if judge(names(free)) is None:
-                    log.append(f"the whole list ({len(full)} passes) as named passes does not fail the same way")
-                else:
-                    log.append("no pass can be removed")
     except _Limit:
         hit = True
         log.append(f"bound reached after {probes[0]} probes")
