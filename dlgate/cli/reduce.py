@@ -92,7 +92,7 @@ def _tvmscript(cfg, d: str, source: str, res, spec, max_seconds: float) -> None:
     red = got.get("passes")
     if got.get("script"):
         log(f"dlgate reduce: pass list {len(red['full'])} -> {len(red['passes'])} passes "
-            f"({describe(red)}) in {red['probes']} tries; "
+            f"({describe(red)}) in {red['probes']} tr{'y' if red['probes'] == 1 else 'ies'}; "
             f"wrote {os.path.join(d, got['script'])}")
     else:
         log(f"dlgate reduce: no TVMScript repro: {got['not_written']}")

@@ -104,7 +104,7 @@ def tvm_repro(pool, cfg, d: str, case: Prepared, spec: BackendSpec, verdict: dic
     red = got.get("passes")
     if got.get("script"):
         log(f"dlgate: {os.path.basename(d)}: pass list {len(red['full'])} -> {len(red['passes'])} passes "
-            f"({describe(red)}) in {red['probes']} tries: "
+            f"({describe(red)}) in {red['probes']} tr{'y' if red['probes'] == 1 else 'ies'}: "
             f"{got['script']}")
     else:
         log(f"dlgate: {os.path.basename(d)}: no TVMScript repro: {got['not_written']}")

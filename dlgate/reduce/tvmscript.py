@@ -160,7 +160,8 @@ def script_source(text: str, consts: list, inputs: dict, expected: dict, actual:
                 "the environment or from this folder.") if external else ""
     about = (f"Needs only TVM and NumPy. ``Module`` below is {subs_path[path]}, printed by TVM as TVMScript. "
              f"PASSES is the shortest pass sequence dlgate found that still fails: {what} (reduced from the "
-             f"{len(red.full)} passes of the pipeline it ran, FULL_PASSES, in {red.probes} tries"
+             f"{len(red.full)} passes of the pipeline it ran, FULL_PASSES, in {red.probes} "
+             f"tr{'y' if red.probes == 1 else 'ies'}"
              f"{' (the search hit its bound: it may not be minimal)' if red.hit_limit else ''}). The passes run in "
              "order under the target, then ``tvm.compile`` builds with no Relax pipeline of its own.")
     subs = {
