@@ -20,7 +20,8 @@ from tvm import relax  # noqa: E402
 
 from dlgate.backends.base import BackendSpec, Model  # noqa: E402
 from dlgate.backends.tvm import TVM  # noqa: E402
-from dlgate.backends.tvm_passes import LOWERING, PIPELINE_PASSES, check_pass_names, module_source, parses_back  # noqa: E402
+from dlgate.backends.tvm_passes import (LOWERING, PIPELINE_PASSES, check_pass_names, module_source,  # noqa: E402
+                                        parses_back)
 from dlgate.backends.tvm_relax import TVMRelax, structure_seed  # noqa: E402
 from dlgate.case import make_case  # noqa: E402
 from dlgate.check import CheckConfig, check, prepare  # noqa: E402

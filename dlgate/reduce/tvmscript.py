@@ -100,7 +100,7 @@ def write_tvmscript(pool, cfg: CheckConfig, d: str, case: Prepared, spec: Backen
     inputs = {case.graph.name(case.graph.inputs[k]): np.asarray(case.inputs[k]) for k in order}
     src, data = script_source(text, consts, inputs, dict(zip(names, map(np.asarray, reference))),
                               None if actual is None else dict(zip(names, map(np.asarray, actual))),
-                              red, spec, verdict, path_of(spec), provenance, cfg.tolerances)
+                              red, verdict, path_of(spec), provenance, cfg.tolerances)
     with open(os.path.join(d, SCRIPT), "w") as f:
         f.write(src)
     if data:
@@ -128,7 +128,7 @@ def _slice(start: str, end: str) -> str:
 
 
 def script_source(text: str, consts: list, inputs: dict, expected: dict, actual: dict | None, red: PassReduction,
-                  spec: BackendSpec, verdict: dict, path: str, provenance: str, tolerances: dict | None = None) -> tuple:
+                  verdict: dict, path: str, provenance: str, tolerances: dict | None = None) -> tuple:
     """``(repro_tvmscript.py's text, arrays for tvmscript.npz)``."""
     data: dict = {}
     cnames = {f"c{k}": a for k, a in enumerate(consts)}
@@ -299,7 +299,10 @@ def main():
         at = _where(r, g)
         print("  output %d %r, %s%s%s:" % (k, name, r.dtype, list(r.shape), "" if at is None else " at %s" % (at,)))
         print("    %-22s %r" % ("expected", r[at].item() if at is not None else "(empty)"))
-        print(_line("actual (now)", g, r, at) if got is not None else "    %-22s none: TVM failed (above)" % "actual (now)")
+        if got is None:
+            print("    %-22s none: TVM failed (above)" % "actual (now)")
+        else:
+            print(_line("actual (now)", g, r, at))
         if saw is not None:
             print(_line("actual (dlgate saw)", saw.get(name), r, at))
     lowering = [n for n in PASSES if n in LOWERING]
