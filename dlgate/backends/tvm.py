@@ -11,6 +11,7 @@ from dlgate.backends._cuda import NO_CUDA, missing
 from dlgate.backends.base import Backend, Model, Unavailable
 from dlgate.backends.refusals import refused, symbolic_patterns
 from dlgate.backends.selftest import check_outputs, probe_model
+from dlgate.backends.tvm_passes import check_pass_names, make_pass
 
 TARGETS = {"cpu": "llvm", "cuda": "cuda"}
 #: Relax pipelines, lowest first. TVM 0.27's registered "zero" pipeline (legalize + fuse) does
@@ -47,7 +48,10 @@ class TVM(Backend):
     Options: ``extra_passes``: a sequence of Relax passes (or zero-argument callables
     returning one, or ``"package.module:function"`` strings), applied in order to the
     imported IRModule before ``tvm.compile``; tests use it to inject a miscompilation
-    (see :mod:`dlgate.backends.testing`).
+    (see :mod:`dlgate.backends.testing`). ``passes``: the whole Relax pass sequence by name
+    (``"FoldConstant"``, or ``"package.module:function"``) instead of ``extra_passes`` and the
+    pipeline, then the build with no pipeline of its own: what a pass-list reduction
+    (:mod:`dlgate.backends.tvm_passes`) tries.
     """
 
     name = "tvm"
@@ -58,11 +62,15 @@ class TVM(Backend):
     #: Compiling costs ~60 ms a model: probe three opsets, the others take the nearest lower.
     probe_opsets = (13, 17, 21, 24, 28)
     probe_tries = 2
-    option_kinds = {"extra_passes": "", "record_rewrites": "bool"}  # extra_passes: checked below
+    option_kinds = {"extra_passes": "", "record_rewrites": "bool", "passes": ""}  # checked below
 
     @classmethod
     def check_options(cls, options: dict) -> None:
         super().check_options(options)
+        if options.get("passes") is not None:
+            if options.get("extra_passes"):
+                raise ValueError("options 'passes' and 'extra_passes': give one (passes is the whole sequence)")
+            check_pass_names(options["passes"])
         passes = options.get("extra_passes")
         if passes is None:
             return
@@ -157,15 +165,19 @@ class TVM(Backend):
         import tvm  # local: optional compiler, imported where it runs
         from tvm import relax
 
-        for item in extra_passes or ():
-            mod = _resolve_pass(item)(mod)
         target = tvm.target.Target(TARGETS[self.device])
+        explicit = self.options.get("passes")
+        if explicit is not None:  # the whole sequence, by name (a pass-list reduction's candidate)
+            with target:
+                mod = tvm.transform.Sequential([make_pass(n) for n in explicit])(mod)
+        for item in extra_passes if explicit is None else ():
+            mod = _resolve_pass(item)(mod)
         rec = _Rewrites.make() if record_rewrites else None
         ctx = tvm.transform.PassContext.current()
         if rec is not None:
             ctx.override_instruments(list(ctx.instruments) + [rec])
         try:
-            ex = tvm.compile(mod, target=target, relax_pipeline=self._pipeline(target))
+            ex = tvm.compile(mod, target=target, relax_pipeline=self._pipeline(target) if explicit is None else None)
         finally:
             if rec is not None:
                 ctx.override_instruments([i for i in ctx.instruments if not i.same_as(rec)])

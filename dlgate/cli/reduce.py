@@ -63,10 +63,39 @@ def command(args) -> int:
     print(f"{case.id}: {res.original_nodes} -> {len(res.case.graph.nodes)} operators "
           f"({', '.join(res.case.graph.op_names())}), still {res.verdict.verdict} on {spec.label()}; "
           f"{res.probes} probes in {res.seconds:.1f} s; wrote {d}")
+    _tvmscript(cfg, d, case.id, res, spec, args.max_seconds)
     more = _cut_pointer(args.case, spec, args, "behind this failure")
     if more:
         log(f"dlgate reduce: {more[2:]}")
     return 0
+
+
+def _tvmscript(cfg, d: str, source: str, res, spec, max_seconds: float) -> None:
+    """For a TVM finding: the pass list reduced too, and ``repro_tvmscript.py`` (TVMScript plus
+    the passes, needing only TVM and NumPy) written into the reduced case's folder."""
+    # local: imports torch; off the CLI start-up
+    from dlgate.backends.base import Model
+    from dlgate.exec.worker import Pool
+    from dlgate.reduce.passes import describe, sequence
+    from dlgate.reduce.tvmscript import write_tvmscript
+
+    if sequence(spec) is None:
+        return
+    with Pool(cfg.timeout_s, cfg.memory_mb) as pool:
+        ref = pool.execute(cfg.reference, Model(res.case.model, res.case.graph), res.case.inputs)
+        if not ref.ok:
+            log(f"dlgate reduce: no TVMScript repro: the reference fails on the reduced case ({ref.status})")
+            return
+        got = write_tvmscript(pool, cfg, d, res.case, spec, res.verdict.to_json(), ref.outputs,
+                              f"case {source}, reduced to {len(res.case.graph.nodes)} operators",
+                              max_seconds=max_seconds)
+    red = got.get("passes")
+    if got.get("script"):
+        log(f"dlgate reduce: pass list {len(red['full'])} -> {len(red['passes'])} passes "
+            f"({describe(red)}) in {red['probes']} tr{'y' if red['probes'] == 1 else 'ies'}; "
+            f"wrote {os.path.join(d, got['script'])}")
+    else:
+        log(f"dlgate reduce: no TVMScript repro: {got['not_written']}")
 
 
 def _cut_folders(case_dir: str, spec) -> list:

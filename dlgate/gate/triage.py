@@ -72,7 +72,7 @@ from dlgate.oracle import memsafety as MS
 from dlgate.oracle import signature as S
 from dlgate.oracle import verdict as V
 from dlgate.reduce import identity as I
-from dlgate.reduce.bundle import write_repro
+from dlgate.reduce.bundle import tvm_repro, write_repro
 from dlgate.reduce.cutout import refused
 from dlgate.reduce.reducer import NotReproduced, Reducer, Target
 
@@ -269,6 +269,8 @@ def identify(pool, case, ccfg, spec, ref_out: list, v: dict, out: str, campaign:
             write_repro(d, reduced, spec, res.verdict.to_json(), ref.outputs, info, ccfg.tolerances)
             log(f"dlgate: reduced {case.id} from {res.original_nodes} to {len(reduced.graph.nodes)} operators "
                 f"({ident['typed']}) in {res.seconds:.1f} s: repros/{ident['fingerprint']}")
+            # a TVM finding: its pass list reduced too, and the TVMScript repro beside repro.py
+            tvm_repro(pool, ccfg, d, reduced, spec, res.verdict.to_json(), ref.outputs, max_seconds, log)
     if os.path.exists(os.path.join(d, "repro.json")):
         ident["repro"] = os.path.join("repros", ident["fingerprint"])
     v["identity"] = ident

@@ -14,6 +14,11 @@ compiler's, onnx.reference's and a float64 evaluation's at the worst element. Fo
 bundle also holds ``inputs.json`` (Polygraphy's input format) and ``repro.py`` prints the
 equivalent ``polygraphy run`` command.
 
+A TVM finding (``tvm``, ``tvm-relax``) also gets ``repro_tvmscript.py``: the Relax module as
+TVMScript plus the shortest pass sequence that still fails, needing only TVM and NumPy
+(:mod:`dlgate.reduce.tvmscript`, :mod:`dlgate.reduce.passes`; ``tvmscript.npz`` beside it when
+its data is too large to write inline).
+
 This module writes and reads bundles; ``repro.py`` is assembled by :mod:`dlgate.reduce.script`,
 the listing and diagram by :mod:`dlgate.reduce.listing`, Polygraphy's files by
 :mod:`dlgate.reduce.polygraphy`.
@@ -32,9 +37,13 @@ from dlgate.gate.journal import write_json
 from dlgate.reduce.identity import identity, pattern
 from dlgate.reduce.listing import listing, mermaid
 from dlgate.reduce.polygraphy import polygraphy_command, polygraphy_inputs
+from dlgate.reduce.passes import describe, sequence
 from dlgate.reduce.script import repro_script, self_contained, sources
+from dlgate.reduce.tvmscript import write_tvmscript
 from dlgate.secrets import redact
 
+#: Seconds a TVM finding's pass-list reduction may take, at most (each try starts a worker).
+TVMSCRIPT_SECONDS = 90.0
 #: The package index's name of each compiler: the releases ``dlgate bisect-releases`` installs.
 PACKAGES = {"onnxruntime": "onnxruntime", "tvm": "apache-tvm", "inductor": "torch", "tensorrt": "tensorrt"}
 
@@ -76,6 +85,30 @@ def write_repro(out_dir: str, case: Prepared, spec: BackendSpec, verdict: dict, 
         doc["polygraphy"] = poly
     write_json(os.path.join(d, "repro.json"), doc)
     return d
+
+
+def tvm_repro(pool, cfg, d: str, case: Prepared, spec: BackendSpec, verdict: dict, reference: list,
+              max_seconds: float = 120.0, log=print) -> dict | None:
+    """For a TVM finding (``tvm`` or ``tvm-relax`` on the CPU): its pass list reduced and
+    ``repro_tvmscript.py`` written beside ``repro.py`` (:mod:`dlgate.reduce.tvmscript`), the
+    outcome recorded in repro.json (``tvmscript``). None, and nothing written, for others."""
+    if sequence(spec) is None:
+        return None
+    info = read_repro(d)
+    provenance = (f"campaign {info.get('campaign')}, case {info.get('case')}, root {info.get('root')}, "
+                  f"reduced from {info.get('original_nodes')} to {len(case.graph.nodes)} operators")
+    got = write_tvmscript(pool, cfg, d, case, spec, verdict, reference, provenance,
+                          max_seconds=min(max_seconds, TVMSCRIPT_SECONDS))
+    info["tvmscript"] = got
+    write_json(os.path.join(d, "repro.json"), info)
+    red = got.get("passes")
+    if got.get("script"):
+        log(f"dlgate: {os.path.basename(d)}: pass list {len(red['full'])} -> {len(red['passes'])} passes "
+            f"({describe(red)}) in {red['probes']} tr{'y' if red['probes'] == 1 else 'ies'}: "
+            f"{got['script']}")
+    else:
+        log(f"dlgate: {os.path.basename(d)}: no TVMScript repro: {got['not_written']}")
+    return got
 
 
 def environment() -> dict:

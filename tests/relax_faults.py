@@ -1,0 +1,46 @@
+"""A planted Relax pass fault for the pass-list and TVMScript repro tests: it imports TVM
+only (no dlgate, onnx or PyTorch), so a repro that names it runs in a clean environment
+with this file copied beside it (``tests/relax_faults.py`` under the repro's folder).
+
+``shift_symbolic_results`` miscompiles only where shapes are symbolic: every operator call
+whose result's shape has a dimension that is not a constant gets its result changed (2x + 1,
+or negated for bool). A module of static shapes passes through unchanged, so the fault is
+caught on dynamic cases and silent on static ones.
+"""
+from __future__ import annotations
+
+import tvm
+from tvm import relax, tirx
+
+
+def symbolic(ty) -> bool:
+    """Whether a tensor type's shape has a dimension that is not a constant."""
+    shape = getattr(ty, "shape", None)
+    return isinstance(ty, relax.TensorType) and isinstance(shape, relax.ShapeExpr) and \
+        any(not isinstance(d, tirx.IntImm) for d in shape.values)
+
+
+@relax.expr_functor.mutator
+class _ShiftSymbolic(relax.PyExprMutator):
+    def visit_call_(self, call):
+        call = super().visit_call_(call)
+        if not isinstance(call.op, tvm.ir.Op):
+            return call
+        res = self.builder_.emit(call)
+        if not symbolic(res.ty):
+            return res
+        if res.ty.dtype == "bool":
+            return relax.op.logical_not(res)
+        # x -> 2x + 1: affine shifts that do not cancel through a negation (x + 1 would)
+        twice = self.builder_.emit(relax.op.multiply(res, relax.const(2, res.ty.dtype)))
+        return relax.op.add(twice, relax.const(1, res.ty.dtype))
+
+
+@tvm.transform.module_pass(opt_level=0, name="ShiftSymbolicResults")
+def shift_symbolic_results(mod, _ctx):
+    """Every operator call with a symbolic result shape, changed: wrong only on symbolic shapes."""
+    m = _ShiftSymbolic(mod)
+    for gv, f in list(mod.functions.items()):
+        if isinstance(f, relax.Function):
+            m.builder_.update_func(gv, m.visit_expr(f))
+    return m.builder_.get()
