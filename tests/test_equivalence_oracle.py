@@ -308,7 +308,10 @@ def test_inductor_compiles_the_twins_graph():
          if p.search["valid"] and make_twin(p.graph, p.model, 1, ("mul_one",))][0]
     recs = _twins(["inductor"], [p], kinds=("mul_one",))
     assert [t["status"] for t in recs[0]["twins"]] == [EQ.CONSISTENT], recs[0]["twins"]
-    assert EQ.reads_graph(__import__("dlgate.backends.registry", fromlist=["load"]).load("inductor"))
+    from dlgate.backends.registry import load
+
+    assert EQ.reads_graph(load("inductor")) and EQ.reads_graph(load("tvm-relax"))
+    assert not EQ.reads_graph(load("tvm")) and not EQ.reads_graph(load("onnxruntime"))
     wrapped = make_twin(p.graph, p.model, 1, ("wrap_function",))
     t = EQ.judge_twin(None, p, BackendSpec("inductor"), None, wrapped)
     assert t["status"] == EQ.NOT_JUDGED and "ONNX form only" in t["detail"]

@@ -377,3 +377,43 @@ def test_the_pair_places_injected_faults_on_their_side():
     assert side({("direct", "zero"): call_fault, ("direct", "default"): call_fault}) == "direct-structure"
     assert side({("direct", "zero"): add_fault, ("direct", "default"): add_fault}) == "direct-lowering"
     assert side(everywhere) == "below"
+
+
+def _broadcast_add(batch_size: int, other: tuple):
+    """Add of x[batch, 3] (batch symbolic, bound to ``batch_size``) and a constant of shape
+    ``other``, as the generator writes a dynamic graph."""
+    import numpy as np
+
+    from dlgate.graph.ir import Graph, Node
+    from dlgate.ops.base import TensorType
+
+    out = tuple(max(a, b) for a, b in zip((batch_size, 3), other))
+    g = Graph(tensors=[TensorType("float32", (batch_size, 3)), TensorType("float32", other),
+                       TensorType("float32", out)],
+              nodes=[Node("Add", {}, [0, 1], [2])], inputs=[0], consts=[1], outputs=[2], opset=18,
+              values={1: np.arange(np.prod(other), dtype=np.float32).reshape(other)})
+    g.dynamic = {"dims": [[0, 0, "batch"]], "bindings": []}
+    return g
+
+
+def test_a_te_form_that_would_read_past_a_symbolic_operand_keeps_the_relax_operator():
+    """Catch: TOPI takes a symbol broadcast against a constant above 1 (batch against 5) to be
+    that constant, so a call_tir Add of x[batch, 3] and c[5, 3] reads past x where batch
+    binds to 1, which ONNX broadcasting allows (undefined values, a false alarm waiting to
+    happen): that node keeps R.add, which Relax cannot type, so the direct path refuses it.
+    Silent: x[batch, 3] against c[1, 3] (a static 1) stays a call_tir and is right."""
+    import numpy as np
+
+    from dlgate.materialize.relax.module import assemble
+
+    forced = {"wrap": None, "cast_inputs": [], "cast_outputs": [], "call_tir": [0]}
+    with pytest.raises(NoRelaxLowering):
+        assemble(_broadcast_add(1, (5, 3)), forced)
+    safe = assemble(_broadcast_add(4, (1, 3)), forced)
+    assert "R.call_tir(" in script(safe)
+    backend = TVMRelax(record_rewrites=False)
+    x = np.arange(12, dtype=np.float32).reshape(4, 3) + 100
+    vm, dev = backend._build(safe, (), False)
+    for rows in (4, 1):  # the symbol at its own size and at 1
+        got = backend.run((vm, dev, [0]), [x[:rows]])[0]
+        assert np.array_equal(got, x[:rows] + np.arange(3, dtype=np.float32)), rows

@@ -25,6 +25,7 @@ import random
 
 import numpy as np
 import tvm
+import tvm.sym
 from tvm import relax, tirx
 
 from dlgate import dtypes as dt
@@ -62,6 +63,36 @@ def structure(graph: Graph, seed: int, plain: bool = False) -> dict:
     cast_outputs = [t for t in graph.outputs if rng.random() < CAST_OUTPUT_SHARE]
     call_tir = [k for k, node in enumerate(graph.nodes) if node.op in TE_LOWERINGS and rng.random() < CALL_TIR_SHARE]
     return {"wrap": wrap, "cast_inputs": cast_inputs, "cast_outputs": cast_outputs, "call_tir": call_tir}
+
+
+_ANALYZER = tvm.sym.Analyzer()
+
+
+def _te_broadcasts_safely(xs: list) -> bool:
+    """Whether a TE computation of ``xs`` (``TE_LOWERINGS``, TOPI's broadcasting) indexes every
+    operand in bounds at every binding of its symbolic dims: each pair of aligned dims is
+    static, provably the same size, or a static 1. TOPI takes a symbol met with a constant
+    above 1 (``batch`` against ``5``) to be that constant, and reads past the operand where
+    the symbol binds to 1, which ONNX broadcasting allows: such a node keeps its Relax
+    operator, whose lowering broadcasts by the runtime size."""
+    if len(xs) < 2:
+        return True
+    shapes = []
+    for x in xs:
+        shape = getattr(x.ty, "shape", None)
+        if not isinstance(shape, relax.ShapeExpr):
+            return False
+        shapes.append(list(shape.values))
+    rank = max(len(v) for v in shapes)
+    for axis in range(1, rank + 1):
+        dims = [v[-axis] for v in shapes if len(v) >= axis]
+        static = [isinstance(d, tirx.IntImm) for d in dims]
+        if all(static):
+            continue
+        sizes = [d for d, st in zip(dims, static) if not (st and int(d.value) == 1)]
+        if any(not _ANALYZER.can_prove_equal(sizes[0], d) for d in sizes[1:]):
+            return False
+    return True
 
 
 def to_relax(graph: Graph, seed: int, plain: bool = False) -> tvm.IRModule:
@@ -121,7 +152,7 @@ class _Assembler:
         for k in range(first, last):
             node = g.nodes[k]
             xs = [env[t] if t in env else self._const(t) for t in node.inputs]
-            if k in te:  # a PrimFunc of the module, called by R.call_tir
+            if k in te and _te_broadcasts_safely(xs):  # a PrimFunc of the module, called by R.call_tir
                 outs = [bb.emit_te(TE_LOWERINGS[node.op], *xs, primfunc_name_hint=f"te_{node.op.lower()}")]
             else:
                 outs = lower(Site(node.op, node.attrs, [g.tensors[t] for t in node.inputs], xs,
