@@ -236,18 +236,3 @@ def _write_twin(directory: str, twin, meta: dict) -> None:
         f.write(twin.model)
     with open(os.path.join(directory, TWIN_META), "w") as f:
         json.dump(meta, f, indent=1, sort_keys=True)
-
-
-def reduce_findings(pool, case, ccfg, rec: dict, out_dir: str, reduce: bool = True, seconds: float = 60.0) -> None:
-    """Reduce each inconsistent twin of ``rec`` (:mod:`dlgate.rewrite.reduce`) and give it
-    its identity from the reduced case; without reduction (``reduce`` false, or it fails)
-    the identity is the whole case's (its signature)."""
-    from dlgate.rewrite.reduce import reduce_twin  # local: the reducer imports dlgate.check, which imports this module
-
-    kind = (rec.get("rewrite") or {}).get("kind")
-    specs = {s.label(): s for s in ccfg.backends}
-    for t in findings(rec):
-        spec = specs.get(t["backend"])
-        if not reduce or spec is None or kind is None or (t.get("confirm") or {}).get("reproduced") is False:
-            continue
-        reduce_twin(pool, case, ccfg, spec, t, kind, out_dir, seconds, (rec.get("rewrite") or {}).get("where"))

@@ -164,3 +164,15 @@ if __name__ == "__main__":
     sys.exit(main())
 '''
 
+
+def reduce_findings(pool, case, ccfg, rec: dict, out_dir: str, reduce: bool = True, seconds: float = 60.0) -> None:
+    """Reduce each inconsistent twin of ``rec`` (:func:`reduce_twin`) and give it
+    its identity from the reduced case; without reduction (``reduce`` false, or it fails)
+    the identity is the whole case's (its signature)."""
+    kind = (rec.get("rewrite") or {}).get("kind")
+    specs = {s.label(): s for s in ccfg.backends}
+    for t in EQ.findings(rec):
+        spec = specs.get(t["backend"])
+        if not reduce or spec is None or kind is None or (t.get("confirm") or {}).get("reproduced") is False:
+            continue
+        reduce_twin(pool, case, ccfg, spec, t, kind, out_dir, seconds, (rec.get("rewrite") or {}).get("where"))

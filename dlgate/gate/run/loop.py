@@ -38,6 +38,7 @@ from dlgate.invalid import case as IC
 from dlgate.invalid import oracle as IO
 from dlgate.oracle import verdict as V
 from dlgate.rewrite import oracle as EQ
+from dlgate.rewrite.reduce import reduce_findings
 
 
 #: What varies from run to run or machine to machine: timings, and the rewrites a compiler
@@ -215,7 +216,7 @@ def _run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | No
                     rec["bundle"] = os.path.relpath(d, out)
                     if twinned:
                         EQ.save_twin(d, case)
-                        EQ.reduce_findings(pool, case, kcfg, rec, out, cfg.reduce, cfg.reduce_seconds)
+                        reduce_findings(pool, case, kcfg, rec, out, cfg.reduce, cfg.reduce_seconds)
                 failing = failing or bool(twinned)
                 timing = _split_timing(rec)
                 timing["case_s"] = time.perf_counter() - t0
