@@ -153,20 +153,21 @@ class TVM(Backend):
         except tvm.error.OpNotImplemented as e:
             _sort_unsupported(e)
             raise
-        vm, dev = self._build(mod, self.options.get("extra_passes", ()), self.options.get("record_rewrites", True))
+        vm, dev = self._build(mod, self.options.get("extra_passes", ()), self.options.get("record_rewrites", True),
+                              self.options.get("passes"))
         initializers = {t.name for t in proto.graph.initializer}
         order = [i.name for i in proto.graph.input if i.name not in initializers]
         pos = {n: k for k, n in enumerate(model.input_names)}
         return vm, dev, [pos[n] for n in order]
 
-    def _build(self, mod, extra_passes, record_rewrites: bool) -> tuple:
+    def _build(self, mod, extra_passes, record_rewrites: bool, explicit=None) -> tuple:
         """The Relax module through ``extra_passes``, the pipeline and the VM: ``(vm, dev)``;
-        records the passes that changed it (``rewrites``) when asked. Shared with ``tvm-relax``."""
+        records the passes that changed it (``rewrites``) when asked. ``explicit``: the whole
+        pass sequence by name instead (the ``passes`` option). Shared with ``tvm-relax``."""
         import tvm  # local: optional compiler, imported where it runs
         from tvm import relax
 
         target = tvm.target.Target(TARGETS[self.device])
-        explicit = self.options.get("passes")
         if explicit is not None:  # the whole sequence, by name (a pass-list reduction's candidate)
             with target:
                 mod = tvm.transform.Sequential([make_pass(n) for n in explicit])(mod)

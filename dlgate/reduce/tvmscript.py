@@ -5,7 +5,7 @@ bundle's ONNX ``repro.py``. It needs only TVM and NumPy: no dlgate, no onnx, no 
 
 The module is the one the reduced pass list receives: on the importer path (``tvm``) what
 ``from_onnx`` gives, on the direct path (``tvm-relax``) what ``to_relax`` builds. Both are
-printed in an isolated worker (:class:`dlgate.backends.tvm_relax.ModuleText`), with the
+printed in an isolated worker (:class:`dlgate.backends.tvm_module_text.ModuleText`), with the
 constants TVM's printer leaves in its metadata written as ``R.const(C[k], ...)`` and checked
 there to parse back to a structurally equal module. The script applies the passes under the
 target, builds with no Relax pipeline of its own, runs ``main`` on the inputs and compares
@@ -26,7 +26,8 @@ from dlgate import __version__
 from dlgate.backends.base import BackendSpec, Model
 from dlgate.backends.registry import load
 from dlgate.backends.tvm_passes import CONSTS, LOWERING, is_external
-from dlgate.backends.tvm_relax import PRINTING, TVMRelax
+from dlgate.backends.tvm_module_text import PRINTING
+from dlgate.backends.tvm_relax import TVMRelax
 from dlgate.check import CheckConfig, Prepared
 from dlgate.oracle.compare import DEFAULT_TOLERANCES
 from dlgate.reduce import inline as IN
@@ -37,8 +38,8 @@ from dlgate.reduce.script import REPRO_TIMEOUT_S, _TEMPLATE
 #: The file names in a bundle.
 SCRIPT = "repro_tvmscript.py"
 DATA = "tvmscript.npz"
-#: The worker that prints a module (:class:`dlgate.backends.tvm_relax.ModuleText`).
-MODULE_TEXT = "dlgate.backends.tvm_relax:ModuleText"
+#: The worker that prints a module (:class:`dlgate.backends.tvm_module_text.ModuleText`).
+MODULE_TEXT = "dlgate.backends.tvm_module_text:ModuleText"
 
 
 class NoScript(Exception):
