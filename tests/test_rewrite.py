@@ -33,14 +33,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 @pytest.fixture(scope="module")
 def batch():
     """36 prepared cases with numeric-valid inputs (dynamic and extreme ones among them)."""
-    gen = Generator(GenConfig(dynamic_share=0.25, extreme_share=0.2))
-    out = []
-    for i in range(48):
-        c = make_case(gen, "rewrite-tests", "rw", i)
-        p = prepare(c.meta(), c.graph, c.model_bytes)
-        if p.search["valid"]:
-            out.append(p)
-    return out[:36]
+    return _cases(36)
 
 
 def _same(a, b) -> bool:

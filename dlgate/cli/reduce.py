@@ -76,8 +76,8 @@ def _tvmscript(cfg, d: str, source: str, res, spec, max_seconds: float) -> None:
     # local: imports torch; off the CLI start-up
     from dlgate.backends.base import Model
     from dlgate.exec.worker import Pool
-    from dlgate.reduce.passes import describe, sequence
-    from dlgate.reduce.tvmscript import write_tvmscript
+    from dlgate.reduce.passes import sequence
+    from dlgate.reduce.tvmscript import outcome, write_tvmscript
 
     if sequence(spec) is None:
         return
@@ -89,13 +89,7 @@ def _tvmscript(cfg, d: str, source: str, res, spec, max_seconds: float) -> None:
         got = write_tvmscript(pool, cfg, d, res.case, spec, res.verdict.to_json(), ref.outputs,
                               f"case {source}, reduced to {len(res.case.graph.nodes)} operators",
                               max_seconds=max_seconds)
-    red = got.get("passes")
-    if got.get("script"):
-        log(f"dlgate reduce: pass list {len(red['full'])} -> {len(red['passes'])} passes "
-            f"({describe(red)}) in {red['probes']} tr{'y' if red['probes'] == 1 else 'ies'}; "
-            f"wrote {os.path.join(d, got['script'])}")
-    else:
-        log(f"dlgate reduce: no TVMScript repro: {got['not_written']}")
+    log(f"dlgate reduce: {outcome(got, d)}")
 
 
 def _cut_folders(case_dir: str, spec) -> list:

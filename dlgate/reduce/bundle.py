@@ -37,9 +37,9 @@ from dlgate.gate.journal import write_json
 from dlgate.reduce.identity import identity, pattern
 from dlgate.reduce.listing import listing, mermaid
 from dlgate.reduce.polygraphy import polygraphy_command, polygraphy_inputs
-from dlgate.reduce.passes import describe, sequence
+from dlgate.reduce.passes import sequence
 from dlgate.reduce.script import repro_script, self_contained, sources
-from dlgate.reduce.tvmscript import write_tvmscript
+from dlgate.reduce.tvmscript import outcome, write_tvmscript
 from dlgate.secrets import redact
 
 #: Seconds a TVM finding's pass-list reduction may take, at most (each try starts a worker).
@@ -101,13 +101,7 @@ def tvm_repro(pool, cfg, d: str, case: Prepared, spec: BackendSpec, verdict: dic
                           max_seconds=min(max_seconds, TVMSCRIPT_SECONDS))
     info["tvmscript"] = got
     write_json(os.path.join(d, "repro.json"), info)
-    red = got.get("passes")
-    if got.get("script"):
-        log(f"dlgate: {os.path.basename(d)}: pass list {len(red['full'])} -> {len(red['passes'])} passes "
-            f"({describe(red)}) in {red['probes']} tr{'y' if red['probes'] == 1 else 'ies'}: "
-            f"{got['script']}")
-    else:
-        log(f"dlgate: {os.path.basename(d)}: no TVMScript repro: {got['not_written']}")
+    log(f"dlgate: {os.path.basename(d)}: {outcome(got)}")
     return got
 
 

@@ -31,7 +31,7 @@ from dlgate.backends.tvm_relax import TVMRelax
 from dlgate.check import CheckConfig, Prepared
 from dlgate.oracle.compare import DEFAULT_TOLERANCES
 from dlgate.reduce import inline as IN
-from dlgate.reduce.passes import PassReduction, discard, reduce_passes, sequence, with_passes
+from dlgate.reduce.passes import PassReduction, describe, discard, reduce_passes, sequence, with_passes
 from dlgate.reduce.reducer import Target
 from dlgate.reduce.script import REPRO_TIMEOUT_S, _TEMPLATE
 
@@ -317,3 +317,15 @@ def main():
 if __name__ == "__main__":
     sys.exit(main())
 '''
+
+
+def outcome(got: dict, folder: str | None = None) -> str:
+    """One line on what :func:`write_tvmscript` did, for the logs of ``dlgate reduce`` and of
+    a campaign: the pass list reduced and the script written (its path under ``folder`` when
+    given), or why there is no script."""
+    if not got.get("script"):
+        return f"no TVMScript repro: {got['not_written']}"
+    red = got["passes"]
+    script = got["script"] if folder is None else os.path.join(folder, got["script"])
+    return (f"pass list {len(red['full'])} -> {len(red['passes'])} passes ({describe(red)}) in {red['probes']} "
+            f"tr{'y' if red['probes'] == 1 else 'ies'}: {script}")
