@@ -295,9 +295,11 @@ def op_pattern(graph: Graph) -> str:
     return ",".join(sorted({get(n.op).onnx_op for n in graph.nodes}))
 
 
-def check(pool: W.Pool, case: Prepared, cfg: CheckConfig, reference_out: list | None = None) -> dict:
+def check(pool: W.Pool, case: Prepared, cfg: CheckConfig, reference_out: list | None = None,
+          outcomes: dict | None = None) -> dict:
     """Run the reference and every candidate on one prepared case; returns the result record.
-    ``reference_out``, when given, receives the reference's outputs (for re-runs)."""
+    ``reference_out``, when given, receives the reference's outputs (for re-runs);
+    ``outcomes``, each candidate's run by label (the Relax pair compares the two paths')."""
     record = {"case": case.id, "seed": case.meta.get("seed"), "root": case.meta.get("root"),
               "campaign": case.meta.get("campaign"), "index": case.meta.get("index"),
               "opset": case.graph.opset, "operators": case.meta.get("operators"), "search": case.search,
@@ -347,6 +349,8 @@ def check(pool: W.Pool, case: Prepared, cfg: CheckConfig, reference_out: list | 
         ran: list = []
         v = judge_backend(pool, case, cfg, spec, ref.outputs, outcome=ran)
         record["verdicts"].append(v.to_json())
+        if outcomes is not None and ran:
+            outcomes[spec.label()] = ran[0]
         if "twins" in record:
             record["twins"].append(EQ.judge_twin(pool, case, spec, ran[0] if ran else None, twin, cfg.tolerances,
                                                  ref.outputs, v.verdict in (V.PASS, V.UNDEFINED),

@@ -9,6 +9,8 @@ caught on dynamic cases and silent on static ones.
 """
 from __future__ import annotations
 
+import os
+
 import tvm
 from tvm import relax, tirx
 
@@ -42,5 +44,52 @@ def shift_symbolic_results(mod, _ctx):
     m = _ShiftSymbolic(mod)
     for gv, f in list(mod.functions.items()):
         if isinstance(f, relax.Function):
+            m.builder_.update_func(gv, m.visit_expr(f))
+    return m.builder_.get()
+
+
+#: Set to ``1`` in a worker's environment, :func:`shift_private_calls` is the pass with the
+#: fault fixed (a head-versus-base run's base build).
+PRIVATE_CALLS_FIXED_ENV = "DLGATE_PRIVATE_CALLS_FIXED"
+
+
+def _private(mod) -> set:
+    """The module's private Relax functions (no global symbol: only another function calls them)."""
+    return {gv for gv, f in mod.functions.items()
+            if isinstance(f, relax.Function) and (f.attrs is None or "global_symbol" not in f.attrs)}
+
+
+def _plus_one(x):
+    return relax.op.logical_not(x) if x.ty.dtype == "bool" else relax.op.add(x, relax.const(1, x.ty.dtype))
+
+
+@relax.expr_functor.mutator
+class _ShiftPrivateCalls(relax.PyExprMutator):
+    def __init__(self, mod, private):
+        super().__init__(mod)
+        self.private = private
+
+    def visit_call_(self, call):
+        call = super().visit_call_(call)
+        if not (isinstance(call.op, relax.GlobalVar) and call.op in self.private):
+            return call
+        res = self.builder_.emit(call)
+        if isinstance(res.ty, relax.TensorType):
+            return _plus_one(res)
+        items = [self.builder_.emit(relax.TupleGetItem(res, k)) for k in range(len(res.ty.fields))]
+        return relax.Tuple([self.builder_.emit(_plus_one(i)) for i in items])
+
+
+@tvm.transform.module_pass(opt_level=0, name="ShiftPrivateCallResults")
+def shift_private_calls(mod, _ctx):
+    """Every result of a call to a private function shifted (+1, or negated for bool): wrong
+    only on a module with a private function, which TVM's ONNX importer never writes, so on
+    the direct path alone (the pair's catch test in a campaign)."""
+    private = _private(mod)
+    if not private or os.environ.get(PRIVATE_CALLS_FIXED_ENV) == "1":
+        return mod
+    m = _ShiftPrivateCalls(mod, private)
+    for gv, f in list(mod.functions.items()):
+        if isinstance(f, relax.Function) and gv not in private:
             m.builder_.update_func(gv, m.visit_expr(f))
     return m.builder_.get()

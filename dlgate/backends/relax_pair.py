@@ -24,9 +24,15 @@ lowering, no converter) leaves the pair undecided (``undecided``).
 """
 from __future__ import annotations
 
-from dlgate.backends.base import Model
+import random
+
+from dlgate.backends.base import BackendSpec, Model
 from dlgate.backends.registry import load
+from dlgate.materialize.relax import COVERED
+from dlgate.oracle import verdict as V
 from dlgate.oracle.compare import compare
+from dlgate.oracle.signature import share_key
+from dlgate.seeds import sub_seed
 
 PATHS = {"importer": "tvm", "direct": "dlgate.backends.tvm_relax:TVMRelax"}
 LEVELS = ("zero", "default")
@@ -90,3 +96,143 @@ def compare_paths(model: Model, inputs: list, reference: list, tolerances: dict 
         plain = one("direct", "zero", plain=True)
     side, why = classify(agrees, plain)
     return {"side": side, "why": why, "runs": runs}
+
+
+# -- in a campaign (``relax_share``) ------------------------------------------------------------
+#: The backend names of the two paths in a campaign's records.
+IMPORTER, DIRECT = "tvm", "tvm-relax"
+#: What a campaign's pair comes to, per importer/direct pair of a Relax-native case
+#: (``record["relax"]["pairs"][k]["finding"]``).
+FINDINGS = ("none", "importer", "direct", "shared", "both", "undecided")
+_RIGHT = (V.PASS, V.UNDEFINED)
+
+
+def selected(seed: int, share: float) -> bool:
+    """Whether the case of ``seed`` is Relax-native under a ``relax_share`` of ``share``: a
+    draw of its own stream, so a rerun, a shard or a resumed run picks the same cases, and
+    the other draws of a case never move with it."""
+    if share <= 0:
+        return False
+    if share >= 1:
+        return True
+    return random.Random(sub_seed(seed, "relax-share")).random() < share
+
+
+def native_operators(operators) -> tuple:
+    """The operators a Relax-native case is drawn from: the campaign's (``None``: all) that
+    the direct path lowers (:data:`dlgate.materialize.relax.COVERED`), in their order."""
+    if operators is None:
+        return COVERED
+    return tuple(o for o in operators if o in COVERED)
+
+
+def pairs_of(specs: list) -> list:
+    """``(importer, direct)`` specs: each ``tvm`` spec among ``specs`` with the direct path at
+    the same device, pipeline and options (``extra_passes``, ``passes``, ``record_rewrites``
+    mean the same on both)."""
+    return [(s, BackendSpec(DIRECT, s.device, s.opt_level, s.options)) for s in specs if s.name == IMPORTER]
+
+
+class NativeSplit:
+    """The campaign's generator and the Relax-native one behind one ``generate(seed)``: a
+    case ``native(seed)`` picks is drawn from the operators the direct path lowers, every
+    other case as before. Coverage guidance (``guide``) is shared by both, so a guided
+    batch still sees every case it made; anything else is the campaign's generator's."""
+
+    def __init__(self, main, native, pick):
+        self.__dict__.update(main=main, native=native, pick=pick)
+
+    def generate(self, seed: int, redraw: bool = True):
+        return (self.native if self.pick(seed) else self.main).generate(seed, redraw)
+
+    @property
+    def guide(self):
+        return self.main.guide
+
+    @guide.setter
+    def guide(self, value) -> None:
+        self.main.guide = self.native.guide = value
+
+    def __getattr__(self, name: str):
+        return getattr(self.main, name)
+
+
+def _outputs(o) -> list | None:
+    """Every output set of an Outcome (the first binding's, then each further one's)."""
+    if o is None or not o.ok:
+        return None
+    return [o.outputs] + [m.outputs for m in o.more]
+
+
+def same_way(vi: dict, vd: dict, oi, od, tolerances: dict | None = None) -> bool:
+    """Whether both paths are wrong in the same way: the same class, and the same outputs (a
+    wrong answer: the two paths agree with each other at every binding, so one wrong
+    computation both reach) or the same error (its sharing key: the message's essence, or
+    for a wordless one, the type, signal and innermost frames)."""
+    if vi["verdict"] != vd["verdict"]:
+        return False
+    if vi["verdict"] in V.VALUE_CLASSES:
+        a, b = _outputs(oi), _outputs(od)
+        return a is not None and b is not None and len(a) == len(b) and \
+            all(compare(x, y, tolerances).ok for x, y in zip(a, b))
+    return share_key(vi["verdict"], IMPORTER, vi.get("error")) == share_key(vd["verdict"], IMPORTER, vd.get("error"))
+
+
+def judge_pairs(rec: dict, pairs: list, outcomes: dict, tolerances: dict | None = None) -> None:
+    """The pair on a Relax-native case's record (``rec["relax"]``), and each path's verdict
+    marked with it. Where one path agrees with the reference, the other's failure is that
+    path's finding (``pair`` on its verdict names the other path, right); where both are
+    wrong the same way (:func:`same_way`) it is one finding, the importer path's: the direct
+    verdict keeps its class and gets ``pair.same_as``, and is neither triaged nor counted as
+    a finding of its own; both wrong otherwise: two findings."""
+    by = {v["backend"]: v for v in rec["verdicts"]}
+    out = []
+    for imp, direct in pairs:
+        il, dl = imp.label(), direct.label()
+        vi, vd = by.get(il), by.get(dl)
+        entry = {"importer": il, "direct": dl}
+        out.append(entry)
+        if vi is None or vd is None:
+            entry.update(finding="undecided", why="a path did not run")
+            continue
+        fi, fd = vi["verdict"] in V.FAILURES, vd["verdict"] in V.FAILURES
+        ri, rd = vi["verdict"] in _RIGHT, vd["verdict"] in _RIGHT
+        if ri and rd:
+            entry.update(finding="none", why="both paths agree with the reference")
+        elif fi and rd or fd and ri:
+            path, v, other = ("importer", vi, dl) if fi else ("direct", vd, il)
+            v["pair"] = {"path": path, "other": other, "other_agrees": True}
+            entry.update(finding=path, why=f"the {path} path is {v['verdict']}; the "
+                         f"{'direct' if fi else 'importer'} path of the same graph agrees with the reference"
+                         + _where(v))
+        elif fi and fd:
+            if same_way(vi, vd, outcomes.get(il), outcomes.get(dl), tolerances):
+                vd["pair"] = {"path": "direct", "same_as": il}
+                vi["pair"] = {"path": "importer", "shared_with": dl}
+                entry.update(finding="shared", why=f"both paths are {vi['verdict']} the same way: one finding, "
+                             "TVM's below the importer (what both modules reach)")
+            else:
+                vi["pair"] = {"path": "importer", "other": dl, "other_agrees": False}
+                vd["pair"] = {"path": "direct", "other": il, "other_agrees": False}
+                entry.update(finding="both", why=f"both paths are wrong, differently ({vi['verdict']}, "
+                             f"{vd['verdict']}): a finding each")
+        else:
+            entry.update(finding="undecided", why=f"the importer path is {vi['verdict']}, the direct path "
+                         f"{vd['verdict']}: one of them did not give an answer to judge")
+    rec["relax"] = {"pairs": out}
+
+
+def _where(v: dict) -> str:
+    """Where the cross-check at the lowest pipeline places a wrong path's failure."""
+    blame = v.get("blame")
+    if blame == "optimization":
+        return "; right at the zero pipeline: a pass of the default pipeline on that path's module"
+    if blame == "conversion":
+        return "; wrong at the zero pipeline too: that path's module itself (the importer's, or dlgate's lowering)"
+    return ""
+
+
+def shares_finding(v: dict) -> bool:
+    """Whether verdict ``v`` is the direct path's side of a finding the importer path already
+    holds (:func:`judge_pairs`): neither triaged nor counted again."""
+    return bool((v.get("pair") or {}).get("same_as"))

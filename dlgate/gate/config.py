@@ -29,7 +29,7 @@ _BY_NAME = {f.name: f for f in FIELDS}
 #: Keys that change the journal and were added later, with the value that behaves as runs
 #: made before them did: part of a run's fingerprint only when set otherwise.
 _LATER_KEYS = (("findings_per_case", 1), ("restrict_to_support", False), ("extreme_share", 0.0), ("target_share", 0.8),
-               ("invalid_share", 0.0), ("rewrite_share", 0.0))
+               ("invalid_share", 0.0), ("rewrite_share", 0.0), ("relax_share", 0.0))
 
 
 @dataclass
@@ -45,6 +45,7 @@ class Campaign:
     target_share: float = 0.8
     invalid_share: float = 0.0
     rewrite_share: float = 0.0
+    relax_share: float = 0.0
     guidance: bool = True
     coverage_state: str | None = None
     operators: list | None = None

@@ -79,6 +79,8 @@ def findings(rec: dict):
 def classify(record: dict, v: dict, baseline) -> str | None:
     """The class of one verdict, or None when it is not a failure."""
     base = v.get("base")
+    if (v.get("pair") or {}).get("same_as"):
+        return None  # the direct Relax path's side of the importer path's finding (backends.relax_pair)
     if v["verdict"] not in V.FAILURES:
         # head refuses a model the base build runs: a regression, whatever the class
         return NEW if base is not None and base.get("verdict") == V.PASS else None

@@ -50,7 +50,10 @@ FIELDS = (
           "node (a dtype the operator does not take, incompatible shapes, a dangling or duplicated edge, an axis past "
           "the rank, a wrong number of inputs), drawn from the case's seed and rejected by ONNX's full checker. A "
           "compiler must reject it with an error; a crash, a hang, running out of memory or running it is a finding "
-          "of its own class (`invalid_crash`, `invalid_timeout`, `invalid_oom`, `invalid_accepted`). 0 turns it off. "
+          "of its own class (`invalid_crash`, `invalid_timeout`, `invalid_oom`, `invalid_accepted`). With a `tvm` "
+          "backend, a quarter of them break a rule of Relax instead, in the direct path's module of a graph drawn "
+          "from the operators it lowers (a parameter of `main` declared with another dtype or shape), run on the "
+          "direct path alone. 0 turns it off. "
           "See docs/oracle-and-backends.md.", min=0, max=1),
     Field("rewrite_share", "float", 0.0, "Share of models that also run an equivalent twin on every backend "
           "(the equivalence oracle, docs/oracle-and-backends.md): the case rewritten by one semantics-preserving "
@@ -59,6 +62,12 @@ FIELDS = (
           "compiler that computes otherwise on the twin than on the case, or fails on the twin of a case it runs, "
           "is `inconsistent`: a finding of its own class, whether or not the reference could run. 0 turns it "
           "off.", min=0, max=1),
+    Field("relax_share", "float", 0.0, "With a `tvm` backend: the share of models that are Relax-native (the "
+          "direct Relax path, docs/oracle-and-backends.md): drawn, by the case's seed, from the operators the direct "
+          "path lowers, and run on `tvm-relax` at each `tvm` backend's device, level and options besides every "
+          "backend. The two paths are a pair: where one agrees with the reference, the other's failure is that "
+          "path's finding; where both are wrong the same way, it is one finding. An optional `tvm` backend "
+          "(`tvm:cuda?`) is not paired. 0 turns it off.", min=0, max=1),
     Field("target_share", "float", 0.8, "With a change to aim at (`dlgate run --changed-from BASE` or `--diff "
           "FILE`): the share of models drawn to exercise what the change touches (its operators with the opsets, "
           "dtypes and attribute regimes the changed code concerns, the motifs of the rewrites it changes); the rest "

@@ -40,6 +40,11 @@ def campaign(s: Setup, is_weekly: bool) -> str:
                   "# A quarter of the models also run an equivalent twin on every backend (the equivalence",
                   "# oracle: the compiler against itself, no reference needed); inconsistent is its finding.",
                   "rewrite_share: 0.25"]
+        if any(b.partition("@")[0] == "tvm" for b in c.weekly_backends):
+            lines += ["# A quarter of the models are Relax-native: drawn from the operators dlgate lowers straight",
+                      "# into Relax, and run on TVM without its ONNX importer too (tvm-relax). The two paths are a",
+                      "# pair: where one agrees with the reference, the other's failure is that path's finding.",
+                      "relax_share: 0.25"]
     return "\n".join(lines) + "\n"
 
 

@@ -114,7 +114,9 @@ def check_invalid(pool, case, cfg) -> dict:
               "opset": case.graph.opset, "operators": case.meta.get("operators"), "search": case.search,
               "invalid": info, "verdicts": []}
     for spec in cfg.backends:
-        if reads_graph(spec.name):
+        # a Relax-level invalid case (dlgate.invalid.relax_case) is broken in the module the
+        # graph reader builds, and runs on it alone
+        if reads_graph(spec.name) and info.get("level") != "relax":
             record["verdicts"].append(V.Verdict(spec.label(), V.UNSUPPORTED, "compiles dlgate's graph, not the ONNX "
                                                 "model: an invalid ONNX model cannot reach it").to_json())
             continue

@@ -61,3 +61,4 @@ class TVMRelaxInvalid(TVMRelax):
             inputs = list(inputs)
             inputs[info["index"]] = as_declared(inputs[info["index"]], info["declared"])
         return super().run((vm, dev, order), inputs)
+

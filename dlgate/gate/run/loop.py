@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from dlgate.backends import relax_pair as RP
 from dlgate.case import GuidedBatch, make_case
 from dlgate.change.coverage import aims_of, case_row
 from dlgate.check import check, load_bundle, prepare, save_bundle
@@ -32,10 +33,12 @@ from dlgate.gate.run.finish import finish
 from dlgate.gate.run.guidance import coverage_start, read_coverage_state, rewrite_coverage
 from dlgate.gate.run.lifecycle import DeviceLost, Interrupted, lost, preflight, stopped_by_signals
 from dlgate.gate.run.outdir import manifest_of, open_out, progress_of
-from dlgate.gate.run.plan import Shard, case_key, check_config, generator, labels, only, opset_range, plan
+from dlgate.gate.run.plan import (Shard, case_key, check_config, generator, labels, only, opset_range,
+                                  optional_labels, plan)
 from dlgate.gate.run.updates import ORIGIN
 from dlgate.invalid import case as IC
 from dlgate.invalid import oracle as IO
+from dlgate.invalid import relax_case as RC
 from dlgate.oracle import verdict as V
 from dlgate.rewrite import oracle as EQ
 from dlgate.rewrite.reduce import reduce_findings
@@ -112,6 +115,8 @@ def _run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | No
     recorded = open_out(out, manifest, fresh)
     opened.manifest = manifest  # from here on, an interrupted run reports on its journal
     ccfg = check_config(cfg)
+    optional = optional_labels(cfg.backends)
+    pairs = RP.pairs_of([s for s in ccfg.backends if s.label() not in optional])  # the Relax pair's specs
     support = restrict.resolve(cfg, recorded, manifest, log)  # probe errors come before any work
     if support is not None:
         write_json(os.path.join(out, MANIFEST), manifest)
@@ -144,7 +149,8 @@ def _run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | No
         if opsets is not None and manifest.get("opset_range") != opsets:
             manifest["opset_range"] = opsets
             write_json(os.path.join(out, MANIFEST), manifest)
-        gen = generator(cfg, opsets, support, tuple(aims))
+        gen = _native_split(cfg, generator(cfg, opsets, support, tuple(aims)), pairs,
+                            lambda ops: generator(replace(cfg, operators=list(ops)), opsets, support, tuple(aims)))
         start = coverage_start(cfg, given_state, out, recorded, manifest, log)
         write_json(os.path.join(out, MANIFEST), manifest)
         batch = None
@@ -167,13 +173,16 @@ def _run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | No
                 bar.case_started()
                 t0 = time.perf_counter()
                 ACTIVITY.begin(f"generating case {case_key((kind, key), cfg, root)}")
-                case, feats = _load(kind, key, gen, cfg, root, base, batch)
+                case, feats = _load(kind, key, gen, cfg, root, base, batch, pairs)
                 ref_out: list = []
-                kcfg = ccfg if kind != "baseline" else only(ccfg, base.fingerprints[key]["backend"])
+                invalid = case.meta.get("invalid")  # a model made invalid on purpose: its own oracle
+                kcfg, native = _case_config(ccfg, cfg, pairs, kind, key, case, base)
                 names = ", ".join(s.label() for s in kcfg.backends)
                 ACTIVITY.begin(f"running case {case.id} on {names} (reference {cfg.reference})")
-                invalid = case.meta.get("invalid")  # a model made invalid on purpose: its own oracle
-                rec = IO.check_invalid(pool, case, kcfg) if invalid else check(pool, case, kcfg, ref_out)
+                outcomes: dict = {}
+                rec = IO.check_invalid(pool, case, kcfg) if invalid else check(pool, case, kcfg, ref_out, outcomes)
+                if native:  # the importer path against the direct one on a Relax-native case
+                    RP.judge_pairs(rec, pairs, outcomes, kcfg.tolerances)
                 _stop_if_lost(pool, base_pool, ccfg, cfg, case.id)
                 rec["kind"] = kind
                 if feats is not None:
@@ -192,6 +201,8 @@ def _run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | No
                 failing = False
                 for v, spec in zip(rec["verdicts"], kcfg.backends):
                     reduced = None
+                    if RP.shares_finding(v):  # the importer path's finding, seen from the direct path
+                        continue
                     if invalid:  # nothing to reduce or cut: the base build, a confirmation, its identity
                         if v["verdict"] in V.FAILURES:
                             failing = True
@@ -271,7 +282,49 @@ def _touches(doc: dict) -> str:
             f"batch is aimed at them" + (f"; {len(gaps)} cannot be reached (listed in the summary)" if gaps else ""))
 
 
-def _load(kind: str, key, gen, cfg: Campaign, root: str, base: B.Baseline, batch=None):
+def _native_split(cfg: Campaign, gen, pairs: list, make):
+    """The campaign's generator, or with a ``tvm`` backend and ``relax_share`` or
+    ``invalid_share``, it and the Relax-native one (``make(operators)``) behind one
+    generator: a Relax-native case (:func:`dlgate.backends.relax_pair.selected`) or a
+    Relax-level invalid one (:func:`dlgate.invalid.relax_case.chosen`) is drawn from the
+    operators the direct path lowers. A RunError when ``relax_share`` asks for such cases and
+    none of the campaign's operators can be lowered; without ``relax_share`` the invalid
+    models then all break ONNX rules."""
+    if not pairs or not (cfg.relax_share or cfg.invalid_share):
+        return gen
+    ops = RP.native_operators(cfg.operators)
+    try:
+        if not ops:
+            raise RunError(f"{cfg.campaign}: no operator of the campaign has a Relax lowering "
+                           "(dlgate.materialize.relax.COVERED)")
+        native = make(ops)
+    except RunError as e:
+        if cfg.relax_share:
+            raise RunError(f"relax_share: {e}") from None
+        return gen
+    return RP.NativeSplit(gen, native, lambda seed: RP.selected(seed, cfg.relax_share)
+                          or RC.chosen(seed, cfg.invalid_share))
+
+
+def _case_config(ccfg, cfg: Campaign, pairs: list, kind: str, key, case, base: B.Baseline) -> tuple:
+    """``(check configuration, whether the case is Relax-native)`` of one case: a baseline
+    repro runs on the backend it was found on (the direct path's too); a Relax-level invalid
+    case on the direct path's invalid backend alone; a Relax-native case on every backend
+    and the direct path beside each paired ``tvm`` one."""
+    direct = [d for _, d in pairs]
+    if kind == "baseline":
+        return only(replace(ccfg, backends=list(ccfg.backends) + direct), base.fingerprints[key]["backend"]), False
+    invalid = case.meta.get("invalid")
+    if invalid:
+        if invalid.get("level") == "relax":
+            return replace(ccfg, backends=RC.specs_of([s for s, _ in pairs])), False
+        return ccfg, False
+    if pairs and RP.selected(int(case.meta.get("seed") or 0), cfg.relax_share):
+        return replace(ccfg, backends=list(ccfg.backends) + direct), True
+    return ccfg, False
+
+
+def _load(kind: str, key, gen, cfg: Campaign, root: str, base: B.Baseline, batch=None, pairs: list = ()):
     """The case, and its coverage features (None for corpus and baseline cases)."""
     if kind == "corpus":
         return load_bundle(os.path.join(cfg.corpus, key), case_id=f"corpus/{key}"), None
@@ -284,6 +337,10 @@ def _load(kind: str, key, gen, cfg: Campaign, root: str, base: B.Baseline, batch
         c = make_case(gen, root, cfg.campaign, key)
         feats = graph_features(c.graph)
     meta = c.meta()
+    if pairs and RC.chosen(c.seed, cfg.invalid_share):  # a Relax rule broken instead of an ONNX one
+        bad = RC.make_invalid(c, meta)
+        if bad is not None:
+            return bad, feats
     if cfg.invalid_share and IC.chosen(c.seed, cfg.invalid_share):
         bad = IC.make_invalid(c, meta)  # None: no rule applies; meta says why and the case runs as generated
         if bad is not None:

@@ -77,6 +77,8 @@ def plan(cfg: Campaign, shard: Shard | None, base: B.Baseline | None = None, ski
     the baseline entries' reduced repros of the backends under test, the fresh batch.
     Saved cases that cannot be loaded are left out (``skipped``: case id -> why)."""
     names = {backend_spec(b).name for b in cfg.backends}
+    if cfg.relax_share and "tvm" in names:  # the direct Relax path's findings (backends.relax_pair)
+        names.add("tvm-relax")
     fixed = [("corpus", n) for n in corpus_cases(cfg.corpus, skipped)]
     fixed += [("baseline", fp) for fp in (_loadable_repros(base, names, skipped) if base else [])]
     items = [it for k, it in enumerate(fixed) if shard is None or shard.owns(k)]
