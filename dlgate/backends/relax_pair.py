@@ -21,6 +21,13 @@ A run that fails to compile or run counts as wrong; a path that refuses the grap
 lowering, no converter) leaves the pair undecided (``undecided``).
 
 ``python bench/relax_pair.py`` classifies a small generated batch, or one saved case.
+
+In a campaign (``relax_share``), the gate runs the direct path beside each ``tvm`` backend on
+the Relax-native cases (:func:`selected`, drawn from the operators it lowers through
+:class:`NativeSplit`) at that backend's own pipeline, and :func:`judge_pairs` decides whose
+finding a failure is: the wrong path's where the other agrees with the reference, one finding
+(the importer path's) where both are wrong the same way. The zero/default placement above is
+left to this module's bench and the cross-check each mismatch already gets.
 """
 from __future__ import annotations
 

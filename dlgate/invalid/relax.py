@@ -3,7 +3,8 @@ module of a case's graph with one parameter of ``main`` declared wrongly
 (:mod:`dlgate.materialize.relax.invalid`), run on the valid graph's inputs. Judged by
 :func:`dlgate.invalid.oracle.judge`: TVM must raise; a crash, a hang or a run to completion is
 a finding. The rule is drawn from the graph's structure seed, so the parent draws the same
-(:func:`describe`) without a worker."""
+(:func:`describe`) without a worker; a TVM campaign with ``invalid_share`` makes a quarter of
+its invalid cases so (:mod:`dlgate.invalid.relax_case`)."""
 from __future__ import annotations
 
 from typing import Any
