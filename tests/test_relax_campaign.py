@@ -159,6 +159,8 @@ def test_the_pair_names_the_wrong_path_and_makes_a_shared_failure_one_finding():
     rec = _pair(_v(IMPORTER, V.PASS), _v(DIRECT, V.MISMATCH), right, wrong)
     assert rec["relax"]["pairs"][0]["finding"] == "direct"
     assert rec["verdicts"][1]["pair"] == {"path": "direct", "other": IMPORTER, "other_agrees": True}
+    assert rec["verdicts"][1]["detail"].endswith(f"[pair: {IMPORTER} (the ONNX importer path) agrees with the "
+                                                 "reference on the same graph]")
     rec = _pair(_v(IMPORTER, V.COMPILE_ERROR, {"type": "TVMError", "message": "bad"}), _v(DIRECT, V.UNDEFINED))
     assert rec["relax"]["pairs"][0]["finding"] == "importer" and "pair" in rec["verdicts"][0]
     # both wrong, the same outputs: one finding, the importer path's; the direct verdict is not classified
@@ -253,6 +255,7 @@ def test_a_fault_only_the_direct_module_meets_is_the_direct_paths_finding_new_ag
         assert _has_private_function(out, r)
     assert code == 1
     assert verdict["new"] and all(g["backend"] == DIRECT and g["verdict"] == V.MISMATCH for g in verdict["new"])
+    assert all(f"[pair: {IMPORTER} (the ONNX importer path) agrees" in g["detail"] for g in verdict["new"])
     assert sum(len(g["cases"]) for g in verdict["new"]) == len(caught)
     # every case the fault leaves right passes on both paths
     assert all(p["finding"] in ("none", "undecided") for r in records if r not in caught for p in r["relax"]["pairs"])

@@ -209,6 +209,8 @@ def judge_pairs(rec: dict, pairs: list, outcomes: dict, tolerances: dict | None 
         elif fi and rd or fd and ri:
             path, v, other = ("importer", vi, dl) if fi else ("direct", vd, il)
             v["pair"] = {"path": path, "other": other, "other_agrees": True}
+            v["detail"] = _noted(v, f"{other} (the {'direct Relax' if fi else 'ONNX importer'} path) agrees with the "
+                                    "reference on the same graph")
             entry.update(finding=path, why=f"the {path} path is {v['verdict']}; the "
                          f"{'direct' if fi else 'importer'} path of the same graph agrees with the reference"
                          + _where(v))
@@ -216,6 +218,7 @@ def judge_pairs(rec: dict, pairs: list, outcomes: dict, tolerances: dict | None 
             if same_way(vi, vd, outcomes.get(il), outcomes.get(dl), tolerances):
                 vd["pair"] = {"path": "direct", "same_as": il}
                 vi["pair"] = {"path": "importer", "shared_with": dl}
+                vi["detail"] = _noted(vi, f"{dl} (the direct Relax path) fails the same way: one finding")
                 entry.update(finding="shared", why=f"both paths are {vi['verdict']} the same way: one finding, "
                              "TVM's below the importer (what both modules reach)")
             else:
@@ -227,6 +230,11 @@ def judge_pairs(rec: dict, pairs: list, outcomes: dict, tolerances: dict | None 
             entry.update(finding="undecided", why=f"the importer path is {vi['verdict']}, the direct path "
                          f"{vd['verdict']}: one of them did not give an answer to judge")
     rec["relax"] = {"pairs": out}
+
+
+def _noted(v: dict, note: str) -> str:
+    """``v``'s detail with what the pair says about it (the summary shows the detail)."""
+    return f"{v.get('detail') or ''} [pair: {note}]".strip()[:2000]
 
 
 def _where(v: dict) -> str:
