@@ -304,3 +304,34 @@ def test_init_writes_relax_share_into_the_weekly_tvm_campaign_only(tmp_path, nam
         path.write_text(campaigns.campaign(setup, weekly))
         cfg = C.load(str(path))
         assert cfg.relax_share == (0.25 if weekly and name == "tvm" else 0.0)
+
+
+# -- a scalar input in a TVMScript repro ---------------------------------------------------------
+def test_a_tvmscript_repro_feeds_a_scalar_input_as_a_scalar(tmp_path):
+    """A reduced direct-path finding of the campaign came with a 0-d input; its repro gave it
+    to ``main`` as a 1-d tensor (``np.ascontiguousarray`` makes 0-d arrays 1-d), which TVM's
+    VM rejects, so the repro failed on its own harness instead of showing the bug. The repro
+    of a healthy module taking a scalar must run and find TVM right (exit 0)."""
+    import numpy as np
+
+    from dlgate.backends.tvm_passes import PIPELINE_PASSES, module_source
+    from dlgate.reduce.candidates import _sliced
+    from dlgate.reduce.passes import PassReduction
+    from dlgate.reduce.tvmscript import SCRIPT, script_source
+
+    assert _sliced(np.array(2.0, dtype="float32"), ()).shape == ()
+    bb = tvm.relax.BlockBuilder()
+    x = tvm.relax.Var("x", tvm.relax.TensorType((), "float32"))
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            y = bb.emit_output(tvm.relax.op.negative(x))
+        bb.emit_func_output(y)
+    text, _consts = module_source(bb.get())
+    full = list(PIPELINE_PASSES["default_build"])
+    red = PassReduction(full=full, passes=full, culprits=[], verdict=None)
+    src, data = script_source(text, [], {"x": np.array(2.0, dtype="float32")}, {"y": np.array(-2.0, dtype="float32")},
+                              None, red, {"verdict": V.MISMATCH, "backend": DIRECT}, "direct", "a test")
+    (tmp_path / SCRIPT).write_text(src)
+    assert not data
+    r = subprocess.run([sys.executable, SCRIPT], cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]

@@ -107,7 +107,8 @@ def reinfer(graph: Graph, types: list, nodes: list) -> Graph | None:
 
 
 def _sliced(x: np.ndarray, shape: tuple) -> np.ndarray:
-    return np.ascontiguousarray(x[tuple(slice(0, d) for d in shape)])
+    # np.require keeps a 0-d input 0-d (np.ascontiguousarray makes it 1-d)
+    return np.require(x[tuple(slice(0, d) for d in shape)], requirements="C")
 
 
 def reshaped(graph: Graph, inputs: list, shapes: dict):

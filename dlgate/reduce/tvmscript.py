@@ -247,7 +247,9 @@ def run(passes, inputs):
         mod = tvm.transform.Sequential([make_pass(n) for n in passes])(Module)
     ex = tvm.compile(mod, target=target, relax_pipeline=None)
     dev = tvm.cpu(0)
-    out = relax.VirtualMachine(ex, dev)["main"](*[tvm.runtime.tensor(np.ascontiguousarray(x), dev) for x in inputs])
+    # np.require, not np.ascontiguousarray: that one makes a 0-d input 1-d, which main rejects
+    out = relax.VirtualMachine(ex, dev)["main"](*[tvm.runtime.tensor(np.require(x, requirements="C"), dev)
+                                                  for x in inputs])
     # a tensor, a Shape (an output computed by ONNX Shape: its values, int64), or a tuple
     outs = [out] if hasattr(out, "numpy") or type(out).__name__ in ("Shape", "ShapeTuple") else list(out)
     return [o.numpy() if hasattr(o, "numpy") else np.array([int(d) for d in o], dtype=np.int64) for o in outs]
