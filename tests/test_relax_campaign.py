@@ -335,3 +335,18 @@ def test_a_tvmscript_repro_feeds_a_scalar_input_as_a_scalar(tmp_path):
     assert not data
     r = subprocess.run([sys.executable, SCRIPT], cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+
+
+def test_a_relax_level_invalid_case_is_not_judged_on_a_backend_that_reads_its_valid_onnx_model():
+    """``dlgate check`` on a saved Relax-level invalid case with ``--backend tvm``: the ONNX
+    model is valid, so running it says nothing about the broken module (never
+    ``invalid_accepted``); only the direct path's invalid backend is judged on it."""
+    from types import SimpleNamespace
+
+    from dlgate.check import CheckConfig
+    from dlgate.invalid.oracle import check_invalid
+
+    info = {"rule": "param_dtype", "level": "relax", "node": "x", "op_type": "main", "index": 0}
+    case = SimpleNamespace(id="c", meta={"invalid": info, "seed": 1}, graph=SimpleNamespace(opset=17), search={})
+    (v,) = check_invalid(None, case, CheckConfig([BackendSpec("tvm")]))["verdicts"]
+    assert v["verdict"] == V.UNSUPPORTED and "only TVM's direct path takes the broken module" in v["detail"]

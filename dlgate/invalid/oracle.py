@@ -64,6 +64,8 @@ TOLERATED: dict = {"tvm": {"dangling": _TVM_WARNS, "duplicate": _TVM_WARNS, "ari
 #: on it (``unsupported``, saying so). Matched by the name of the class that defines
 #: ``compile``, so a subclass that only changes options is matched too.
 GRAPH_READERS = ("torch", "inductor", "tvm-relax", "tvm-relax-invalid")
+#: The backend (its ``name``) that runs a Relax-level invalid case (``level: relax``).
+RELAX_INVALID = "tvm-relax-invalid"
 
 
 def reads_graph(backend_name: str) -> bool:
@@ -113,10 +115,16 @@ def check_invalid(pool, case, cfg) -> dict:
               "campaign": case.meta.get("campaign"), "index": case.meta.get("index"),
               "opset": case.graph.opset, "operators": case.meta.get("operators"), "search": case.search,
               "invalid": info, "verdicts": []}
+    relax_level = info.get("level") == "relax"
     for spec in cfg.backends:
         # a Relax-level invalid case (dlgate.invalid.relax_case) is broken in the module the
-        # graph reader builds, and runs on it alone
-        if reads_graph(spec.name) and info.get("level") != "relax":
+        # direct path's invalid backend builds, and only there: its ONNX model is valid
+        if relax_level and load(spec.name).name != RELAX_INVALID:
+            record["verdicts"].append(V.Verdict(spec.label(), V.UNSUPPORTED, "a Relax-level invalid case: its ONNX "
+                                                "model is valid, only TVM's direct path takes the broken module "
+                                                f"({RELAX_INVALID})").to_json())
+            continue
+        if reads_graph(spec.name) and not relax_level:
             record["verdicts"].append(V.Verdict(spec.label(), V.UNSUPPORTED, "compiles dlgate's graph, not the ONNX "
                                                 "model: an invalid ONNX model cannot reach it").to_json())
             continue
