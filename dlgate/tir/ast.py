@@ -38,13 +38,21 @@ class Scope:
 @dataclass(frozen=True)
 class Site:
     """One node: ``path`` (child positions from the body), ``node``, ``kind`` ("stmt" or
-    "expr"), ``scope``, ``parent`` (the enclosing node, None at the body)."""
+    "expr"), ``scope``, ``parent`` (the enclosing node, None at the body) and ``role``: what
+    the value decides, which is what a mutation may do to it without making the program's
+    behaviour undefined. ``value``: data only (free to change); ``index``: a buffer index or
+    a variable that may become one (changing it could read or write out of bounds);
+    ``bound``: a loop's min or extent (only shrinking the range is safe: every index stays
+    where the original range took it); ``guard``: a condition, a shift amount or a bitwise
+    operand (a guard may be all that keeps an access in bounds or a while loop finite);
+    ``divisor``: an integer divisor (must stay non-zero); ``stmt``: a statement."""
 
     path: tuple
     node: object
     kind: str
     scope: Scope
     parent: object = field(default=None, compare=False)
+    role: str = "stmt"
 
 
 def dtype_of(e) -> str:
@@ -103,7 +111,7 @@ def children(node, scope: Scope) -> list:
     if isinstance(node, tirx.AttrStmt):
         return [(node.body, S, scope)]
     if isinstance(node, s_tir.SBlockRealize):
-        return [(node.block, S, scope)]
+        return [(v, E, scope) for v in node.iter_values] + [(node.predicate, E, scope), (node.block, S, scope)]
     if isinstance(node, s_tir.SBlock):
         inner = Scope(tuple(v for v in scope.vars if v in _root_vars(scope)) + tuple(iv.var for iv in node.iter_vars),
                       scope.buffers + tuple(node.alloc_buffers), (), True, scope.s_tir)
@@ -111,7 +119,7 @@ def children(node, scope: Scope) -> list:
         return out + ([(node.init, S, inner)] if node.init is not None else [])
     if _is_binary(node):
         return [(node.a, E, scope), (node.b, E, scope)]
-    if isinstance(node, tirx.Not):
+    if isinstance(node, (tirx.Not, tirx.BitwiseNot)):
         return [(node.a, E, scope)]
     if isinstance(node, tirx.Cast):
         return [(node.value, E, scope)]
@@ -152,15 +160,15 @@ def rebuild(node, kids: list):
     if isinstance(node, tirx.AttrStmt):
         return tirx.AttrStmt(node.node, node.attr_key, node.value, kids[0])
     if isinstance(node, s_tir.SBlockRealize):
-        return s_tir.SBlockRealize(list(node.iter_values), node.predicate, kids[0])
+        return s_tir.SBlockRealize(list(kids[:-2]), kids[-2], kids[-1])
     if isinstance(node, s_tir.SBlock):
         return s_tir.SBlock(list(node.iter_vars), list(node.reads), list(node.writes), node.name_hint, kids[0],
                             kids[1] if len(kids) > 1 else None, list(node.alloc_buffers), list(node.match_buffers),
                             node.annotations)
     if _is_binary(node):
         return type(node)(kids[0], kids[1])
-    if isinstance(node, tirx.Not):
-        return tirx.Not(kids[0])
+    if isinstance(node, (tirx.Not, tirx.BitwiseNot)):
+        return type(node)(kids[0])
     if isinstance(node, tirx.Cast):
         return tirx.Cast(dtype_of(node), kids[0])
     if isinstance(node, tirx.Select):
@@ -198,19 +206,59 @@ def _root_vars(scope: Scope) -> tuple:
 ARITH = ("Add", "Sub", "Mul", "Div", "FloorDiv", "FloorMod", "Mod", "Min", "Max")
 COMPARE = ("EQ", "NE", "LT", "LE", "GT", "GE")
 LOGIC = ("And", "Or")
-BINARY = ARITH + COMPARE + LOGIC
+#: Bitwise operators: their operands are guards (a shift past the width is undefined).
+BITWISE = ("LShift", "RShift", "BitwiseAnd", "BitwiseOr", "BitwiseXor")
+BINARY = ARITH + COMPARE + LOGIC + BITWISE
+
+
+#: Calls whose integer arguments act as guards (a shift past the width is undefined).
+GUARDED_CALLS = ("tirx.shift_left", "tirx.shift_right", "tirx.bitwise_and", "tirx.bitwise_or",
+                 "tirx.bitwise_xor", "tirx.if_then_else", "tirx.likely")
+
+
+def child_roles(node, n: int, role: str) -> list:
+    """The :class:`Site` role of each of ``node``'s ``n`` children, given its own."""
+    tvm, ir, s_tir, tirx = _classes()
+    if role in ("index", "bound", "guard", "divisor"):
+        return [role if role != "divisor" else "guard"] * n
+    name = type(node).__name__
+    if isinstance(node, tirx.For):
+        return ["bound", "bound", "stmt"]
+    if isinstance(node, (tirx.While, tirx.IfThenElse)):
+        return ["guard"] + ["stmt"] * (n - 1)
+    if isinstance(node, s_tir.SBlockRealize):
+        return ["index"] * (n - 2) + ["guard", "stmt"]
+    if isinstance(node, tirx.BufferStore):
+        return ["value"] + ["index"] * (n - 1)
+    if name == "TensorLoad":
+        return ["index"] * n
+    if isinstance(node, tirx.Bind):
+        return ["index" if dtype_of(node.value).startswith(("int", "uint")) else "value"]
+    if isinstance(node, tirx.Let):
+        return ["index" if dtype_of(node.value).startswith(("int", "uint")) else "value", "value"]
+    if isinstance(node, tirx.Select):
+        return ["guard", "value", "value"]
+    if name in ("Div", "Mod", "FloorDiv", "FloorMod"):
+        return ["value", "divisor" if dtype_of(node).startswith(("int", "uint")) else "value"]
+    if name in BITWISE or name == "BitwiseNot" or (isinstance(node, ir.Call) and getattr(node.op, "name", "") in GUARDED_CALLS):
+        return ["guard"] * n
+    if isinstance(node, tirx.Stmt) or isinstance(node, s_tir.SBlock):
+        return ["stmt"] * n
+    return ["value"] * n
 
 
 def sites(func) -> list:
     """Every site of ``func``'s body, pre-order."""
     out: list = []
 
-    def go(node, kind, scope, path, parent):
-        out.append(Site(path, node, kind, scope, parent))
-        for k, (c, ck, cs) in enumerate(children(node, scope)):
-            go(c, ck, cs, path + (k,), node)
+    def go(node, kind, scope, path, parent, role):
+        out.append(Site(path, node, kind, scope, parent, role))
+        kids = children(node, scope)
+        roles = child_roles(node, len(kids), role)
+        for k, (c, ck, cs) in enumerate(kids):
+            go(c, ck, cs, path + (k,), node, roles[k])
 
-    go(func.body, "stmt", func_scope(func), (), None)
+    go(func.body, "stmt", func_scope(func), (), None, "stmt")
     return out
 
 

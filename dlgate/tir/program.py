@@ -3,6 +3,7 @@ holding one PrimFunc named ``main``. Text, not a live TVM object, so a program i
 recorded byte for byte in a corpus or a repro, and the same in every process."""
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass
 
@@ -20,10 +21,10 @@ class Program:
     text: str
 
     def module(self):
-        """The IRModule the text parses to (raises what TVMScript's parser raises)."""
-        import tvm  # local: optional compiler, imported where it runs
-
-        return tvm.script.from_source(self.text)
+        """The IRModule the text parses to (raises what TVMScript's parser raises). Parsing
+        is most of a mutation's time, and TVM's IR is immutable, so the last parses are
+        kept and shared."""
+        return _parse(self.text)
 
     def func(self):
         """The PrimFunc ``main``."""
@@ -32,6 +33,13 @@ class Program:
     def digest(self) -> str:
         """SHA-256 of the text: the program's name in a corpus and in findings."""
         return hashlib.sha256(self.text.encode()).hexdigest()
+
+
+@functools.lru_cache(maxsize=512)
+def _parse(text: str):
+    import tvm  # local: optional compiler, imported where it runs
+
+    return tvm.script.from_source(text)
 
 
 def from_func(func) -> Program:
