@@ -45,7 +45,8 @@ class Rejected(Exception):
 class Job:
     """One build and run. ``reject_pass_errors``: an error while applying ``passes`` is a
     rejection (a mutated sequence) rather than a compile error (the minimal sequence, which
-    every well-formed program must take). ``repeats``: timed runs after the checked one (0:
+    every well-formed program must take); so is one while lowering a sequence that lacks a
+    required pass (:func:`dlgate.tir.passes.complete`). ``repeats``: timed runs after the checked one (0:
     none). ``mode``: ``"build"``, or ``"interp"`` for the NumPy interpreter
     (:mod:`dlgate.tir.interp`) on the same inputs."""
 
@@ -187,14 +188,20 @@ def params(mod) -> list:
 
 
 def make_inputs(mod, seed: int) -> list:
-    """One NumPy value per parameter, from the parameters' shapes and dtypes and ``seed``
-    alone: the same in every process. Floats are normal in [-2, 2) (no overflow in a few
-    products), integers small (no overflow in a few products either: undefined behaviour the
-    passes may legally change), booleans random; scalars are small positive integers (loop
-    bounds, sizes). Every buffer is filled, outputs too, so that a program reading an output
-    before writing it reads the same values in each build."""
+    """One NumPy value per parameter of ``mod``'s ``main``, from :func:`inputs_for`."""
+    return inputs_for(params(mod), seed)
+
+
+def inputs_for(signature: list, seed: int) -> list:
+    """One NumPy value per ``(kind, shape, dtype)`` of ``signature``, from them and ``seed``
+    alone: the same in every process (a repro script carries this function's source).
+    Floats are uniform in [-2, 2) (no overflow in a few products), integers small (no
+    overflow in a few products either: undefined behaviour the passes may legally change),
+    booleans random; scalars are small positive integers (loop bounds, sizes). Every buffer
+    is filled, outputs too, so that a program reading an output before writing it reads the
+    same values in each build."""
     out = []
-    for k, (kind, shape, dtype) in enumerate(params(mod)):
+    for k, (kind, shape, dtype) in enumerate(signature):
         rng = np.random.default_rng([seed & 0xFFFFFFFF, k])
         if kind == "scalar":
             out.append(np.array(rng.integers(1, 9), dtype=dtype))
@@ -217,8 +224,8 @@ def _tvm_value(x):
 def execute(rt, values: list, repeats: int = 0) -> tuple:
     """``(outputs, seconds)``: every argument after one run of ``main`` on copies of
     ``values`` (buffers as NumPy arrays, scalars as given), and the per-run seconds of
-    ``repeats`` timed runs (TVM's ``time_evaluator``, one run each, after a warm-up), empty
-    when ``repeats`` is 0."""
+    ``repeats`` timed measurements (TVM's ``time_evaluator`` after a warm-up: the mean of
+    as many calls as fill a millisecond), empty when ``repeats`` is 0."""
     import tvm  # local: optional compiler, imported where it runs
 
     args = [_tvm_value(np.array(v, copy=True)) for v in values]
@@ -226,7 +233,10 @@ def execute(rt, values: list, repeats: int = 0) -> tuple:
     outs = [a.numpy() if hasattr(a, "numpy") else np.array(v) for a, v in zip(args, values)]
     seconds = []
     if repeats > 0:
-        timer = rt.time_evaluator("main", tvm.cpu(0), number=1, repeat=repeats)
+        # each measurement runs the function for at least a millisecond (TVM raises the
+        # number of calls until it does) and reports their mean: a single call of a small
+        # program takes less than the timer's resolution
+        timer = rt.time_evaluator("main", tvm.cpu(0), number=1, repeat=repeats, min_repeat_ms=1)
         seconds = list(timer(*[_tvm_value(np.array(v, copy=True)) for v in values]).results)
     return outs, seconds
 
@@ -250,7 +260,13 @@ class TirBackend(Backend):
         values = make_inputs(mod, job.seed)
         if job.mode == "interp":
             return job, None, values, mod
-        return job, lower(apply_passes(mod, job.passes, job.reject_pass_errors)), values, mod
+        applied = apply_passes(mod, job.passes, job.reject_pass_errors)
+        if job.reject_pass_errors and not P.complete(job.passes):
+            try:  # a sequence without the required passes: what it cannot build is its own doing
+                return job, lower(applied), values, mod
+            except Exception as e:  # noqa: BLE001 - TVM's errors are many classes
+                raise Rejected(f"passes: the sequence lacks required passes: {_line(e)}") from None
+        return job, lower(applied), values, mod
 
     def run(self, compiled, inputs: list) -> list:
         job, rt, values, mod = compiled

@@ -17,13 +17,16 @@ under test, on the same deterministic inputs. Where the NumPy interpreter
    Tzer's two causes of an invalid pair, a missing pass dependency and a pass that does not
    take that IR, both show this way (on TVM 0.27 as ``InternalError: Check failed``, the
    same class a real bug raises, so the error's class cannot tell them apart): not a
-   finding, the pair is not kept.
+   finding, the pair is not kept. So is any error of a sequence that lacks a required
+   pass (:func:`dlgate.tir.passes.complete`; a mutation never makes one, a hand-given
+   sequence may): code generation then meets IR it was never meant to see.
 3. *Crash* (``crash``, gating): a signal, a hang past the timeout or the memory cap, in any
    stage of either build or run. No input makes a compiler crash legitimately.
 4. *Exception* (``exception``, gating): an error while applying the *minimal* sequence to
    a well-formed program (every program TVM's verifiers accept must take the passes its
    build requires), or an error in finalization, code generation or the run of either build
-   (the sequence was applied without complaint, so what follows must work).
+   of a complete sequence (it was applied without complaint and holds every pass the build
+   requires, so what follows must work).
 5. *Inconsistency* (``inconsistent``, gating): the two builds' arguments after the run
    differ, integers and booleans bit for bit, floats beyond :func:`float_tolerance`; or the
    interpreter's result differs from the minimal build's (``inconsistent`` with
@@ -126,11 +129,12 @@ def compare(got: list, want: list) -> dict | None:
     return None
 
 
-def _failed(out, build: str) -> Verdict | None:
+def _failed(out, build: str, phases: list) -> Verdict | None:
     """The verdict of a worker outcome that is not OK (None when it is). A refusal
     (``unsupported``) is an invalid program (stage ``validate``), a rejected pair (stage
     ``passes``: only a mutated sequence's errors are raised as refusals) or, from the
-    interpreter, a program it does not take (``ok``: no reference, no finding)."""
+    interpreter, a program it does not take (``ok``: no reference, no finding). ``phases``:
+    what the worker reported reaching (``run`` once the build was done), a crash's stage."""
     if out.status == OK:
         return None
     err = out.error or {}
@@ -144,7 +148,8 @@ def _failed(out, build: str) -> Verdict | None:
         stage = line.partition(":")[0]
         return Verdict(INVALID if stage == "validate" else REJECTED, stage, build, line)
     if out.status in (CRASH, TIMEOUT, OOM):
-        return Verdict(CRASH_KIND, err.get("stage", ""), build, f"{out.status}: {err.get('message', '')}")
+        stage = "run" if "run" in phases else "compile"
+        return Verdict(CRASH_KIND, stage, build, f"{out.status}: {err.get('message', '')}")
     stage = "run" if out.status == RUN_ERROR else "compile"
     return Verdict(EXCEPTION, stage, build, f"{err.get('type', '')}: {line}")
 
@@ -158,27 +163,48 @@ class Checked:
 
 
 def check(pool, text: str, passes, seed: int = 0, margin: float = 2.0, repeats: int = 0,
-          floor_s: float = 1e-5, interp: bool = True) -> Checked:
+          floor_s: float = 1e-7, interp: bool = True, reference=None) -> Checked:
     """The oracles' verdict on ``text`` built with ``passes`` (see the module's text), in
-    ``pool``'s TIR worker. ``repeats`` > 0 measures performance (``margin``, ``floor_s``)."""
+    ``pool``'s TIR worker. ``repeats`` > 0 measures performance (``margin``, ``floor_s``).
+    ``reference``: the reference build's sequence (default the minimal one)."""
     outs = {}
-    ref = pool.execute(SPEC, Job(text, tuple(P.minimal()), seed, False, repeats).model(), [])
+    phases: list = []  # what the worker said it reached: a crash's stage
+    had = pool.on_phase
+
+    def heard(label, stage):
+        phases.append(stage)
+        if had is not None:
+            had(label, stage)
+
+    pool.on_phase = heard
+    try:
+        return _check(pool, text, passes, seed, margin, repeats, floor_s, interp, reference, outs, phases)
+    finally:
+        pool.on_phase = had
+
+
+def _check(pool, text, passes, seed, margin, repeats, floor_s, interp, reference, outs, phases) -> Checked:
+    minimal = tuple(P.minimal() if reference is None else reference)
+    phases.clear()
+    ref = pool.execute(SPEC, Job(text, minimal, seed, False, repeats).model(), [])
     outs["minimal"] = ref
-    bad = _failed(ref, "minimal")
+    bad = _failed(ref, "minimal", phases)
     if bad is not None:
         return Checked(bad, outs)
+    phases.clear()
     mut = pool.execute(SPEC, Job(text, tuple(passes), seed, True, repeats).model(), [])
     outs["mutated"] = mut
-    bad = _failed(mut, "mutated")
+    bad = _failed(mut, "mutated", phases)
     if bad is not None:
         return Checked(bad, outs)
     want, got = ref.outputs[:-1], mut.outputs[:-1]
     diff = compare(got, want)
     ip = None
     if interp or diff is not None:  # a difference needs the interpreter's word on undefined behaviour
+        phases.clear()
         ip = pool.execute(SPEC, Job(text, (), seed, False, 0, "interp").model(), [])
         outs["interp"] = ip
-        bad = _failed(ip, "interp")
+        bad = _failed(ip, "interp", phases)
         if bad is not None and bad.kind != OK_KIND:  # the interpreter crashed or failed: dlgate's error
             return Checked(bad, outs)
         if bad is not None and bad.detail.startswith("undefined:"):

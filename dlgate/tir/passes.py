@@ -113,6 +113,13 @@ def minimal() -> list:
     return [n for n in DEFAULT if n in REQUIRED]
 
 
+def complete(passes) -> bool:
+    """Whether ``passes`` holds every required pass, in the minimal sequence's order (other
+    passes anywhere): a sequence without them is no valid pair, whatever fails."""
+    it = iter(passes)
+    return all(any(n == m for m in it) for n in minimal())
+
+
 def default() -> list:
     """TVM's own default sequence."""
     return list(DEFAULT)
