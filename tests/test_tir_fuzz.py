@@ -113,3 +113,20 @@ def test_any_step_is_regenerated_from_the_recorded_state(seeds, tmp_path):
     with open(os.path.join(rec, "state-20.json")) as f:
         assert FZ.state_at(rec, SEED, CAMPAIGN, 20).to_json() == f.read()
     assert FZ.state_at(rec, SEED, CAMPAIGN, 30).to_json() == corpus.to_json()
+
+
+def test_lcov_tracefile_features():
+    """Covered lines and taken branches of an lcov tracefile become features; lines never
+    run, branches never taken and records outside a source file do not."""
+    from dlgate.tir.feedback import lcov_features
+
+    text = ("TN:\nDA:1,1\nSF:src/tir/transforms/vectorize_loop.cc\nFN:10,Vectorize\nDA:10,3\nDA:11,0\n"
+            "BRDA:12,0,0,2\nBRDA:12,0,1,-\nBRDA:13,1,0,0\nLF:2\nLH:1\nend_of_record\n"
+            "SF:src/tir/transforms/unroll_loop.cc\nDA:5,1\nend_of_record\nDA:7,9\n")
+    assert lcov_features(text) == {"cov:line:src/tir/transforms/vectorize_loop.cc:10",
+                                   "cov:branch:src/tir/transforms/vectorize_loop.cc:12:0:0",
+                                   "cov:line:src/tir/transforms/unroll_loop.cc:5"}
+    c = Corpus()
+    c.observe(lcov_features(text))
+    assert c.novel(lcov_features(text.replace("DA:11,0", "DA:11,4"))) == {
+        "cov:line:src/tir/transforms/vectorize_loop.cc:11"}
