@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import importlib
 import json
+import os
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
@@ -248,6 +249,15 @@ class TirBackend(Backend):
 
     name = "tir"
     package = "tvm"
+
+    def start(self) -> None:
+        """One thread for TVM's parallel loops: on a shared CI machine a thread pool's
+        scheduling makes a parallel loop's time vary tenfold run to run, which the
+        performance oracle would read as a slowdown. (A parallel loop's data races are not
+        looked for: they are the program's undefined behaviour anyway.) TVM reads the
+        variable when its pool starts, at the first parallel run, after this."""
+        os.environ["TVM_NUM_THREADS"] = "1"
+        super().start()
 
     def version(self) -> str:
         import tvm  # local: optional compiler, imported where it runs

@@ -155,3 +155,28 @@ class Corpus:
 
     def copy(self) -> "Corpus":
         return Corpus([Entry(e.program, e.passes, e.stall, e.origin) for e in self.entries], set(self.seen))
+
+
+def lcov_features(text: str, prefix: str = "cov:") -> set:
+    """The covered lines and taken branches of an lcov tracefile (``lcov --capture``, or
+    ``llvm-cov export -format=lcov``) as features: ``cov:line:<file>:<line>`` for each ``DA``
+    record with a non-zero count, ``cov:branch:<file>:<line>:<block>:<branch>`` for each
+    ``BRDA`` record taken at least once. With a coverage build of TVM, the executor adds
+    these to a program's features and novelty becomes Tzer's new-coverage signal."""
+    out: set = set()
+    source = ""
+    for raw in text.splitlines():
+        line = raw.strip()
+        if line.startswith("SF:"):
+            source = line[3:]
+        elif line == "end_of_record":
+            source = ""
+        elif line.startswith("DA:") and source:
+            parts = line[3:].split(",")
+            if len(parts) >= 2 and parts[1].strip().lstrip("-").isdigit() and int(parts[1]) > 0:
+                out.add(f"{prefix}line:{source}:{parts[0]}")
+        elif line.startswith("BRDA:") and source:
+            parts = line[5:].split(",")
+            if len(parts) == 4 and parts[3] not in ("-", "0"):
+                out.add(f"{prefix}branch:{source}:{parts[0]}:{parts[1]}:{parts[2]}")
+    return out

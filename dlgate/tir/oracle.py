@@ -33,7 +33,11 @@ under test, on the same deterministic inputs. Where the NumPy interpreter
    ``against="interp"``).
 6. *Performance* (``slow``, not gating unless a campaign asks): the median of ``repeats``
    timed runs of the mutated build exceeds ``margin`` (default 2) times the minimal
-   build's, with both medians above ``floor_s`` (below it, timer noise decides).
+   build's, with both medians above ``floor_s``, in two independent measurements of both
+   builds (the smaller ratio is reported). Each timed run lasts at least a millisecond
+   (TVM's ``time_evaluator`` repeats the call), and the worker runs TVM's parallel loops on
+   one thread: on a shared two-core machine a parallel loop's time otherwise varied from 2
+   to 37 microseconds between runs of the same build.
 
 **Float tolerance.** TIR passes do not reassociate floating-point arithmetic on purpose,
 but the builds legitimately differ in what LLVM sees: unrolling, vectorization and
@@ -118,7 +122,8 @@ def compare(got: list, want: list) -> dict | None:
             x, y = a.astype(np.float64), b.astype(np.float64)
             both_nan = np.isnan(x) & np.isnan(y)
             with np.errstate(invalid="ignore"):
-                close = (x == y) | both_nan | (np.abs(x - y) <= atol + rtol * np.abs(y))
+                finite = np.isfinite(x) & np.isfinite(y)  # an infinity only equals itself
+                close = (x == y) | both_nan | (finite & (np.abs(x - y) <= atol + rtol * np.abs(y)))
         else:
             close = a == b
         if not close.all():
@@ -220,6 +225,15 @@ def _check(pool, text, passes, seed, margin, repeats, floor_s, interp, reference
             return Checked(Verdict(INCONSISTENT, "compare", "minimal", _describe(diff), mismatch=diff), outs)
     if repeats > 0:
         ratio = slowdown(ref.outputs[-1], mut.outputs[-1], floor_s)
+        if ratio is not None and ratio > margin:
+            # confirmed by a second, independent measurement of both builds (the smaller
+            # ratio counts): one burst of load on a shared machine is not a slowdown
+            again = [pool.execute(SPEC, Job(text, seq, seed, rej, repeats).model(), [])
+                     for seq, rej in ((minimal, False), (tuple(passes), True))]
+            if all(o.status == OK for o in again):
+                ratio = min(ratio, slowdown(again[0].outputs[-1], again[1].outputs[-1], floor_s) or 0.0)
+            else:
+                ratio = 0.0
         if ratio is not None and ratio > margin:
             return Checked(Verdict(SLOW, "time", "mutated", f"{ratio:.2f}x the minimal build's median",
                                    ratio=ratio), outs)
