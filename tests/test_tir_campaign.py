@@ -1,0 +1,217 @@
+"""The TIR mode in a campaign (``tir_share``, :mod:`dlgate.gate.run.tir`): its keys, its place
+in the plan, a planted TIR pass fault found through ``dlgate run`` head versus base (new when
+only head has it, pre-existing when the base build shares it) and reduced to a short repro,
+a SIGKILLed run resumed to the uninterrupted run's journal in other processes, and a step
+regenerated from the run's folder."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ET
+
+import pytest
+import yaml
+
+from dlgate.cli import main
+from dlgate.gate import config as C
+from dlgate.gate.journal import read_records
+from dlgate.gate.run import plan as PL
+
+pytest.importorskip("tvm")
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+XSD = os.path.join(REPO, "tests", "data", "junit.xsd")
+OPS = ["Sigmoid", "Add", "Relu", "Mul", "Abs", "Neg", "Tanh"]
+FAULTY = {"name": "tests.tir_fault_backend:FaultyTvm"}
+#: No performance verdict in these runs: timings would make the journals differ.
+NO_SLOW = 1000.0
+
+
+def write_config(path, **kw) -> str:
+    doc = {"campaign": "tir", "models": 3, "max_nodes": 4, "opset": 18, "operators": OPS, "dtypes": ["float32"],
+           "backends": ["tvm"], "crosscheck": False, "timeout_s": 120, "confirm_runs": 1, "tir_share": 1.0,
+           "tir_slow_margin": NO_SLOW, "reduce_seconds": 90}
+    doc.update(kw)
+    p = os.path.join(path, f"cfg-{abs(hash(json.dumps(doc, sort_keys=True))) % 10**8}.yaml")
+    with open(p, "w") as f:
+        yaml.safe_dump(doc, f)
+    return p
+
+
+def verdict(out) -> dict:
+    with open(os.path.join(out, "verdict.json")) as f:
+        return json.load(f)
+
+
+# -- keys and plan -------------------------------------------------------------------------------
+def test_the_keys_default_off_and_leave_the_fingerprint_alone(tmp_path):
+    plain = C.build({"backends": ["tvm"]})
+    assert (plain.tir_share, plain.tir_n_max, plain.tir_slow_margin, plain.tir_slow_gates) == (0.0, 4, 2.0, False)
+    on = C.build({"backends": ["tvm"], "tir_share": 0.2})
+    assert plain.fingerprint() != on.fingerprint()
+    assert C.build({"backends": ["tvm"], "tir_n_max": 4}).fingerprint() == plain.fingerprint()
+    assert on.to_json()["tir_share"] == 0.2
+
+
+@pytest.mark.parametrize("doc, words", [({"tir_share": 1.5}, "tir_share"), ({"tir_n_max": 0}, "tir_n_max"),
+                                        ({"tir_slow_gates": "yes"}, "tir_slow_gates"),
+                                        ({"tir_shares": 0.2}, "tir_share")])
+def test_a_bad_tir_key_is_one_line_and_status_2(tmp_path, capsys, doc, words):
+    cfg = write_config(str(tmp_path), **doc)
+    assert main(["config", cfg]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and words in err[0], err
+
+
+def test_the_plan_spreads_the_tir_steps_among_the_graph_cases_in_the_first_shard():
+    cfg = C.build({"backends": ["tvm"], "models": 8, "tir_share": 0.25})
+    items = PL.plan(cfg, None)
+    assert [k for k, _ in items].count("tir") == 2 and [k for k, _ in items].count("batch") == 6
+    assert [key for k, key in items if k == "tir"] == [0, 1]
+    where = [i for i, (k, _) in enumerate(items) if k == "tir"]
+    assert where[0] > 0 and where[1] < len(items) - 1  # spread, not bunched at either end
+    assert not [k for k, _ in PL.plan(cfg, PL.Shard(2, 2)) if k == "tir"]
+    assert [k for k, _ in PL.plan(cfg, PL.Shard(1, 2))].count("tir") == 2
+    # no backend with a TIR mode (onnxruntime), or the mode off: the batch as before
+    assert PL.plan(C.build({"backends": ["onnxruntime"], "models": 8, "tir_share": 0.25}), None) == \
+        [("batch", i) for i in range(8)]
+    assert PL.plan(C.build({"backends": ["tvm"], "models": 8}), None) == [("batch", i) for i in range(8)]
+
+
+# -- the planted fault, head versus base ---------------------------------------------------------
+def _first_step_hits_the_fault(root: str, campaign: str) -> bool:
+    """Whether step 0 of ``root``'s TIR mode builds a program the planted fault changes."""
+    from dlgate.gate.run import tir as T
+    from dlgate.tir.fuzz import Settings, propose
+    from tests.tir_faults import loses_a_lane
+
+    p = propose(T.seed_corpus(root, campaign), root, campaign, 0, Settings())
+    return p.program is not None and p.kind == "ir" and loses_a_lane(p.program.text)
+
+
+@pytest.fixture(scope="module")
+def lane_root():
+    """A root seed whose first TIR step meets the planted fault (picked by that property)."""
+    for k in range(1, 40):
+        if _first_step_hits_the_fault(f"lane{k}", "tir"):
+            return f"lane{k}"
+    raise AssertionError("no root lane1..lane39 draws a first TIR step the fault changes")
+
+
+def _run_repro(folder: str, faulty: bool) -> subprocess.CompletedProcess:
+    """``repro.py`` in a fresh process, on TVM as installed or with the planted fault in it."""
+    pre = "import sys; sys.path.insert(0, %r); import tests.tir_fault_backend as f; f.patch(); " % REPO if faulty else ""
+    code = pre + "import runpy; runpy.run_path('repro.py', run_name='__main__')"
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    return subprocess.run([sys.executable, "-c", code], cwd=folder, capture_output=True, text=True, timeout=300,
+                          env=env)
+
+
+@pytest.mark.parametrize("base_has_fault", [False, True])
+def test_a_tir_pass_fault_is_found_head_versus_base(tmp_path, monkeypatch, lane_root, base_has_fault):
+    monkeypatch.setenv("FAKE_TIR_FAULT", "1")  # the head build (this environment) has the faulty pass
+    base = {"python": sys.executable, "env": {"FAKE_TIR_FAULT": "1" if base_has_fault else "0", "PYTHONPATH": REPO}}
+    cfg = write_config(str(tmp_path), backends=[FAULTY], base=base, models=2)
+    out = str(tmp_path / "o")
+    assert main(["run", "--config", cfg, "--seed", lane_root, "--out", out]) == (0 if base_has_fault else 1)
+    v = verdict(out)
+    assert v["novelty"] == "base"
+    step0 = read_records(os.path.join(out, "results.jsonl"))[0]
+    assert step0["kind"] == "tir" and step0["index"] == 0
+    x = step0["verdicts"][0]
+    assert x["verdict"] == "tir_inconsistent", x
+    assert x["base"]["reproduces"] is base_has_fault
+    groups = v["pre_existing" if base_has_fault else "new"]
+    assert groups and {g["verdict"] for g in groups} == {"tir_inconsistent"}
+    assert not v["new" if base_has_fault else "pre_existing"]
+    if base_has_fault:  # a pull request leaves a shared failure unreduced
+        assert "reduction" not in x
+        return
+    # reduced: the faulty pass is the one the failure needs, the program shorter than found
+    red = x["reduction"]
+    assert "LoopPartition" in red["passes"] and red["lines"] < red["original_lines"], red
+    assert x["identity"]["pattern"] == "LoopPartition"
+    repro = os.path.join(out, x["identity"]["repro"])
+    doc = json.load(open(os.path.join(repro, "repro.json")))
+    assert doc["verdict"] == "tir_inconsistent" and doc["tir"]["passes"] == red["passes"]
+    src = open(os.path.join(repro, "repro.py")).read()
+    assert "import onnx" not in src and "dlgate" not in src.split('"""', 2)[2]  # TVM and NumPy only
+    got = _run_repro(repro, faulty=True)
+    assert got.returncode == 1 and "reproduced" in got.stdout, got.stdout + got.stderr
+    healthy = _run_repro(repro, faulty=False)
+    assert healthy.returncode == 0 and "not reproduced" in healthy.stdout, healthy.stdout + healthy.stderr
+    # the reports name it: JUnit (schema-valid), the summary
+    from lxml import etree
+
+    etree.XMLSchema(etree.parse(XSD)).assertValid(etree.parse(os.path.join(out, "junit.xml")))
+    junit = ET.parse(os.path.join(out, "junit.xml")).getroot()
+    assert any("tir_inconsistent" in (f.get("message") or "") + (f.text or "") for f in junit.iter("failure"))
+    summary = open(os.path.join(out, "summary.md")).read()
+    assert "tir_inconsistent" in summary and x["identity"]["repro"] in summary
+
+
+# -- a healthy TVM, a kill, a resume, another process ---------------------------------------------
+def _cmd(cfg: str, out: str) -> list:
+    return [sys.executable, "-m", "dlgate", "run", "--config", cfg, "--seed", "tirkill", "--out", out, "--no-progress"]
+
+
+@pytest.fixture(scope="module")
+def healthy(tmp_path_factory):
+    """An uninterrupted run on the installed TVM, 4 TIR steps among 2 graph cases: (config, folder)."""
+    d = tmp_path_factory.mktemp("tir-healthy")
+    cfg = write_config(str(d), models=6, tir_share=0.67)
+    out = str(d / "whole")
+    status = main(["run", "--config", cfg, "--seed", "tirkill", "--out", out])
+    return cfg, out, status
+
+
+def test_a_healthy_tvm_gives_no_tir_crash_and_no_inconsistency(healthy):
+    _, out, status = healthy
+    recs = read_records(os.path.join(out, "results.jsonl"))
+    kinds = [r.get("kind") for r in recs]
+    assert kinds.count("tir") == 4 and kinds.count("batch") == 2
+    verdicts = [r["verdicts"][0]["verdict"] for r in recs if r["kind"] == "tir"]
+    assert not {"tir_crash", "tir_inconsistent"} & set(verdicts), verdicts
+    assert status == (1 if "tir_exception" in verdicts else 0)
+    steps = [r["tir"] for r in recs if r["kind"] == "tir"]
+    assert all(s["digest"] or s["status"] is None for s in steps)
+
+
+def test_sigkill_then_resume_in_other_processes_gives_the_same_journal(healthy, tmp_path):
+    cfg, whole, _ = healthy
+    killed = str(tmp_path / "killed")
+    proc = subprocess.Popen(_cmd(cfg, killed), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=REPO,
+                            start_new_session=True)
+    path = os.path.join(killed, "results.jsonl")
+    deadline = time.monotonic() + 400
+    while time.monotonic() < deadline:
+        if os.path.exists(path) and any(r.get("kind") == "tir" for r in read_records(path)):
+            break
+        time.sleep(0.1)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    n_before = len(read_records(path))
+    assert 1 <= n_before < 6, n_before
+    res = subprocess.run(_cmd(cfg, killed), capture_output=True, text=True, timeout=600, cwd=REPO)
+    assert f"{n_before} of 6 cases already done" in res.stderr, res.stderr
+    assert open(path).read() == open(os.path.join(whole, "results.jsonl")).read()
+    assert verdict(killed)["counts"] == verdict(whole)["counts"]
+
+
+def test_a_step_is_regenerated_from_the_run_folder(healthy, capsys):
+    _, out, _ = healthy
+    recs = [r for r in read_records(os.path.join(out, "results.jsonl")) if r["kind"] == "tir"]
+    last = max(recs, key=lambda r: r["index"])
+    assert main(["tir-step", out, str(last["index"]), "--json"]) == 0
+    step = json.loads(capsys.readouterr().out)
+    assert step["case"] == last["case"] and step["passes"] == last["tir"]["passes"]
+    if step["text"] is not None:
+        from dlgate.tir.program import Program
+
+        assert Program(step["text"]).digest() == last["tir"]["digest"]
+    assert main(["tir-step", out, "99"]) == 2
+    assert "no TIR step 99" in capsys.readouterr().err
