@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from dlgate.init.steps import BASELINE, CAMPAIGN, PROBE_CACHE, WEEKLY, WEEKLY_STATE, Setup
 
+#: Tzer's N_max (the TIR mode's default): IR mutations without new feedback before the passes mutate.
+TIR_N_MAX = 4
+
 __all__ = ["BASELINE", "CAMPAIGN", "WEEKLY", "actionlint_config", "campaign"]
 
 
@@ -40,6 +43,12 @@ def campaign(s: Setup, is_weekly: bool) -> str:
                   "# A quarter of the models also run an equivalent twin on every backend (the equivalence",
                   "# oracle: the compiler against itself, no reference needed); inconsistent is its finding.",
                   "rewrite_share: 0.25"]
+        if c.name == "tvm":
+            lines += ["# A tenth of the budget fuzzes TVM's low-level IR (TIR) and its pass sequences together",
+                      "# (Tzer's technique, docs/tir.md): 500 steps, one sequential chain run in the first shard,",
+                      "# each as long as a few graph cases; findings are tir_crash, tir_exception, tir_inconsistent",
+                      "# (and tir_slow, reported without failing: tir_slow_gates).", "tir_share: 0.1",
+                      f"tir_n_max: {TIR_N_MAX}"]
     return "\n".join(lines) + "\n"
 
 

@@ -39,6 +39,8 @@ INVALID_FINDINGS = ("invalid_crash", "invalid_timeout", "invalid_oom", "invalid_
 #: the campaign says so (``tir_slow_gates``, the verdict's ``gates``).
 TIR_FINDINGS = ("tir_crash", "tir_exception", "tir_inconsistent")
 TIR_SLOW = "tir_slow"
+#: The TIR mode's wrong answers (JUnit failures, not errors).
+TIR_WRONG = ("tir_inconsistent", TIR_SLOW)
 
 #: Verdicts that are findings about the compiler under test.
 FAILURES = (MISMATCH, SHAPE_MISMATCH, DTYPE_MISMATCH, COMPILE_ERROR, RUN_ERROR, CRASH, TIMEOUT, OOM) + INVALID_FINDINGS \

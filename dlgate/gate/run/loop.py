@@ -33,6 +33,7 @@ from dlgate.gate.run.guidance import coverage_start, read_coverage_state, rewrit
 from dlgate.gate.run.lifecycle import DeviceLost, Interrupted, lost, preflight, stopped_by_signals
 from dlgate.gate.run.outdir import manifest_of, open_out, progress_of
 from dlgate.gate.run.tir import TirMode
+from dlgate.gate.run.tir import aimed as tir_aimed
 from dlgate.gate.run.plan import Shard, case_key, check_config, generator, labels, only, opset_range, plan
 from dlgate.gate.run.updates import ORIGIN
 from dlgate.invalid import case as IC
@@ -95,6 +96,8 @@ def _run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | No
         every_s = heartbeat_seconds()  # a bad DLGATE_HEARTBEAT_S is said before any work
     except ValueError as e:
         raise RunError(str(e)) from None
+    if change is not None:  # a change to TIR passes or code generation raises the TIR mode's share
+        cfg = tir_aimed(cfg, change.to_json())
     base = B.load(cfg.baseline)
     given_state = read_coverage_state(cfg)
     skipped: dict = {}  # corpus cases (or baseline repros) that cannot be loaded: reported, not run
@@ -153,7 +156,7 @@ def _run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | No
             batch = GuidedBatch(gen, root, cfg.campaign, start)
         triage = T.Triage.of(cfg, pool, base_pool, ccfg, out, root, log, journal.records)
         finder = M.Search.of(cfg, triage)
-        tir = TirMode(cfg, pool, base_pool, out, root, log, journal.records) \
+        tir = TirMode(cfg, pool, base_pool, out, root, log, journal.records, manifest.get("change")) \
             if any(k == "tir" for k, _ in todo) else None
         budget = BG.Budget(cfg.budget)
     except BaseException:

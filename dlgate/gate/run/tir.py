@@ -67,6 +67,31 @@ def tir_backend(cfg: Campaign):
     return None
 
 
+def change_targets(change: dict | None) -> list:
+    """The ``tir`` targets of a recorded change (``run.json``'s ``change``), as dicts."""
+    return [t for t in ((change or {}).get("targets") or ()) if t.get("kind") == "tir"]
+
+
+def front_passes(change: dict | None) -> list:
+    """The TIR passes a change names, in name order: each TIR step's sequence starts with them."""
+    from dlgate.tir.passes import PASSES  # the table only: no TVM import
+
+    return sorted({t["name"] for t in change_targets(change) if t["name"] in PASSES})
+
+
+def aimed(cfg: Campaign, change: dict | None) -> Campaign:
+    """``cfg`` with the TIR mode's share raised for a change with ``tir`` targets: at least
+    ``target_share`` times their share of the change's targets (a change to TIR passes only
+    gives the TIR mode ``target_share`` of the batch), where a backend has a TIR mode."""
+    import dataclasses
+
+    tir, every = change_targets(change), (change or {}).get("targets") or ()
+    if not tir or tir_backend(cfg) is None:
+        return cfg
+    share = round(max(cfg.tir_share, cfg.target_share * len(tir) / len(every)), 4)
+    return dataclasses.replace(cfg, tir_share=share)
+
+
 def step_count(cfg: Campaign) -> int:
     """How many of the batch's ``models`` are TIR steps (0 without a TIR backend)."""
     if not cfg.tir_share:
@@ -119,14 +144,16 @@ def settings(cfg: Campaign):
     return Settings(n_max=cfg.tir_n_max)
 
 
-def seed_corpus(root: str, campaign: str):
+def seed_corpus(root: str, campaign: str, front: list | tuple = ()):
     """The pool before step 0: the hand-written seeds, then the PrimFuncs of the campaign's
-    first :data:`GRAPH_SEEDS` generated graphs, each with TVM's default sequence."""
+    first :data:`GRAPH_SEEDS` generated graphs, each with TVM's default sequence, led by
+    ``front`` (the passes a change names: they first see the program as written, then run
+    again where the default sequence has them)."""
     from dlgate.tir import passes as P  # local: the TIR mode imports TVM's Python side
     from dlgate.tir import seeds as S
     from dlgate.tir.feedback import Corpus, Entry, features, pass_features
 
-    corpus, passes = Corpus(), tuple(P.default())
+    corpus, passes = Corpus(), tuple(front) + tuple(P.default())
     for s in S.hand_seeds() + S.graph_seeds(root, campaign, GRAPH_SEEDS):
         corpus.observe(features(s.program.func()) | pass_features(passes))
         corpus.add(Entry(s.program, passes, 0, s.origin))
@@ -160,7 +187,8 @@ def replay(corpus, records: list, root: str, campaign: str, cfg_settings, upto: 
 class TirMode:
     """The campaign's TIR steps, run in index order against the pool (and the base pool)."""
 
-    def __init__(self, cfg: Campaign, pool, base_pool, out: str, root: str, log, records: list):
+    def __init__(self, cfg: Campaign, pool, base_pool, out: str, root: str, log, records: list,
+                 change: dict | None = None):
         found = tir_backend(cfg)
         if found is None:
             raise RunError("tir_share: no backend under test on CPU has a TIR mode (TVM has)")
@@ -169,6 +197,8 @@ class TirMode:
         self.pool = _Via(pool, self.tir_spec)
         self.base_pool = _Via(base_pool, self.tir_spec) if base_pool is not None else None
         self.records = records
+        self.targets = change_targets(change)
+        self.front = front_passes(change)
         self.corpus = None
         self.next = 0
 
@@ -176,7 +206,7 @@ class TirMode:
         if self.corpus is None:
             self.log("dlgate: TIR mode: building the seed pool (hand-written programs and lowered graphs)")
             self.settings = settings(self.cfg)
-            self.corpus = seed_corpus(self.root, self.cfg.campaign)
+            self.corpus = seed_corpus(self.root, self.cfg.campaign, self.front)
             self.next = replay(self.corpus, self.records, self.root, self.cfg.campaign, self.settings)
 
     def step(self, index: int) -> dict:
@@ -212,6 +242,10 @@ class TirMode:
                        "passes": list(p.passes), "digest": p.program.digest() if p.program else None,
                        "status": status, "new": sorted(new), "update": what},
                "verdicts": [v]}
+        if self.targets:  # the change's TIR targets this step exercised (the coverage table)
+            ran = p.program is not None
+            rec["change"] = {"exercised": [f"tir:{t['name']}" for t in self.targets
+                                           if ran and (t["name"] in p.passes or t["name"] in ("codegen", "any"))]}
         if v["verdict"] in V.FAILURES or v["verdict"] == V.TIR_SLOW:
             self._triage(rec, v, p.program.text, list(p.passes), checked.verdict, seed)
         return rec
@@ -358,7 +392,7 @@ def show(out: str, index: int) -> dict:
         raise ValueError(f"{out}: no TIR step {index} (the run journaled {len(steps)})")
     cfg = Campaign(**{k: manifest["config"][k] for k in ("campaign", "tir_n_max") if k in manifest["config"]})
     root = manifest["root"]
-    corpus = seed_corpus(root, cfg.campaign)
+    corpus = seed_corpus(root, cfg.campaign, front_passes(manifest.get("change")))
     replay(corpus, records, root, cfg.campaign, settings(cfg), upto=index)
     p = propose(corpus, root, cfg.campaign, index, settings(cfg))
     return {"case": case_id(root, cfg.campaign, index), "text": p.program.text if p.program else None,
