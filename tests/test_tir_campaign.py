@@ -155,6 +155,23 @@ def test_a_tir_pass_fault_is_found_head_versus_base(tmp_path, monkeypatch, lane_
     assert any("tir_inconsistent" in (f.get("message") or "") + (f.text or "") for f in junit.iter("failure"))
     summary = open(os.path.join(out, "summary.md")).read()
     assert "tir_inconsistent" in summary and x["identity"]["repro"] in summary
+    # the HTML report, and one issue through the issue publisher (a local fake GitHub), once per cause
+    assert main(["report", out]) == 0
+    assert "tir_inconsistent" in open(os.path.join(out, "report.html")).read()
+    from dlgate.github.client import GitHub
+    from dlgate.github.issues import marker, publish
+    from tests.github_fake import FakeGitHub
+
+    token = "ghs_dlgateTirTestToken0123456789abcdef"
+    env = {"GITHUB_SERVER_URL": "https://github.com", "GITHUB_REPOSITORY": "acme/tvm", "GITHUB_RUN_ID": "7"}
+    with FakeGitHub(token=token) as gh:
+        client = GitHub("acme/tvm", token=token, api_url=gh.url, timeout=2, backoff_s=0.01, sleep=lambda s: None)
+        assert publish(out, client, env=env, log=lambda m: None)["opened"] == 1
+        (issue,) = gh.issues_containing(marker(x["identity"]["cause"]))
+        assert "tir inconsistent" in issue["title"] and "LoopPartition" in issue["title"]
+        assert "T.prim_func" in issue["body"] and "TVM and NumPy" in issue["body"] and "onnx.helper" not in issue["body"]
+        again = publish(out, client, env=dict(env, GITHUB_RUN_ID="8"), log=lambda m: None)
+        assert again["opened"] == 0 and again["commented"] == 1
 
 
 # -- a healthy TVM, a kill, a resume, another process ---------------------------------------------

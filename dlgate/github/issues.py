@@ -226,7 +226,14 @@ def body(f: Finding, run: dict, note: str = "") -> str:
                             [(md.code(p["version"], table=True), md.text(p["outcome"]), md.text(f"{p['seconds']:g}"),
                               md.code(p["line"][:160], table=True)) for p in bis["probes"]]) + [""]
     out += ["### Reproduce", ""]
-    if d.get("self_contained"):
+    if d.get("tir"):  # the TIR mode's finding: a PrimFunc and a pass sequence, no model
+        out += ["`repro.py` below is the whole repro: it holds the reduced PrimFunc as TVMScript and the pass "
+                "sequence, builds the PrimFunc for `llvm` with that sequence and with the minimal one, runs both on "
+                "the same inputs and compares them. It needs only TVM and NumPy. Save it and run `python repro.py`: "
+                "it exits 1 while the bug is present, 0 once it is fixed."
+                + (f" The run's `repros` artifact holds the program as found ({md.url(run['url'])})."
+                   if run.get("url") else "")]
+    elif d.get("self_contained"):
         out += ["`repro.py` below is the whole repro: it builds the reduced model with `onnx.helper` and holds its "
                 "inputs and the expected outputs, and needs only NumPy, onnx and the compiler under test. Save it and "
                 "run `python repro.py`: it prints expected versus actual (with onnx.reference's and a float64 "
