@@ -199,7 +199,9 @@ def body(f: Finding, run: dict, note: str = "") -> str:
             ("fingerprints", "<br>".join(f"{md.code(fp, table=True)} {md.text(typed)}"
                                          for fp, typed, _ in f.fingerprints[:20])),
             ("cases", md.text(f"{f.cases} in this run ({run.get('campaign', '')}, {run.get('commit', '')[:12]})")),
-            ("reduced", md.text(f"{d.get('original_nodes')} → {d.get('nodes')} operators, opset {d.get('opset')}")),
+            ("reduced", md.text(f"{d['tir']['original_lines']} → {d['tir']['lines']} lines of TVMScript, passes: "
+                                f"{', '.join(d['tir']['passes'])}" if d.get("tir") else
+                                f"{d.get('original_nodes')} → {d.get('nodes')} operators, opset {d.get('opset')}")),
             ("found by", md.text(f"dlgate {d.get('dlgate')} (generator {d.get('generator')})"))]
     env = d.get("environment") or {}
     if env:
@@ -211,13 +213,17 @@ def body(f: Finding, run: dict, note: str = "") -> str:
             "listed below." if len(f.fingerprints) > 1 else "")
     out = [marker(f.cause)] + ([occurrence_marker(f.cause, run["key"])] if run.get("key") else []) + ["",
            f"dlgate found a **{md.text(d['verdict'].replace('_', ' '))}** in **{md.text(d['backend'])}** on a "
-           f"generated model, reduced to {md.text(d.get('nodes'))} operator(s): "
-           f"{md.code(d.get('typed') or d['pattern'])}.{also}", ""] + ([note, ""] if note else [])
+           + (f"generated TIR program and pass sequence, reduced to {md.text(d['tir']['lines'])} line(s): "
+              if d.get("tir") else f"generated model, reduced to {md.text(d.get('nodes'))} operator(s): ")
+           + f"{md.code(d.get('typed') or d['pattern'])}.{also}", ""] + ([note, ""] if note else [])
     out += md.table(["", ""], rows)
-    out += ["", "### What goes wrong", "", md.fence((d.get("detail") or "").strip()[:3000], "text"), "",
-            "### The model", "", md.fence(read("graph.mmd"), "mermaid"), "",
-            "<details><summary>Graph listing</summary>", "", md.fence(read("graph.txt"), "text"), "",
-            "</details>", ""]
+    out += ["", "### What goes wrong", "", md.fence((d.get("detail") or "").strip()[:3000], "text"), ""]
+    if d.get("tir"):  # a PrimFunc, not a model: its reduced TVMScript
+        out += ["### The program", "", md.fence(read("reduced.tvmscript"), "python"), ""]
+    else:
+        out += ["### The model", "", md.fence(read("graph.mmd"), "mermaid"), "",
+                "<details><summary>Graph listing</summary>", "", md.fence(read("graph.txt"), "text"), "",
+                "</details>", ""]
     bis = releases.read(f.repro)
     if bis:
         out += ["### Regression range", "", md.text(bis["summary"]), ""]

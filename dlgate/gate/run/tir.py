@@ -345,8 +345,9 @@ def identity(v: dict, backend: str, text: str, passes: list, verdict, reduced: b
 
 def write_bundle(out: str, rec: dict, v: dict, text: str, passes: list, reduced, verdict, seed: int) -> str:
     """``out/repros/<fingerprint>/``: ``repro.py`` (the reduced PrimFunc as TVMScript, its
-    passes, the inputs' recipe; needs TVM and NumPy only), the program and sequence as
-    found (``program.tvmscript``, ``passes.json``) and ``repro.json``; written once per
+    passes, the inputs' recipe; needs TVM and NumPy only), the program as found and as
+    reduced (``program.tvmscript``, ``reduced.tvmscript``), both sequences (``passes.json``)
+    and ``repro.json``; written once per
     fingerprint. Its path relative to ``out``."""
     from dlgate import __version__
     from dlgate.reduce.bundle import environment
@@ -363,6 +364,8 @@ def write_bundle(out: str, rec: dict, v: dict, text: str, passes: list, reduced,
         f.write(redact(R.repro_source(r_text, list(r_passes), verdict, seed)))
     with open(os.path.join(d, "program.tvmscript"), "w") as f:
         f.write(text)
+    with open(os.path.join(d, "reduced.tvmscript"), "w") as f:
+        f.write(r_text)
     write_json(os.path.join(d, "passes.json"), {"found": list(passes), "reduced": list(r_passes)})
     doc = {"campaign": rec["campaign"], "root": rec["root"], "case": rec["case"], "verdict": v["verdict"],
            "backend": v["backend"], "signature": (v.get("signature") or {}).get("id"),
