@@ -65,6 +65,7 @@ def run(programs: int, graphs: int, seed: str) -> list:
             "passes_adopted": sum(s["update"] == "adopted" for s in res.steps),
             "failures": len(res.failures), "outcomes": dict(outcomes),
             "crashes": sorted({f["detail"] for f in res.failures if f["detail"].startswith("killed")}),
+            "failure_details": sorted({f["detail"][:200] for f in res.failures}),
             "by_mutator": dict(Counter(s["mutator"] for s in ir if s["outcome"] == "ok")),
         })
     return rows
