@@ -4,8 +4,10 @@
 
 Four settings, each from the same initial pool (the hand-written seeds and the seeds of
 ``--graphs`` generated graphs, each with the minimal pass sequence) and the same seed, each
-running ``--programs`` steps of :func:`dlgate.tir.fuzz.fuzz` with the in-process lowering
-executor (the passes run, code generation does not):
+running ``--programs`` steps of :func:`dlgate.tir.fuzz.fuzz` with the lowering executor
+(the passes run, code generation does not) in a forked child per program
+(:func:`dlgate.tir.fuzz.isolated`: a pass that crashes TVM is a failure, not the end of
+the run):
 
 * **full**: every mutator usable on the CPU target, pass mutation after N_max = 4 stalls;
 * **general only**: Tzer's three general-purpose mutators (insert, delete, replace);
@@ -45,7 +47,9 @@ def run(programs: int, graphs: int, seed: str) -> list:
     rows = []
     for name, mutators, passes in SETTINGS:
         corpus = start.copy()
-        res = FZ.fuzz(corpus, seed, "ablation", programs, settings=FZ.Settings(mutators=mutators, pass_mutation=passes))
+        execute = FZ.isolated(lambda p, ps: FZ.lower_execute(p, ps, make))
+        res = FZ.fuzz(corpus, seed, "ablation", programs, execute=execute,
+                      settings=FZ.Settings(mutators=mutators, pass_mutation=passes))
         ir = [s for s in res.steps if s["kind"] == "ir"]
         outcomes = Counter(s["outcome"] for s in ir)
         made = outcomes["ok"] + outcomes["invalid"] + outcomes["error"]
@@ -60,6 +64,8 @@ def run(programs: int, graphs: int, seed: str) -> list:
             "pass_mutations": sum(s["kind"] == "pass" for s in res.steps),
             "passes_adopted": sum(s["update"] == "adopted" for s in res.steps),
             "failures": len(res.failures), "outcomes": dict(outcomes),
+            "crashes": sorted({f["detail"] for f in res.failures if f["detail"].startswith("killed")}),
+            "failure_details": sorted({f["detail"][:200] for f in res.failures}),
             "by_mutator": dict(Counter(s["mutator"] for s in ir if s["outcome"] == "ok")),
         })
     return rows
@@ -85,6 +91,9 @@ def main() -> int:
         print(f"{r['setting']:<18} {r['valid_rate']:>6.1%} {r['valid_rate_all_steps']:>9.1%} {r['programs_per_s']:>7.1f} "
               f"{r['feature_growth']:>7} {q:>14} {r['pool_gain']:>6} {r['pass_mutations']:>8} {r['passes_adopted']:>7} "
               f"{r['failures']:>6}")
+    for r in rows:
+        if r["crashes"]:
+            print(f"{r['setting']}: TVM crashed: {', '.join(r['crashes'])}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1, sort_keys=True)

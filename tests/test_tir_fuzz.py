@@ -130,3 +130,24 @@ def test_lcov_tracefile_features():
     c.observe(lcov_features(text))
     assert c.novel(lcov_features(text.replace("DA:11,0", "DA:11,4"))) == {
         "cov:line:src/tir/transforms/vectorize_loop.cc:11"}
+
+
+def test_an_isolated_execution_survives_a_crash(seeds):
+    """A pass sequence that kills the process comes back as a crash; the loop goes on."""
+    import os
+    import signal
+
+    p = seeds[0].program
+
+    def dies(program, passes):
+        if "crash" in passes:
+            os.kill(os.getpid(), signal.SIGSEGV)
+        return FZ.lower_execute(program, [n for n in passes if n != "crash"])
+
+    run = FZ.isolated(dies)
+    crashed = run(p, ["crash"])
+    assert (crashed.status, crashed.detail) == ("crash", "killed by SIGSEGV")
+    fine = run(p, list(FZ.LOCAL_REQUIRED))
+    assert fine == FZ.lower_execute(p, list(FZ.LOCAL_REQUIRED))
+    slow = FZ.isolated(lambda program, passes: __import__("time").sleep(30), timeout_s=0.5)(p, [])
+    assert slow.status == "timeout"

@@ -113,7 +113,7 @@ def children(node, scope: Scope) -> list:
     if isinstance(node, s_tir.SBlockRealize):
         return [(v, E, scope) for v in node.iter_values] + [(node.predicate, E, scope), (node.block, S, scope)]
     if isinstance(node, s_tir.SBlock):
-        inner = Scope(tuple(v for v in scope.vars if v in _root_vars(scope)) + tuple(iv.var for iv in node.iter_vars),
+        inner = Scope(_root_vars(scope) + tuple(iv.var for iv in node.iter_vars),
                       scope.buffers + tuple(node.alloc_buffers), (), True, scope.s_tir)
         out = [(node.body, S, inner)]
         return out + ([(node.init, S, inner)] if node.init is not None else [])
@@ -197,9 +197,8 @@ def _is_plain_call(node) -> bool:
 
 
 def _root_vars(scope: Scope) -> tuple:
-    """The variables a block may read besides its own: those not bound by a loop."""
-    loop_vars = {id(lp.loop_var) for lp in scope.loops}
-    return tuple(v for v in scope.vars if id(v) not in loop_vars and not any(v.same_as(lp.loop_var) for lp in scope.loops))
+    """The variables a block may read besides its own: those no enclosing loop binds."""
+    return tuple(v for v in scope.vars if not any(v.same_as(lp.loop_var) for lp in scope.loops))
 
 
 #: The arithmetic, comparison and logical node classes, by the families a replacement keeps.

@@ -136,6 +136,50 @@ def lower_execute(program: Program, passes: list, make=None) -> Execution:
     return Execution("ok", frozenset(feats | after))
 
 
+def isolated(execute, timeout_s: float = 60.0):
+    """``execute`` run in a forked child per call, as Tzer's executor does: a TVM crash
+    (a signal) or hang kills the child, not the loop, and comes back as status "crash"
+    (``detail`` names the signal) or "timeout", a finding like "error". POSIX only; the
+    campaign's build runs in dlgate's own isolated workers instead."""
+    import pickle
+    import select
+    import signal
+
+    def run(program: Program, passes: list) -> Execution:
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: run, send the result, leave without cleanup
+            os.close(r)
+            try:
+                data = pickle.dumps(execute(program, passes))
+                with os.fdopen(w, "wb") as f:
+                    f.write(data)
+            finally:
+                os._exit(0)
+        os.close(w)
+        chunks, deadline = [], time.monotonic() + timeout_s
+        with os.fdopen(r, "rb") as f:
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0 or not select.select([f], [], [], left)[0]:
+                    os.kill(pid, signal.SIGKILL)
+                    os.waitpid(pid, 0)
+                    return Execution("timeout", frozenset(), f"no result in {timeout_s:g} s")
+                chunk = os.read(f.fileno(), 1 << 16)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+        _, status = os.waitpid(pid, 0)
+        if os.WIFSIGNALED(status):
+            sig = os.WTERMSIG(status)
+            return Execution("crash", frozenset(), f"killed by {signal.Signals(sig).name}")
+        if not chunks:
+            return Execution("crash", frozenset(), f"exited with status {os.WEXITSTATUS(status)} without a result")
+        return pickle.loads(b"".join(chunks))
+
+    return run
+
+
 # -- the loop ------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class Proposal:

@@ -107,5 +107,6 @@ def seed_pool(root: str, campaign: str, graphs: int) -> list:
 def _skip(skipped, where: str, e: BaseException) -> None:
     if skipped is None:
         return
-    msg = str(e) if isinstance(e, InvalidProgram) else f"{type(e).__name__}: {str(e).strip().splitlines()[-1:] or ''}"
+    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+    msg = str(e) if isinstance(e, InvalidProgram) else f"{type(e).__name__}: {lines[-1] if lines else ''}"
     skipped.append(f"{where}: {msg[:200]}")

@@ -26,9 +26,8 @@ INT_INTRINSICS = ("popcount",)
 @dataclass(frozen=True)
 class Context:
     """Where a mutation runs: ``target`` ("llvm" or a GPU target such as "cuda"; thread
-    bindings are produced only for a GPU), ``size`` (the node budget of a generated
-    subtree, Tzer's size parameter), ``fresh`` (a counter that names new variables and
-    buffers, so names are a function of the mutation alone)."""
+    bindings are produced only for a GPU) and ``size`` (the node budget of a generated
+    subtree, Tzer's size parameter)."""
 
     target: str = "llvm"
     size: int = 4
@@ -105,10 +104,15 @@ def constant_shape(buf) -> bool:
     return all(type(d).__name__ == "IntImm" and int(d.value) > 0 for d in buf.shape)
 
 
+def loadable(scope: Scope) -> list:
+    """The buffers a generated load may read: in scope, of constant shape, numeric."""
+    return [b for b in readable(scope) if constant_shape(b) and (is_float(str(b.dtype)) or is_int(str(b.dtype)))]
+
+
 def load(rng: random.Random, scope: Scope, dtype: str):
-    """A load from an in-scope buffer of constant shape, at an in-bounds index, cast to
-    ``dtype``; None where no buffer qualifies."""
-    bufs = [b for b in readable(scope) if constant_shape(b) and (is_float(str(b.dtype)) or is_int(str(b.dtype)))]
+    """A load from a :func:`loadable` buffer at an in-bounds index, cast to ``dtype``;
+    None where no buffer qualifies."""
+    bufs = loadable(scope)
     if not bufs:
         return None
     b = rng.choice(bufs)
@@ -205,4 +209,4 @@ def value_sites(all_sites: list, dtypes=None) -> list:
 
 def writable(scope: Scope) -> list:
     """Buffers a new store may write: declared, of constant shape and a numeric dtype."""
-    return [b for b in readable(scope) if constant_shape(b) and (is_float(str(b.dtype)) or is_int(str(b.dtype)))]
+    return loadable(scope)

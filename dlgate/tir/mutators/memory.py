@@ -17,7 +17,7 @@ def apply(func, rng, ctx: B.Context):
     t = B.tirx()
     sites = A.sites(func)
     r = rng.random()
-    values = [s for s in B.value_sites(sites) if B.load(_Probe(), s.scope, A.dtype_of(s.node)) is not None]
+    values = [s for s in B.value_sites(sites) if B.loadable(s.scope)]
     if values and r < 0.35:
         s = rng.choice(values)
         d = A.dtype_of(s.node)
@@ -65,19 +65,6 @@ def _combine(t, rng, old, new, dtype):
 
 def func_is_s_tir(func) -> bool:
     return bool(func.attrs is not None and "s_tir" in func.attrs and func.attrs["s_tir"])
-
-
-class _Probe:
-    """A ``random.Random`` stand-in for asking whether a load exists: always the first."""
-
-    def random(self):
-        return 0.0
-
-    def choice(self, xs):
-        return xs[0]
-
-    def randint(self, a, b):
-        return a
 
 
 class _Holder:
