@@ -22,7 +22,6 @@ worker reports it as such, not as a compile error.
 """
 from __future__ import annotations
 
-import hashlib
 import importlib
 import json
 import os
@@ -105,7 +104,7 @@ def parse(text: str):
     """The IRModule of a program's text, or :class:`Rejected` (stage ``validate``) when it does
     not parse to a module with one PrimFunc ``main`` that TVM's verifiers accept."""
     import tvm  # local: optional compiler, imported where it runs
-    from tvm import s_tir, tirx
+    from tvm import tirx  # local: optional compiler, imported where it runs
 
     try:
         mod = tvm.script.from_source(text)
@@ -139,7 +138,7 @@ def apply_passes(mod, names, reject: bool):
     """``mod`` with the target bound and ``names`` applied in order. ``reject``: an error
     while applying them is a :class:`Rejected` (stage ``passes``)."""
     import tvm  # local: optional compiler, imported where it runs
-    from tvm import tirx
+    from tvm import tirx  # local: optional compiler, imported where it runs
 
     target = tvm.target.Target("llvm")
     mod = tirx.transform.BindTarget(target.with_host(target))(mod)
@@ -156,7 +155,7 @@ def lower(mod):
     """Finalization and code generation of a module the sequence has been applied to: the
     host module's passes and ``target.build.llvm``, as ``tvm.tirx.build`` ends."""
     import tvm  # local: optional compiler, imported where it runs
-    from tvm.tirx.build import split_host_device_mods, tir_to_runtime
+    from tvm.tirx.build import split_host_device_mods, tir_to_runtime  # local: optional compiler
 
     host, device = split_host_device_mods(mod)
     host = tvm.transform.Sequential([getattr(tvm.tirx.transform, n)() for n in P.FINALIZE])(host)
@@ -291,15 +290,6 @@ class TirBackend(Backend):
         from dlgate.tir.interp import Unsupported  # local: only interpreter jobs raise it
 
         return isinstance(exc, (Rejected, Unsupported))
-
-
-def digest(outputs: list) -> str:
-    """A short name for a list of arrays (dtype, shape and bytes): equal outputs, equal names."""
-    h = hashlib.sha256()
-    for a in outputs:
-        h.update(f"{a.dtype}{a.shape}".encode())
-        h.update(np.ascontiguousarray(a).tobytes())
-    return h.hexdigest()[:16]
 
 
 def _line(e: BaseException) -> str:

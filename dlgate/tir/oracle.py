@@ -57,7 +57,7 @@ import numpy as np
 
 from dlgate.exec.outcome import CRASH, OK, OOM, RUN_ERROR, TIMEOUT, UNAVAILABLE, UNSUPPORTED
 from dlgate.tir import passes as P
-from dlgate.tir.build import SPEC, Job
+from dlgate.tir.build import SPEC, Job, check_sequence
 
 #: Verdict kinds, and which of them fail a gate by default.
 OK_KIND, INVALID, REJECTED, CRASH_KIND, EXCEPTION, INCONSISTENT, SLOW, UNAVAILABLE_KIND = (
@@ -171,7 +171,11 @@ def check(pool, text: str, passes, seed: int = 0, margin: float = 2.0, repeats: 
           floor_s: float = 1e-7, interp: bool = True, reference=None) -> Checked:
     """The oracles' verdict on ``text`` built with ``passes`` (see the module's text), in
     ``pool``'s TIR worker. ``repeats`` > 0 measures performance (``margin``, ``floor_s``).
-    ``reference``: the reference build's sequence (default the minimal one)."""
+    ``reference``: the reference build's sequence (default the minimal one). ValueError for
+    a pass name that is neither in the table nor ``package.module:function``."""
+    check_sequence(passes)
+    if reference is not None:
+        check_sequence(reference)
     outs = {}
     phases: list = []  # what the worker said it reached: a crash's stage
     had = pool.on_phase
