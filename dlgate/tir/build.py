@@ -46,9 +46,11 @@ class Job:
     """One build and run. ``reject_pass_errors``: an error while applying ``passes`` is a
     rejection (a mutated sequence) rather than a compile error (the minimal sequence, which
     every well-formed program must take); so is one while lowering a sequence that lacks a
-    required pass (:func:`dlgate.tir.passes.complete`). ``repeats``: timed runs after the checked one (0:
-    none). ``mode``: ``"build"``, or ``"interp"`` for the NumPy interpreter
-    (:mod:`dlgate.tir.interp`) on the same inputs."""
+    required pass (:func:`dlgate.tir.passes.complete`). ``repeats``: timed runs after the
+    checked one (0: none). ``mode``: ``"build"``; ``"interp"`` for the NumPy interpreter
+    (:mod:`dlgate.tir.interp`) on the same inputs; or ``"time"``: ``reference`` and
+    ``passes`` both built in the one worker and timed in alternation, ``repeats`` rounds
+    (:func:`paired_times`)."""
 
     text: str
     passes: tuple = field(default_factory=tuple)
@@ -56,6 +58,7 @@ class Job:
     reject_pass_errors: bool = False
     repeats: int = 0
     mode: str = "build"
+    reference: tuple = field(default_factory=tuple)
 
     def encode(self) -> bytes:
         return json.dumps(asdict(self), sort_keys=True).encode()
@@ -64,6 +67,7 @@ class Job:
     def decode(data: bytes) -> "Job":
         d = json.loads(data)
         d["passes"] = tuple(d["passes"])
+        d["reference"] = tuple(d.get("reference", ()))
         return Job(**d)
 
     def model(self) -> Model:
@@ -241,6 +245,23 @@ def execute(rt, values: list, repeats: int = 0) -> tuple:
     return outs, seconds
 
 
+def paired_times(first, second, values: list, rounds: int) -> tuple:
+    """``(first's seconds, second's seconds)``: ``rounds`` measurements of each runtime
+    module, taken in alternation (first, second, first, ...), each the mean of as many calls
+    as fill a millisecond. On a loaded machine the load drifts over seconds; measured in
+    alternation, both builds see the same drift, where two measurements one after the other
+    each see their own."""
+    import tvm  # local: optional compiler, imported where it runs
+
+    args = [_tvm_value(np.array(v, copy=True)) for v in values]
+    timers = [rt.time_evaluator("main", tvm.cpu(0), number=1, repeat=1, min_repeat_ms=1) for rt in (first, second)]
+    out: tuple = ([], [])
+    for _ in range(rounds):
+        for k, timer in enumerate(timers):
+            out[k].append(timer(*args).results[0])
+    return out
+
+
 class TirBackend(Backend):
     """The worker side of a TIR job (:class:`Job`): parse, validate, build, run. Its outputs
     are the buffer arguments after the run and, last, a float64 array of the timed runs'
@@ -269,6 +290,9 @@ class TirBackend(Backend):
         values = make_inputs(mod, job.seed)
         if job.mode == "interp":
             return job, None, values, mod
+        if job.mode == "time":
+            return job, (lower(apply_passes(mod, job.reference, False)), lower(apply_passes(mod, job.passes, True))), \
+                values, mod
         applied = apply_passes(mod, job.passes, job.reject_pass_errors)
         if job.reject_pass_errors and not P.complete(job.passes):
             try:  # a sequence without the required passes: what it cannot build is its own doing
@@ -283,6 +307,8 @@ class TirBackend(Backend):
             from dlgate.tir.interp import evaluate  # local: only interpreter jobs need it
 
             return evaluate(mod["main"], values) + [np.zeros(0)]
+        if job.mode == "time":
+            return [np.array(t, dtype=np.float64) for t in paired_times(rt[0], rt[1], values, job.repeats)]
         outs, seconds = execute(rt, values, job.repeats)
         return outs + [np.array(seconds, dtype=np.float64)]
 
