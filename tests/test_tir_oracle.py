@@ -136,3 +136,7 @@ def test_a_hanging_pass_is_a_crash_by_timeout():
         v = O.check(short, text, P.minimal() + ["tests.tir_faults:hang"], seed=1).verdict
     assert (v.kind, v.stage, v.build) == (O.CRASH_KIND, "compile", "mutated"), v.to_json()
     assert v.detail.startswith("timeout")
+
+
+def test_slowdown_can_use_the_minimum():
+    assert O.slowdown([1.0, 5.0, 5.0], [2.0, 2.0, 9.0], 1e-7, statistic=min) == pytest.approx(2.0)
