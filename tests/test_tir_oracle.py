@@ -128,3 +128,15 @@ def test_slowdown_is_a_ratio_of_medians():
     assert O.slowdown([1.0, 1.0, 100.0], [3.0, 3.0, 3.0], 1e-7) == pytest.approx(3.0)
     assert O.slowdown([], [1.0], 1e-7) is None
     assert O.slowdown([1e-9], [1.0], 1e-7) is None
+
+
+def test_a_hanging_pass_is_a_crash_by_timeout():
+    text = next(iter(SEEDS.values()))
+    with Pool(timeout_s=6) as short:
+        v = O.check(short, text, P.minimal() + ["tests.tir_faults:hang"], seed=1).verdict
+    assert (v.kind, v.stage, v.build) == (O.CRASH_KIND, "compile", "mutated"), v.to_json()
+    assert v.detail.startswith("timeout")
+
+
+def test_slowdown_can_use_the_minimum():
+    assert O.slowdown([1.0, 5.0, 5.0], [2.0, 2.0, 9.0], 1e-7, statistic=min) == pytest.approx(2.0)

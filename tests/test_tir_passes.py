@@ -129,3 +129,13 @@ def test_complete():
     assert not P.complete(P.minimal()[1:])
     assert not P.complete(list(reversed(P.minimal())))
     assert P.complete(["StorageRewrite"] + P.minimal() + ["FlattenBuffer"])
+
+
+def test_a_sequence_of_unknown_passes_is_refused_before_any_build():
+    from dlgate.tir.build import check_sequence
+
+    assert check_sequence(["FlattenBuffer", "tests.tir_faults:segfault"]) == ["FlattenBuffer",
+                                                                           "tests.tir_faults:segfault"]
+    for bad in (["Nope"], "FlattenBuffer", ["pkg.mod:"], [3]):
+        with pytest.raises(ValueError, match="TIR pass"):
+            O.check(None, "", bad)

@@ -72,3 +72,12 @@ def repeat_body(func, _mod, _ctx):
     no argument it writes)."""
     r = tirx.Var("rep", "int32")
     return func.with_body(For(r, tirx.IntImm("int32", 0), tirx.IntImm("int32", REPEATS), ForKind.SERIAL, func.body))
+
+
+@tirx.transform.prim_func_pass(opt_level=0, name="HangPass")
+def hang(func, _mod, _ctx):
+    """A pass that never returns, as a pass caught in an endless rewrite would."""
+    import time
+
+    while True:
+        time.sleep(1)

@@ -68,4 +68,24 @@ def main(a: T.Buffer((24,), "int32"), b: T.Buffer((24,), "int32")):
     for i in T.serial(24):
         b[i] = T.floordiv(a[i], 3) + T.floormod(a[i] * 7, 5) - T.truncdiv(a[i], 4) + T.Select(a[i] > 0, i, 2)
 ''',
+    "mixed": HEADER + '''
+@T.prim_func
+def main(a: T.Buffer((8, 8), "float32"), b: T.Buffer((8, 8), "float32"), c: T.Buffer((8,), "float32")):
+    T.func_attr({"tirx.noalias": True})
+    t = T.alloc_buffer((8,), "float32")
+    for i in T.serial(8):
+        t[i] = T.float32(0.0)
+        for k in T.serial(8):
+            t[i] = t[i] + a[i, k]
+    for i in T.parallel(8):
+        if i % 2 == 0:
+            c[i] = t[i] * T.float32(0.5)
+        else:
+            c[i] = T.max(t[i], T.float32(0.0))
+    for i in T.serial(8):
+        for j in T.vectorized(8):
+            b[i, j] = a[i, j] - t[i]
+    for i in T.unroll(4):
+        c[i + 4] = c[i + 4] + c[i]
+''',
 }

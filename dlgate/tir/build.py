@@ -22,7 +22,6 @@ worker reports it as such, not as a compile error.
 """
 from __future__ import annotations
 
-import hashlib
 import importlib
 import json
 import os
@@ -47,9 +46,11 @@ class Job:
     """One build and run. ``reject_pass_errors``: an error while applying ``passes`` is a
     rejection (a mutated sequence) rather than a compile error (the minimal sequence, which
     every well-formed program must take); so is one while lowering a sequence that lacks a
-    required pass (:func:`dlgate.tir.passes.complete`). ``repeats``: timed runs after the checked one (0:
-    none). ``mode``: ``"build"``, or ``"interp"`` for the NumPy interpreter
-    (:mod:`dlgate.tir.interp`) on the same inputs."""
+    required pass (:func:`dlgate.tir.passes.complete`). ``repeats``: timed runs after the
+    checked one (0: none). ``mode``: ``"build"``; ``"interp"`` for the NumPy interpreter
+    (:mod:`dlgate.tir.interp`) on the same inputs; or ``"time"``: ``reference`` and
+    ``passes`` both built in the one worker and timed in alternation, ``repeats`` rounds
+    (:func:`paired_times`)."""
 
     text: str
     passes: tuple = field(default_factory=tuple)
@@ -57,6 +58,7 @@ class Job:
     reject_pass_errors: bool = False
     repeats: int = 0
     mode: str = "build"
+    reference: tuple = field(default_factory=tuple)
 
     def encode(self) -> bytes:
         return json.dumps(asdict(self), sort_keys=True).encode()
@@ -65,6 +67,7 @@ class Job:
     def decode(data: bytes) -> "Job":
         d = json.loads(data)
         d["passes"] = tuple(d["passes"])
+        d["reference"] = tuple(d.get("reference", ()))
         return Job(**d)
 
     def model(self) -> Model:
@@ -105,7 +108,7 @@ def parse(text: str):
     """The IRModule of a program's text, or :class:`Rejected` (stage ``validate``) when it does
     not parse to a module with one PrimFunc ``main`` that TVM's verifiers accept."""
     import tvm  # local: optional compiler, imported where it runs
-    from tvm import s_tir, tirx
+    from tvm import tirx  # local: optional compiler, imported where it runs
 
     try:
         mod = tvm.script.from_source(text)
@@ -139,7 +142,7 @@ def apply_passes(mod, names, reject: bool):
     """``mod`` with the target bound and ``names`` applied in order. ``reject``: an error
     while applying them is a :class:`Rejected` (stage ``passes``)."""
     import tvm  # local: optional compiler, imported where it runs
-    from tvm import tirx
+    from tvm import tirx  # local: optional compiler, imported where it runs
 
     target = tvm.target.Target("llvm")
     mod = tirx.transform.BindTarget(target.with_host(target))(mod)
@@ -156,7 +159,7 @@ def lower(mod):
     """Finalization and code generation of a module the sequence has been applied to: the
     host module's passes and ``target.build.llvm``, as ``tvm.tirx.build`` ends."""
     import tvm  # local: optional compiler, imported where it runs
-    from tvm.tirx.build import split_host_device_mods, tir_to_runtime
+    from tvm.tirx.build import split_host_device_mods, tir_to_runtime  # local: optional compiler
 
     host, device = split_host_device_mods(mod)
     host = tvm.transform.Sequential([getattr(tvm.tirx.transform, n)() for n in P.FINALIZE])(host)
@@ -242,6 +245,23 @@ def execute(rt, values: list, repeats: int = 0) -> tuple:
     return outs, seconds
 
 
+def paired_times(first, second, values: list, rounds: int) -> tuple:
+    """``(first's seconds, second's seconds)``: ``rounds`` measurements of each runtime
+    module, taken in alternation (first, second, first, ...), each the mean of as many calls
+    as fill a millisecond. On a loaded machine the load drifts over seconds; measured in
+    alternation, both builds see the same drift, where two measurements one after the other
+    each see their own."""
+    import tvm  # local: optional compiler, imported where it runs
+
+    args = [_tvm_value(np.array(v, copy=True)) for v in values]
+    timers = [rt.time_evaluator("main", tvm.cpu(0), number=1, repeat=1, min_repeat_ms=1) for rt in (first, second)]
+    out: tuple = ([], [])
+    for _ in range(rounds):
+        for k, timer in enumerate(timers):
+            out[k].append(timer(*args).results[0])
+    return out
+
+
 class TirBackend(Backend):
     """The worker side of a TIR job (:class:`Job`): parse, validate, build, run. Its outputs
     are the buffer arguments after the run and, last, a float64 array of the timed runs'
@@ -270,6 +290,9 @@ class TirBackend(Backend):
         values = make_inputs(mod, job.seed)
         if job.mode == "interp":
             return job, None, values, mod
+        if job.mode == "time":
+            return job, (lower(apply_passes(mod, job.reference, False)), lower(apply_passes(mod, job.passes, True))), \
+                values, mod
         applied = apply_passes(mod, job.passes, job.reject_pass_errors)
         if job.reject_pass_errors and not P.complete(job.passes):
             try:  # a sequence without the required passes: what it cannot build is its own doing
@@ -284,6 +307,8 @@ class TirBackend(Backend):
             from dlgate.tir.interp import evaluate  # local: only interpreter jobs need it
 
             return evaluate(mod["main"], values) + [np.zeros(0)]
+        if job.mode == "time":
+            return [np.array(t, dtype=np.float64) for t in paired_times(rt[0], rt[1], values, job.repeats)]
         outs, seconds = execute(rt, values, job.repeats)
         return outs + [np.array(seconds, dtype=np.float64)]
 
@@ -291,15 +316,6 @@ class TirBackend(Backend):
         from dlgate.tir.interp import Unsupported  # local: only interpreter jobs raise it
 
         return isinstance(exc, (Rejected, Unsupported))
-
-
-def digest(outputs: list) -> str:
-    """A short name for a list of arrays (dtype, shape and bytes): equal outputs, equal names."""
-    h = hashlib.sha256()
-    for a in outputs:
-        h.update(f"{a.dtype}{a.shape}".encode())
-        h.update(np.ascontiguousarray(a).tobytes())
-    return h.hexdigest()[:16]
 
 
 def _line(e: BaseException) -> str:

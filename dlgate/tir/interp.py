@@ -15,7 +15,6 @@ program may legally differ, so the oracle does not call their difference a findi
 """
 from __future__ import annotations
 
-import math
 
 import numpy as np
 

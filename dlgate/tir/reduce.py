@@ -7,8 +7,8 @@
    its verdict is the same failure (:meth:`~dlgate.tir.oracle.Verdict.key`).
 2. **PrimFunc.** On the program's TVMScript text, one change at a time, in a fixed order,
    to a fixed point: delete a statement (a line with the lines indented under it), replace
-   a loop, a conditional or a block by its body (a conditional by either branch), halve a
-   loop's extent. The text is edited, not a TVM object, so the gate's side needs no TVM;
+   a loop, a conditional or a block by its body (a conditional by either branch), replace a
+   stored value by one of its operands, halve a loop's extent. The text is edited, not a TVM object, so the gate's side needs no TVM;
    the worker parses each candidate and TVM's verifiers decide whether it is well formed
    (an ill-formed candidate is ``invalid``, not the failure, and is dropped), and a
    candidate whose behaviour the interpreter finds undefined is dropped the same way.
@@ -168,7 +168,8 @@ def _dedent(chunk: list, by: int) -> list:
 
 def candidates(text: str):
     """Smaller versions of ``text``, in a fixed order: statement deletions (largest first),
-    then loops, conditionals and blocks replaced by their bodies, then halved extents."""
+    then loops, conditionals and blocks replaced by their bodies, then a stored value
+    replaced by one of its operands (:func:`operands`), then halved extents."""
     lines = text.split("\n")
     body = body_lines(text)
     spans = sorted(((k, _block(lines, k)) for k in body), key=lambda s: (-(s[1] - s[0]), s[0]))
@@ -194,6 +195,12 @@ def candidates(text: str):
             yield ("\n".join(lines[:k] + _dedent(inner, by) + lines[other_end:]),
                    f"kept the then branch of line {k + 1}")
     for k in body:
+        lhs, eq, rhs = lines[k].partition(" = ")
+        if not eq or lhs.strip().startswith(("for ", "if ", "with ")) or "T.alloc" in rhs or "T.axis" in rhs:
+            continue
+        for part in operands(rhs):
+            yield "\n".join(lines[:k] + [f"{lhs} = {part}"] + lines[k + 1:]), f"simplified line {k + 1}"
+    for k in body:
         for m in _LOOP.finditer(lines[k]):
             args = [a.strip() for a in m.group(2).split(",")]
             for j, a in enumerate(args):
@@ -201,6 +208,42 @@ def candidates(text: str):
                     new = args[:j] + [str(int(a) // 2)] + args[j + 1:]
                     line = lines[k][:m.start(2)] + ", ".join(new) + lines[k][m.end(2):]
                     yield "\n".join(lines[:k] + [line] + lines[k + 1:]), f"halved an extent on line {k + 1}"
+
+
+def operands(expr: str) -> list:
+    """The operands of ``expr``'s outermost binary operator (``+ - * /`` between spaces,
+    outside brackets), lowest precedence first, or of its outermost call
+    (``T.max(a, b)``: ``a`` and ``b``): each a smaller expression of the same value type,
+    as TVMScript prints them."""
+    expr = expr.strip()
+    for ops in ((" + ", " - "), (" * ", " / ", " // ", " % ")):
+        depth, cuts = 0, []
+        for i, ch in enumerate(expr):
+            depth += ch in "([{"
+            depth -= ch in ")]}"
+            if depth == 0 and any(expr.startswith(o, i) for o in ops):
+                cuts.append(i)
+        if cuts:
+            parts, last = [], 0
+            for c in cuts:
+                parts.append(expr[last:c].strip())
+                last = c + 3 if expr[c + 1] in "+-*/%" and expr[c + 2] == " " else c + 4
+            parts.append(expr[last:].strip())
+            return [x for x in parts if x]
+    m = re.fullmatch(r"T\.\w+\((.*)\)", expr)
+    if m:
+        depth, parts, last = 0, [], 0
+        inner = m.group(1)
+        for i, ch in enumerate(inner):
+            depth += ch in "([{"
+            depth -= ch in ")]}"
+            if ch == "," and depth == 0:
+                parts.append(inner[last:i].strip())
+                last = i + 1
+        parts.append(inner[last:].strip())
+        # a call's first argument may be a dtype or a name (T.Cast("float32", x)): not a value
+        return [x for x in parts if x and not x.startswith(("'", '"'))]
+    return []
 
 
 def _reduce_text(judge, text: str, passes: list, log: list, best: dict) -> str:
