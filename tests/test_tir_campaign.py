@@ -295,3 +295,27 @@ def test_a_pr_run_on_a_tir_pass_change_runs_steps_led_by_the_pass(tmp_path):
     rows = {r["target"]: r for r in verdict(out)["change"]["rows"]}
     for key in ("tir:LoopPartition", "tir:codegen", "tir:any"):
         assert rows[key]["models"] == len(ran), rows[key]
+
+
+# -- the performance class -----------------------------------------------------------------------
+@pytest.mark.parametrize("gates, base_shares, cls", [(False, False, None), (True, False, "new"),
+                                                     (True, True, "pre_existing")])
+def test_tir_slow_is_reported_and_gates_only_where_the_campaign_says(gates, base_shares, cls):
+    from dlgate.gate import baseline as B
+    from dlgate.gate.decide import decide
+
+    ident = {"fingerprint": "f" * 16, "cluster": "c" * 16, "cause": "c" * 16, "pattern": "UnrollLoop", "typed": "t",
+             "text": "tir :: slow"}
+    slow = {"backend": "tvm[cpu]", "verdict": "tir_slow", "detail": "runs more than 2x", "gates": gates,
+            "identity": ident, "base": {"verdict": "tir_slow" if base_shares else "pass", "reproduces": base_shares}}
+    ok = {"backend": "tvm[cpu]", "verdict": "pass"}
+    recs = [{"case": "tir/00000-a", "kind": "tir", "verdicts": [slow]}, {"case": "tir/00001-b", "kind": "tir",
+                                                                        "verdicts": [ok]}]
+    d = decide(recs, B.load(None), "r", "c", ["tvm[cpu]"], True, mode="base")
+    assert d.counts["tvm[cpu]"] == {"pass": 1, "tir_slow": 1}  # counted either way
+    assert d.exit_code() == (1 if cls == "new" else 0)
+    found = {k: [g["verdict"] for g in d.of(k)] for k in ("new", "pre-existing")}
+    if cls is None:
+        assert found == {"new": [], "pre-existing": []}
+    else:
+        assert found[cls.replace("_", "-")] == ["tir_slow"]
