@@ -77,7 +77,7 @@ def func_scope(func) -> Scope:
 
 def _classes():
     import tvm  # local: optional compiler, imported where it runs
-    from tvm import ir, s_tir, tirx
+    from tvm import ir, s_tir, tirx  # local: optional compiler, imported where it runs
 
     return tvm, ir, s_tir, tirx
 

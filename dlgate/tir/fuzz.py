@@ -18,9 +18,13 @@ TVM's passes again, and :func:`propose` regenerates the step's program byte for 
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import os
+import pickle
 import random
+import select
+import signal
 import time
 from dataclasses import dataclass, field
 
@@ -96,8 +100,6 @@ def pass_hooks() -> tuple:
 
 
 def _local_make(name: str):
-    import importlib
-
     module, ctor, args = LOCAL_PASSES[name]
     return getattr(importlib.import_module(module), ctor)(*args)
 
@@ -120,7 +122,7 @@ def lower_execute(program: Program, passes: list, make=None) -> Execution:
     first. Code generation and running are the build's (:mod:`dlgate.tir.build`), in an
     isolated worker; this one serves the loop's tests and the ablation."""
     import tvm  # local: optional compiler, imported where it runs
-    from tvm import tirx
+    from tvm import tirx  # local: optional compiler, imported where it runs
 
     make = make or pass_hooks()[2]
     feats = features(program.func()) | pass_features(passes)
@@ -141,10 +143,6 @@ def isolated(execute, timeout_s: float = 60.0):
     (a signal) or hang kills the child, not the loop, and comes back as status "crash"
     (``detail`` names the signal) or "timeout", a finding like "error". POSIX only; the
     campaign's build runs in dlgate's own isolated workers instead."""
-    import pickle
-    import select
-    import signal
-
     def run(program: Program, passes: list) -> Execution:
         r, w = os.pipe()
         pid = os.fork()

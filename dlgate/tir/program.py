@@ -60,7 +60,7 @@ def validate(program: Program) -> None:
     schedulable blocks) and the module prints back to the same text (so the program a
     corpus records is the program that ran)."""
     import tvm  # local: optional compiler, imported where it runs
-    from tvm import s_tir, tirx
+    from tvm import s_tir, tirx  # local: optional compiler, imported where it runs
 
     try:
         mod = program.module()

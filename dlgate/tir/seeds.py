@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from dlgate.case import make_case
+from dlgate.graph.generator import GenConfig, Generator
 from dlgate.tir.program import InvalidProgram, Program, from_func, validate
 
 SEED_DIR = os.path.join(os.path.dirname(__file__), "seed_programs")
@@ -50,7 +52,7 @@ def hand_seeds() -> list:
 def lower(func):
     """``func`` after :data:`LOWERING`."""
     import tvm  # local: optional compiler, imported where it runs
-    from tvm import s_tir, tirx
+    from tvm import s_tir, tirx  # local: optional compiler, imported where it runs
 
     passes = [getattr(s_tir.transform, n, None) or getattr(tirx.transform, n) for n in LOWERING]
     mod = tvm.IRModule({"main": func.with_attr("global_symbol", "main")})
@@ -66,11 +68,8 @@ def graph_seeds(root: str, campaign: str, count: int, *, min_nodes: int = 1, max
     origin. A case TVM cannot import, or a form TVM rejects, is passed over and named in
     ``skipped`` (with the reason) where a list is given."""
     import onnx  # local: the importer reads the model's bytes
-    from tvm import relax, tirx
+    from tvm import relax, tirx  # local: optional compiler, imported where it runs
     from tvm.relax.frontend.onnx import from_onnx  # local: optional compiler, imported where it runs
-
-    from dlgate.case import make_case
-    from dlgate.graph.generator import GenConfig, Generator
 
     gen = Generator(GenConfig(min_nodes=min_nodes, max_nodes=max_nodes))
     seen: set = set()
