@@ -80,3 +80,16 @@ def main(a: T.Buffer((8,), "int32"), b: T.Buffer((8,), "int32")):
 '''
     with pytest.raises(Unsupported, match=f"undefined: .*{why}"):
         run(text)
+
+
+def test_a_long_program_is_refused_not_interpreted_for_ever():
+    text = HEADER + '''
+@T.prim_func
+def main(a: T.Buffer((1,), "int32")):
+    T.func_attr({"tirx.noalias": True})
+    for i in T.serial(300):
+        for j in T.serial(300):
+            a[0] = a[0] + 1
+'''
+    with pytest.raises(Unsupported, match="more than"):
+        run(text)

@@ -24,8 +24,9 @@ class Unsupported(Exception):
     ``undefined: ...``)."""
 
 
-#: Most statements a program may execute: a bound on a reference meant for small programs.
-MAX_STEPS = 2_000_000
+#: Most statements a program may execute (a few seconds of interpretation): a bound on a
+#: reference meant for small programs, well inside a worker's timeout.
+MAX_STEPS = 50_000
 
 _UNARY = {
     "tirx.exp": np.exp, "tirx.log": np.log, "tirx.sqrt": np.sqrt, "tirx.tanh": np.tanh, "tirx.sin": np.sin,

@@ -140,7 +140,8 @@ def _failed(out, build: str, phases: list) -> Verdict | None:
     """The verdict of a worker outcome that is not OK (None when it is). A refusal
     (``unsupported``) is an invalid program (stage ``validate``), a rejected pair (stage
     ``passes``: only a mutated sequence's errors are raised as refusals) or, from the
-    interpreter, a program it does not take (``ok``: no reference, no finding). ``phases``:
+    interpreter, a program it does not take or a failure of its own (``ok``: no reference,
+    no finding; the outcome keeps what happened). ``phases``:
     what the worker reported reaching (``run`` once the build was done), a crash's stage."""
     if out.status == OK:
         return None
@@ -149,9 +150,12 @@ def _failed(out, build: str, phases: list) -> Verdict | None:
     line = msg[-1] if msg else ""
     if out.status == UNAVAILABLE:  # TVM does not start here: nothing was tested
         return Verdict(UNAVAILABLE_KIND, "init", build, line)
+    if build == "interp":
+        # no third reference: the interpreter does not take the program, or ran out of
+        # time or failed (dlgate's own limit or defect, never the compiler's finding);
+        # "undefined: ..." is read by the caller
+        return Verdict(OK_KIND, "interp", build, line if out.status == UNSUPPORTED else f"{out.status}: {line}")
     if out.status == UNSUPPORTED:
-        if build == "interp":
-            return Verdict(OK_KIND, "interp", build, line)
         stage = line.partition(":")[0]
         return Verdict(INVALID if stage == "validate" else REJECTED, stage, build, line)
     if out.status in (CRASH, TIMEOUT, OOM):
@@ -216,8 +220,6 @@ def _check(pool, text, passes, seed, margin, repeats, floor_s, interp, reference
         ip = pool.execute(SPEC, Job(text, (), seed, False, 0, "interp").model(), [])
         outs["interp"] = ip
         bad = _failed(ip, "interp", phases)
-        if bad is not None and bad.kind != OK_KIND:  # the interpreter crashed or failed: dlgate's error
-            return Checked(bad, outs)
         if bad is not None and bad.detail.startswith("undefined:"):
             # the program's behaviour is undefined: builds may differ, the program never counts
             return Checked(Verdict(INVALID, "undefined", "interp", bad.detail), outs)
