@@ -62,6 +62,8 @@ class TVM(Backend):
     #: Compiling costs ~60 ms a model: probe three opsets, the others take the nearest lower.
     probe_opsets = (13, 17, 21, 24, 28)
     probe_tries = 2
+    #: The TIR mode's backend (``tir_share``, :mod:`dlgate.gate.run.tir`): TIR programs built with this TVM.
+    tir_backend = "dlgate.tir.build:TirBackend"
     option_kinds = {"extra_passes": "", "record_rewrites": "bool", "passes": ""}  # checked below
 
     @classmethod

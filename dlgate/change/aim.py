@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dlgate.change.targets import REWRITE, Target
+from dlgate.change.targets import REWRITE, TIR, Target
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ def specs_for(target: Target, compiler: str, specs: dict) -> tuple:
 
 def resolve(targets, compiler: str, specs: dict | None = None) -> tuple:
     """(aims, gaps): an :class:`Aim` per target some spec exercises, and ``{target key:
-    why}`` for the others."""
+    why}`` for the others; TIR targets are neither (the TIR mode aims at them)."""
     if specs is None:
         from dlgate.ops.registry import all_specs  # local: imports torch; off the CLI start-up
 
@@ -74,6 +74,8 @@ def resolve(targets, compiler: str, specs: dict | None = None) -> tuple:
 
     aims, gaps = [], {}
     for t in targets:
+        if t.kind == TIR:  # the TIR mode's, not the generator's (dlgate.gate.run.tir)
+            continue
         span = None
         if t.opsets is not None:
             lo, hi = t.opsets

@@ -2,9 +2,10 @@
 
 A :class:`Target` is one thing a batch can exercise: an ONNX operator (``kind``
 ``"operator"``: its type, and where the changed code says which, the opsets, dtypes and
-attribute regimes it concerns) or an optimizer rewrite (``kind`` ``"rewrite"``: the
+attribute regimes it concerns), an optimizer rewrite (``kind`` ``"rewrite"``: the
 rewrite's name as dlgate's motifs record it in ``OpSpec.rewrite``, on the compiler named by
-``compiler``). Every target carries ``why``: the changed path (and definition) it came
+``compiler``) or, for TVM, a TIR pass or TIR code generation (``kind`` ``"tir"``: the TIR
+mode's share of the batch, its sequences led by the pass). Every target carries ``why``: the changed path (and definition) it came
 from, so a reviewer can see where each row of the coverage table comes from.
 
 A :class:`TargetSet` is a whole change's answer: the targets, merged, and per changed
@@ -21,7 +22,11 @@ from dataclasses import dataclass, field
 
 OPERATOR = "operator"
 REWRITE = "rewrite"
-KINDS = (OPERATOR, REWRITE)
+#: TVM's TIR passes and code generation, aimed at by the TIR mode (:mod:`dlgate.gate.run.tir`),
+#: not by the graph generator: the name is a TIR pass (:data:`dlgate.tir.passes.PASSES`),
+#: ``codegen`` (code generation) or ``any`` (other TIR code no pass name covers).
+TIR = "tir"
+KINDS = (OPERATOR, REWRITE, TIR)
 
 #: Attribute regimes a target may ask for (see ``dlgate.ops.base.Ctx.regime``):
 #: ``degenerate`` draws attributes at the values kernels and rewrites special-case

@@ -19,13 +19,13 @@ import traceback
 
 from dlgate import __version__
 from dlgate.cli import (backends, baseline, bisect_releases, check, config, gen, init, issues, merge, ops, probe,
-                        reduce, report, run, stats, targets)
+                        reduce, report, run, stats, targets, tir)
 from dlgate.cli.args import log
 from dlgate.cli.parser import Parser, UsageError, exit_status_lines
 
 #: The commands, in the order of ``dlgate --help`` and docs/cli.md.
 COMMANDS = {"gen": gen, "targets": targets, "stats": stats, "probe": probe, "check": check, "run": run,
-            "reduce": reduce, "issues": issues, "bisect-releases": bisect_releases, "merge": merge, "report": report,
+            "reduce": reduce, "tir-step": tir, "issues": issues, "bisect-releases": bisect_releases, "merge": merge, "report": report,
             "baseline": baseline, "config": config, "backends": backends, "ops": ops, "init": init}
 
 

@@ -81,7 +81,9 @@ def classify(record: dict, v: dict, baseline) -> str | None:
     base = v.get("base")
     if (v.get("pair") or {}).get("same_as"):
         return None  # the direct Relax path's side of the importer path's finding (backends.relax_pair)
-    if v["verdict"] not in V.FAILURES:
+    if v["verdict"] == V.TIR_SLOW and not v.get("gates"):
+        return None  # reported, never a finding unless the campaign says so (tir_slow_gates)
+    if v["verdict"] not in V.FAILURES and v["verdict"] != V.TIR_SLOW:
         # head refuses a model the base build runs: a regression, whatever the class
         return NEW if base is not None and base.get("verdict") == V.PASS else None
     confirm = v.get("confirm")

@@ -68,6 +68,20 @@ FIELDS = (
           "backend. The two paths are a pair: where one agrees with the reference, the other's failure is that "
           "path's finding; where both are wrong the same way, it is one finding. An optional `tvm` backend "
           "(`tvm:cuda?`) is not paired. 0 turns it off.", min=0, max=1),
+    Field("tir_share", "float", 0.0, "Share of the batch given to the TIR mode (docs/tir.md): Tzer's joint mutation "
+          "of TVM's low-level IR (TIR PrimFuncs) and of its TIR pass sequence, each step built with the mutated "
+          "sequence and with the minimal one in isolated workers and checked by three oracles (`tir_crash`, "
+          "`tir_exception`, `tir_inconsistent`: the two builds, or the minimal build and a NumPy interpreter, "
+          "disagree; `tir_slow`, see `tir_slow_gates`). Runs where a backend under test is TVM on CPU; that many of "
+          "`models` are TIR steps instead of graph cases, interleaved with them, in the first shard. 0 turns it "
+          "off.", min=0, max=1),
+    Field("tir_n_max", "int", 4, "The TIR mode's `N_max` (Tzer's interleaving): after this many IR mutations of "
+          "a pool entry without new feedback, its pass sequence is mutated instead.", min=1, max=1000),
+    Field("tir_slow_margin", "float", 2.0, "The TIR mode's performance oracle: a mutated sequence whose build "
+          "runs more than this many times slower than the minimal sequence's (medians of timed runs) is "
+          "`tir_slow`.", min=1, max=1000),
+    Field("tir_slow_gates", "bool", False, "Whether a `tir_slow` finding fails the check like any new finding; "
+          "false: it is reported (counts, summary) and never gates, timings being noisier than answers."),
     Field("target_share", "float", 0.8, "With a change to aim at (`dlgate run --changed-from BASE` or `--diff "
           "FILE`): the share of models drawn to exercise what the change touches (its operators with the opsets, "
           "dtypes and attribute regimes the changed code concerns, the motifs of the rewrites it changes); the rest "

@@ -100,7 +100,7 @@ def junit(records: list, decision: D.Decision, baseline, timings: dict, props: d
             elif cls is not None and (fp, cls) in failing:
                 where = f" (repro: {i['repro']}/repro.py)" if i.get("repro") else ""
                 msg = f"{failure_message(cls, v, reduced_to)}{detail_note}{where}: {detail[:300]}"
-                if v["verdict"] in V.VALUE_CLASSES:
+                if v["verdict"] in V.VALUE_CLASSES + V.TIR_WRONG:  # a wrong answer: a failure, not an error
                     tc.add_failure_info(msg, detail, v["verdict"])
                 else:
                     tc.add_error_info(msg, detail, v["verdict"])

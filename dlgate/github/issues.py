@@ -199,7 +199,9 @@ def body(f: Finding, run: dict, note: str = "") -> str:
             ("fingerprints", "<br>".join(f"{md.code(fp, table=True)} {md.text(typed)}"
                                          for fp, typed, _ in f.fingerprints[:20])),
             ("cases", md.text(f"{f.cases} in this run ({run.get('campaign', '')}, {run.get('commit', '')[:12]})")),
-            ("reduced", md.text(f"{d.get('original_nodes')} → {d.get('nodes')} operators, opset {d.get('opset')}")),
+            ("reduced", md.text(f"{d['tir']['original_lines']} → {d['tir']['lines']} lines of TVMScript, passes: "
+                                f"{', '.join(d['tir']['passes'])}" if d.get("tir") else
+                                f"{d.get('original_nodes')} → {d.get('nodes')} operators, opset {d.get('opset')}")),
             ("found by", md.text(f"dlgate {d.get('dlgate')} (generator {d.get('generator')})"))]
     env = d.get("environment") or {}
     if env:
@@ -211,13 +213,17 @@ def body(f: Finding, run: dict, note: str = "") -> str:
             "listed below." if len(f.fingerprints) > 1 else "")
     out = [marker(f.cause)] + ([occurrence_marker(f.cause, run["key"])] if run.get("key") else []) + ["",
            f"dlgate found a **{md.text(d['verdict'].replace('_', ' '))}** in **{md.text(d['backend'])}** on a "
-           f"generated model, reduced to {md.text(d.get('nodes'))} operator(s): "
-           f"{md.code(d.get('typed') or d['pattern'])}.{also}", ""] + ([note, ""] if note else [])
+           + (f"generated TIR program and pass sequence, reduced to {md.text(d['tir']['lines'])} line(s): "
+              if d.get("tir") else f"generated model, reduced to {md.text(d.get('nodes'))} operator(s): ")
+           + f"{md.code(d.get('typed') or d['pattern'])}.{also}", ""] + ([note, ""] if note else [])
     out += md.table(["", ""], rows)
-    out += ["", "### What goes wrong", "", md.fence((d.get("detail") or "").strip()[:3000], "text"), "",
-            "### The model", "", md.fence(read("graph.mmd"), "mermaid"), "",
-            "<details><summary>Graph listing</summary>", "", md.fence(read("graph.txt"), "text"), "",
-            "</details>", ""]
+    out += ["", "### What goes wrong", "", md.fence((d.get("detail") or "").strip()[:3000], "text"), ""]
+    if d.get("tir"):  # a PrimFunc, not a model: its reduced TVMScript
+        out += ["### The program", "", md.fence(read("reduced.tvmscript"), "python"), ""]
+    else:
+        out += ["### The model", "", md.fence(read("graph.mmd"), "mermaid"), "",
+                "<details><summary>Graph listing</summary>", "", md.fence(read("graph.txt"), "text"), "",
+                "</details>", ""]
     bis = releases.read(f.repro)
     if bis:
         out += ["### Regression range", "", md.text(bis["summary"]), ""]
@@ -226,7 +232,14 @@ def body(f: Finding, run: dict, note: str = "") -> str:
                             [(md.code(p["version"], table=True), md.text(p["outcome"]), md.text(f"{p['seconds']:g}"),
                               md.code(p["line"][:160], table=True)) for p in bis["probes"]]) + [""]
     out += ["### Reproduce", ""]
-    if d.get("self_contained"):
+    if d.get("tir"):  # the TIR mode's finding: a PrimFunc and a pass sequence, no model
+        out += ["`repro.py` below is the whole repro: it holds the reduced PrimFunc as TVMScript and the pass "
+                "sequence, builds the PrimFunc for `llvm` with that sequence and with the minimal one, runs both on "
+                "the same inputs and compares them. It needs only TVM and NumPy. Save it and run `python repro.py`: "
+                "it exits 1 while the bug is present, 0 once it is fixed."
+                + (f" The run's `repros` artifact holds the program as found ({md.url(run['url'])})."
+                   if run.get("url") else "")]
+    elif d.get("self_contained"):
         out += ["`repro.py` below is the whole repro: it builds the reduced model with `onnx.helper` and holds its "
                 "inputs and the expected outputs, and needs only NumPy, onnx and the compiler under test. Save it and "
                 "run `python repro.py`: it prints expected versus actual (with onnx.reference's and a float64 "

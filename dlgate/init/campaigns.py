@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from dlgate.init.steps import BASELINE, CAMPAIGN, PROBE_CACHE, WEEKLY, WEEKLY_STATE, Setup
 
+#: Tzer's N_max (the TIR mode's default): IR mutations without new feedback before the passes mutate.
+TIR_N_MAX = 4
+
 __all__ = ["BASELINE", "CAMPAIGN", "WEEKLY", "actionlint_config", "campaign"]
 
 
@@ -45,6 +48,12 @@ def campaign(s: Setup, is_weekly: bool) -> str:
                       "# into Relax, and run on TVM without its ONNX importer too (tvm-relax). The two paths are a",
                       "# pair: where one agrees with the reference, the other's failure is that path's finding.",
                       "relax_share: 0.25"]
+        if c.name == "tvm":
+            lines += ["# A tenth of the budget fuzzes TVM's low-level IR (TIR) and its pass sequences together",
+                      "# (Tzer's technique, docs/tir.md): 500 steps, one sequential chain run in the first shard,",
+                      "# each as long as a few graph cases; findings are tir_crash, tir_exception, tir_inconsistent",
+                      "# (and tir_slow, reported without failing: tir_slow_gates).", "tir_share: 0.1",
+                      f"tir_n_max: {TIR_N_MAX}"]
     return "\n".join(lines) + "\n"
 
 

@@ -33,12 +33,21 @@ REFERENCE_ERROR = "reference_error"  # the reference itself failed: dlgate's fau
 #: On a model made invalid on purpose (:mod:`dlgate.invalid`): the compiler crashed, hung or
 #: ran out of memory on it, or accepted it and ran it; never a wrong answer.
 INVALID_FINDINGS = ("invalid_crash", "invalid_timeout", "invalid_oom", "invalid_accepted")
+#: A TIR program and pass sequence of the TIR mode (:mod:`dlgate.gate.run.tir`) crashed TVM, made
+#: it raise where it must build, or computed otherwise than the minimal sequence (or the
+#: NumPy interpreter); ``tir_slow`` ran beyond the campaign's margin: a finding only where
+#: the campaign says so (``tir_slow_gates``, the verdict's ``gates``).
+TIR_FINDINGS = ("tir_crash", "tir_exception", "tir_inconsistent")
+TIR_SLOW = "tir_slow"
+#: The TIR mode's wrong answers (JUnit failures, not errors).
+TIR_WRONG = ("tir_inconsistent", TIR_SLOW)
 
 #: Verdicts that are findings about the compiler under test.
-FAILURES = (MISMATCH, SHAPE_MISMATCH, DTYPE_MISMATCH, COMPILE_ERROR, RUN_ERROR, CRASH, TIMEOUT, OOM) + INVALID_FINDINGS
+FAILURES = (MISMATCH, SHAPE_MISMATCH, DTYPE_MISMATCH, COMPILE_ERROR, RUN_ERROR, CRASH, TIMEOUT, OOM) + INVALID_FINDINGS \
+    + TIR_FINDINGS
 #: Wrong answers: the compiler ran and its outputs are wrong (no error message to go by).
 VALUE_CLASSES = (MISMATCH, SHAPE_MISMATCH, DTYPE_MISMATCH)
-VERDICTS = (PASS,) + FAILURES + (UNSUPPORTED, INVALID, UNDEFINED, SKIPPED, REFERENCE_ERROR)
+VERDICTS = (PASS,) + FAILURES + (UNSUPPORTED, INVALID, UNDEFINED, SKIPPED, REFERENCE_ERROR, TIR_SLOW)
 
 _STATUS = {W.COMPILE_ERROR: COMPILE_ERROR, W.RUN_ERROR: RUN_ERROR, W.CRASH: CRASH, W.TIMEOUT: TIMEOUT,
            W.OOM: OOM, W.UNSUPPORTED: UNSUPPORTED, W.UNAVAILABLE: SKIPPED}

@@ -10,6 +10,9 @@ too: a convert-map line (``"Gelu": Gelu,``) names its operator, a
 line names a Relax op, a ``TVM_REGISTER_OP("tirx.exp")`` chain (in the lines or, in C++,
 git's hunk header, the registration the hunk sits in) names an intrinsic; and in a
 lowering rule, the float dtypes the changed code names narrow the targets' dtypes.
+
+A file of TVM's TIR passes or code generation (:data:`TIR_PREFIXES`) maps to the TIR mode
+as well (``tir`` targets, :func:`tir_targets`): the passes it names, else ``codegen``.
 """
 from __future__ import annotations
 
@@ -17,7 +20,7 @@ import re
 
 from dlgate.change.builders.tvm_native import dtypes_said, macro_op
 from dlgate.change.compilers import common
-from dlgate.change.targets import FileTargets, Target, merge
+from dlgate.change.targets import TIR, FileTargets, Target, merge
 
 NAME = "tvm"
 BACKENDS = ("tvm",)
@@ -144,7 +147,63 @@ def _hunk(path: str, entry: dict, h, table: dict) -> tuple:
     return found, note
 
 
+#: TVM's TIR passes and code generation: a change under these maps to the TIR mode
+#: (``tir`` targets), beside whatever the table maps it to.
+TIR_PREFIXES = ("src/tir/", "src/tirx/", "src/s_tir/", "src/target/", "python/tvm/tir/", "python/tvm/tirx/",
+                "python/tvm/s_tir/", "python/tvm/target/")
+_SOURCE = (".cc", ".h", ".py")
+
+
+def _squash(name: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
+def tir_passes_named(path: str, hunks) -> list:
+    """The TIR passes (names of :data:`dlgate.tir.passes.PASSES`) a changed file is about:
+    the one its file name spells (``loop_partition.cc`` -> ``LoopPartition``), and those
+    the hunks' enclosing definitions or git's hunk headers name (``Pass LoopPartition()``)."""
+    from dlgate.tir.passes import PASSES  # the table only: no TVM import
+
+    by_ctor: dict = {}
+    for name, (_, ctor, _) in PASSES.items():
+        by_ctor.setdefault(_squash(ctor), []).append(name)
+        by_ctor.setdefault(_squash(name), []).append(name)
+    stem = path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    found = list(by_ctor.get(_squash(stem), ()))
+    for h in hunks or ():
+        words = set(re.findall(r"[A-Za-z_]\w*", h.header or "")) | {w for d in h.enclosing for w in d.split("::")}
+        for w in sorted(words):
+            for name in by_ctor.get(_squash(w), ()) if len(w) > 6 else ():
+                if name not in found:
+                    found.append(name)
+    return sorted(set(found))
+
+
+def tir_targets(fc, others: list) -> list:
+    """The ``tir`` targets of a changed file under :data:`TIR_PREFIXES`: a target per pass
+    it names; else, where the table maps the file to nothing (``others`` empty: an intrinsic
+    lowering rule keeps its operators only), ``codegen`` for code generation, ``any`` for
+    the rest of TIR (both: the TIR mode's share raised, no pass put first)."""
+    path = fc.where
+    if not path.startswith(TIR_PREFIXES) or not path.endswith(_SOURCE) or fc.status == "deleted":
+        return []
+    names = tir_passes_named(path, fc.hunks)
+    if names:
+        return [Target(TIR, n, why=f"{path}: {n}") for n in names]
+    if others:
+        return []
+    return [Target(TIR, "codegen" if "/target/" in f"/{path}" else "any", why=path)]
+
+
 def map_file(fc, table: dict) -> FileTargets:
+    got = _map_file(fc, table)
+    tir = tir_targets(fc, got.targets)
+    if not tir:
+        return got
+    return FileTargets(got.path, merge(list(got.targets) + tir))
+
+
+def _map_file(fc, table: dict) -> FileTargets:
     path = fc.where
     entry = (table.get("files") or {}).get(path)
     if entry is None:

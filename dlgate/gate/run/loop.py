@@ -35,6 +35,8 @@ from dlgate.gate.run.lifecycle import DeviceLost, Interrupted, lost, preflight, 
 from dlgate.gate.run.outdir import manifest_of, open_out, progress_of
 from dlgate.gate.run.plan import (Shard, case_key, check_config, generator, labels, only, opset_range,
                                   optional_labels, plan)
+from dlgate.gate.run.tir import TirMode
+from dlgate.gate.run.tir import aimed as tir_aimed
 from dlgate.gate.run.updates import ORIGIN
 from dlgate.invalid import case as IC
 from dlgate.invalid import oracle as IO
@@ -97,6 +99,8 @@ def _run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | No
         every_s = heartbeat_seconds()  # a bad DLGATE_HEARTBEAT_S is said before any work
     except ValueError as e:
         raise RunError(str(e)) from None
+    if change is not None:  # a change to TIR passes or code generation raises the TIR mode's share
+        cfg = tir_aimed(cfg, change.to_json())
     base = B.load(cfg.baseline)
     given_state = read_coverage_state(cfg)
     skipped: dict = {}  # corpus cases (or baseline repros) that cannot be loaded: reported, not run
@@ -158,6 +162,8 @@ def _run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | No
             batch = GuidedBatch(gen, root, cfg.campaign, start)
         triage = T.Triage.of(cfg, pool, base_pool, ccfg, out, root, log, journal.records)
         finder = M.Search.of(cfg, triage)
+        tir = TirMode(cfg, pool, base_pool, out, root, log, journal.records, manifest.get("change")) \
+            if any(k == "tir" for k, _ in todo) else None
         budget = BG.Budget(cfg.budget)
     except BaseException:
         _release(bar, pool, base_pool)
@@ -172,6 +178,16 @@ def _run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | No
                 budget.ran += 1
                 bar.case_started()
                 t0 = time.perf_counter()
+                if kind == "tir":  # a step of the TIR mode: its own oracles and triage
+                    ACTIVITY.begin(f"TIR step {key} on {tir.spec.label()}")
+                    rec = tir.step(key)
+                    _stop_if_lost(pool, base_pool, ccfg, cfg, rec["case"])
+                    failing = any(v["verdict"] in V.FAILURES for v in rec["verdicts"])
+                    timing = _split_timing(rec)
+                    timing["case_s"] = time.perf_counter() - t0
+                    journal.append(rec, timing)
+                    bar.advance(failing)
+                    continue
                 ACTIVITY.begin(f"generating case {case_key((kind, key), cfg, root)}")
                 case, feats = _load(kind, key, gen, cfg, root, base, batch, pairs)
                 ref_out: list = []
@@ -351,14 +367,16 @@ def _load(kind: str, key, gen, cfg: Campaign, root: str, base: B.Baseline, batch
 def _split_timing(rec: dict) -> dict:
     """Move what varies from run to run out of the record: timings, and the tail of the
     worker's output attached to errors (both go to timings.jsonl)."""
-    t = {"search_s": rec.get("search", {}).pop("seconds", 0.0), "backends": {}}
+    t = {"search_s": (rec.get("search") or {}).pop("seconds", 0.0), "backends": {}}
     ref = rec.get("reference") or {}
     t["reference"] = {k: ref.pop(k) for k in _TIMING_KEYS if k in ref}
     logs = {}
     if (ref.get("error") or {}).get("log"):
         logs["reference"] = ref["error"].pop("log")
     for v in rec["verdicts"]:
-        t["backends"][v["backend"]] = {k: v.pop(k) for k in _TIMING_KEYS if k in v}
+        t["backends"][v["backend"]] = {k: v.pop(k) for k in _TIMING_KEYS + ("ratio",) if k in v}
+        if "ratio" in (v.get("tir") or {}):  # the TIR performance oracle's measured ratio
+            t["backends"][v["backend"]]["tir_ratio"] = v["tir"].pop("ratio")
         if (v.get("error") or {}).get("log") is not None:
             logs[v["backend"]] = v["error"].pop("log")  # worker output: clock stamps, addresses
         for extra in ("confirm", "base"):

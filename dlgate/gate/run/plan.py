@@ -11,6 +11,9 @@ from dlgate.check import CaseError, CheckConfig, verify_bundle
 from dlgate.gate import baseline as B
 from dlgate.gate.config import Campaign, backend_spec, is_optional
 from dlgate.gate.journal import RunError
+from dlgate.gate.run.tir import case_id as tir_case_id
+from dlgate.gate.run.tir import interleave
+from dlgate.gate.run.tir import step_count as tir_steps
 from dlgate.graph.generator import NEWEST_OPSET, OLDEST_OPSET, GenConfig, GenerationError, Generator
 from dlgate.probe.support import opset_ceiling
 from dlgate.seeds import case_id
@@ -74,7 +77,8 @@ def _loadable_repros(base: B.Baseline, names: set, skipped: dict | None) -> list
 
 def plan(cfg: Campaign, shard: Shard | None, base: B.Baseline | None = None, skipped: dict | None = None) -> list:
     """(kind, name or index) of every case this run (or shard) owns, in order: the corpus,
-    the baseline entries' reduced repros of the backends under test, the fresh batch.
+    the baseline entries' reduced repros of the backends under test, the fresh batch (its
+    ``tir_share`` of TIR steps spread among its graph cases, :mod:`dlgate.gate.run.tir`).
     Saved cases that cannot be loaded are left out (``skipped``: case id -> why)."""
     names = {backend_spec(b).name for b in cfg.backends}
     if cfg.relax_share and "tvm" in names:  # the direct Relax path's findings (backends.relax_pair)
@@ -82,8 +86,10 @@ def plan(cfg: Campaign, shard: Shard | None, base: B.Baseline | None = None, ski
     fixed = [("corpus", n) for n in corpus_cases(cfg.corpus, skipped)]
     fixed += [("baseline", fp) for fp in (_loadable_repros(base, names, skipped) if base else [])]
     items = [it for k, it in enumerate(fixed) if shard is None or shard.owns(k)]
-    items += [("batch", i) for i in range(cfg.models) if shard is None or shard.owns(i)]
-    return items
+    n_tir = tir_steps(cfg)  # the TIR mode's steps run in order, in the first shard only
+    graph = [("batch", i) for i in range(cfg.models - n_tir) if shard is None or shard.owns(i)]
+    tir = [("tir", k) for k in range(n_tir)] if shard is None or shard.index == 1 else []
+    return items + interleave(graph, tir)
 
 
 def labels(entries: list) -> list:
@@ -112,6 +118,8 @@ def case_key(item, cfg: Campaign, root: str) -> str:
     """The journal's id of a planned (kind, key) item: ``corpus/NAME``, ``baseline/FP`` or
     the batch case's seeded id."""
     kind, key = item
+    if kind == "tir":
+        return tir_case_id(root, cfg.campaign, key)
     return f"{kind}/{key}" if kind in ("corpus", "baseline") else case_id(root, cfg.campaign, key)
 
 

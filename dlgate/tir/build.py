@@ -1,0 +1,324 @@
+"""Building a TIR program with a pass sequence for ``llvm`` and running it, in an isolated
+worker.
+
+A build is what ``tvm.tirx.build`` does, with the pipeline spelled out: bind the target,
+apply the sequence (names of :data:`dlgate.tir.passes.PASSES`, or ``package.module:function``
+for a pass of one's own, e.g. an injected fault), then the host finalization
+(:data:`dlgate.tir.passes.FINALIZE`) and code generation. Each failure is tagged with the
+stage it happened in, because the oracle's rules depend on it
+(:mod:`dlgate.tir.oracle`): ``validate`` (the text does not parse or is not well formed),
+``passes`` (applying the sequence), ``lower`` (finalization and code generation) and ``run``.
+
+Every build and run happens in a worker of :mod:`dlgate.exec.worker` (the backend
+:class:`TirBackend`, forked from TVM's warm server), so a segfault or a hang in TVM is a
+classified outcome (crash, timeout, oom), never the gate's end. A job is a
+:class:`Job`, sent as the model's bytes; the worker parses the program, makes the inputs
+itself from the program's parameters and the job's seed (:func:`make_inputs`, deterministic),
+builds, runs once and returns every buffer argument after the run (TIR writes its results in
+place), then, when asked, times ``repeats`` further runs (TVM's ``time_evaluator``) for the
+performance oracle. A rejection (an invalid program; a mutated sequence TVM refuses while
+applying it) is raised as :class:`Rejected`, which the backend declares ``unsupported``: the
+worker reports it as such, not as a compile error.
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import os
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from dlgate.backends.base import Backend, BackendSpec, Model
+from dlgate.tir import passes as P
+
+#: The backend as the registry finds it (``package.module:Class``): no entry point needed.
+SPEC = BackendSpec("dlgate.tir.build:TirBackend")
+
+
+class Rejected(Exception):
+    """TVM refused the program or the pair before building it: not a finding. The message
+    starts with the stage (``validate`` or ``passes``)."""
+
+
+@dataclass(frozen=True)
+class Job:
+    """One build and run. ``reject_pass_errors``: an error while applying ``passes`` is a
+    rejection (a mutated sequence) rather than a compile error (the minimal sequence, which
+    every well-formed program must take); so is one while lowering a sequence that lacks a
+    required pass (:func:`dlgate.tir.passes.complete`). ``repeats``: timed runs after the
+    checked one (0: none). ``mode``: ``"build"``; ``"interp"`` for the NumPy interpreter
+    (:mod:`dlgate.tir.interp`) on the same inputs; or ``"time"``: ``reference`` and
+    ``passes`` both built in the one worker and timed in alternation, ``repeats`` rounds
+    (:func:`paired_times`)."""
+
+    text: str
+    passes: tuple = field(default_factory=tuple)
+    seed: int = 0
+    reject_pass_errors: bool = False
+    repeats: int = 0
+    mode: str = "build"
+    reference: tuple = field(default_factory=tuple)
+
+    def encode(self) -> bytes:
+        return json.dumps(asdict(self), sort_keys=True).encode()
+
+    @staticmethod
+    def decode(data: bytes) -> "Job":
+        d = json.loads(data)
+        d["passes"] = tuple(d["passes"])
+        d["reference"] = tuple(d.get("reference", ()))
+        return Job(**d)
+
+    def model(self) -> Model:
+        """The job as the worker's protocol carries a model (its bytes; no graph)."""
+        return Model(onnx=self.encode(), graph=None)
+
+
+def external(name: str) -> bool:
+    """A pass of one's own (``package.module:function``), not one of TVM's table."""
+    return ":" in name
+
+
+def make_pass(name: str):
+    """The pass ``name`` stands for: one of :data:`dlgate.tir.passes.PASSES`, or the pass (or
+    zero-argument callable returning one) at ``package.module:function``."""
+    if not external(name):
+        return P.make(name)
+    import tvm  # local: optional compiler, imported where it runs
+
+    mod, _, attr = name.rpartition(":")
+    item = getattr(importlib.import_module(mod), attr)
+    return item if isinstance(item, tvm.transform.Pass) else item()
+
+
+def check_sequence(names) -> list:
+    """``names`` as a list of pass names (table names or ``package.module:function``), or
+    ValueError naming the first that is neither."""
+    if isinstance(names, (str, bytes)) or not isinstance(names, (list, tuple)):
+        raise ValueError(f"expected a list of TIR pass names, got {names!r}")
+    for n in names:
+        if not isinstance(n, str) or not (n in P.PASSES or (external(n) and n.rpartition(":")[2].isidentifier())):
+            raise ValueError(f"unknown TIR pass {n!r}")
+    return list(names)
+
+
+# -- the worker's side ------------------------------------------------------------------------
+def parse(text: str):
+    """The IRModule of a program's text, or :class:`Rejected` (stage ``validate``) when it does
+    not parse to a module with one PrimFunc ``main`` that TVM's verifiers accept."""
+    import tvm  # local: optional compiler, imported where it runs
+    from tvm import tirx  # local: optional compiler, imported where it runs
+
+    try:
+        mod = tvm.script.from_source(text)
+    except Exception as e:  # noqa: BLE001 - the parser raises many classes
+        raise Rejected(f"validate: does not parse: {_line(e)}") from None
+    if isinstance(mod, tirx.PrimFunc):
+        mod = tvm.IRModule({"main": mod})
+    if not isinstance(mod, tvm.IRModule) or [g.name_hint for g in mod.functions] != ["main"]:
+        raise Rejected("validate: not one PrimFunc named main")
+    if not well_formed(mod):
+        raise Rejected("validate: not well formed")
+    return mod
+
+
+def well_formed(mod) -> bool:
+    """TVM's well-formedness checks: ``tvm.s_tir``'s verifier, and ``tvm.tirx``'s as well for a
+    program without schedulable blocks (which tirx's verifier does not read)."""
+    from tvm import s_tir, tirx  # local: optional compiler, imported where it runs
+
+    try:
+        if not s_tir.analysis.verify_well_formed(mod, assert_mode=False):
+            return False
+        if "T.sblock" in mod.script():
+            return True
+        return bool(tirx.analysis.verify_well_formed(mod, assert_mode=False))
+    except Exception:  # noqa: BLE001 - a verifier that throws rejects as well
+        return False
+
+
+def apply_passes(mod, names, reject: bool):
+    """``mod`` with the target bound and ``names`` applied in order. ``reject``: an error
+    while applying them is a :class:`Rejected` (stage ``passes``)."""
+    import tvm  # local: optional compiler, imported where it runs
+    from tvm import tirx  # local: optional compiler, imported where it runs
+
+    target = tvm.target.Target("llvm")
+    mod = tirx.transform.BindTarget(target.with_host(target))(mod)
+    try:
+        seq = [make_pass(n) for n in names]
+        return tvm.transform.Sequential(seq)(mod)
+    except Exception as e:  # noqa: BLE001 - TVM's errors are many classes
+        if reject:
+            raise Rejected(f"passes: {_line(e)}") from None
+        raise
+
+
+def lower(mod):
+    """Finalization and code generation of a module the sequence has been applied to: the
+    host module's passes and ``target.build.llvm``, as ``tvm.tirx.build`` ends."""
+    import tvm  # local: optional compiler, imported where it runs
+    from tvm.tirx.build import split_host_device_mods, tir_to_runtime  # local: optional compiler
+
+    host, device = split_host_device_mods(mod)
+    host = tvm.transform.Sequential([getattr(tvm.tirx.transform, n)() for n in P.FINALIZE])(host)
+    return tir_to_runtime(host, device, tvm.target.Target("llvm"))
+
+
+def build(text: str, names, reject: bool = False):
+    """The runtime module of a program built with a sequence (stages as in the module text)."""
+    return lower(apply_passes(parse(text), names, reject))
+
+
+def params(mod) -> list:
+    """``(kind, shape, dtype)`` of each parameter of ``main``: ``("buffer", shape, dtype)``
+    or ``("scalar", (), dtype)``; Rejected (stage ``validate``) for a buffer whose shape is
+    not constant (its inputs could not be made)."""
+    from tvm import tirx  # local: optional compiler, imported where it runs
+
+    out = []
+    for p in mod["main"].params:
+        ty = p.ty
+        if isinstance(ty, tirx.buffer.BufferType):
+            try:
+                shape = tuple(int(d) for d in ty.shape)
+            except (TypeError, ValueError):
+                raise Rejected(f"validate: parameter {p} has a symbolic shape") from None
+            out.append(("buffer", shape, str(ty.dtype)))
+        else:
+            out.append(("scalar", (), str(ty.dtype)))
+    return out
+
+
+def make_inputs(mod, seed: int) -> list:
+    """One NumPy value per parameter of ``mod``'s ``main``, from :func:`inputs_for`."""
+    return inputs_for(params(mod), seed)
+
+
+def inputs_for(signature: list, seed: int) -> list:
+    """One NumPy value per ``(kind, shape, dtype)`` of ``signature``, from them and ``seed``
+    alone: the same in every process (a repro script carries this function's source).
+    Floats are uniform in [-2, 2) (no overflow in a few products), integers small (no
+    overflow in a few products either: undefined behaviour the passes may legally change),
+    booleans random; scalars are small positive integers (loop bounds, sizes). Every buffer
+    is filled, outputs too, so that a program reading an output before writing it reads the
+    same values in each build."""
+    out = []
+    for k, (kind, shape, dtype) in enumerate(signature):
+        rng = np.random.default_rng([seed & 0xFFFFFFFF, k])
+        if kind == "scalar":
+            out.append(np.array(rng.integers(1, 9), dtype=dtype))
+        elif dtype == "bool":
+            out.append(rng.integers(0, 2, shape).astype(bool))
+        elif dtype.startswith(("int", "uint")):
+            lo = 0 if dtype.startswith("uint") else -8
+            out.append(rng.integers(lo, 8, shape).astype(dtype))
+        else:
+            out.append(rng.uniform(-2.0, 2.0, shape).astype(dtype))
+    return out
+
+
+def _tvm_value(x):
+    import tvm  # local: optional compiler, imported where it runs
+
+    return x.item() if x.ndim == 0 else tvm.runtime.tensor(x)
+
+
+def execute(rt, values: list, repeats: int = 0) -> tuple:
+    """``(outputs, seconds)``: every argument after one run of ``main`` on copies of
+    ``values`` (buffers as NumPy arrays, scalars as given), and the per-run seconds of
+    ``repeats`` timed measurements (TVM's ``time_evaluator`` after a warm-up: the mean of
+    as many calls as fill a millisecond), empty when ``repeats`` is 0."""
+    import tvm  # local: optional compiler, imported where it runs
+
+    args = [_tvm_value(np.array(v, copy=True)) for v in values]
+    rt["main"](*args)
+    outs = [a.numpy() if hasattr(a, "numpy") else np.array(v) for a, v in zip(args, values)]
+    seconds = []
+    if repeats > 0:
+        # each measurement runs the function for at least a millisecond (TVM raises the
+        # number of calls until it does) and reports their mean: a single call of a small
+        # program takes less than the timer's resolution
+        timer = rt.time_evaluator("main", tvm.cpu(0), number=1, repeat=repeats, min_repeat_ms=1)
+        seconds = list(timer(*[_tvm_value(np.array(v, copy=True)) for v in values]).results)
+    return outs, seconds
+
+
+def paired_times(first, second, values: list, rounds: int) -> tuple:
+    """``(first's seconds, second's seconds)``: ``rounds`` measurements of each runtime
+    module, taken in alternation (first, second, first, ...), each the mean of as many calls
+    as fill a millisecond. On a loaded machine the load drifts over seconds; measured in
+    alternation, both builds see the same drift, where two measurements one after the other
+    each see their own."""
+    import tvm  # local: optional compiler, imported where it runs
+
+    args = [_tvm_value(np.array(v, copy=True)) for v in values]
+    timers = [rt.time_evaluator("main", tvm.cpu(0), number=1, repeat=1, min_repeat_ms=1) for rt in (first, second)]
+    out: tuple = ([], [])
+    for _ in range(rounds):
+        for k, timer in enumerate(timers):
+            out[k].append(timer(*args).results[0])
+    return out
+
+
+class TirBackend(Backend):
+    """The worker side of a TIR job (:class:`Job`): parse, validate, build, run. Its outputs
+    are the buffer arguments after the run and, last, a float64 array of the timed runs'
+    seconds (empty without ``repeats``)."""
+
+    name = "tir"
+    package = "tvm"
+
+    def start(self) -> None:
+        """One thread for TVM's parallel loops: on a shared CI machine a thread pool's
+        scheduling makes a parallel loop's time vary tenfold run to run, which the
+        performance oracle would read as a slowdown. (A parallel loop's data races are not
+        looked for: they are the program's undefined behaviour anyway.) TVM reads the
+        variable when its pool starts, at the first parallel run, after this."""
+        os.environ["TVM_NUM_THREADS"] = "1"
+        super().start()
+
+    def version(self) -> str:
+        import tvm  # local: optional compiler, imported where it runs
+
+        return tvm.__version__
+
+    def compile(self, model: Model):
+        job = Job.decode(model.onnx)
+        mod = parse(job.text)
+        values = make_inputs(mod, job.seed)
+        if job.mode == "interp":
+            return job, None, values, mod
+        if job.mode == "time":
+            return job, (lower(apply_passes(mod, job.reference, False)), lower(apply_passes(mod, job.passes, True))), \
+                values, mod
+        applied = apply_passes(mod, job.passes, job.reject_pass_errors)
+        if job.reject_pass_errors and not P.complete(job.passes):
+            try:  # a sequence without the required passes: what it cannot build is its own doing
+                return job, lower(applied), values, mod
+            except Exception as e:  # noqa: BLE001 - TVM's errors are many classes
+                raise Rejected(f"passes: the sequence lacks required passes: {_line(e)}") from None
+        return job, lower(applied), values, mod
+
+    def run(self, compiled, inputs: list) -> list:
+        job, rt, values, mod = compiled
+        if job.mode == "interp":
+            from dlgate.tir.interp import evaluate  # local: only interpreter jobs need it
+
+            return evaluate(mod["main"], values) + [np.zeros(0)]
+        if job.mode == "time":
+            return [np.array(t, dtype=np.float64) for t in paired_times(rt[0], rt[1], values, job.repeats)]
+        outs, seconds = execute(rt, values, job.repeats)
+        return outs + [np.array(seconds, dtype=np.float64)]
+
+    def unsupported(self, exc: BaseException) -> bool:
+        from dlgate.tir.interp import Unsupported  # local: only interpreter jobs raise it
+
+        return isinstance(exc, (Rejected, Unsupported))
+
+
+def _line(e: BaseException) -> str:
+    """An error's type and its last non-empty line (TVM puts the check that failed there)."""
+    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()]
+    return f"{type(e).__name__}: {lines[-1] if lines else ''}"[:300]

@@ -1,0 +1,338 @@
+"""A small TIR interpreter in NumPy: the pass-free reference of the inconsistency oracle.
+
+It walks the PrimFunc as written, before any pass, one element at a time: loops of every
+kind run as serial loops (a parallel, vectorized or unrolled loop means the same thing),
+schedulable blocks bind their iteration variables and run their ``init`` on a reduction's
+first iteration, stores and loads go to flat NumPy arrays, and arithmetic is done on NumPy
+scalars of the expression's dtype (float32 rounds as float32, int32 wraps). Whatever it
+does not know raises :class:`Unsupported` (the oracle then has no third reference, which is
+not a finding).
+
+It also tells undefined behaviour from a miscompilation: a load or store outside its
+buffer, a read of an allocated buffer's element never written, an integer division by zero
+raise :class:`Unsupported` with a message starting ``undefined:``. Two builds of such a
+program may legally differ, so the oracle does not call their difference a finding.
+"""
+from __future__ import annotations
+
+
+import numpy as np
+
+
+class Unsupported(Exception):
+    """The interpreter does not take this program (or it has undefined behaviour:
+    ``undefined: ...``)."""
+
+
+#: Most statements a program may execute (a few seconds of interpretation): a bound on a
+#: reference meant for small programs, well inside a worker's timeout.
+MAX_STEPS = 50_000
+
+_UNARY = {
+    "tirx.exp": np.exp, "tirx.log": np.log, "tirx.sqrt": np.sqrt, "tirx.tanh": np.tanh, "tirx.sin": np.sin,
+    "tirx.cos": np.cos, "tirx.fabs": np.abs, "tirx.floor": np.floor, "tirx.ceil": np.ceil, "tirx.round": np.rint,
+    "tirx.trunc": np.trunc, "tirx.sigmoid": lambda x: 1 / (1 + np.exp(-x)), "tirx.exp2": np.exp2,
+    "tirx.log2": np.log2, "tirx.log10": np.log10, "tirx.tan": np.tan, "tirx.atan": np.arctan,
+    "tirx.rsqrt": lambda x: 1 / np.sqrt(x), "tirx.erf": None,
+}
+
+
+def _truncdiv(a: int, b: int) -> int:
+    q = abs(a) // abs(b)
+    return q if (a >= 0) == (b >= 0) else -q
+
+
+def _key(obj) -> int:
+    return obj.__chandle__()
+
+
+def _dtype(e) -> str:
+    return str(e.ty.dtype)
+
+
+def _np_dtype(dtype: str):
+    if dtype == "bool":
+        return np.bool_
+    try:
+        return np.dtype(dtype).type
+    except TypeError:
+        raise Unsupported(f"dtype {dtype}") from None
+
+
+class _Memory:
+    """One flat array per buffer variable, with which of its elements were written (allocated
+    buffers start unwritten; parameters start with their inputs)."""
+
+    def __init__(self):
+        self.data: dict = {}
+        self.written: dict = {}
+        self.shape: dict = {}
+
+    def add(self, buf, values: np.ndarray | None):
+        shape = tuple(int(d) for d in buf.ty.shape)
+        if tuple(buf.ty.strides) or int(buf.ty.elem_offset) != 0:
+            raise Unsupported("strided or offset buffer")
+        k = _key(buf)
+        size = int(np.prod(shape, dtype=np.int64))
+        if values is None:
+            self.data[k] = np.zeros(size, dtype=_np_dtype(str(buf.ty.dtype)))
+            self.written[k] = np.zeros(size, dtype=bool)
+        else:
+            self.data[k] = np.array(values, copy=True).reshape(-1)
+            self.written[k] = np.ones(size, dtype=bool)
+        self.shape[k] = shape
+
+    def flat(self, buf, idx: list) -> tuple:
+        k = _key(buf)
+        if k not in self.data:
+            raise Unsupported(f"buffer {buf} is not declared where the interpreter can see it")
+        shape = self.shape[k]
+        if len(idx) != len(shape):
+            raise Unsupported("indices do not match the buffer's rank")
+        off = 0
+        for i, n in zip(idx, shape):
+            i = int(i)
+            if not 0 <= i < n:
+                raise Unsupported(f"undefined: index {i} outside {buf}'s extent {n}")
+            off = off * n + i
+        return k, off
+
+
+class _Interp:
+    def __init__(self):
+        self.mem = _Memory()
+        self.env: dict = {}
+        self.steps = 0
+
+    # -- statements ----------------------------------------------------------------------
+    def stmt(self, s) -> None:
+        self.steps += 1
+        if self.steps > MAX_STEPS:
+            raise Unsupported(f"more than {MAX_STEPS} steps")
+        name = type(s).__name__
+        fn = getattr(self, "s_" + name, None)
+        if fn is None:
+            raise Unsupported(f"statement {name}")
+        fn(s)
+
+    def s_SeqStmt(self, s):
+        for x in s.seq:
+            self.stmt(x)
+
+    def s_For(self, s):
+        if s.annotations and any(not str(k).startswith(("pragma_", "unroll")) for k in s.annotations):
+            raise Unsupported("loop annotations")
+        lo, n = int(self.expr(s.min)), int(self.expr(s.extent))
+        k = _key(s.loop_var)
+        dt = _np_dtype(_dtype(s.loop_var))
+        for i in range(lo, lo + n):
+            self.env[k] = dt(i)
+            self.stmt(s.body)
+        self.env.pop(k, None)
+
+    def s_While(self, s):
+        while bool(self.expr(s.condition)):
+            self.stmt(s.body)
+            self.steps += 1
+            if self.steps > MAX_STEPS:
+                raise Unsupported(f"more than {MAX_STEPS} steps")
+
+    def s_IfThenElse(self, s):
+        if bool(self.expr(s.condition)):
+            self.stmt(s.then_case)
+        elif s.else_case is not None:
+            self.stmt(s.else_case)
+
+    def s_BufferStore(self, s):
+        k, off = self.mem.flat(s.buffer, [self.expr(i) for i in s.indices])
+        v = self.expr(s.value)
+        arr = self.mem.data[k]
+        if np.ndim(v) != 0:
+            raise Unsupported("vector store")
+        arr[off] = v
+        self.mem.written[k][off] = True
+
+    def s_AllocBuffer(self, s):
+        self.mem.add(s.buffer, None)
+
+    def s_Bind(self, s):
+        self.env[_key(s.var)] = self.expr(s.value)
+
+    def s_Evaluate(self, s):
+        self.expr(s.value)
+
+    def s_SBlockRealize(self, s):
+        b = s.block
+        if b.match_buffers:
+            raise Unsupported("match_buffer")
+        values = [self.expr(v) for v in s.iter_values]
+        if not bool(self.expr(s.predicate)):
+            return
+        for iv, v in zip(b.iter_vars, values):
+            self.env[_key(iv.var)] = _np_dtype(_dtype(iv.var))(v)
+        for buf in b.alloc_buffers:
+            self.mem.add(buf, None)
+        if b.init is not None:
+            reduce_vars = [(iv, v) for iv, v in zip(b.iter_vars, values) if int(iv.iter_type) == 2]
+            if all(int(v) == int(self.expr(iv.dom.min)) for iv, v in reduce_vars):
+                self.stmt(b.init)
+        self.stmt(b.body)
+
+    # -- expressions ---------------------------------------------------------------------
+    def expr(self, e):
+        name = type(e).__name__
+        fn = getattr(self, "e_" + name, None)
+        if fn is None:
+            raise Unsupported(f"expression {name}")
+        return fn(e)
+
+    def e_IntImm(self, e):
+        return _np_dtype(_dtype(e))(int(e.value))
+
+    def e_FloatImm(self, e):
+        return _np_dtype(_dtype(e))(float(e.value))
+
+    def e_Var(self, e):
+        k = _key(e)
+        if k not in self.env:
+            raise Unsupported(f"free variable {e}")
+        return self.env[k]
+
+    def e_TensorLoad(self, e):  # a buffer load (BufferLoad before TVM 0.27)
+        buf = e.source
+        k, off = self.mem.flat(buf, [self.expr(i) for i in e.indices])
+        if not self.mem.written[k][off]:
+            raise Unsupported(f"undefined: {buf} read before it is written")
+        return self.mem.data[k][off]
+
+    def e_Cast(self, e):
+        v = self.expr(e.value)
+        dt = _dtype(e)
+        if dt.startswith(("int", "uint")) and isinstance(v, np.floating):
+            if not np.isfinite(v) or not np.iinfo(dt).min <= v <= np.iinfo(dt).max:
+                raise Unsupported("undefined: float to integer cast out of range")
+        with np.errstate(all="ignore"):
+            return np.array(v).astype(_np_dtype(dt))[()]
+
+    def _bin(self, e, op):
+        a, b = self.expr(e.a), self.expr(e.b)
+        with np.errstate(all="ignore"):
+            return np.array(op(a, b)).astype(_np_dtype(_dtype(e)))[()]
+
+    def e_Add(self, e):
+        return self._bin(e, lambda a, b: a + b)
+
+    def e_Sub(self, e):
+        return self._bin(e, lambda a, b: a - b)
+
+    def e_Mul(self, e):
+        return self._bin(e, lambda a, b: a * b)
+
+    def e_Min(self, e):
+        return self._bin(e, np.minimum)
+
+    def e_Max(self, e):
+        return self._bin(e, np.maximum)
+
+    def _div(self, e, ints, floats):
+        """A division of ``e``'s kind: ``ints`` on Python integers (division by zero is
+        undefined), ``floats`` on NumPy floats (IEEE: infinities and NaN)."""
+        a, b = self.expr(e.a), self.expr(e.b)
+        dt = _np_dtype(_dtype(e))
+        if isinstance(a, np.floating):
+            with np.errstate(all="ignore"):
+                return np.array(floats(a, b)).astype(dt)[()]
+        if int(b) == 0:
+            raise Unsupported("undefined: integer division by zero")
+        with np.errstate(all="ignore"):
+            return np.array(ints(int(a), int(b))).astype(dt)[()]
+
+    def e_Div(self, e):  # truncating for integers (C's), true division for floats
+        return self._div(e, _truncdiv, lambda a, b: a / b)
+
+    def e_Mod(self, e):  # truncating remainder for integers (C's %)
+        return self._div(e, lambda a, b: a - b * _truncdiv(a, b), np.fmod)
+
+    def e_FloorDiv(self, e):
+        return self._div(e, lambda a, b: a // b, lambda a, b: np.floor(a / b))
+
+    def e_FloorMod(self, e):
+        return self._div(e, lambda a, b: a % b, lambda a, b: a - np.floor(a / b) * b)
+
+    def _cmp(self, e, op):
+        return np.bool_(op(self.expr(e.a), self.expr(e.b)))
+
+    def e_EQ(self, e):
+        return self._cmp(e, lambda a, b: a == b)
+
+    def e_NE(self, e):
+        return self._cmp(e, lambda a, b: a != b)
+
+    def e_LT(self, e):
+        return self._cmp(e, lambda a, b: a < b)
+
+    def e_LE(self, e):
+        return self._cmp(e, lambda a, b: a <= b)
+
+    def e_GT(self, e):
+        return self._cmp(e, lambda a, b: a > b)
+
+    def e_GE(self, e):
+        return self._cmp(e, lambda a, b: a >= b)
+
+    def e_And(self, e):
+        return np.bool_(bool(self.expr(e.a)) and bool(self.expr(e.b)))
+
+    def e_Or(self, e):
+        return np.bool_(bool(self.expr(e.a)) or bool(self.expr(e.b)))
+
+    def e_Not(self, e):
+        return np.bool_(not bool(self.expr(e.a)))
+
+    def e_Select(self, e):
+        c, t, f = self.expr(e.condition), self.expr(e.true_value), self.expr(e.false_value)
+        return t if bool(c) else f
+
+    def e_Let(self, e):
+        k = _key(e.var)
+        self.env[k] = self.expr(e.value)
+        try:
+            return self.expr(e.body)
+        finally:
+            self.env.pop(k, None)
+
+    def e_Call(self, e):
+        op = getattr(e.op, "name", "")
+        dt = _np_dtype(_dtype(e))
+        if op == "tirx.if_then_else":
+            c = self.expr(e.args[0])
+            return self.expr(e.args[1] if bool(c) else e.args[2])
+        if op == "tirx.likely":
+            return self.expr(e.args[0])
+        fn = _UNARY.get(op)
+        if fn is None or len(e.args) != 1:
+            raise Unsupported(f"call {op}")
+        with np.errstate(all="ignore"):
+            return np.array(fn(self.expr(e.args[0]))).astype(dt)[()]
+
+
+def evaluate(func, values: list) -> list:
+    """Every argument of ``func`` (a PrimFunc as written) after running it on ``values`` (one
+    per parameter, as :func:`dlgate.tir.build.make_inputs` makes them): the same list a
+    build's run returns. :class:`Unsupported` when it cannot."""
+    from tvm import tirx  # local: optional compiler, imported where it runs
+
+    it = _Interp()
+    for p, v in zip(func.params, values):
+        if isinstance(p.ty, tirx.buffer.BufferType):
+            it.mem.add(p, v)
+        else:
+            it.env[_key(p)] = np.array(v).astype(_np_dtype(str(p.ty.dtype)))[()]
+    it.stmt(func.body)
+    out = []
+    for p, v in zip(func.params, values):
+        if isinstance(p.ty, tirx.buffer.BufferType):
+            out.append(it.mem.data[_key(p)].reshape(np.shape(v)))
+        else:
+            out.append(np.array(v, copy=True))
+    return out

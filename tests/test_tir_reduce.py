@@ -1,0 +1,103 @@
+"""Reducing a TIR finding: the planted dropped-lane fault reduces to its own pass and a
+short PrimFunc, the same way every time, and the repro script rebuilds it with TVM and
+NumPy alone in an isolated interpreter."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from dlgate.exec.worker import Pool
+from dlgate.tir import oracle as O
+from dlgate.tir import passes as P
+from dlgate.tir import reduce as R
+from tests.tir_seeds import SEEDS
+
+pytest.importorskip("tvm")
+
+FAULT = "tests.tir_faults:short_vector_loop"
+
+
+def with_fault(seq: list) -> list:
+    k = seq.index("VectorizeLoop")
+    return seq[:k] + [FAULT] + seq[k:]
+
+
+@pytest.fixture(scope="module")
+def pool():
+    with Pool(timeout_s=120) as p:
+        yield p
+
+
+@pytest.fixture(scope="module")
+def reduced(pool):
+    """The longest seed the fault changes, its verdict and its reduction (by property)."""
+    from tests.tir_faults import loses_a_lane
+
+    text = max((t for t in SEEDS.values() if loses_a_lane(t)), key=lambda t: len(R.body_lines(t)))
+    seq = with_fault(P.default())
+    v = O.check(pool, text, seq, seed=4).verdict
+    assert v.kind == O.INCONSISTENT
+    return text, seq, v, R.reduce(pool, text, seq, v, seed=4)
+
+
+def test_the_fault_reduces_to_its_own_pass_and_a_short_program(reduced):
+    text, seq, v, red = reduced
+    assert red.passes == with_fault(P.minimal())
+    assert red.verdict.key() == v.key()
+    assert not red.hit_limit
+    lines = R.body_lines(red.text)
+    assert len(lines) <= 4 < len(R.body_lines(text))
+    assert "T.vectorized(" in red.text
+
+
+def test_reduction_is_deterministic(pool, reduced):
+    text, seq, v, red = reduced
+    again = R.reduce(pool, text, seq, v, seed=4)
+    assert (again.text, again.passes, again.log) == (red.text, red.passes, red.log)
+
+
+def _repro(tmp_path, source: str) -> subprocess.CompletedProcess:
+    path = tmp_path / "repro.py"
+    path.write_text(source)
+    # -I: no PYTHONPATH, no current folder, no user site: TVM and NumPy from the environment only
+    return subprocess.run([sys.executable, "-I", str(path)], capture_output=True, text=True, cwd=tmp_path,
+                          timeout=300)
+
+
+def test_repro_reproduces_standalone_and_not_without_the_fault(tmp_path, reduced):
+    text, seq, v, red = reduced
+    src = R.repro_source(red.text, red.passes, red.verdict, seed=4)
+    assert "import dlgate" not in src and "from dlgate" not in src
+    assert R.repro_source(red.text, red.passes, red.verdict, seed=4) == src
+    done = _repro(tmp_path, src)
+    assert done.returncode == 1, done.stderr
+    assert done.stdout.startswith("reproduced:")
+    healthy = R.repro_source(red.text, P.minimal(), red.verdict, seed=4)
+    done = _repro(tmp_path, healthy)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("not reproduced")
+
+
+def test_candidates_are_smaller_and_in_a_fixed_order():
+    text = next(iter(SEEDS.values()))
+    first = list(R.candidates(text))
+    assert first == list(R.candidates(text))
+    assert first and all(c != text for c, _ in first)
+    n = len(R.body_lines(text))
+    for cand, what in first:
+        assert len(R.body_lines(cand)) <= n, what
+
+
+def test_a_crash_reduces_to_the_crashing_pass(pool):
+    """A crash's reduction keeps the crash: the segfaulting pass alone with the required ones."""
+    text = next(iter(SEEDS.values()))
+    seq = P.default()
+    seq.insert(3, "tests.tir_faults:segfault")
+    v = O.check(pool, text, seq, seed=1).verdict
+    assert v.kind == O.CRASH_KIND
+    red = R.reduce(pool, text, seq, v, seed=1, max_probes=60)
+    assert red.passes == ["tests.tir_faults:segfault"] + P.minimal() or \
+        [n for n in red.passes if n not in P.REQUIRED] == ["tests.tir_faults:segfault"]
+    assert red.verdict.kind == O.CRASH_KIND
