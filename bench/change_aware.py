@@ -8,9 +8,9 @@
   ``--commits``). Each commit runs the PR configuration twice, with the change (``--diff``,
   a real diff touching a converter or kernel) and without, alternating which goes first so
   the machine's drift spreads evenly, each run in an empty working folder of its own (the
-  configuration's corpus would otherwise carry one run's failures into the next); prints red runs per mode, the wall time per mode and
-  their ratio (target: targeting costs at most 20% more), and the models the change's
-  targets reached.
+  configuration's corpus would otherwise carry one run's failures into the next); prints red
+  runs per mode, the wall time per mode and their ratio (target: targeting costs at most 20%
+  more), and the models the change's targets reached.
 * ``fault``: ``dlgate.backends.testing:MisconvertingOnnxRuntime`` converts one operator as
   another (``--convert FROM:TO``), the change is that operator's kernel (a target set naming
   it); each commit runs with and without targeting and the bench prints how many runs went
