@@ -52,7 +52,14 @@ come from several operators, as TVM's dtype error from the Elu and Selu converte
 without them is reduced itself); those operators are what is cut to look behind it. What was reduced is read from the journal (:class:`Reductions`), so a resumed
 run reuses exactly what an uninterrupted one does. Where sharing must be decided on a
 reduced case (step 4), the reused reduced case decides only when head fails it the same
-way as the case at hand; otherwise the case is reduced itself.
+way as the case at hand; otherwise the case is reduced itself. A wrong answer carries no
+message to key it by: before it is confirmed, the wrong-answer causes reduced earlier in the
+run (same backend and class) are tried on cuts of its own case (:meth:`Reductions.reuse_wrong`:
+the case's operators of the reduced case's kinds, in the wrong outputs' cone, fed the
+reference's values), and the first cut head gets wrong with a reduction's fingerprint
+reuses it; that cut is the re-run that confirms it and the case sharing is decided on. A
+case no cut fails that way is confirmed and reduced itself: a bug in other operators is a
+cause of its own.
 """
 from __future__ import annotations
 
