@@ -84,6 +84,11 @@ def test_one_wrong_answer_cause_in_many_cases_is_reduced_once(tmp_path):
         assert [graph.nodes[k].op for k in i["reduction"]["cut"]] == ["Softsign"]
     verdict = json.load(open(os.path.join(out, "verdict.json")))
     assert len({g["fingerprint"] for g in verdict["new"]}) == 1
+    # a resumed run rebuilds what was reduced from the journal: the one reduction, under its key
+    red = T.Reductions(out)
+    red.add(read_records(os.path.join(out, "results.jsonl")))
+    key = T.reduction_key(fresh[0])
+    assert list(red.entries) == [key] and [i["fingerprint"] for i in red.entries[key]] == [src["fingerprint"]]
 
 
 def test_two_wrong_answer_bugs_in_one_case_stay_two_causes(tmp_path):
