@@ -516,7 +516,9 @@ class Reductions:
         for each reduction of ``key`` in journal order, each set of ``case``'s operators in
         the cone of the wrong outputs that has the reduced operators' types and input dtypes
         (:func:`sites`) is cut out with the reference's values of what it reads (fed as
-        inputs, then as constants) and run; the first cut head gets wrong with that
+        inputs, then as constants) and run, unless its typed pattern already differs from the
+        reduction's (other attribute regimes: another fingerprint, whatever the run would
+        say); the first cut head gets wrong with that
         reduction's fingerprint (class, operators, dtypes and the attribute regimes that
         mattered) is a :class:`Reused` of it. None after :data:`WRONG_TRIES` cut runs or
         when no cut does (the case is reduced itself: two bugs in other operators stay two
@@ -541,17 +543,21 @@ class Reductions:
                             return None
                     form = {"as_const": fed(case.graph, site), "need_input": False} if const else {}
                     if const and not form["as_const"]:
-                        continue  # nothing fed: the same cut as before
+                        break  # nothing fed: the same cut as before
                     g, feeds, _ = cut_map(case.graph, env, site, **form)
+                    # the fingerprint is the class and the typed pattern: known before the run
+                    if I.typed_pattern(g, matter_of(g, segs)) != first["typed"]:
+                        break  # other attribute regimes: another cause, whatever the run says
                     tries += 1
                     got = self._judge_cut(case, g, feeds, pool, ccfg, spec)
                     if got is None or got[0].verdict != v["verdict"]:
-                        continue
+                        continue  # passes with the values fed as inputs: perhaps not as constants
                     cut, ref, verdict = got[1], got[2], got[0]
                     mine = I.identity(verdict.verdict, spec.name, None, cut.graph, matter_of(cut.graph, segs),
                                       verdict.comparison)
                     if mine["fingerprint"] == first["fingerprint"]:
                         return self._reused(first, key, case, v, site, cut, verdict, ref, log)
+                    break
         return None
 
     @staticmethod
