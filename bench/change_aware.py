@@ -7,9 +7,10 @@
   interpreter), so every failure is pre-existing and a red run is a false red (target: 0 of
   ``--commits``). Each commit runs the PR configuration twice, with the change (``--diff``,
   a real diff touching a converter or kernel) and without, alternating which goes first so
-  the machine's drift spreads evenly; prints red runs per mode, the wall time per mode and
-  their ratio (target: targeting costs at most 20% more), and the models the change's
-  targets reached.
+  the machine's drift spreads evenly, each run in an empty working folder of its own (the
+  configuration's corpus would otherwise carry one run's failures into the next); prints red
+  runs per mode, the wall time per mode and their ratio (target: targeting costs at most 20%
+  more), and the models the change's targets reached.
 * ``fault``: ``dlgate.backends.testing:MisconvertingOnnxRuntime`` converts one operator as
   another (``--convert FROM:TO``), the change is that operator's kernel (a target set naming
   it); each commit runs with and without targeting and the bench prints how many runs went
@@ -23,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -48,6 +50,18 @@ def run(args: list, cwd: str, env: dict | None = None) -> tuple:
     return res.returncode, wall
 
 
+def fresh_folder(out: str) -> str:
+    """An empty working folder for the run writing ``out``. The PR configuration keeps a
+    corpus of failing cases (``.dlgate/corpus``, relative to the working folder) that every
+    later run replays before its batch: in one shared folder each run replayed the failures
+    of all the runs before it, so the commits were not independent and the later runs paid
+    for the earlier ones' cases."""
+    cwd = out + ".cwd"
+    shutil.rmtree(cwd, ignore_errors=True)
+    os.makedirs(cwd)
+    return cwd
+
+
 def verdict(out: str) -> dict:
     with open(os.path.join(out, "verdict.json")) as f:
         return json.load(f)
@@ -71,7 +85,7 @@ def unchanged(a, scratch: str) -> int:
         for name, extra in modes:
             out = os.path.join(scratch, f"{name}-{k}")
             code, wall = run(["--config", PR, "--seed", seed, "--out", out, "--backend", a.backend, "--models",
-                              str(a.models), "--base-python", sys.executable, *extra], scratch)
+                              str(a.models), "--base-python", sys.executable, *extra], fresh_folder(out))
             got[name] = (code, wall, verdict(out))
         rows.append(got)
         t, o = got["targeted"], got["ordinary"]

@@ -17,8 +17,9 @@ For each it prints cases per hour (the ratio new/old), dlgate's own share of the
 loop's wall time (everything but the backends' own compile and run times and the
 reference's, as the workers measure them; worker start-up counted as dlgate's, and
 also shown apart), and the time by phase (exclusive wall seconds: the case itself,
-confirmation, base-build runs, reductions and localisations, looking behind failures, worker
-start-up), the reductions made and reused, and the failures each found (new, pre-existing),
+confirmation, base-build runs, reductions and localisations, a wrong answer's cut runs trying
+the causes reduced before it, looking behind failures, worker start-up), the reductions made
+and reused, and the failures each found (new, pre-existing),
 so that what the new triage no longer does can be checked against what it still finds.
 
 ``--head-path DIR`` puts DIR first on the path of this process and its workers (the build
@@ -95,6 +96,7 @@ def _instrument(ph: Phases) -> list:
     patch(T, "on_base", "base build")
     patch(T, "on_reduced", "base build")
     patch(reducer.Reducer, "reduce", "reduction or localisation")
+    patch(T.Reductions, "reuse_wrong", "a wrong answer's reuse (cut runs)")
     patch(M, "search", "look-behind (cut cases)")
     patch(M, "check", "look-behind (cut cases)")
     patch(M, "reference_values", "look-behind (cut cases)")

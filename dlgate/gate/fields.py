@@ -138,9 +138,10 @@ FIELDS = (
           "which splits one cause into many."),
     Field("reduce_seconds", "float", 60.0, "Time bound of one reduction.", min=1, max=86_400),
     Field("reuse_reductions", "bool", True, "Reduce each cause once per run: a failure of a cause already reduced "
-          "in an earlier case (the same backend, class, cluster and sharing key; errors and crashes only, as a "
-          "wrong answer's cause is known only once reduced) takes that reduction's identity and repro instead of "
-          "being reduced again; its record names the case reduced (`identity.reduction.reused`). A resumed run "
+          "in an earlier case (errors and crashes: the same backend, class, cluster and sharing key; wrong answers: "
+          "the case's own operators of the reduced case's kinds, cut out, fail on head with that reduction's "
+          "fingerprint) takes that reduction's identity and repro instead of being reduced again; its record names "
+          "the case reduced (`identity.reduction.reused`). A resumed run "
           "rebuilds what was reduced from the journal. false: every failure is reduced."),
     Field("base_first", "bool", True, "Head versus base: run a failing case on the base build before it is "
           "confirmed and reduced, so that a failure the base build shares costs no confirmation, and no reduction "

@@ -52,7 +52,14 @@ come from several operators, as TVM's dtype error from the Elu and Selu converte
 without them is reduced itself); those operators are what is cut to look behind it. What was reduced is read from the journal (:class:`Reductions`), so a resumed
 run reuses exactly what an uninterrupted one does. Where sharing must be decided on a
 reduced case (step 4), the reused reduced case decides only when head fails it the same
-way as the case at hand; otherwise the case is reduced itself.
+way as the case at hand; otherwise the case is reduced itself. A wrong answer carries no
+message to key it by: before it is confirmed, the wrong-answer causes reduced earlier in the
+run (same backend and class) are tried on cuts of its own case (:meth:`Reductions.reuse_wrong`:
+the case's operators of the reduced case's kinds, in the wrong outputs' cone, fed the
+reference's values), and the first cut head gets wrong with a reduction's fingerprint
+reuses it; that cut is the re-run that confirms it and the case sharing is decided on. A
+case no cut fails that way is confirmed and reduced itself: a bug in other operators is a
+cause of its own.
 """
 from __future__ import annotations
 
@@ -72,7 +79,9 @@ from dlgate.oracle import memsafety as MS
 from dlgate.oracle import signature as S
 from dlgate.oracle import verdict as V
 from dlgate.reduce import identity as I
+from dlgate.oracle.compare import all_finite
 from dlgate.reduce.bundle import tvm_repro, write_repro
+from dlgate.reduce.candidates import as_case, cut_map, fed, intermediates
 from dlgate.reduce.cutout import refused
 from dlgate.reduce.reducer import NotReproduced, Reducer, Target
 
@@ -172,15 +181,18 @@ def on_reduced(base_pool, ccfg, spec, v: dict, reduced, pool) -> bool:
     case (:func:`same`); False when it cannot (nothing is recorded then)."""
     reused = isinstance(reduced, Reused)
     ACTIVITY.begin(f"running reduced case {reduced.case.id} on the base build ({spec.label()})")
-    ref = pool.execute(ccfg.reference, Model(reduced.case.model, reduced.case.graph), reduced.case.inputs)
-    if not ref.ok:
-        return not reused
+    outputs = reduced.ref if reused and reduced.judged and reduced.ref is not None else None
+    if outputs is None:
+        ref = pool.execute(ccfg.reference, Model(reduced.case.model, reduced.case.graph), reduced.case.inputs)
+        if not ref.ok:
+            return not reused
+        outputs = ref.outputs
     head = reduced.verdict
-    if reused:
-        head = judge_backend(pool, reduced.case, ccfg, spec, ref.outputs, crosscheck=False, explain=True)
+    if reused and not reduced.judged:  # a wrong answer's cut was judged on head already: the same failure
+        head = judge_backend(pool, reduced.case, ccfg, spec, outputs, crosscheck=False, explain=True)
         if not same(v, head):
             return False
-    rv = judge_backend(base_pool, reduced.case, ccfg, spec, ref.outputs, crosscheck=False, explain=True)
+    rv = judge_backend(base_pool, reduced.case, ccfg, spec, outputs, crosscheck=False, explain=True)
     whole = {k: v["base"][k] for k in ("verdict", "signature", "detail") if k in v["base"]}
     v["base"] = dict(_base_record(rv, same(head, rv), "reduced case"), whole=whole)
     if reused:
@@ -209,7 +221,8 @@ def _same_output(head: dict | None, base: dict | None) -> bool:
 
 
 def identify(pool, case, ccfg, spec, ref_out: list, v: dict, out: str, campaign: str, root: str,
-             reduce: bool, max_seconds: float, log=print, reductions: "Reductions | None" = None, base_pool=None):
+             reduce: bool, max_seconds: float, log=print, reductions: "Reductions | None" = None, base_pool=None,
+             tried: bool = False):
     """Reduce the failure and record its identity (``v["identity"]``); write its repro.
     Returns the reduction (:class:`dlgate.reduce.reducer.Reduced`), or None when the case
     was identified whole. With ``reductions`` (the causes reduced earlier in the run), a
@@ -218,10 +231,14 @@ def identify(pool, case, ccfg, spec, ref_out: list, v: dict, out: str, campaign:
     (``identity.reduction``) for later cases. ``base_pool``: a refusal of head's that the
     base build does not share (:meth:`Triage.refusal`) is reduced to what head refuses and
     the base build runs (:class:`~dlgate.reduce.reducer.Reducer`), and its cause is the
-    operator refused (:func:`refusal_cause`)."""
+    operator refused (:func:`refusal_cause`). ``tried``: the reductions were tried already
+    (a wrong answer's, before its confirmation): a fresh reduction is still recorded."""
     key = reduction_key(v) if reductions is not None else None
-    if key is not None and key in reductions:
-        got = reductions.reuse(key, case, v, log)
+    if key is not None and key in reductions and not tried:
+        if v["verdict"] in V.VALUE_CLASSES:
+            got = reductions.reuse_wrong(key, case, v, pool, ccfg, spec, log)
+        else:
+            got = reductions.reuse(key, case, v, log)
         if got is not None:
             return got
     backend_name = spec.name
@@ -304,12 +321,28 @@ def refusal_cause(backend_name: str, graph, error: dict | None) -> dict:
 REUSED_CLASSES = (V.COMPILE_ERROR, V.RUN_ERROR, V.CRASH, V.UNSUPPORTED)
 
 
+#: Wrong answers: their cause is what they reduce to, so a reduction stands for a later one
+#: only once the later case's own operators, cut out of it, fail with that reduction's
+#: fingerprint (:meth:`Reductions.reuse_wrong`).
+CUT_REUSED_CLASSES = V.VALUE_CLASSES
+
+#: Cut runs (each a reference run and a backend run of a few operators) one wrong answer may
+#: spend on the causes reduced before it; past them it is reduced itself. A case whose
+#: failure is another cause pays at most these, against a reduction's tens of probes.
+WRONG_TRIES = 4
+
+
 def reduction_key(v: dict) -> str | None:
     """What two failures must share for one's reduction to stand for the other's: the
     backend (label), the class, the cluster (message template and innermost frames, what
     the reducer keeps) and the sharing key (the message's words and operator names,
-    :func:`~dlgate.oracle.signature.share_key`); None for a class whose cause only its
-    reduction shows (:data:`REUSED_CLASSES`), or a failure with no error record."""
+    :func:`~dlgate.oracle.signature.share_key`); for a wrong answer (no message: its cause
+    only its reduction shows) the backend and class alone, the reductions under that key
+    being tried on a cut of the case (:meth:`Reductions.reuse_wrong`). None for a timeout or
+    an out-of-memory, a failure with no error record, or one at a further binding of a
+    dynamic case."""
+    if v["verdict"] in CUT_REUSED_CLASSES and not v.get("shape"):
+        return hashlib.sha256(json.dumps(["value", v["backend"], v["verdict"]]).encode()).hexdigest()[:16]
     if v["verdict"] not in REUSED_CLASSES or not v.get("error") or v.get("shape"):
         return None
     name = v["backend"].split("[", 1)[0]
@@ -329,6 +362,68 @@ def locate(graph, reduced_graph) -> list:
     return [i for i, n in enumerate(graph.nodes) if token(graph, n) in want]
 
 
+_SEGMENT = re.compile(r"([A-Za-z0-9_]+)\(([^()]*)\)")
+
+
+def segments(typed: str) -> list:
+    """``[(onnx_op, input dtypes, attributes text)]`` of a typed pattern
+    (:func:`dlgate.reduce.identity.typed_pattern`), operator by operator: what a reduced
+    wrong answer is made of, read without its repro."""
+    out = []
+    for op, body in _SEGMENT.findall(typed or ""):
+        dts, _, attrs = body.partition(";")
+        out.append((op, tuple(dts.split(",")) if dts else (), attrs))
+    return out
+
+
+def _token(graph, i: int) -> tuple:
+    n = graph.nodes[i]
+    return get(n.op).onnx_op, tuple(graph.tensors[t].dtype for t in n.inputs)
+
+
+def wrong_cone(graph, v: dict) -> list:
+    """Indices of the operators the wrong outputs of ``v`` (its comparison's ``differing``,
+    else ``output``) depend on; every operator when it names none (a wrong number of
+    outputs). A cause whose operators lie outside them is not this output's."""
+    cmp = v.get("comparison") or {}
+    outs = cmp.get("differing") or ([cmp["output"]] if cmp.get("output") is not None else [])
+    outs = [graph.outputs[o] for o in outs if isinstance(o, int) and 0 <= o < len(graph.outputs)]
+    return graph.ancestors(outs) if outs else list(range(len(graph.nodes)))
+
+
+def sites(graph, want: list, allowed) -> list:
+    """Sets of ``graph``'s operators (among ``allowed``) that may be a reduced case whose
+    operators are ``want`` (``(onnx_op, input dtypes)`` in order): each operator of the last
+    one's kind with, for a longer case, its producers of the others' kinds, transitively;
+    a set of another size or order is no site. In operator order."""
+    allowed = set(allowed)
+    kinds = set(want)
+    producer = graph.producers()
+    out = []
+    for i in sorted(allowed):
+        if _token(graph, i) != want[-1]:
+            continue
+        site, todo = {i}, [i] if len(want) > 1 else []
+        while todo and len(site) <= len(want):
+            for t in graph.nodes[todo.pop()].inputs:
+                p = producer.get(t)
+                if p is not None and p in allowed and p not in site and _token(graph, p) in kinds:
+                    site.add(p)
+                    todo.append(p)
+        if [_token(graph, k) for k in sorted(site)] == list(want):
+            out.append(sorted(site))
+    return out
+
+
+def matter_of(graph, segs: list) -> list:
+    """Per operator of ``graph`` (a cut aligned with a reduced case's ``segs``), the
+    attributes the reduced case's typed pattern names: those its failure depends on."""
+    out = []
+    for n, (_, _, attrs) in zip(graph.nodes, segs):
+        out.append({k for k in n.attrs if re.search(rf"(?:^|,){re.escape(k)}=", attrs)})
+    return out
+
+
 @dataclass
 class Reused:
     """A reduction made for an earlier case standing for this one's failure: what the gate
@@ -340,6 +435,11 @@ class Reused:
     kept: list  # this case's operators the reduction's stand for (:func:`locate`)
     source: str  # the case that was reduced
     hit_limit: bool = False
+    #: A wrong answer's: ``case`` is this case's own operators cut out of it, and
+    #: ``verdict`` head's verdict on that cut (already judged: the same failure), with the
+    #: reference's outputs on it in ``ref``.
+    judged: bool = False
+    ref: list | None = None
 
 
 @dataclass
@@ -411,6 +511,79 @@ class Reductions:
         return Reused(reduced, v, kept, src, bool(first.get("hit_limit")))
 
 
+    def reuse_wrong(self, key: str, case, v: dict, pool, ccfg, spec, log=print) -> "Reused | None":
+        """Identify wrong answer ``v`` (on ``case``) by a cause reduced earlier in the run:
+        for each reduction of ``key`` in journal order, each set of ``case``'s operators in
+        the cone of the wrong outputs that has the reduced operators' types and input dtypes
+        (:func:`sites`) is cut out with the reference's values of what it reads (fed as
+        inputs, then as constants) and run, unless its typed pattern already differs from the
+        reduction's (other attribute regimes: another fingerprint, whatever the run would
+        say); the first cut head gets wrong with that
+        reduction's fingerprint (class, operators, dtypes and the attribute regimes that
+        mattered) is a :class:`Reused` of it. None after :data:`WRONG_TRIES` cut runs or
+        when no cut does (the case is reduced itself: two bugs in other operators stay two
+        causes)."""
+        allowed = None
+        env = None
+        tries = 0
+        for first in self.entries.get(key, ()):
+            segs = segments(first.get("typed") or "")
+            if not segs or not first.get("fingerprint"):
+                continue
+            if allowed is None:
+                allowed = wrong_cone(case.graph, v)
+            for site in sites(case.graph, [(op, dts) for op, dts, _ in segs], allowed):
+                for const in (False, True):
+                    if tries >= WRONG_TRIES:
+                        return None
+                    if env is None:
+                        try:
+                            env = intermediates(case.graph, case.inputs)
+                        except Exception:  # the reference cannot give the values to feed: reduce it
+                            return None
+                    form = {"as_const": fed(case.graph, site), "need_input": False} if const else {}
+                    if const and not form["as_const"]:
+                        break  # nothing fed: the same cut as before
+                    g, feeds, _ = cut_map(case.graph, env, site, **form)
+                    # the fingerprint is the class and the typed pattern: known before the run
+                    if I.typed_pattern(g, matter_of(g, segs)) != first["typed"]:
+                        break  # other attribute regimes: another cause, whatever the run says
+                    tries += 1
+                    got = self._judge_cut(case, g, feeds, pool, ccfg, spec)
+                    if got is None or got[0].verdict != v["verdict"]:
+                        continue  # passes with the values fed as inputs: perhaps not as constants
+                    cut, ref, verdict = got[1], got[2], got[0]
+                    mine = I.identity(verdict.verdict, spec.name, None, cut.graph, matter_of(cut.graph, segs),
+                                      verdict.comparison)
+                    if mine["fingerprint"] == first["fingerprint"]:
+                        return self._reused(first, key, case, v, site, cut, verdict, ref, log)
+                    break
+        return None
+
+    @staticmethod
+    def _judge_cut(case, g, feeds, pool, ccfg, spec):
+        """(head's verdict, the cut case, the reference's outputs) of a cut of ``case``, or
+        None when the reference fails on it or gives values not finite (nothing to judge)."""
+        if not g.outputs:
+            return None
+        cut = as_case(case, g, feeds, "reuse-cut")
+        ref = pool.execute(ccfg.reference, Model(cut.model, cut.graph), cut.inputs)
+        if not ref.ok or not (all_finite(ref.outputs) or getattr(cut.graph, "extreme", None) is not None):
+            return None
+        return judge_backend(pool, cut, ccfg, spec, ref.outputs, crosscheck=False, explain=True), cut, ref.outputs
+
+    @staticmethod
+    def _reused(first: dict, key: str, case, v: dict, site: list, cut, verdict, ref, log) -> "Reused":
+        src = first["reduction"]["case"]
+        ident = {k: x for k, x in first.items() if k not in ("reduction", "original_nodes", "memory_safety")}
+        ident.update(original_nodes=len(case.graph.nodes), reduction={"key": key, "reused": src, "cut": list(site)})
+        v["identity"] = ident
+        log(f"dlgate: {case.id}: operator(s) {', '.join(map(str, site))} cut out fail as the cause reduced in {src} "
+            f"({ident.get('typed') or '?'}); its reduction is reused" + (f": {ident['repro']}" if ident.get("repro")
+                                                                         else ""))
+        return Reused(cut, verdict.to_json(), list(site), src, bool(first.get("hit_limit")), judged=True, ref=ref)
+
+
 @dataclass
 class Triage:
     """What the gate does with a failing head verdict, as the campaign says: confirm it,
@@ -447,10 +620,10 @@ class Triage:
             self.reductions.add([rec])
 
     def identify(self, case, spec, ref_out: list, v: dict, reduce: bool | None = None, reuse: bool = True,
-                 base_pool=None):
+                 base_pool=None, tried: bool = False):
         return identify(self.pool, case, self.ccfg, spec, ref_out, v, self.out, self.campaign, self.root,
                         self.reduce if reduce is None else reduce, self.reduce_seconds, self.log,
-                        self.reductions if reuse else None, base_pool)
+                        self.reductions if reuse else None, base_pool, tried)
 
     def refusal(self, case, spec, ref_out: list, v: dict, what: str = "case"):
         """Head versus base, head refuses ``case`` (``v``: ``unsupported``): run it on the base
@@ -508,12 +681,26 @@ class Triage:
         return own
 
     def _confirmed(self, case, spec, ref_out: list, v: dict):
-        """Confirm ``v``, then (when it reproduces) identify it."""
+        """Confirm ``v``, then (when it reproduces) identify it. A wrong answer first tries
+        the causes reduced before it (:meth:`Reductions.reuse_wrong`): its operators cut out
+        failing as a confirmed cause's reduced case did is a re-run that reproduces it
+        (``confirm.on``: ``cut case``), so the whole case is not run again."""
+        tried = False
+        if self.reductions is not None and v["verdict"] in CUT_REUSED_CLASSES:
+            key = reduction_key(v)
+            if key is not None and key in self.reductions:
+                tried = True
+                ACTIVITY.begin(f"trying the causes reduced before on case {case.id}'s {v['verdict']} "
+                               f"on {spec.label()} (cut cases)")
+                got = self.reductions.reuse_wrong(key, case, v, self.pool, self.ccfg, spec, self.log)
+                if got is not None:
+                    v["confirm"] = {"runs": 1, "reproduced": True, "on": "cut case"}
+                    return got
         if self.confirm_runs:
             confirm(self.pool, case, self.ccfg, spec, ref_out, v, self.confirm_runs)
         if not (v.get("confirm") or {}).get("reproduced", True):
             return None
-        return self.identify(case, spec, ref_out, v)
+        return self.identify(case, spec, ref_out, v, tried=tried)
 
     def _pre_existing(self, case, spec, ref_out: list, v: dict):
         """A failure the base build shares, not reduced (``reduce_pre_existing`` false): a

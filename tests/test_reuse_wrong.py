@@ -1,0 +1,136 @@
+"""One reduction per wrong-answer cause: a wrong answer whose operators, cut out of its case,
+fail as a cause reduced earlier in the run reuses that reduction; two bugs in one case stay
+two causes. Cheap onnxruntime-based compilers with conversions broken on purpose."""
+from __future__ import annotations
+
+import json
+import os
+
+import yaml
+
+from dlgate.backends.onnxruntime import OnnxRuntime
+from dlgate.backends.testing import _misconverted
+from dlgate.check import load_bundle
+from dlgate.cli import main
+from dlgate.gate import triage as T
+from dlgate.gate.journal import read_records
+from dlgate.graph.ir import Graph, Node
+from dlgate.ops.base import TensorType
+from tests.helpers import onnx_ops, seed_where
+
+#: Softsign run as Softplus; with ``TwoFaults``, Sin run as Cos too.
+ONE = {"name": "dlgate.backends.testing:MisconvertingOnnxRuntime",
+       "options": {"convert_from": "Softsign", "convert_to": "Softplus"}}
+TWO = {"name": "tests.test_reuse_wrong:TwoFaults"}
+
+
+class TwoFaults(OnnxRuntime):
+    """onnxruntime with two independent broken conversions: Softsign run as Softplus and
+    Sin run as Cos (loaded by name in the workers)."""
+
+    name = "two-faults"
+
+    def compile(self, model):
+        return super().compile(_misconverted(_misconverted(model, "Softsign", "Softplus"), "Sin", "Cos"))
+
+
+def _config(tmp_path, name: str, backend: dict, ops: list, **kw) -> str:
+    doc = {"campaign": "rw", "models": 8, "max_nodes": 5, "opset": 18, "operators": ops, "dtypes": ["float32"],
+           "backends": [backend], "reference": "torch", "crosscheck": False, "dynamic_share": 0, "extreme_share": 0,
+           "reduce_seconds": 20, "guidance": False}
+    doc.update(kw)
+    p = tmp_path / f"{name}.yaml"
+    p.write_text(yaml.safe_dump(doc))
+    return str(p)
+
+
+def _findings(out: str) -> list:
+    """(case id, finding) for every wrong answer with an identity, first findings first."""
+    got = []
+    for rec in read_records(os.path.join(out, "results.jsonl")):
+        for v in rec["verdicts"]:
+            for x in [v] + v.get("more", []):
+                if x["verdict"] in ("mismatch", "shape_mismatch", "dtype_mismatch") and x.get("identity"):
+                    got.append((rec["case"], x))
+    return got
+
+
+def _fresh(found) -> list:
+    return [x for _, x in found if "key" in (x["identity"].get("reduction") or {})
+            and "reused" not in x["identity"]["reduction"]]
+
+
+def test_one_wrong_answer_cause_in_many_cases_is_reduced_once(tmp_path):
+    cfg = _config(tmp_path, "one", ONE, ["Softsign", "Add", "Relu", "Mul"], findings_per_case=1)
+    seed = seed_where(cfg, lambda cases: sum("Softsign" in onnx_ops(c) for c in cases) >= 4, "rw")
+    out = str(tmp_path / "out")
+    assert main(["run", "--config", cfg, "--seed", seed, "--out", out, "--no-progress"]) == 1
+    found = _findings(out)
+    assert len(found) >= 3
+    assert all(x["identity"]["pattern"] == "Softsign" for _, x in found)
+    fresh = _fresh(found)
+    assert len(fresh) == 1  # reduced in one case ...
+    reused = [(c, x) for c, x in found if "reused" in (x["identity"].get("reduction") or {})]
+    assert len(reused) == len(found) - 1  # ... and reused by every other
+    src = fresh[0]["identity"]
+    for case_id, x in reused:
+        i = x["identity"]
+        assert i["reduction"]["reused"] == src["reduction"]["case"] and i["fingerprint"] == src["fingerprint"]
+        assert i["repro"] == src["repro"] and i["cause"] == src["cause"]
+        assert x["confirm"] == {"runs": 1, "reproduced": True, "on": "cut case"}  # the cut re-ran it
+        # the operators cut are this case's Softsign operators
+        rec = next(r for r in read_records(os.path.join(out, "results.jsonl")) if r["case"] == case_id)
+        graph = load_bundle(os.path.join(out, rec["bundle"])).graph
+        assert [graph.nodes[k].op for k in i["reduction"]["cut"]] == ["Softsign"]
+    verdict = json.load(open(os.path.join(out, "verdict.json")))
+    assert len({g["fingerprint"] for g in verdict["new"]}) == 1
+    # a resumed run rebuilds what was reduced from the journal: the one reduction, under its key
+    red = T.Reductions(out)
+    red.add(read_records(os.path.join(out, "results.jsonl")))
+    key = T.reduction_key(fresh[0])
+    assert list(red.entries) == [key] and [i["fingerprint"] for i in red.entries[key]] == [src["fingerprint"]]
+
+
+def test_two_wrong_answer_bugs_in_one_case_stay_two_causes(tmp_path):
+    cfg = _config(tmp_path, "two", TWO, ["Softsign", "Sin", "Add", "Mul"])
+
+    def holds(cases):
+        both = [k for k, c in enumerate(cases) if {"Softsign", "Sin"} <= set(onnx_ops(c))]
+        one = [k for k, c in enumerate(cases) if {"Softsign", "Sin"} & set(onnx_ops(c))]
+        return bool(both) and min(one) < max(both)  # a case with both after a cause was reduced
+
+    seed = seed_where(cfg, holds, "rw2")
+    out = str(tmp_path / "out")
+    assert main(["run", "--config", cfg, "--seed", seed, "--out", out, "--no-progress"]) == 1
+    found = _findings(out)
+    assert {x["identity"]["pattern"] for _, x in found} == {"Softsign", "Sin"}
+    fresh = _fresh(found)
+    assert sorted(x["identity"]["pattern"] for x in fresh) == ["Sin", "Softsign"]  # each reduced once
+    by_case: dict = {}
+    for case_id, x in found:
+        by_case.setdefault(case_id, []).append(x["identity"]["pattern"])
+    # a case holding both bugs: one reused (or reduced) for its first finding, the other found behind it
+    assert any(sorted(p) == ["Sin", "Softsign"] for p in by_case.values())
+    verdict = json.load(open(os.path.join(out, "verdict.json")))
+    assert {g["pattern"] for g in verdict["new"]} == {"Softsign", "Sin"}
+
+
+def _chain() -> Graph:
+    """x -> Sin -> Relu -> Sin (t3, output 0); x -> Relu (t4, output 1)."""
+    f = TensorType("float32", (2, 3))
+    return Graph([f] * 5, [Node("Sin", {}, [0], [1]), Node("Relu", {}, [1], [2]), Node("Sin", {}, [2], [3]),
+                           Node("Relu", {}, [0], [4])], [0], [], [3, 4], 18)
+
+
+def test_sites_are_the_reduced_operators_in_the_wrong_outputs_cone():
+    g = _chain()
+    sin, relu = ("Sin", ("float32",)), ("Relu", ("float32",))
+    assert T.wrong_cone(g, {"comparison": {"output": 0}}) == [0, 1, 2]
+    assert T.wrong_cone(g, {"comparison": {"output": 0, "differing": [0, 1]}}) == [0, 1, 2, 3]
+    assert T.sites(g, [sin], [0, 1, 2]) == [[0], [2]]
+    assert T.sites(g, [relu], [0, 1, 2]) == [[1]]  # the Relu outside the cone is not tried
+    assert T.sites(g, [sin, relu], [0, 1, 2, 3]) == [[0, 1]]
+    assert T.sites(g, [relu, sin], [0, 1, 2, 3]) == []  # Sin at 2 reads Relu 1, which reads Sin 0: 3 operators
+    assert T.sites(g, [("Sin", ("float16",))], [0, 1, 2]) == []  # another dtype is another operator
+    segs = T.segments("Conv(float32,float32;group=>1,pads=[0,1])>Relu(float32)")
+    assert segs == [("Conv", ("float32", "float32"), "group=>1,pads=[0,1]"), ("Relu", ("float32",), "")]
