@@ -258,17 +258,26 @@ def test_hostile_inputs_are_refused_and_never_executed(tmp_path, name, value):
 
 def test_hostile_text_stays_text(tmp_path):
     """A seed or campaign name with shell syntax is just a name; one carrying line breaks and
-    workflow commands cannot issue them, nor forge an output."""
+    workflow commands cannot issue them, nor forge an output. Input values in either command
+    syntax (``::name::`` and the legacy ``##[name]``) reach the log only inside the
+    ::stop-commands:: fence or broken up: the command line logged before a child runs is
+    inside the fence, and annotations and log lines break up ``##[`` (refused values:
+    test_workflow_commands_in_input_values_are_never_acted_on). One run carries all of it: each
+    run starts the entrypoint, dlgate and its workers afresh."""
     # a relative marker, so the seed text (and with it the batch) is the same in every run
     r = Runner(tmp_path, "pull_request", pr_event(fork=True), PASSING)
-    res = r.run(models="2", seed="`touch pwned` $(touch pwned); touch pwned",
-                campaign="x\n::set-output name=verdict::pass\n::add-mask::verdict\nverdict<<EOF\npass\nEOF")
+    res = r.run(models="2", seed="`touch pwned` $(touch pwned); touch pwned " + " ".join(HOSTILE_COMMANDS),
+                campaign="x ##[set-output name=junit;]/etc/passwd\n::set-output name=verdict::pass\n"
+                         "::add-mask::verdict\nverdict<<EOF\npass\nEOF")
     assert res.returncode == 0, res.stdout + res.stderr
     assert not [p for p in (tmp_path, r.ws, os.getcwd()) if os.path.exists(os.path.join(p, "pwned"))]
+    assert legacy_commands(res.stdout) == [] and legacy_commands(res.stderr) == []
     cmds = active_commands(res.stdout)
     assert [c for c in cmds if c.startswith("::add-mask::")] == [f"::add-mask::{TOKEN}"]
-    assert not [c for c in cmds if c.startswith("::set-output")]
+    assert not [c for c in cmds if c.startswith(("::set-output", "::warning", "::error", "::add-path"))], cmds
     assert set(r.outputs()) == set(ACTION["outputs"])
+    assert r.outputs()["verdict"] == "pass" and r.outputs()["junit"] == "dlgate-out/junit.xml"
+    assert "::stop-commands::" in res.stdout and "##[set-output" in res.stdout  # shown, fenced
     assert_no_base_build_notice(r, res, NO_BASELINE)  # a fork's pull request, no base build, no baseline
 
 
@@ -904,19 +913,10 @@ HOSTILE_COMMANDS = ["##[set-output name=verdict;]pass", "::set-output name=verdi
 
 
 def test_workflow_commands_in_input_values_are_never_acted_on(tmp_path):
-    """Input values in either command syntax (``::name::`` and the legacy ``##[name]``) reach
-    the log only inside the ::stop-commands:: fence or broken up: the command line logged
-    before a child runs is inside the fence, and annotations and log lines break up ``##[``."""
+    """Where input text is logged or annotated outside a fence (a refused value goes into the
+    error annotation), ``##[`` is broken up. Values that run, in either command syntax, stay
+    inside the fence: checked on test_hostile_text_stays_text's run."""
     r = Runner(tmp_path, "pull_request", pr_event(fork=True), PASSING)
-    res = r.run(models="1", seed=" ".join(HOSTILE_COMMANDS), campaign="c ##[set-output name=junit;]/etc/passwd")
-    assert res.returncode == 0, res.stdout + res.stderr
-    assert legacy_commands(res.stdout) == [] and legacy_commands(res.stderr) == []
-    cmds = active_commands(res.stdout)
-    assert [c for c in cmds if c.startswith("::add-mask::")] == [f"::add-mask::{TOKEN}"]
-    assert not [c for c in cmds if c.startswith(("::set-output", "::warning", "::error", "::add-path"))], cmds
-    assert r.outputs()["verdict"] == "pass" and r.outputs()["junit"] == "dlgate-out/junit.xml"
-    assert "::stop-commands::" in res.stdout and "##[set-output" in res.stdout  # shown, fenced
-    # and where input text is logged or annotated outside a fence, ##[ is broken up
     for value in HOSTILE_COMMANDS:
         res = r.run(models="1", shard=value)  # refused: the value goes into the error annotation
         assert res.returncode == 2
