@@ -17,10 +17,14 @@ DISABLE_ALL = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
 
 def ort_session(model, level=DISABLE_ALL, severity: int | None = 3) -> ort.InferenceSession:
     """A CPU onnxruntime session on ``model`` (bytes or a ModelProto); ``level`` None or
-    ``severity`` None leave onnxruntime's default."""
+    ``severity`` None leave onnxruntime's default. One thread, as dlgate's own onnxruntime
+    backend runs: its default pool of one thread a core spins between the small operators of
+    a test's models, taking about a third more CPU from the other xdist worker, and splits
+    reductions by thread, so the results' last bits would depend on the machine."""
     if not isinstance(model, (bytes, bytearray)):
         model = model.SerializeToString()
     so = ort.SessionOptions()
+    so.intra_op_num_threads = so.inter_op_num_threads = 1
     if level is not None:
         so.graph_optimization_level = level
     if severity is not None:

@@ -203,6 +203,11 @@ def test_same_repository_pull_request_passes_and_opens_no_issue(tmp_path):
 
 
 def test_schedule_opens_issues_with_the_token_in_the_environment_and_updates_the_baseline(tmp_path):
+    """Also: without a base build, a scheduled run has no base to compare with, so it says
+    nothing of what novelty falls back to (a pull request's notice, against a baseline or
+    none, is checked on the pull request runs: test_same_repository_pull_request_passes_and_
+    opens_no_issue, test_hostile_text_stays_text). One run checks both: each run here starts
+    the entrypoint, dlgate and their workers afresh (seconds of imports)."""
     from tests.github_fake import FakeGitHub  # a loopback GitHub API that checks the token
 
     config = dict(FAILING, backends=[{"name": "tests.fake_backends:Raises"}], reduce=True, reduce_seconds=20)
@@ -217,19 +222,12 @@ def test_schedule_opens_issues_with_the_token_in_the_environment_and_updates_the
     assert "dlgate: issues not opened" not in res.stdout
     fp = json.loads((r.ws / "dlgate-out" / "verdict.json").read_text())["new"][0]["fingerprint"]
     assert fp in json.loads((r.ws / ".dlgate" / "baseline.json").read_text())["fingerprints"]
+    assert_no_base_build_notice(r, res, None)
 
 
-def test_shards_merge_through_the_merge_input(tmp_path):
-    r = Runner(tmp_path, "push", {"repository": {"default_branch": "main"}}, PASSING)
-    for i in (1, 2):
-        res = r.run(models="4", shard=f"{i}/2", output_dir=f"shards/s{i}")
-        assert res.returncode == 0, res.stdout + res.stderr
-    r.output.write_text("")
-    res = r.run(merge="shards/*", output_dir="merged")
-    assert res.returncode == 0, res.stdout + res.stderr
-    assert "--out=merged -- shards/s1 shards/s2" in res.stdout
-    assert r.outputs()["junit"] == "merged/junit.xml"
-    assert json.loads((r.ws / "merged" / "verdict.json").read_text())["cases"] == 4
+# Shards merged through the merge input: tests/test_action_io.py's
+# test_budget_cut_shards_merge_and_update_the_baseline_as_the_weekly_workflow_does (one set of
+# shard and merge runs for both).
 
 
 @pytest.mark.parametrize("name,value", [
@@ -260,17 +258,26 @@ def test_hostile_inputs_are_refused_and_never_executed(tmp_path, name, value):
 
 def test_hostile_text_stays_text(tmp_path):
     """A seed or campaign name with shell syntax is just a name; one carrying line breaks and
-    workflow commands cannot issue them, nor forge an output."""
+    workflow commands cannot issue them, nor forge an output. Input values in either command
+    syntax (``::name::`` and the legacy ``##[name]``) reach the log only inside the
+    ::stop-commands:: fence or broken up: the command line logged before a child runs is
+    inside the fence, and annotations and log lines break up ``##[`` (refused values:
+    test_workflow_commands_in_input_values_are_never_acted_on). One run carries all of it: each
+    run starts the entrypoint, dlgate and its workers afresh."""
     # a relative marker, so the seed text (and with it the batch) is the same in every run
     r = Runner(tmp_path, "pull_request", pr_event(fork=True), PASSING)
-    res = r.run(models="2", seed="`touch pwned` $(touch pwned); touch pwned",
-                campaign="x\n::set-output name=verdict::pass\n::add-mask::verdict\nverdict<<EOF\npass\nEOF")
+    res = r.run(models="2", seed="`touch pwned` $(touch pwned); touch pwned " + " ".join(HOSTILE_COMMANDS),
+                campaign="x ##[set-output name=junit;]/etc/passwd\n::set-output name=verdict::pass\n"
+                         "::add-mask::verdict\nverdict<<EOF\npass\nEOF")
     assert res.returncode == 0, res.stdout + res.stderr
     assert not [p for p in (tmp_path, r.ws, os.getcwd()) if os.path.exists(os.path.join(p, "pwned"))]
+    assert legacy_commands(res.stdout) == [] and legacy_commands(res.stderr) == []
     cmds = active_commands(res.stdout)
     assert [c for c in cmds if c.startswith("::add-mask::")] == [f"::add-mask::{TOKEN}"]
-    assert not [c for c in cmds if c.startswith("::set-output")]
+    assert not [c for c in cmds if c.startswith(("::set-output", "::warning", "::error", "::add-path"))], cmds
     assert set(r.outputs()) == set(ACTION["outputs"])
+    assert r.outputs()["verdict"] == "pass" and r.outputs()["junit"] == "dlgate-out/junit.xml"
+    assert "::stop-commands::" in res.stdout and "##[set-output" in res.stdout  # shown, fenced
     assert_no_base_build_notice(r, res, NO_BASELINE)  # a fork's pull request, no base build, no baseline
 
 
@@ -446,16 +453,6 @@ def test_a_failing_base_install_is_an_error_not_a_fallback(tmp_path):
     assert len(errors) == 1 and errors[0].startswith("::error title=dlgate%3A base build install failed::pip could "
                                                      "not install the base build (fakecc-that-does-not-exist==1.0)")
     assert "-m dlgate run" not in res.stdout and "::notice" not in res.stdout
-
-
-def test_without_a_base_build_only_a_pull_request_says_what_novelty_falls_back_to(tmp_path):
-    """A scheduled run has no base to compare with: it says nothing. A pull request's notice,
-    against a baseline or none, is checked on the pull request runs above and below
-    (test_same_repository_pull_request_passes_and_opens_no_issue, test_hostile_text_stays_text)."""
-    r = Runner(tmp_path, "schedule", SCHEDULE, PASSING)
-    res = r.run(models="1")
-    assert res.returncode == 0, res.stdout + res.stderr
-    assert_no_base_build_notice(r, res, None)
 
 
 def test_plan_reads_base_compiler_like_compiler(tmp_path):
@@ -916,19 +913,10 @@ HOSTILE_COMMANDS = ["##[set-output name=verdict;]pass", "::set-output name=verdi
 
 
 def test_workflow_commands_in_input_values_are_never_acted_on(tmp_path):
-    """Input values in either command syntax (``::name::`` and the legacy ``##[name]``) reach
-    the log only inside the ::stop-commands:: fence or broken up: the command line logged
-    before a child runs is inside the fence, and annotations and log lines break up ``##[``."""
+    """Where input text is logged or annotated outside a fence (a refused value goes into the
+    error annotation), ``##[`` is broken up. Values that run, in either command syntax, stay
+    inside the fence: checked on test_hostile_text_stays_text's run."""
     r = Runner(tmp_path, "pull_request", pr_event(fork=True), PASSING)
-    res = r.run(models="1", seed=" ".join(HOSTILE_COMMANDS), campaign="c ##[set-output name=junit;]/etc/passwd")
-    assert res.returncode == 0, res.stdout + res.stderr
-    assert legacy_commands(res.stdout) == [] and legacy_commands(res.stderr) == []
-    cmds = active_commands(res.stdout)
-    assert [c for c in cmds if c.startswith("::add-mask::")] == [f"::add-mask::{TOKEN}"]
-    assert not [c for c in cmds if c.startswith(("::set-output", "::warning", "::error", "::add-path"))], cmds
-    assert r.outputs()["verdict"] == "pass" and r.outputs()["junit"] == "dlgate-out/junit.xml"
-    assert "::stop-commands::" in res.stdout and "##[set-output" in res.stdout  # shown, fenced
-    # and where input text is logged or annotated outside a fence, ##[ is broken up
     for value in HOSTILE_COMMANDS:
         res = r.run(models="1", shard=value)  # refused: the value goes into the error annotation
         assert res.returncode == 2

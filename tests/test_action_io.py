@@ -56,17 +56,25 @@ def test_the_budget_input_stops_the_run_a_rerun_resumes_and_the_outputs_say_so(t
 def test_budget_cut_shards_merge_and_update_the_baseline_as_the_weekly_workflow_does(tmp_path):
     """The weekly example's shards run with `budget`: a shard the budget cuts is done, not
     unfinished, so the merge job merges it, reports the cases that ran of those planned, and
-    accepts the week's failures into the baseline (an empty week still writes the file)."""
+    accepts the week's failures into the baseline (an empty week still writes the file). The
+    same three steps check the ``merge`` input's plumbing: the shard folders a glob names,
+    passed to ``dlgate merge`` after ``--``, into the ``output-dir`` the outputs name (three
+    entrypoint runs, each starting dlgate and its workers afresh, are checked once)."""
     r = Runner(tmp_path, "schedule", SCHEDULE, SLOWCFG)
     for i in (1, 2):
         res = r.run(models="4", shard=f"{i}/2", output_dir=f"shards/s{i}", budget=str(SLOW))
         assert res.returncode == 0, res.stdout + res.stderr
         assert (r.outputs()["cases"], r.outputs()["planned"], r.outputs()["stopped-by-budget"]) == ("1", "2", "true")
         r.output.write_text("")
-    res = r.run(merge="shards/*", update_baseline="true", baseline=".dlgate/weekly-baseline.json")
+    res = r.run(merge="shards/*", output_dir="merged", update_baseline="true",
+                baseline=".dlgate/weekly-baseline.json")
     assert res.returncode == 0, res.stdout + res.stderr
+    assert "--out=merged -- shards/s1 shards/s2" in res.stdout
     out = r.outputs()
     assert (out["verdict"], out["cases"], out["planned"], out["stopped-by-budget"]) == ("pass", "2", "4", "true")
+    assert out["junit"] == "merged/junit.xml"
+    merged = json.loads((r.ws / "merged" / "verdict.json").read_text())
+    assert (merged["cases"], merged["planned"]) == (2, 4)  # one case of each shard
     assert "unfinished" not in res.stdout
     assert json.loads((r.ws / ".dlgate" / "weekly-baseline.json").read_text())["fingerprints"] == {}
 

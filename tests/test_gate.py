@@ -206,7 +206,7 @@ def _run_cmd(cfg, out):
     return [sys.executable, "-m", "dlgate", "run", "--config", cfg, "--seed", "shards", "--out", out, "--no-progress"]
 
 
-def test_sigkill_then_resume_gives_the_uninterrupted_results(tvm_whole, tmp_path):
+def test_sigkill_then_resume_gives_the_uninterrupted_results(tvm_whole, tmp_path, capsys):
     cfg, whole = tvm_whole
     killed = str(tmp_path / "killed")
     proc = subprocess.Popen(_run_cmd(cfg, killed), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=REPO,
@@ -222,8 +222,12 @@ def test_sigkill_then_resume_gives_the_uninterrupted_results(tvm_whole, tmp_path
     n_before = len(read_records(path))
     assert 4 <= n_before < 9, n_before
     assert not os.path.exists(os.path.join(killed, "verdict.json"))
-    res = subprocess.run(_run_cmd(cfg, killed), capture_output=True, text=True, timeout=600, cwd=REPO)
-    assert f"{n_before} of 9 cases already done" in res.stderr, res.stderr
+    # the resume runs in this process: only the SIGKILL needs a process of its own, and this
+    # one has TVM and PyTorch warm already (a fresh interpreter would import both again)
+    capsys.readouterr()
+    assert main(_run_cmd(cfg, killed)[3:]) == 1  # the injected bug, as in the whole run
+    err = capsys.readouterr().err
+    assert f"{n_before} of 9 cases already done" in err, err
     assert open(path).read() == open(os.path.join(whole, "results.jsonl")).read()
     assert verdict(killed)["counts"] == verdict(whole)["counts"]
 
