@@ -12,7 +12,8 @@ twice: aimed at the change (``--diff``) and not. Per bug and mode it prints whet
 went red with the bug's root cause among the new causes (a new cause whose reduced case holds
 one of the bug's operators), how many models held those operators, and the wall time; then
 the totals. Head's and base's releases are put on ``PYTHONPATH`` (head for the run and its
-workers, base through a ``--base-python`` wrapper).
+workers, base through a ``--base-python`` wrapper). Each run starts in an empty working folder
+of its own, so no run replays another's failures from the configuration's corpus.
 """
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import stat
 import subprocess
 import sys
@@ -126,6 +128,13 @@ def cause_found(v: dict, names: set, kind: str = "", sig: str = "") -> bool:
 
 def replay(bug: dict, mode: str, a, head: str, base_py: str, scratch: str, ops_of: dict) -> dict:
     out = os.path.join(scratch, f"{bug['id']}-{mode}")
+    # The PR configuration keeps a corpus of failing cases (``.dlgate/corpus``, relative to
+    # the working folder) that every later run replays before its batch: in one shared
+    # folder the targeted run's failures were replayed by the ordinary run (and one bug's by
+    # the next), so each run starts in an empty folder of its own.
+    cwd = out + ".cwd"
+    shutil.rmtree(cwd, ignore_errors=True)
+    os.makedirs(cwd)
     backend = bug.get("backend") or bug["compiler"]
     args = [sys.executable, "-m", "dlgate", "run", "--no-progress", "--config", PR, "--seed", f"replay-{bug['id']}",
             "--backend", backend, "--models", str(a.models), "--base-python", base_py, "--out", out, "--fresh"]
@@ -134,7 +143,7 @@ def replay(bug: dict, mode: str, a, head: str, base_py: str, scratch: str, ops_o
     env = dict(os.environ, PYTHONPATH=head + (os.pathsep + os.environ["PYTHONPATH"] if os.environ.get("PYTHONPATH")
                                               else ""))
     t0 = time.perf_counter()
-    res = subprocess.run(args, capture_output=True, text=True, env=env, cwd=scratch)
+    res = subprocess.run(args, capture_output=True, text=True, env=env, cwd=cwd)
     wall = time.perf_counter() - t0
     if res.returncode not in (0, 1):
         return {"error": f"exit {res.returncode}: {res.stderr.strip().splitlines()[-1:] }", "wall": wall}
@@ -168,6 +177,7 @@ def main() -> int:
     os.makedirs(a.envs, exist_ok=True)
     ops_of = spec_ops()
     totals = {m: {"caught": 0, "wall": 0.0, "n": 0} for m in a.modes}
+    unreachable = 0  # bugs whose trigger the generator cannot draw (bugs.yaml says why)
     with tempfile.TemporaryDirectory(prefix="dlgate-replay-") as tmp:
         scratch = a.scratch or tmp
         os.makedirs(scratch, exist_ok=True)
@@ -189,10 +199,14 @@ def main() -> int:
                 cells.append(f"{mode}: {'CAUGHT' if r['caught'] else ('red, other cause' if r['red'] else 'missed')} "
                              f"({r['met']} models with {'/'.join(bug.get('operators') or ['?'])}, {r['new']} new "
                              f"cause(s){tgt}, {r['wall']:.0f} s)")
-            print(f"{bug['id']} ({bug['compiler']} {bug['buggy']} -> {bug['fixed']}): " + " | ".join(cells), flush=True)
+            why = f" [unreachable: {' '.join(bug['unreachable'].split())}]" if bug.get("unreachable") else ""
+            unreachable += bool(why)
+            print(f"{bug['id']} ({bug['compiler']} {bug['buggy']} -> {bug['fixed']}): " + " | ".join(cells) + why,
+                  flush=True)
     print()
     for m, t in totals.items():
-        print(f"{m}: caught {t['caught']} of {t['n']} bugs with their root cause; wall time {t['wall']:.0f} s")
+        print(f"{m}: caught {t['caught']} of {t['n']} bugs with their root cause"
+              f"{f' ({unreachable} unreachable by the generator)' if unreachable else ''}; wall time {t['wall']:.0f} s")
     if len(totals) == 2 and all(t["wall"] for t in totals.values()):
         print(f"wall-time ratio targeted/ordinary: {totals['targeted']['wall'] / totals['ordinary']['wall']:.2f}")
     return 0
