@@ -177,6 +177,7 @@ def main() -> int:
     os.makedirs(a.envs, exist_ok=True)
     ops_of = spec_ops()
     totals = {m: {"caught": 0, "wall": 0.0, "n": 0} for m in a.modes}
+    unreachable = 0  # bugs whose trigger the generator cannot draw (bugs.yaml says why)
     with tempfile.TemporaryDirectory(prefix="dlgate-replay-") as tmp:
         scratch = a.scratch or tmp
         os.makedirs(scratch, exist_ok=True)
@@ -198,10 +199,14 @@ def main() -> int:
                 cells.append(f"{mode}: {'CAUGHT' if r['caught'] else ('red, other cause' if r['red'] else 'missed')} "
                              f"({r['met']} models with {'/'.join(bug.get('operators') or ['?'])}, {r['new']} new "
                              f"cause(s){tgt}, {r['wall']:.0f} s)")
-            print(f"{bug['id']} ({bug['compiler']} {bug['buggy']} -> {bug['fixed']}): " + " | ".join(cells), flush=True)
+            why = f" [unreachable: {' '.join(bug['unreachable'].split())}]" if bug.get("unreachable") else ""
+            unreachable += bool(why)
+            print(f"{bug['id']} ({bug['compiler']} {bug['buggy']} -> {bug['fixed']}): " + " | ".join(cells) + why,
+                  flush=True)
     print()
     for m, t in totals.items():
-        print(f"{m}: caught {t['caught']} of {t['n']} bugs with their root cause; wall time {t['wall']:.0f} s")
+        print(f"{m}: caught {t['caught']} of {t['n']} bugs with their root cause"
+              f"{f' ({unreachable} unreachable by the generator)' if unreachable else ''}; wall time {t['wall']:.0f} s")
     if len(totals) == 2 and all(t["wall"] for t in totals.values()):
         print(f"wall-time ratio targeted/ordinary: {totals['targeted']['wall'] / totals['ordinary']['wall']:.2f}")
     return 0

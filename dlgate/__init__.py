@@ -13,4 +13,4 @@ and ``init`` sets dlgate up in a compiler's repository. docs/architecture.md map
 __version__ = "1.0.0"
 
 #: Bumped whenever a change alters the bytes generated for a given seed.
-GENERATOR_VERSION = "15"
+GENERATOR_VERSION = "16"

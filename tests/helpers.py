@@ -277,7 +277,8 @@ def judge_candidate(g: Graph, inputs: list, candidate: list, reference: list | N
 # -- picking a run's seed by what its batch holds --------------------------------------------------
 def run_batch(cfg_path: str, seed: str) -> list:
     """The batch cases (``dlgate.case.Case``, in index order) that ``dlgate run --config
-    cfg_path --seed seed`` generates: the campaign's generator at its fixed opset, guided by
+    cfg_path --seed seed`` generates: the campaign's generator at its fixed opset (or from
+    13 up to its ``max_opset``, which spares the probe), guided by
     coverage from an empty state unless guidance is off. A test that needs its batch to hold
     some kind of model picks its seed by this (:func:`seed_where`), so that a new generator
     version, which draws other cases from every seed, does not take the kind away."""
@@ -286,11 +287,14 @@ def run_batch(cfg_path: str, seed: str) -> list:
     from dlgate.gate import config as C
     from dlgate.gate.run.plan import generator
 
+    from dlgate.graph.config import OLDEST_OPSET
+
     cfg = C.load(cfg_path)
     # what the run would draw otherwise depends on probes (the opset range, a support
     # restriction) or on a coverage state kept elsewhere
-    assert cfg.opset is not None and not cfg.support and not cfg.restrict_to_support and not cfg.coverage_state
-    gen = generator(cfg, [cfg.opset, cfg.opset])
+    assert cfg.opset is not None or cfg.max_opset is not None
+    assert not cfg.support and not cfg.restrict_to_support and not cfg.coverage_state
+    gen = generator(cfg, [cfg.opset, cfg.opset] if cfg.opset is not None else [OLDEST_OPSET, cfg.max_opset])
     if not cfg.guidance:
         return [make_case(gen, seed, cfg.campaign, i) for i in range(cfg.models)]
     batch = GuidedBatch(gen, seed, cfg.campaign, CoverageState())

@@ -107,8 +107,9 @@ def test_cli_check_writes_results_and_exit_status(tmp_path, capsys):
     assert main(["check", str(tmp_path), "--backend", "tvm@O9"]) == 2
 
 
-def _motif_cases(tmp_path, name: str, want, count: int = 40, dtype: str = "float32"):
-    """Cases of one operator or motif ``name`` whose attributes satisfy ``want``."""
+def _motif_cases(tmp_path, name: str, want, count: int = 40, dtype: str = "float32", n: int | None = None):
+    """Cases of one operator or motif ``name`` whose attributes satisfy ``want``, among the
+    first ``count`` draws; with ``n``, the first ``n`` of them (the draws stop there)."""
     from dlgate.ops.registry import get
 
     spec = get(name)
@@ -120,6 +121,8 @@ def _motif_cases(tmp_path, name: str, want, count: int = 40, dtype: str = "float
         if want(c.graph.nodes[0].attrs):
             c.write(str(tmp_path))
             out.append(prepare(*load_case(os.path.join(str(tmp_path), c.id))))
+            if len(out) == n:
+                break
     return out
 
 
@@ -165,7 +168,8 @@ def test_a_4bit_weight_matmul_is_compared_exactly_onnxruntime_int8_activations_a
     # which the oracle reports: the 4-bit weights are compared, not excused
     # K of at least 32: over a few terms int8 activations can be exact (one value a block is)
     fused = _motif_cases(tmp_path, "DQMatMulNBits",
-                         lambda a: a.get("violate") is None and a["dq"]["bits"] == 4 and a["dq"]["k"] >= 32, count=120)
+                         lambda a: a.get("violate") is None and a["dq"]["bits"] == 4 and a["dq"]["k"] >= 32, count=400,
+                         n=5)
     assert len(fused) >= 5
     cfg = CheckConfig([BackendSpec("onnxruntime"), BackendSpec("tests.fake_backends:OrtDefaultAccuracy")],
                       crosscheck=False)

@@ -15,8 +15,9 @@ from dlgate.case import make_case
 from dlgate.check import CheckConfig, check, prepare
 from dlgate.exec import worker as W
 from dlgate.gate import decide as D
-from dlgate.graph.config import GenConfig
+from dlgate.graph.config import NEWEST_OPSET, GenConfig
 from dlgate.graph.generator import Generator
+from dlgate.rewrite import make_twin
 from dlgate.rewrite import oracle as EQ
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -30,6 +31,46 @@ def _cases(n: int, root: str = "eq-tests", dynamic: float = 0.2, extreme: float 
         c = make_case(gen, root, "eq", i)
         out.append(prepare(c.meta(), c.graph, c.model_bytes))
     return out
+
+
+def _mul_one_stream(root: str, seed: int | None = None, tries: int = 60):
+    """The valid cases ``root``/eq/0, 1, ... (no dynamic or extreme draws; within ``tries``
+    indices) that a ``mul_one`` twin applies to: a tensor ``x * 1`` can be inserted on, for
+    the twin seed ``seed`` or, when None, the seed a run draws the case's twin from. Picked
+    by that property, since a generator version draws other models from each index; each
+    is prepared (its input search run) only once the twin applies."""
+    gen = Generator(GenConfig(dynamic_share=0.0, extreme_share=0.0))
+    for i in range(tries):
+        c = make_case(gen, root, "eq", i)
+        s = EQ.twin_seed(int(c.meta().get("seed") or 0)) if seed is None else seed
+        if make_twin(c.graph, c.model_bytes, s, ("mul_one",)) is None:
+            continue
+        p = prepare(c.meta(), c.graph, c.model_bytes)
+        if p.search["valid"]:
+            yield p
+
+
+def _mul_one_cases(n: int, root: str, seed: int | None = None) -> list:
+    """The first ``n`` cases of :func:`_mul_one_stream`."""
+    out = []
+    for p in _mul_one_stream(root, seed):
+        out.append(p)
+        if len(out) == n:
+            return out
+    raise AssertionError(f"only {len(out)} of the {n} valid cases with a mul_one twin wanted among {root}/eq")
+
+
+def _judged_mul_one(spec, n: int, root: str) -> list:
+    """The records of the first ``n`` cases of :func:`_mul_one_stream` whose ``mul_one``
+    twin ``spec`` judges (the case itself runs there: its importer takes the case's
+    operators), each checked once."""
+    recs = []
+    for p in _mul_one_stream(root):
+        recs.extend(r for r in _twins([spec], [p], kinds=("mul_one",))
+                    if any(t["status"] != EQ.NOT_JUDGED for t in r["twins"]))
+        if len(recs) == n:
+            return recs
+    raise AssertionError(f"only {len(recs)} of the {n} twinned cases wanted run on {spec.label()} among {root}/eq")
 
 
 def _twins(backends, cases, kinds=None, reference=None) -> list:
@@ -100,20 +141,22 @@ def test_catches_mul_one_fault_with_and_without_reference():
 
 
 def test_catches_tvm_pass_that_mishandles_mul_one():
+    """TVM with a pass computing ``x * 1`` as ``x + 1``: among the first three valid cases
+    whose mul_one twin TVM judges (TVM imports the case), an inconsistency is found."""
     pytest.importorskip("tvm")
     spec = BackendSpec("tvm", options=(("extra_passes", ("dlgate.backends.testing:mul_one_to_add",)),))
-    cases = [p for p in _cases(6, root="eq-tvm-catch", dynamic=0.0, extreme=0.0) if p.search["valid"]][:3]
-    recs = _twins([spec], cases, kinds=("mul_one",))
+    recs = _judged_mul_one(spec, 3, "eq-tvm-catch")
     st = _statuses(recs)
     assert any(k[2] == EQ.INCONSISTENT for k in st), st
 
 
 def test_status_inconsistency_and_refusal():
     """A twin the compiler fails on while it runs the case is inconsistent (``how``:
-    status); one it declares it does not take is refused, not a finding."""
+    status); one it declares it does not take is refused, not a finding. The cases are
+    valid ones a mul_one twin applies to."""
     from dlgate.rewrite import make_twin
 
-    cases = [p for p in _cases(4, root="eq-status", dynamic=0.0, extreme=0.0) if p.search["valid"]][:2]
+    cases = _mul_one_cases(2, "eq-status", seed=5)
     refuse = BackendSpec("dlgate.backends.testing:RefusingOnnxRuntime", options=(("refuse", "Mul"),))
     recs = _twins([refuse], cases, kinds=("mul_one",))
     for r in recs:
@@ -178,6 +221,36 @@ def test_decide_an_inconsistency_the_base_build_shares_is_pre_existing():
     assert [g["signature"] for g in d.of(D.NEW)] == ["headonly"]
 
 
+def _mul_one_seed(cfg: str, prefix: str) -> str:
+    """The first seed ``prefix``1, 2, ... whose batch of the campaign ``cfg`` holds a valid
+    case the run twins by ``mul_one`` (every case is twinned, the rewrite drawn from the
+    case's twin seed): only there does the faulty onnxruntime meet ``x * 1``. Every case of
+    the batch must also load in onnxruntime at its full optimizations: its own bugs (e.g.
+    its int8 -> uint8 QDQ rewrite that leaves a QuantizeLinear of mismatched types) would be
+    findings of another class in a test of the inconsistencies alone. The campaign sets
+    ``max_opset`` to the newest opset (what the probe finds on onnxruntime 1.32) so that its
+    batch is known without running it."""
+    from tests.helpers import ort_session, seed_where
+
+    def loads(c) -> bool:
+        try:
+            ort_session(c.model_bytes, level=None, severity=4)
+        except Exception:  # noqa: BLE001 - any load failure is a finding of its own
+            return False
+        return True
+
+    def mul_one_twinned(cases) -> bool:
+        if not all(loads(c) for c in cases):
+            return False
+        for c in cases:
+            twin = make_twin(c.graph, c.model_bytes, EQ.twin_seed(int(c.meta().get("seed") or 0)))
+            if twin is not None and twin.kind == "mul_one" and prepare(c.meta(), c.graph, c.model_bytes).search["valid"]:
+                return True
+        return False
+
+    return seed_where(cfg, mul_one_twinned, prefix)
+
+
 def _head_vs_base(tmp_path, name: str, fixed: bool):
     """A head-versus-base campaign of the faulty onnxruntime with every case twinned; the
     base build is the same interpreter, with the fault fixed where ``fixed``."""
@@ -186,17 +259,17 @@ def _head_vs_base(tmp_path, name: str, fixed: bool):
     env = f"{{{MUL_ONE_FIXED_ENV}: '1'}}" if fixed else "{}"
     cfg = tmp_path / f"{name}.yaml"
     cfg.write_text(f"campaign: eqb\nmodels: 6\nbackends: [{MUL_ONE_ORT}]\nrewrite_share: 1.0\ndynamic_share: 0\n"
-                   f"extreme_share: 0\nfail_on: new\nreduce: false\nbase:\n  python: {sys.executable}\n"
-                   f"  env: {env}\n")
+                   f"extreme_share: 0\nmax_opset: {NEWEST_OPSET}\nfail_on: new\nreduce: false\nbase:\n"
+                   f"  python: {sys.executable}\n  env: {env}\n")
     out = tmp_path / name
-    r = _dlgate("run", "--config", str(cfg), "--seed", "eqs", "--out", str(out), "--fresh")
+    r = _dlgate("run", "--config", str(cfg), "--seed", _mul_one_seed(str(cfg), "eqs"), "--out", str(out), "--fresh")
     return r, json.loads((out / "verdict.json").read_text())
 
 
 def test_head_versus_base_an_inconsistency_the_base_build_shares_is_not_new(tmp_path):
     """Silent: head and base are the same faulty build: every inconsistency is pre-existing
     and the gate passes. Catch: the base build has the fault fixed: they are new and the
-    gate fails."""
+    gate fails. The seed is one whose batch has a case twinned by ``mul_one``."""
     r, v = _head_vs_base(tmp_path, "same", fixed=False)
     assert r.returncode == 0, r.stderr[-2000:]
     assert not v["new"] and v["pre_existing"]
@@ -215,14 +288,15 @@ def _dlgate(*args, cwd=ROOT):
 def test_gate_reduces_and_reports_an_inconsistency(tmp_path):
     """A campaign with rewrite_share 1 on the faulty onnxruntime: the inconsistency is new,
     confirmed, reduced to a small case with its twin and a repro script, and twice the same
-    results.jsonl."""
+    results.jsonl. The seed is one whose batch has a case twinned by ``mul_one``."""
     cfg = tmp_path / "c.yaml"
     cfg.write_text(f"campaign: eq\nmodels: 8\nbackends: [{MUL_ONE_ORT}]\nrewrite_share: 1.0\ndynamic_share: 0\n"
-                   "extreme_share: 0\nfail_on: new\n")
+                   f"extreme_share: 0\nmax_opset: {NEWEST_OPSET}\nfail_on: new\n")
+    seed = _mul_one_seed(str(cfg), "eqs")
     outs = []
     for k in range(2):
         out = tmp_path / f"out{k}"
-        r = _dlgate("run", "--config", str(cfg), "--seed", "eqs", "--out", str(out), "--fresh")
+        r = _dlgate("run", "--config", str(cfg), "--seed", seed, "--out", str(out), "--fresh")
         assert r.returncode == 1, r.stderr[-2000:]
         outs.append(out)
     verdict = json.loads((outs[0] / "verdict.json").read_text())

@@ -3,7 +3,7 @@ from dlgate.seeds import case_id, case_seed, sub_seed
 
 def test_case_seed_is_a_fixed_function_of_its_inputs():
     # Pinned value: a change here changes every batch ever generated (bump GENERATOR_VERSION).
-    assert case_seed("abc", "pr", 0) == 0x27824F2E4015FA60
+    assert case_seed("abc", "pr", 0) == 0x0BD7647812B0FFE9
 
 
 def test_seeds_differ_by_root_campaign_and_index():

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import numpy as np
 import torch
 
 from dlgate import dtypes as dt
@@ -11,7 +12,14 @@ from dlgate.ops.linalg._shared import MAX_K, product_bounds, product_span, _smal
 # -- Einsum ---------------------------------------------------------------------------------
 BINARY_EQS = ("ij,jk->ik", "bij,bjk->bik", "bij,bkj->bik", "i,j->ij", "i,i->", "ij,ij->i",
               "ij,jk", "ij,j->i", "bij,jk->bik")
-UNARY_EQS = ("ij->ji", "ij->i", "ij->j", "bij->bji", "ijk->kji", "ij->", "ij", "i->i")
+#: One operand: transposes, reductions, and (``ijk->ki``, ``ijk->kj``) a reduction whose kept
+#: labels come out permuted, which onnxruntime's lone-operand path once finalized with the
+#: unreduced operand's axis map (``ort-einsum-reduce-transpose`` in the replay set).
+UNARY_EQS = ("ij->ji", "ij->i", "ij->j", "bij->bji", "ijk->kji", "ij->", "ij", "i->i", "ijk->ki", "ijk->kj")
+#: A graph operand and a constant whose one label of its own (the last) has size 0 and is
+#: summed out: every output element is an empty sum, 0.
+EMPTY_EQS = ("ij,jz->ij", "ij,z->ij", "ij,jz->ji", "ij,iz->i", "ij,jz->j", "i,iz->i", "bij,jz->bij",
+             "bij,bz->bji")
 LETTERS = "abcdefghijklmnopqrstuvwxyz"
 
 
@@ -131,6 +139,73 @@ class EinsumUnary(Einsum):
     eqs = UNARY_EQS
 
 
+class EinsumEmpty(Einsum):
+    """Einsum of a graph tensor and a constant operand with a zero-size axis the equation
+    sums out (``ij,jz->ij`` with z = 0): the result is zeros of the graph operand's kept
+    labels. Kernels special-case empty operands (onnxruntime's CPU Einsum once ran its
+    MatMul and ReduceSum helpers on the empty buffers and crashed, ``ort-einsum-empty`` in
+    the replay set), so it is a degenerate value of Einsum: drawn in the degenerate regime,
+    never in the ordinary stream. The constant's shape and type are attributes (the
+    lowering writes it), checked against the graph operand."""
+
+    name = "EinsumEmpty"
+    arity = 1
+    dtypes = tuple((t,) for t in dt.FLOATS)
+    ranks = _first_ranks(EMPTY_EQS)
+    eqs = EMPTY_EQS
+    degenerate_only = True
+    symbolic_ok = False
+    value_inputs = ()  # the graph operand's values never reach the output
+    can_overflow = False
+
+    def sample(self, ctx, ins):
+        cands = [e for e in self.eqs if len(_parse(e)[0][0]) == ins[0].rank]
+        eq = _rename(ctx, ctx.choice(cands))
+        return {"equation": eq, "dtype": ins[0].dtype, "empty": _empty_shape(eq, ins[0].shape)}
+
+    def backward(self, ctx, out):
+        if out.dtype not in dt.FLOATS:
+            return None
+        cands = [e for e in self.eqs if len(_parse(e)[1]) == out.rank]
+        if not cands:
+            return None
+        eq = _rename(ctx, ctx.choice(cands))
+        ops, rhs = _parse(eq)
+        env = dict(zip(rhs, out.shape))
+        shape = tuple(env[c] if c in env else ctx.dim(MAX_K) for c in ops[0])
+        return [TensorType(out.dtype, shape)], {"equation": eq, "dtype": out.dtype, "empty": _empty_shape(eq, shape)}
+
+    def requires(self, ins, a):
+        ops, _ = _parse(a["equation"])
+        if len(ops) != 2 or len(ops[0]) != ins[0].rank or a["dtype"] != ins[0].dtype:
+            return [False]
+        return [tuple(a["empty"]) == _empty_shape(a["equation"], ins[0].shape)]
+
+    def onnx(self, b, a, xs, ys):
+        e = b.const(np.zeros(tuple(a["empty"]), dtype=dt.NUMPY[a["dtype"]]), hint="empty")
+        b.node("Einsum", [xs[0], e], ys, equation=a["equation"])
+
+    def torch(self, a, x):
+        return torch.einsum(a["equation"], x, torch.zeros(tuple(a["empty"]), dtype=x.dtype))
+
+    def value_range(self, a, ranges, ins):
+        return [(0.0, 0.0)]
+
+    def exact(self, a, exacts, ins):
+        return 0.0
+
+    def input_span(self, a, i, span, ins):
+        return None
+
+
+def _empty_shape(eq: str, xshape: tuple) -> tuple:
+    """The constant operand's shape: the graph operand's size for a label they share, 0 for
+    the label of its own."""
+    ops, _ = _parse(eq)
+    env = dict(zip(ops[0], xshape))
+    return tuple(env.get(c, 0) for c in ops[1])
+
+
 def _rename(ctx, eq: str) -> str:
     letters = sorted({c for c in eq if c.isalpha()})
     pick = ctx.rng.sample(LETTERS, len(letters))
@@ -138,4 +213,4 @@ def _rename(ctx, eq: str) -> str:
     return "".join(table.get(c, c) for c in eq)
 
 
-OPS = [Einsum, EinsumUnary]
+OPS = [Einsum, EinsumUnary, EinsumEmpty]

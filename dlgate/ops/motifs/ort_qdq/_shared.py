@@ -7,7 +7,7 @@ from dlgate.ops.motifs.ort_common import F32, OrtMotif
 from dlgate.ops.quant._shared import QR
 
 
-I8, U8 = dt.INT8, dt.UINT8
+I8, U8, F16 = dt.INT8, dt.UINT8, dt.FLOAT16
 
 
 def fq(ctx, qt: str | None = None, e: int | None = None, z: int | None = None) -> dict:
