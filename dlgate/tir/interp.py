@@ -9,12 +9,27 @@ does not know raises :class:`Unsupported` (the oracle then has no third referenc
 not a finding).
 
 It also tells undefined behaviour from a miscompilation: a load or store outside its
-buffer, a read of an allocated buffer's element never written, an integer division by zero
-raise :class:`Unsupported` with a message starting ``undefined:``. Two builds of such a
-program may legally differ, so the oracle does not call their difference a finding.
+buffer, a read of an allocated buffer's element never written, an integer division by zero,
+integer arithmetic whose exact result leaves its dtype's range, a shift by a negative amount
+or by the dtype's width or more, and a float-to-integer conversion of a value outside the
+integer's range raise :class:`Unsupported` with a message starting ``undefined:``. Two
+builds of such a program may legally differ, so the oracle does not call their difference a
+finding.
+
+Integer overflow is flagged here rather than kept out by the mutators, for three reasons:
+whether it happens depends on the values at run time, which a mutator does not see; seeds
+lowered from dlgate's graphs already hold integer arithmetic on loaded values; and TVM
+makes it undefined in two places at once: its arithmetic simplifier rewrites integer
+expressions as if they were mathematical integers (for every integer dtype), and its LLVM
+code generation emits ``add``/``sub``/``mul`` of 32- and 64-bit integers with ``nsw`` (signed)
+or ``nuw`` (unsigned) flags, whose overflow is poison. Flagging every integer dtype is the
+conservative reading: an overflow only matters when the two builds differ, and then a
+difference on such a program is not TVM's fault.
 """
 from __future__ import annotations
 
+
+import math
 
 import numpy as np
 
@@ -33,8 +48,12 @@ _UNARY = {
     "tirx.cos": np.cos, "tirx.fabs": np.abs, "tirx.floor": np.floor, "tirx.ceil": np.ceil, "tirx.round": np.rint,
     "tirx.trunc": np.trunc, "tirx.sigmoid": lambda x: 1 / (1 + np.exp(-x)), "tirx.exp2": np.exp2,
     "tirx.log2": np.log2, "tirx.log10": np.log10, "tirx.tan": np.tan, "tirx.atan": np.arctan,
-    "tirx.rsqrt": lambda x: 1 / np.sqrt(x), "tirx.erf": None,
+    "tirx.rsqrt": lambda x: 1 / np.sqrt(x), "tirx.erf": lambda x: math.erf(float(x)),
 }
+
+#: Conditional intrinsics under TVM 0.27's names (``prim.``) and the older ones (``tirx.``).
+_IF_THEN_ELSE = ("prim.if_then_else", "tirx.if_then_else")
+_LIKELY = ("prim.likely", "tirx.likely")
 
 
 def _truncdiv(a: int, b: int) -> int:
@@ -57,6 +76,19 @@ def _np_dtype(dtype: str):
         return np.dtype(dtype).type
     except TypeError:
         raise Unsupported(f"dtype {dtype}") from None
+
+
+def _int_result(value: int, dtype: str, what: str):
+    """``value`` (an exact Python integer) as a NumPy scalar of the integer ``dtype``, or
+    ``undefined:`` where it does not fit (see the module's text on overflow)."""
+    info = np.iinfo(dtype)
+    if not info.min <= value <= info.max:
+        raise Unsupported(f"undefined: {dtype} {what} overflows ({value})")
+    return np.dtype(dtype).type(value)
+
+
+def _is_int(dtype: str) -> bool:
+    return dtype.startswith(("int", "uint"))
 
 
 class _Memory:
@@ -219,14 +251,62 @@ class _Interp:
         with np.errstate(all="ignore"):
             return np.array(op(a, b)).astype(_np_dtype(_dtype(e)))[()]
 
+    def _arith(self, e, op, what: str):
+        """``+``, ``-``, ``*``: exact on integers (an overflow is undefined), in the dtype's
+        precision on floats."""
+        dt = _dtype(e)
+        if not _is_int(dt):
+            return self._bin(e, op)
+        return _int_result(op(int(self.expr(e.a)), int(self.expr(e.b))), dt, what)
+
     def e_Add(self, e):
-        return self._bin(e, lambda a, b: a + b)
+        return self._arith(e, lambda a, b: a + b, "addition")
 
     def e_Sub(self, e):
-        return self._bin(e, lambda a, b: a - b)
+        return self._arith(e, lambda a, b: a - b, "subtraction")
 
     def e_Mul(self, e):
-        return self._bin(e, lambda a, b: a * b)
+        return self._arith(e, lambda a, b: a * b, "multiplication")
+
+    def _shift(self, e, left: bool):
+        """A shift: by a negative amount or by the dtype's width or more it is undefined (LLVM's
+        poison); a left shift out of the dtype's range is an overflow; a right shift of a
+        signed value is arithmetic, as TVM's code generation emits it."""
+        dt = _dtype(e)
+        if not _is_int(dt):
+            raise Unsupported(f"shift of {dt}")
+        a, b = int(self.expr(e.a)), int(self.expr(e.b))
+        if not 0 <= b < np.iinfo(dt).bits:
+            raise Unsupported(f"undefined: {dt} shift by {b}")
+        return _int_result(a << b, dt, "left shift") if left else np.dtype(dt).type(a >> b)
+
+    def e_LShift(self, e):
+        return self._shift(e, True)
+
+    def e_RShift(self, e):
+        return self._shift(e, False)
+
+    def _bitwise(self, e, op):
+        dt = _dtype(e)
+        if not _is_int(dt):
+            raise Unsupported(f"bitwise operation on {dt}")
+        a, b = self.expr(e.a), self.expr(e.b)
+        return np.array(op(np.dtype(dt).type(a), np.dtype(dt).type(b))).astype(dt)[()]
+
+    def e_BitwiseAnd(self, e):
+        return self._bitwise(e, np.bitwise_and)
+
+    def e_BitwiseOr(self, e):
+        return self._bitwise(e, np.bitwise_or)
+
+    def e_BitwiseXor(self, e):
+        return self._bitwise(e, np.bitwise_xor)
+
+    def e_BitwiseNot(self, e):
+        dt = _dtype(e)
+        if not _is_int(dt):
+            raise Unsupported(f"bitwise operation on {dt}")
+        return np.invert(np.dtype(dt).type(self.expr(e.a)))
 
     def e_Min(self, e):
         return self._bin(e, np.minimum)
@@ -244,8 +324,7 @@ class _Interp:
                 return np.array(floats(a, b)).astype(dt)[()]
         if int(b) == 0:
             raise Unsupported("undefined: integer division by zero")
-        with np.errstate(all="ignore"):
-            return np.array(ints(int(a), int(b))).astype(dt)[()]
+        return _int_result(ints(int(a), int(b)), _dtype(e), "division")  # INT_MIN / -1
 
     def e_Div(self, e):  # truncating for integers (C's), true division for floats
         return self._div(e, _truncdiv, lambda a, b: a / b)
@@ -304,11 +383,14 @@ class _Interp:
     def e_Call(self, e):
         op = getattr(e.op, "name", "")
         dt = _np_dtype(_dtype(e))
-        if op == "tirx.if_then_else":
+        if op in _IF_THEN_ELSE:
             c = self.expr(e.args[0])
             return self.expr(e.args[1] if bool(c) else e.args[2])
-        if op == "tirx.likely":
+        if op in _LIKELY:
             return self.expr(e.args[0])
+        if op == "tirx.popcount" and len(e.args) == 1 and _is_int(_dtype(e.args[0])):
+            v = int(self.expr(e.args[0])) & ((1 << np.iinfo(_dtype(e.args[0])).bits) - 1)
+            return dt(bin(v).count("1"))
         fn = _UNARY.get(op)
         if fn is None or len(e.args) != 1:
             raise Unsupported(f"call {op}")

@@ -19,7 +19,9 @@ under test, on the same deterministic inputs. Where the NumPy interpreter
    same class a real bug raises, so the error's class cannot tell them apart): not a
    finding, the pair is not kept. So is any error of a sequence that lacks a required
    pass (:func:`dlgate.tir.passes.complete`; a mutation never makes one, a hand-given
-   sequence may): code generation then meets IR it was never meant to see.
+   sequence may): code generation then meets IR it was never meant to see. Such a sequence's
+   different result is a rejected pair as well (``float8`` without ``FP8ComputeLegalize``
+   builds to other values without an error).
 3. *Crash* (``crash``, gating): a signal, a hang past the timeout or the memory cap, in any
    stage of either build or run. No input makes a compiler crash legitimately.
 4. *Exception* (``exception``, gating): an error while applying the *minimal* sequence to
@@ -223,6 +225,11 @@ def _check(pool, text, passes, seed, margin, repeats, floor_s, interp, reference
         if bad is not None and bad.detail.startswith("undefined:"):
             # the program's behaviour is undefined: builds may differ, the program never counts
             return Checked(Verdict(INVALID, "undefined", "interp", bad.detail), outs)
+    if diff is not None and not P.complete(passes):
+        # a sequence without a required pass may build to other values (float8 without its
+        # compute legalization does): an invalid pair, as its errors are
+        return Checked(Verdict(REJECTED, "passes", "mutated", "the sequence lacks required passes: "
+                               + _describe(dict(diff, against="minimal"))), outs)
     if diff is not None:
         diff["against"] = "minimal"
         return Checked(Verdict(INCONSISTENT, "compare", "mutated", _describe(diff), mismatch=diff), outs)
