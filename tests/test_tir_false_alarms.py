@@ -211,3 +211,56 @@ def test_an_overflowing_program_is_not_an_inconsistency_but_a_fault_in_range_is(
     assert (v.kind, v.stage) == (O.INVALID, "undefined") and "overflows" in v.detail, v.to_json()
     v = O.check(pool, good, with_fault(P.default()), seed=1).verdict
     assert v.kind == O.INCONSISTENT, v.to_json()
+
+
+BF16_ROUND_TRIP = HEADER + '''
+@T.prim_func
+def main(a: T.Buffer((8,), "int32"), b: T.Buffer((8,), "int32")):
+    T.func_attr({"tirx.noalias": True})
+    for i in T.vectorized(8):
+        b[i] = T.Cast("int32", T.Cast("bfloat16", a[i] * 201 + 1))
+'''
+
+
+def test_bfloat16_is_computed_in_float32_as_tvm_legalizes_it(pool):
+    """TVM computes a bfloat16 expression in float32 and rounds it only where it is stored:
+    the interpreter does the same (it rounded each cast, and disagreed with both builds)."""
+    mod = B.parse(BF16_ROUND_TRIP)
+    values = B.make_inputs(mod, 2)
+    a, b = I.evaluate(mod["main"], values)
+    assert (b == a * 201 + 1).all()
+    c = O.check(pool, BF16_ROUND_TRIP, P.default(), seed=2)
+    assert c.verdict.kind == O.OK_KIND and c.outcomes["interp"].status == "ok", c.verdict.to_json()
+    v = O.check(pool, BF16_ROUND_TRIP, with_fault(P.default()), seed=2).verdict
+    assert v.kind == O.INCONSISTENT, v.to_json()
+
+
+#: A parallel loop whose iteration 0 reads an element iteration 1 writes (a data race): what
+#: a healthy campaign reported as an inconsistency of TVM's default sequence.
+RACE = HEADER + '''
+@T.prim_func
+def main(A: T.Buffer((8, 16), "float32"), B: T.Buffer((8, 16), "float32")):
+    for i in T.KIND(4):
+        for j in T.vectorized(2):
+            A[2, i * 2 + j] = A[(i * 2 + 2) % 8, i * 2 + j + 1]
+'''
+
+
+def test_a_race_between_iterations_is_undefined_and_a_serial_loop_is_not(pool):
+    race = RACE.replace("KIND", "parallel")
+    with pytest.raises(I.Unsupported, match="undefined: A.* of a (parallel|vectorized) loop"):
+        _interp(race)
+    v = O.check(pool, race, with_fault(P.default()), seed=1).verdict
+    assert not v.finding, v.to_json()
+    serial = race.replace("T.parallel(4)", "T.serial(4)").replace("T.vectorized(2)", "T.serial(2)")
+    _interp(serial)  # ordered iterations: defined
+    lanes = HEADER + '''
+@T.prim_func
+def main(A: T.Buffer((8, 16), "float32"), B: T.Buffer((8, 16), "float32")):
+    for i in T.parallel(4):
+        for j in T.vectorized(4):
+            A[2 * i + 1, j] = A[2 * i, j] + A[2 * i, j + 4]
+'''
+    _interp(lanes)  # each iteration and lane writes its own element and reads no other's
+    v = O.check(pool, lanes, with_fault(P.default()), seed=1).verdict
+    assert v.kind == O.INCONSISTENT, v.to_json()
