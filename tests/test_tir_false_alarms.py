@@ -264,3 +264,15 @@ def main(A: T.Buffer((8, 16), "float32"), B: T.Buffer((8, 16), "float32")):
     _interp(lanes)  # each iteration and lane writes its own element and reads no other's
     v = O.check(pool, lanes, with_fault(P.default()), seed=1).verdict
     assert v.kind == O.INCONSISTENT, v.to_json()
+
+
+def test_the_build_the_interpreter_disagrees_with_is_the_one_blamed(pool):
+    """A fault in the reference build only (the dropped lane in the minimal sequence, not in
+    the mutated one): the interpreter sides with the mutated build, so the finding is the
+    minimal build's, against the interpreter."""
+    from tests.tir_faults import loses_a_lane
+
+    text = ZERO_D
+    assert loses_a_lane(text)
+    v = O.check(pool, text, P.default(), seed=3, reference=with_fault(P.minimal())).verdict
+    assert (v.kind, v.build, v.mismatch["against"]) == (O.INCONSISTENT, "minimal", "interp"), v.to_json()
