@@ -25,7 +25,7 @@ from dlgate.tir import interp as I
 from dlgate.tir import oracle as O
 from dlgate.tir import passes as P
 from dlgate.tir import reduce as R
-from tests.tir_seeds import HEADER, NARROW_FLOATS
+from tests.tir_seeds import HEADER, NARROW_FLOATS, OFFSET_LOOPS
 
 pytest.importorskip("tvm")
 
@@ -276,3 +276,20 @@ def test_the_build_the_interpreter_disagrees_with_is_the_one_blamed(pool):
     assert loses_a_lane(text)
     v = O.check(pool, text, P.default(), seed=3, reference=with_fault(P.minimal())).verdict
     assert (v.kind, v.build, v.mismatch["against"]) == (O.INCONSISTENT, "minimal", "interp"), v.to_json()
+
+
+def test_a_vectorized_loop_off_zero_builds_and_a_fault_in_it_is_found(pool):
+    """``CanonicalizeLoop`` is in the minimal sequence: a vectorized loop that starts at 2, or
+    at a zero TVM has not folded, builds; the dropped lane in it is still an inconsistency."""
+    from tests.tir_faults import loses_a_lane
+
+    assert "CanonicalizeLoop" in P.minimal()
+    for text in OFFSET_LOOPS.values():
+        c = O.check(pool, text, P.default(), seed=4)
+        assert c.verdict.kind == O.OK_KIND and c.outcomes["interp"].status == "ok", c.verdict.to_json()
+        assert O.check(pool, text, P.minimal(), seed=4).verdict.kind == O.OK_KIND
+    hit = [t for t in OFFSET_LOOPS.values() if loses_a_lane(t)]
+    assert hit
+    for text in hit:
+        v = O.check(pool, text, with_fault(P.default()), seed=4).verdict
+        assert v.kind == O.INCONSISTENT, v.to_json()

@@ -9,7 +9,7 @@ import pytest
 from dlgate.exec.worker import Pool
 from dlgate.tir import oracle as O
 from dlgate.tir import passes as P
-from tests.tir_seeds import NARROW_FLOATS, SEEDS
+from tests.tir_seeds import NARROW_FLOATS, OFFSET_LOOPS, SEEDS
 
 tvm = pytest.importorskip("tvm")
 
@@ -73,8 +73,9 @@ def test_minimal_builds_and_each_required_pass_is_needed(pool):
     each required pass, some seed does not build without it, or builds to other values
     (rejected, or a crash), and no seed builds without it to a different result that counts
     (a sequence that lacks a required pass makes an invalid pair, not a finding). The
-    legalization passes are needed by the bfloat16 and float8 programs."""
-    programs = list(SEEDS.values()) + list(NARROW_FLOATS.values())
+    legalization passes are needed by the bfloat16 and float8 programs, CanonicalizeLoop by a
+    vectorized loop that does not start at 0."""
+    programs = list(SEEDS.values()) + list(NARROW_FLOATS.values()) + list(OFFSET_LOOPS.values())
     for text in programs:
         v = O.check(pool, text, P.default(), seed=3, interp=False).verdict
         assert v.kind == O.OK_KIND, v.to_json()

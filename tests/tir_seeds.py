@@ -119,3 +119,23 @@ def main(a: T.Buffer((16,), "float8_e4m3fn"), b: T.Buffer((16,), "float32")):
         b[i] = T.Cast("float32", a[i]) + T.float32(1.0)
 ''',
 }
+
+#: A vectorized loop that does not start at 0 (written as the loop mutator's split writes
+#: one): ``VectorizeLoop`` needs ``CanonicalizeLoop`` before it.
+OFFSET_LOOPS = {
+    "vector_from_two": HEADER + '''
+@T.prim_func
+def main(a: T.Buffer((8,), "float32"), b: T.Buffer((8,), "float32")):
+    T.func_attr({"tirx.noalias": True})
+    for i in T.vectorized(2, 6):
+        b[i] = a[i] + T.float32(1.0)
+''',
+    "vector_from_cast_zero": HEADER + '''
+@T.prim_func
+def main(a: T.Buffer((4, 8), "float32"), b: T.Buffer((4, 8), "float32")):
+    T.func_attr({"tirx.noalias": True})
+    for i in range(4):
+        for j in T.vectorized(T.Cast("int64", 0), T.Cast("int64", 0) + T.int64(8)):
+            b[i, j] = a[i, j] * T.float32(3.0)
+''',
+}

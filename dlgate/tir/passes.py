@@ -16,7 +16,10 @@ and a pass the pipeline runs with different arguments carries them (``"ThreadSyn
 all (measured on TVM 0.27 by removing each pass of :data:`DEFAULT` in turn from the build
 of block, loop and allocation programs: removing any one of these fails the build with an
 internal check, or crashes it; removing any other still builds and computes the same), and
-the passes TVM's pipeline needs for the narrow float dtypes (:data:`LEGALIZE`): without
+``CanonicalizeLoop``, which moves every loop to start at 0 (``VectorizeLoop`` fails its
+``is_zero(op->min)`` check on a vectorized loop that starts elsewhere, a form the loop
+mutator's split and TVM's own printer both write), and the passes TVM's pipeline needs for
+the narrow float dtypes (:data:`LEGALIZE`): without
 ``BF16ComputeLegalize`` and ``BF16StorageLegalize`` a program holding ``bfloat16`` (even an
 unused ``bfloat16`` parameter) fails to build or segfaults in code generation, and without
 ``FP8ComputeLegalize`` a ``float8`` program builds to wrong values, as it does with
@@ -113,8 +116,8 @@ FINALIZE: tuple = ("LowerTVMBuiltin", "LowerIntrin")
 #: them (``llvm``): what the default pipeline runs for those dtypes (see the module's text).
 LEGALIZE = frozenset({"BF16ComputeLegalize", "FP8ComputeLegalize", "FP8StorageLegalize", "BF16StorageLegalize"})
 
-REQUIRED = frozenset({"LowerInitBlock", "ConvertBlocksToOpaque", "LowerOpaqueBlock", "FlattenBuffer",
-                      "VectorizeLoop", "MakePackedAPI"}) | LEGALIZE
+REQUIRED = frozenset({"CanonicalizeLoop", "LowerInitBlock", "ConvertBlocksToOpaque", "LowerOpaqueBlock",
+                      "FlattenBuffer", "VectorizeLoop", "MakePackedAPI"}) | LEGALIZE
 
 #: The passes a mutation may insert: every pass but the required ones (those are there already).
 OPTIONAL: tuple = tuple(n for n in PASSES if n not in REQUIRED)
