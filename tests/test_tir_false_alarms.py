@@ -293,3 +293,16 @@ def test_a_vectorized_loop_off_zero_builds_and_a_fault_in_it_is_found(pool):
     for text in hit:
         v = O.check(pool, text, with_fault(P.default()), seed=4).verdict
         assert v.kind == O.INCONSISTENT, v.to_json()
+
+
+def test_float8_results_compare_within_a_unit_in_the_last_place():
+    """float8 is computed in float32 and rounded at the store, by TVM and by the
+    interpreter; one rounding apart is no difference, two units are."""
+    import ml_dtypes
+
+    x = np.array([1.0, 1.125, -2.5], dtype=ml_dtypes.float8_e4m3fn)
+    assert O.compare([x], [x.copy()]) is None
+    near = np.array([1.125, 1.25, -2.5], dtype=ml_dtypes.float8_e4m3fn)  # one unit off at 1 and 1.125
+    assert O.compare([near], [x]) is None
+    far = np.array([1.5, 1.125, -2.5], dtype=ml_dtypes.float8_e4m3fn)
+    assert O.compare([far], [x])["index"] == [0]

@@ -52,7 +52,8 @@ simplification change which multiply-adds LLVM contracts into fused multiply-add
 rounding instead of two) and in which order a vectorized reduction's lanes are added. Both
 change the last bits of each operation, and the error grows with the number of chained
 operations. So floats compare with ``|a - b| <= atol + rtol * |b|`` (``rtol`` 1e-5 for
-float32, 1e-12 for float64, 1e-2 for float16 and bfloat16; ``atol`` the same as ``rtol``
+float32, 1e-12 for float64, 1e-2 for float16 and bfloat16, a unit in the last place for
+the float8 types (0.125 for e4m3, 0.25 for e5m2); ``atol`` the same as ``rtol``
 over inputs of magnitude below 2), NaN equal to NaN and an infinity only to itself.
 """
 from __future__ import annotations
@@ -110,6 +111,8 @@ def float_tolerance(dtype: str) -> tuple:
     """``(rtol, atol)`` for a float dtype (see the module's text)."""
     if dtype in ("float16", "bfloat16"):
         return 1e-2, 1e-2
+    if dtype.startswith("float8"):  # a unit in the last place: 3 mantissa bits (e4m3), 2 (e5m2)
+        return (0.25, 0.25) if dtype.startswith("float8_e5m2") else (0.125, 0.125)
     if dtype == "float64":
         return 1e-12, 1e-12
     return 1e-5, 1e-5
@@ -124,7 +127,7 @@ def compare(got: list, want: list) -> dict | None:
         a, b = np.asarray(a), np.asarray(b)
         if a.shape != b.shape or a.dtype != b.dtype:
             return {"arg": k, "detail": f"{a.dtype}{list(a.shape)} against {b.dtype}{list(b.shape)}"}
-        if a.dtype.kind == "f" or str(a.dtype) == "bfloat16":
+        if a.dtype.kind == "f" or str(a.dtype) == "bfloat16" or str(a.dtype).startswith("float8"):
             rtol, atol = float_tolerance(str(a.dtype))
             x, y = a.astype(np.float64), b.astype(np.float64)
             both_nan = np.isnan(x) & np.isnan(y)
