@@ -50,18 +50,23 @@ def main(a: T.Buffer((16,), "int32"), q: T.Buffer((16, 4), "int32")):
     assert (q[:, 2] == np.trunc(a / 3)).all() and (q[:, 3] == np.fmod(a, 3)).all()
 
 
-def test_int8_wraps_and_float16_rounds():
+def test_int8_computes_in_range_overflow_is_undefined_and_float16_rounds():
+    """int8 arithmetic inside int8's range is exact; out of it, undefined (TVM's simplifier
+    treats integers as mathematical ones, whatever their width)."""
     text = HEADER + '''
 @T.prim_func
 def main(a: T.Buffer((8,), "int8"), h: T.Buffer((8,), "float16"), o: T.Buffer((8,), "int8"), p: T.Buffer((8,), "float16")):
     T.func_attr({"tirx.noalias": True})
     for i in T.serial(8):
-        o[i] = a[i] * T.int8(40)
+        o[i] = a[i] * T.int8(FACTOR)
         p[i] = h[i] * h[i] + T.float16(0.1)
 '''
-    (a, h, _, _), (_, _, o, p) = run(text)
-    assert o.dtype == np.int8 and (o == (a.astype(np.int8) * np.int8(40))).all()
+    (a, h, _, _), (_, _, o, p) = run(text.replace("FACTOR", "15"))
+    assert o.dtype == np.int8 and (o == (a.astype(np.int8) * np.int8(15))).all()
     assert p.dtype == np.float16 and (p == h * h + np.float16(0.1)).all()
+    assert np.abs(a).max() > 3  # so that 40 times it leaves int8's range
+    with pytest.raises(Unsupported, match="undefined: int8 multiplication overflows"):
+        run(text.replace("FACTOR", "40"))
 
 
 @pytest.mark.parametrize("body, why", [

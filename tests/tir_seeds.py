@@ -89,3 +89,53 @@ def main(a: T.Buffer((8, 8), "float32"), b: T.Buffer((8, 8), "float32"), c: T.Bu
         c[i + 4] = c[i + 4] + c[i]
 ''',
 }
+
+#: Programs holding the narrow float dtypes TVM legalizes for ``llvm`` (``bfloat16``,
+#: ``float8``): what the minimal sequence must build as TVM's default sequence does
+#: (``tests/test_tir_false_alarms.py``, and each legalization pass's need in
+#: ``tests/test_tir_passes.py``). Kept apart from :data:`SEEDS` so that the tests written
+#: for those keep their programs.
+NARROW_FLOATS = {
+    "bf16_unused_param": HEADER + '''
+@T.prim_func
+def main(a: T.Buffer((8,), "float32"), b: T.Buffer((8,), "float32"), u: T.Buffer((3,), "bfloat16")):
+    T.func_attr({"tirx.noalias": True})
+    for i in T.vectorized(8):
+        b[i] = a[i] * T.float32(2.0) + T.float32(1.0)
+''',
+    "bf16_erf_vector": HEADER + '''
+@T.prim_func
+def main(a: T.Buffer((4, 8), "bfloat16"), b: T.Buffer((4, 8), "bfloat16")):
+    T.func_attr({"tirx.noalias": True})
+    for i in T.serial(4):
+        for j in T.vectorized(8):
+            b[i, j] = T.erf(a[i, j]) * a[i, j] + T.bfloat16(0.5)
+''',
+    "fp8_to_float": HEADER + '''
+@T.prim_func
+def main(a: T.Buffer((16,), "float8_e4m3fn"), b: T.Buffer((16,), "float32")):
+    T.func_attr({"tirx.noalias": True})
+    for i in T.vectorized(16):
+        b[i] = T.Cast("float32", a[i]) + T.float32(1.0)
+''',
+}
+
+#: A vectorized loop that does not start at 0 (written as the loop mutator's split writes
+#: one): ``VectorizeLoop`` needs ``CanonicalizeLoop`` before it.
+OFFSET_LOOPS = {
+    "vector_from_two": HEADER + '''
+@T.prim_func
+def main(a: T.Buffer((8,), "float32"), b: T.Buffer((8,), "float32")):
+    T.func_attr({"tirx.noalias": True})
+    for i in T.vectorized(2, 6):
+        b[i] = a[i] + T.float32(1.0)
+''',
+    "vector_from_cast_zero": HEADER + '''
+@T.prim_func
+def main(a: T.Buffer((4, 8), "float32"), b: T.Buffer((4, 8), "float32")):
+    T.func_attr({"tirx.noalias": True})
+    for i in range(4):
+        for j in T.vectorized(T.Cast("int64", 0), T.Cast("int64", 0) + T.int64(8)):
+            b[i, j] = a[i, j] * T.float32(3.0)
+''',
+}

@@ -203,12 +203,13 @@ def inputs_for(signature: list, seed: int) -> list:
     overflow in a few products either: undefined behaviour the passes may legally change),
     booleans random; scalars are small positive integers (loop bounds, sizes). Every buffer
     is filled, outputs too, so that a program reading an output before writing it reads the
-    same values in each build."""
+    same values in each build. A buffer is an array (a 0-d buffer a 0-d array), a scalar a
+    NumPy scalar: the two are passed differently (:func:`to_argument`)."""
     out = []
     for k, (kind, shape, dtype) in enumerate(signature):
         rng = np.random.default_rng([seed & 0xFFFFFFFF, k])
         if kind == "scalar":
-            out.append(np.array(rng.integers(1, 9), dtype=dtype))
+            out.append(np.dtype(dtype).type(rng.integers(1, 9)))
         elif dtype == "bool":
             out.append(rng.integers(0, 2, shape).astype(bool))
         elif dtype.startswith(("int", "uint")):
@@ -219,20 +220,26 @@ def inputs_for(signature: list, seed: int) -> list:
     return out
 
 
-def _tvm_value(x):
+def to_argument(value):
+    """What the built function takes for a value of :func:`inputs_for`: a buffer (an array,
+    of any rank, 0 included) as a fresh TVM tensor, a scalar parameter (a NumPy scalar) as a
+    Python number. A 0-d buffer is still a buffer: passed as a number, TVM's packed function
+    raises ``TypeError: expected Tensor``."""
     import tvm  # local: optional compiler, imported where it runs
 
-    return x.item() if x.ndim == 0 else tvm.runtime.tensor(x)
+    if isinstance(value, np.ndarray):
+        return tvm.runtime.tensor(np.array(value, copy=True))
+    return value.item()
 
 
 def execute(rt, values: list, repeats: int = 0) -> tuple:
     """``(outputs, seconds)``: every argument after one run of ``main`` on copies of
-    ``values`` (buffers as NumPy arrays, scalars as given), and the per-run seconds of
+    ``values`` (buffers as NumPy arrays, scalars as NumPy scalars), and the per-run seconds of
     ``repeats`` timed measurements (TVM's ``time_evaluator`` after a warm-up: the mean of
     as many calls as fill a millisecond), empty when ``repeats`` is 0."""
     import tvm  # local: optional compiler, imported where it runs
 
-    args = [_tvm_value(np.array(v, copy=True)) for v in values]
+    args = [to_argument(v) for v in values]
     rt["main"](*args)
     outs = [a.numpy() if hasattr(a, "numpy") else np.array(v) for a, v in zip(args, values)]
     seconds = []
@@ -241,7 +248,7 @@ def execute(rt, values: list, repeats: int = 0) -> tuple:
         # number of calls until it does) and reports their mean: a single call of a small
         # program takes less than the timer's resolution
         timer = rt.time_evaluator("main", tvm.cpu(0), number=1, repeat=repeats, min_repeat_ms=1)
-        seconds = list(timer(*[_tvm_value(np.array(v, copy=True)) for v in values]).results)
+        seconds = list(timer(*[to_argument(v) for v in values]).results)
     return outs, seconds
 
 
@@ -253,7 +260,7 @@ def paired_times(first, second, values: list, rounds: int) -> tuple:
     each see their own."""
     import tvm  # local: optional compiler, imported where it runs
 
-    args = [_tvm_value(np.array(v, copy=True)) for v in values]
+    args = [to_argument(v) for v in values]
     timers = [rt.time_evaluator("main", tvm.cpu(0), number=1, repeat=1, min_repeat_ms=1) for rt in (first, second)]
     out: tuple = ([], [])
     for _ in range(rounds):

@@ -4,17 +4,34 @@ It walks the PrimFunc as written, before any pass, one element at a time: loops 
 kind run as serial loops (a parallel, vectorized or unrolled loop means the same thing),
 schedulable blocks bind their iteration variables and run their ``init`` on a reduction's
 first iteration, stores and loads go to flat NumPy arrays, and arithmetic is done on NumPy
-scalars of the expression's dtype (float32 rounds as float32, int32 wraps). Whatever it
+scalars of the expression's dtype (float32 rounds as float32; bfloat16 and float8 are
+computed in float32 and rounded where stored, as TVM's legalization does). Whatever it
 does not know raises :class:`Unsupported` (the oracle then has no third reference, which is
 not a finding).
 
 It also tells undefined behaviour from a miscompilation: a load or store outside its
-buffer, a read of an allocated buffer's element never written, an integer division by zero
-raise :class:`Unsupported` with a message starting ``undefined:``. Two builds of such a
-program may legally differ, so the oracle does not call their difference a finding.
+buffer, a read of an allocated buffer's element never written, an element one iteration of
+a parallel or vectorized loop writes and another reads or writes, an integer division by zero,
+integer arithmetic whose exact result leaves its dtype's range, a shift by a negative amount
+or by the dtype's width or more, and a float-to-integer conversion of a value outside the
+integer's range raise :class:`Unsupported` with a message starting ``undefined:``. Two
+builds of such a program may legally differ, so the oracle does not call their difference a
+finding.
+
+Integer overflow is flagged here rather than kept out by the mutators, for three reasons:
+whether it happens depends on the values at run time, which a mutator does not see; seeds
+lowered from dlgate's graphs already hold integer arithmetic on loaded values; and TVM
+makes it undefined in two places at once: its arithmetic simplifier rewrites integer
+expressions as if they were mathematical integers (for every integer dtype), and its LLVM
+code generation emits ``add``/``sub``/``mul`` of 32- and 64-bit integers with ``nsw`` (signed)
+or ``nuw`` (unsigned) flags, whose overflow is poison. Flagging every integer dtype is the
+conservative reading: an overflow only matters when the two builds differ, and then a
+difference on such a program is not TVM's fault.
 """
 from __future__ import annotations
 
+
+import math
 
 import numpy as np
 
@@ -33,8 +50,12 @@ _UNARY = {
     "tirx.cos": np.cos, "tirx.fabs": np.abs, "tirx.floor": np.floor, "tirx.ceil": np.ceil, "tirx.round": np.rint,
     "tirx.trunc": np.trunc, "tirx.sigmoid": lambda x: 1 / (1 + np.exp(-x)), "tirx.exp2": np.exp2,
     "tirx.log2": np.log2, "tirx.log10": np.log10, "tirx.tan": np.tan, "tirx.atan": np.arctan,
-    "tirx.rsqrt": lambda x: 1 / np.sqrt(x), "tirx.erf": None,
+    "tirx.rsqrt": lambda x: 1 / np.sqrt(x), "tirx.erf": lambda x: math.erf(float(x)),
 }
+
+#: Conditional intrinsics under TVM 0.27's names (``prim.``) and the older ones (``tirx.``).
+_IF_THEN_ELSE = ("prim.if_then_else", "tirx.if_then_else")
+_LIKELY = ("prim.likely", "tirx.likely")
 
 
 def _truncdiv(a: int, b: int) -> int:
@@ -51,12 +72,37 @@ def _dtype(e) -> str:
 
 
 def _np_dtype(dtype: str):
+    """The NumPy type a value of ``dtype`` is computed in: its own, except ``bfloat16`` and
+    the ``float8`` types, which TVM's ``llvm`` pipeline computes in float32
+    (``BF16ComputeLegalize``, ``FP8ComputeLegalize``): an expression of those dtypes, a cast
+    to them included, keeps float32's precision, and is rounded only where it is stored
+    into a buffer of that dtype (:func:`_storage_dtype`)."""
+    if dtype == "bfloat16" or dtype.startswith("float8"):
+        return np.float32
+    return _storage_dtype(dtype)
+
+
+def _storage_dtype(dtype: str):
+    """The NumPy type a buffer of ``dtype`` holds its elements in."""
     if dtype == "bool":
         return np.bool_
     try:
         return np.dtype(dtype).type
     except TypeError:
         raise Unsupported(f"dtype {dtype}") from None
+
+
+def _int_result(value: int, dtype: str, what: str):
+    """``value`` (an exact Python integer) as a NumPy scalar of the integer ``dtype``, or
+    ``undefined:`` where it does not fit (see the module's text on overflow)."""
+    info = np.iinfo(dtype)
+    if not info.min <= value <= info.max:
+        raise Unsupported(f"undefined: {dtype} {what} overflows ({value})")
+    return np.dtype(dtype).type(value)
+
+
+def _is_int(dtype: str) -> bool:
+    return dtype.startswith(("int", "uint"))
 
 
 class _Memory:
@@ -67,20 +113,33 @@ class _Memory:
         self.data: dict = {}
         self.written: dict = {}
         self.shape: dict = {}
+        self.strides: dict = {}
 
     def add(self, buf, values: np.ndarray | None):
-        shape = tuple(int(d) for d in buf.ty.shape)
-        if tuple(buf.ty.strides) or int(buf.ty.elem_offset) != 0:
-            raise Unsupported("strided or offset buffer")
+        """A buffer: a parameter (``values``, its input, row-major) or an allocation (None).
+        An allocation may have explicit strides (the memory mutator writes column-major
+        ones): its elements then sit where the strides put them, so that a read of an
+        element never written is seen whatever the layout."""
+        try:
+            shape = tuple(int(d) for d in buf.ty.shape)
+            strides = tuple(int(d) for d in buf.ty.strides)
+            offset = int(buf.ty.elem_offset)
+        except (TypeError, ValueError):
+            raise Unsupported("symbolic shape, strides or offset") from None
+        if offset != 0 or (strides and values is not None):
+            raise Unsupported("strided or offset parameter")
+        if not strides:
+            strides = tuple(int(np.prod(shape[k + 1:], dtype=np.int64)) for k in range(len(shape)))
         k = _key(buf)
-        size = int(np.prod(shape, dtype=np.int64))
+        size = 1 + sum((n - 1) * st for n, st in zip(shape, strides)) if all(shape) else 0
         if values is None:
-            self.data[k] = np.zeros(size, dtype=_np_dtype(str(buf.ty.dtype)))
+            self.data[k] = np.zeros(size, dtype=_storage_dtype(str(buf.ty.dtype)))
             self.written[k] = np.zeros(size, dtype=bool)
         else:
             self.data[k] = np.array(values, copy=True).reshape(-1)
             self.written[k] = np.ones(size, dtype=bool)
         self.shape[k] = shape
+        self.strides[k] = strides
 
     def flat(self, buf, idx: list) -> tuple:
         k = _key(buf)
@@ -90,12 +149,47 @@ class _Memory:
         if len(idx) != len(shape):
             raise Unsupported("indices do not match the buffer's rank")
         off = 0
-        for i, n in zip(idx, shape):
+        for i, n, st in zip(idx, shape, self.strides[k]):
             i = int(i)
             if not 0 <= i < n:
                 raise Unsupported(f"undefined: index {i} outside {buf}'s extent {n}")
-            off = off * n + i
+            off += i * st
         return k, off
+
+
+class _Lanes:
+    """The accesses of one parallel or vectorized loop, by iteration. Such a loop's
+    iterations may run in any order or in lockstep, so an element one iteration writes and
+    another reads or writes makes the result depend on the schedule: a data race (parallel)
+    or a lockstep hazard (vectorized), undefined either way. Buffers allocated inside the
+    loop are each iteration's own and are not tracked."""
+
+    def __init__(self, kind: str):
+        self.kind = kind
+        self.iteration = 0
+        self.private: set = set()
+        self.writer: dict = {}
+        self.readers: dict = {}
+
+    def access(self, k: int, off: int, write: bool, name: str) -> None:
+        if k in self.private:
+            return
+        at, t = (k, off), self.iteration
+        w = self.writer.get(at)
+        if w is not None and w != t:
+            raise Unsupported(f"undefined: {name}[{off}] is written by one iteration of a {self.kind} loop "
+                              f"and {'written' if write else 'read'} by another")
+        if write:
+            if self.readers.get(at, {t}) - {t}:
+                raise Unsupported(f"undefined: {name}[{off}] is read by one iteration of a {self.kind} loop "
+                                  "and written by another")
+            self.writer[at] = t
+        else:
+            self.readers.setdefault(at, set()).add(t)
+
+
+#: Loop kinds whose iterations are not ordered (``ForKind``: 1 parallel, 2 vectorized).
+_UNORDERED = {1: "parallel", 2: "vectorized"}
 
 
 class _Interp:
@@ -103,6 +197,16 @@ class _Interp:
         self.mem = _Memory()
         self.env: dict = {}
         self.steps = 0
+        self.lanes: list = []  # the enclosing parallel and vectorized loops, outermost first
+
+    def _access(self, buf, k: int, off: int, write: bool) -> None:
+        for lanes in self.lanes:
+            lanes.access(k, off, write, str(buf.name))
+
+    def _allocated(self, buf) -> None:
+        self.mem.add(buf, None)
+        for lanes in self.lanes:
+            lanes.private.add(_key(buf))
 
     # -- statements ----------------------------------------------------------------------
     def stmt(self, s) -> None:
@@ -125,9 +229,18 @@ class _Interp:
         lo, n = int(self.expr(s.min)), int(self.expr(s.extent))
         k = _key(s.loop_var)
         dt = _np_dtype(_dtype(s.loop_var))
-        for i in range(lo, lo + n):
-            self.env[k] = dt(i)
-            self.stmt(s.body)
+        kind = _UNORDERED.get(int(s.kind))
+        if kind is not None:
+            self.lanes.append(_Lanes(kind))
+        try:
+            for i in range(lo, lo + n):
+                self.env[k] = dt(i)
+                if kind is not None:
+                    self.lanes[-1].iteration = i
+                self.stmt(s.body)
+        finally:
+            if kind is not None:
+                self.lanes.pop()
         self.env.pop(k, None)
 
     def s_While(self, s):
@@ -149,11 +262,12 @@ class _Interp:
         arr = self.mem.data[k]
         if np.ndim(v) != 0:
             raise Unsupported("vector store")
+        self._access(s.buffer, k, off, True)
         arr[off] = v
         self.mem.written[k][off] = True
 
     def s_AllocBuffer(self, s):
-        self.mem.add(s.buffer, None)
+        self._allocated(s.buffer)
 
     def s_Bind(self, s):
         self.env[_key(s.var)] = self.expr(s.value)
@@ -171,7 +285,7 @@ class _Interp:
         for iv, v in zip(b.iter_vars, values):
             self.env[_key(iv.var)] = _np_dtype(_dtype(iv.var))(v)
         for buf in b.alloc_buffers:
-            self.mem.add(buf, None)
+            self._allocated(buf)
         if b.init is not None:
             reduce_vars = [(iv, v) for iv, v in zip(b.iter_vars, values) if int(iv.iter_type) == 2]
             if all(int(v) == int(self.expr(iv.dom.min)) for iv, v in reduce_vars):
@@ -203,6 +317,7 @@ class _Interp:
         k, off = self.mem.flat(buf, [self.expr(i) for i in e.indices])
         if not self.mem.written[k][off]:
             raise Unsupported(f"undefined: {buf} read before it is written")
+        self._access(buf, k, off, False)
         return self.mem.data[k][off]
 
     def e_Cast(self, e):
@@ -219,14 +334,62 @@ class _Interp:
         with np.errstate(all="ignore"):
             return np.array(op(a, b)).astype(_np_dtype(_dtype(e)))[()]
 
+    def _arith(self, e, op, what: str):
+        """``+``, ``-``, ``*``: exact on integers (an overflow is undefined), in the dtype's
+        precision on floats."""
+        dt = _dtype(e)
+        if not _is_int(dt):
+            return self._bin(e, op)
+        return _int_result(op(int(self.expr(e.a)), int(self.expr(e.b))), dt, what)
+
     def e_Add(self, e):
-        return self._bin(e, lambda a, b: a + b)
+        return self._arith(e, lambda a, b: a + b, "addition")
 
     def e_Sub(self, e):
-        return self._bin(e, lambda a, b: a - b)
+        return self._arith(e, lambda a, b: a - b, "subtraction")
 
     def e_Mul(self, e):
-        return self._bin(e, lambda a, b: a * b)
+        return self._arith(e, lambda a, b: a * b, "multiplication")
+
+    def _shift(self, e, left: bool):
+        """A shift: by a negative amount or by the dtype's width or more it is undefined (LLVM's
+        poison); a left shift out of the dtype's range is an overflow; a right shift of a
+        signed value is arithmetic, as TVM's code generation emits it."""
+        dt = _dtype(e)
+        if not _is_int(dt):
+            raise Unsupported(f"shift of {dt}")
+        a, b = int(self.expr(e.a)), int(self.expr(e.b))
+        if not 0 <= b < np.iinfo(dt).bits:
+            raise Unsupported(f"undefined: {dt} shift by {b}")
+        return _int_result(a << b, dt, "left shift") if left else np.dtype(dt).type(a >> b)
+
+    def e_LShift(self, e):
+        return self._shift(e, True)
+
+    def e_RShift(self, e):
+        return self._shift(e, False)
+
+    def _bitwise(self, e, op):
+        dt = _dtype(e)
+        if not _is_int(dt):
+            raise Unsupported(f"bitwise operation on {dt}")
+        a, b = self.expr(e.a), self.expr(e.b)
+        return np.array(op(np.dtype(dt).type(a), np.dtype(dt).type(b))).astype(dt)[()]
+
+    def e_BitwiseAnd(self, e):
+        return self._bitwise(e, np.bitwise_and)
+
+    def e_BitwiseOr(self, e):
+        return self._bitwise(e, np.bitwise_or)
+
+    def e_BitwiseXor(self, e):
+        return self._bitwise(e, np.bitwise_xor)
+
+    def e_BitwiseNot(self, e):
+        dt = _dtype(e)
+        if not _is_int(dt):
+            raise Unsupported(f"bitwise operation on {dt}")
+        return np.invert(np.dtype(dt).type(self.expr(e.a)))
 
     def e_Min(self, e):
         return self._bin(e, np.minimum)
@@ -244,8 +407,7 @@ class _Interp:
                 return np.array(floats(a, b)).astype(dt)[()]
         if int(b) == 0:
             raise Unsupported("undefined: integer division by zero")
-        with np.errstate(all="ignore"):
-            return np.array(ints(int(a), int(b))).astype(dt)[()]
+        return _int_result(ints(int(a), int(b)), _dtype(e), "division")  # INT_MIN / -1
 
     def e_Div(self, e):  # truncating for integers (C's), true division for floats
         return self._div(e, _truncdiv, lambda a, b: a / b)
@@ -304,11 +466,14 @@ class _Interp:
     def e_Call(self, e):
         op = getattr(e.op, "name", "")
         dt = _np_dtype(_dtype(e))
-        if op == "tirx.if_then_else":
+        if op in _IF_THEN_ELSE:
             c = self.expr(e.args[0])
             return self.expr(e.args[1] if bool(c) else e.args[2])
-        if op == "tirx.likely":
+        if op in _LIKELY:
             return self.expr(e.args[0])
+        if op == "tirx.popcount" and len(e.args) == 1 and _is_int(_dtype(e.args[0])):
+            v = int(self.expr(e.args[0])) & ((1 << np.iinfo(_dtype(e.args[0])).bits) - 1)
+            return dt(bin(v).count("1"))
         fn = _UNARY.get(op)
         if fn is None or len(e.args) != 1:
             raise Unsupported(f"call {op}")
@@ -332,7 +497,7 @@ def evaluate(func, values: list) -> list:
     out = []
     for p, v in zip(func.params, values):
         if isinstance(p.ty, tirx.buffer.BufferType):
-            out.append(it.mem.data[_key(p)].reshape(np.shape(v)))
+            out.append(it.mem.data[_key(p)].reshape(np.shape(v)))  # parameters are row-major
         else:
             out.append(np.array(v, copy=True))
     return out

@@ -19,7 +19,9 @@ under test, on the same deterministic inputs. Where the NumPy interpreter
    same class a real bug raises, so the error's class cannot tell them apart): not a
    finding, the pair is not kept. So is any error of a sequence that lacks a required
    pass (:func:`dlgate.tir.passes.complete`; a mutation never makes one, a hand-given
-   sequence may): code generation then meets IR it was never meant to see.
+   sequence may): code generation then meets IR it was never meant to see. Such a sequence's
+   different result is a rejected pair as well (``float8`` without ``FP8ComputeLegalize``
+   builds to other values without an error).
 3. *Crash* (``crash``, gating): a signal, a hang past the timeout or the memory cap, in any
    stage of either build or run. No input makes a compiler crash legitimately.
 4. *Exception* (``exception``, gating): an error while applying the *minimal* sequence to
@@ -30,7 +32,10 @@ under test, on the same deterministic inputs. Where the NumPy interpreter
 5. *Inconsistency* (``inconsistent``, gating): the two builds' arguments after the run
    differ, integers and booleans bit for bit, floats beyond :func:`float_tolerance`; or the
    interpreter's result differs from the minimal build's (``inconsistent`` with
-   ``against="interp"``).
+   ``against="interp"``, build ``minimal``), which is also the verdict where the builds
+   differ and the interpreter agrees with the mutated one (the minimal build is the wrong
+   one: on TVM 0.27, ``FlattenBuffer`` under-sizes an allocation with column-major strides
+   unless ``CompactBufferAllocation`` first rewrote it).
 6. *Performance* (``slow``, not gating unless a campaign asks): the median of ``repeats``
    timed runs of the mutated build exceeds ``margin`` (default 2) times the minimal
    build's, with both medians above ``floor_s``, and again, in medians and in minimums,
@@ -47,7 +52,8 @@ simplification change which multiply-adds LLVM contracts into fused multiply-add
 rounding instead of two) and in which order a vectorized reduction's lanes are added. Both
 change the last bits of each operation, and the error grows with the number of chained
 operations. So floats compare with ``|a - b| <= atol + rtol * |b|`` (``rtol`` 1e-5 for
-float32, 1e-12 for float64, 1e-2 for float16 and bfloat16; ``atol`` the same as ``rtol``
+float32, 1e-12 for float64, 1e-2 for float16 and bfloat16, a unit in the last place for
+the float8 types (0.125 for e4m3, 0.25 for e5m2); ``atol`` the same as ``rtol``
 over inputs of magnitude below 2), NaN equal to NaN and an infinity only to itself.
 """
 from __future__ import annotations
@@ -105,6 +111,8 @@ def float_tolerance(dtype: str) -> tuple:
     """``(rtol, atol)`` for a float dtype (see the module's text)."""
     if dtype in ("float16", "bfloat16"):
         return 1e-2, 1e-2
+    if dtype.startswith("float8"):  # a unit in the last place: 3 mantissa bits (e4m3), 2 (e5m2)
+        return (0.25, 0.25) if dtype.startswith("float8_e5m2") else (0.125, 0.125)
     if dtype == "float64":
         return 1e-12, 1e-12
     return 1e-5, 1e-5
@@ -119,7 +127,7 @@ def compare(got: list, want: list) -> dict | None:
         a, b = np.asarray(a), np.asarray(b)
         if a.shape != b.shape or a.dtype != b.dtype:
             return {"arg": k, "detail": f"{a.dtype}{list(a.shape)} against {b.dtype}{list(b.shape)}"}
-        if a.dtype.kind == "f" or str(a.dtype) == "bfloat16":
+        if a.dtype.kind == "f" or str(a.dtype) == "bfloat16" or str(a.dtype).startswith("float8"):
             rtol, atol = float_tolerance(str(a.dtype))
             x, y = a.astype(np.float64), b.astype(np.float64)
             both_nan = np.isnan(x) & np.isnan(y)
@@ -223,6 +231,17 @@ def _check(pool, text, passes, seed, margin, repeats, floor_s, interp, reference
         if bad is not None and bad.detail.startswith("undefined:"):
             # the program's behaviour is undefined: builds may differ, the program never counts
             return Checked(Verdict(INVALID, "undefined", "interp", bad.detail), outs)
+    if diff is not None and not P.complete(passes):
+        # a sequence without a required pass may build to other values (float8 without its
+        # compute legalization does): an invalid pair, as its errors are
+        return Checked(Verdict(REJECTED, "passes", "mutated", "the sequence lacks required passes: "
+                               + _describe(dict(diff, against="minimal"))), outs)
+    if diff is not None and ip is not None and ip.status == OK and compare(got, ip.outputs[:-1]) is None:
+        # the interpreter sides with the mutated build: the minimal one is wrong (a pass the
+        # minimal sequence runs miscompiles what a pass of the mutated one first rewrote away)
+        diff = compare(want, ip.outputs[:-1])
+        diff["against"] = "interp"
+        return Checked(Verdict(INCONSISTENT, "compare", "minimal", _describe(diff), mismatch=diff), outs)
     if diff is not None:
         diff["against"] = "minimal"
         return Checked(Verdict(INCONSISTENT, "compare", "mutated", _describe(diff), mismatch=diff), outs)

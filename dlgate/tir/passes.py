@@ -15,9 +15,20 @@ and a pass the pipeline runs with different arguments carries them (``"ThreadSyn
 :data:`REQUIRED` are the passes without which TVM cannot build a schedulable PrimFunc at
 all (measured on TVM 0.27 by removing each pass of :data:`DEFAULT` in turn from the build
 of block, loop and allocation programs: removing any one of these fails the build with an
-internal check, or crashes it; removing any other still builds and computes the same).
-Their order in :data:`DEFAULT` is the minimal sequence (:func:`minimal`), the one a
-program's reference build uses. :func:`mutate` never removes them nor reorders them among
+internal check, or crashes it; removing any other still builds and computes the same), and
+``CanonicalizeLoop``, which moves every loop to start at 0 (``VectorizeLoop`` fails its
+``is_zero(op->min)`` check on a vectorized loop that starts elsewhere, a form the loop
+mutator's split and TVM's own printer both write), and the passes TVM's pipeline needs for
+the narrow float dtypes (:data:`LEGALIZE`): without
+``BF16ComputeLegalize`` and ``BF16StorageLegalize`` a program holding ``bfloat16`` (even an
+unused ``bfloat16`` parameter) fails to build or segfaults in code generation, and without
+``FP8ComputeLegalize`` a ``float8`` program builds to wrong values, as it does with
+``FP8ComputeLegalize`` moved after ``FP8StorageLegalize`` (which TVM 0.27's ``llvm`` build
+does not otherwise need: it is required to keep that order). They are required for
+every program, not only for those with such dtypes today: on other programs they change
+nothing, and a pool entry's sequence outlives its program, whose mutants may gain a
+``bfloat16`` value (the intrinsics mutator makes them). Their order in :data:`DEFAULT` is
+the minimal sequence (:func:`minimal`), the one a program's reference build uses. :func:`mutate` never removes them nor reorders them among
 themselves, so every mutated sequence still has what a build needs; where it puts the other
 passes is free, and a sequence TVM then rejects while applying it makes the pair invalid, not
 a finding (:mod:`dlgate.tir.oracle`).
@@ -101,8 +112,12 @@ DEFAULT: tuple = tuple(list(PASSES)[:list(PASSES).index("BF16StorageLegalize") +
 FINALIZE: tuple = ("LowerTVMBuiltin", "LowerIntrin")
 
 #: Without any one of these, a build of a schedulable PrimFunc fails (see the module's text).
-REQUIRED = frozenset({"LowerInitBlock", "ConvertBlocksToOpaque", "LowerOpaqueBlock", "FlattenBuffer",
-                      "VectorizeLoop", "MakePackedAPI"})
+#: TVM's legalization of ``bfloat16`` and ``float8`` compute and storage for targets without
+#: them (``llvm``): what the default pipeline runs for those dtypes (see the module's text).
+LEGALIZE = frozenset({"BF16ComputeLegalize", "FP8ComputeLegalize", "FP8StorageLegalize", "BF16StorageLegalize"})
+
+REQUIRED = frozenset({"CanonicalizeLoop", "LowerInitBlock", "ConvertBlocksToOpaque", "LowerOpaqueBlock",
+                      "FlattenBuffer", "VectorizeLoop", "MakePackedAPI"}) | LEGALIZE
 
 #: The passes a mutation may insert: every pass but the required ones (those are there already).
 OPTIONAL: tuple = tuple(n for n in PASSES if n not in REQUIRED)

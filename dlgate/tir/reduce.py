@@ -322,8 +322,10 @@ def signature():
 
 {compare}
 
+{to_argument}
+
 def run(rt, values):
-    args = [v.item() if v.ndim == 0 else tvm.runtime.tensor(np.array(v, copy=True)) for v in values]
+    args = [to_argument(v) for v in values]
     rt["main"](*args)
     return [a.numpy() if hasattr(a, "numpy") else np.array(v) for a, v in zip(args, values)]
 
@@ -368,4 +370,5 @@ def repro_source(text: str, passes: list, verdict: O.Verdict, seed: int = 0) -> 
                          script=text, passes=[list(_spec(n)) for n in passes],
                          minimal=[list(_spec(n)) for n in P.minimal()], finalize=list(P.FINALIZE), seed=seed,
                          extra="\n".join(extra), inputs_for=inspect.getsource(B.inputs_for),
+                         to_argument=inspect.getsource(B.to_argument),
                          float_tolerance=inspect.getsource(O.float_tolerance), compare=inspect.getsource(O.compare))
