@@ -258,7 +258,7 @@ def test_a_reduction_stands_only_for_a_case_holding_its_operators(tmp_path):
     import numpy as np
 
     from dlgate.check import Prepared, save_bundle
-    from dlgate.gate.triage import Reductions, Reused
+    from dlgate.gate.reuse import Reductions, Reused
     from dlgate.graph.ir import Graph, Node
     from dlgate.materialize.onnx_model import to_onnx
     from dlgate.ops.base import TensorType

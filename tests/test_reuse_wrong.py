@@ -12,7 +12,7 @@ from dlgate.backends.onnxruntime import OnnxRuntime
 from dlgate.backends.testing import _misconverted
 from dlgate.check import load_bundle
 from dlgate.cli import main
-from dlgate.gate import triage as T
+from dlgate.gate import reuse as T
 from dlgate.gate.journal import read_records
 from dlgate.graph.ir import Graph, Node
 from dlgate.ops.base import TensorType
