@@ -13,7 +13,6 @@ from functools import lru_cache
 import pytest
 
 tvm = pytest.importorskip("tvm")
-from tvm import relax  # noqa: E402
 
 from dlgate.backends import registry  # noqa: E402
 from dlgate.backends.base import BackendSpec, Model  # noqa: E402
@@ -28,54 +27,14 @@ from dlgate.materialize.torch_model import run_numpy  # noqa: E402
 from dlgate.ops.registry import all_specs  # noqa: E402
 from dlgate.oracle import verdict as V  # noqa: E402
 from dlgate.oracle.compare import compare  # noqa: E402
+from tests.relax_faults import _private, shift_private_calls  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 #: The words of the direct path's refusals (``NoRelaxLowering``).
 REFUSAL = "no Relax lowering for"
 
 
-# -- the fault: a pass that miscompiles only calls to a private function ----------------------
-def _private(mod) -> set:
-    return {gv for gv, f in mod.functions.items()
-            if isinstance(f, relax.Function) and (f.attrs is None or "global_symbol" not in f.attrs)}
-
-
-def _shift(x):
-    ty = x.ty
-    return relax.op.logical_not(x) if ty.dtype == "bool" else relax.op.add(x, relax.const(1, ty.dtype))
-
-
-@relax.expr_functor.mutator
-class _ShiftPrivateCalls(relax.PyExprMutator):
-    """Every result of a call to a private function, shifted (+1, or negated for bool)."""
-
-    def __init__(self, mod, private):
-        super().__init__(mod)
-        self.private = private
-
-    def visit_call_(self, call):
-        call = super().visit_call_(call)
-        if not (isinstance(call.op, relax.GlobalVar) and call.op in self.private):
-            return call
-        res = self.builder_.emit(call)
-        if isinstance(res.ty, relax.TensorType):
-            return _shift(res)
-        items = [self.builder_.emit(relax.TupleGetItem(res, k)) for k in range(len(res.ty.fields))]
-        return relax.Tuple([self.builder_.emit(_shift(i)) for i in items])
-
-
-@tvm.transform.module_pass(opt_level=0, name="ShiftPrivateCallResults")
-def shift_private_calls(mod, _ctx):
-    """A miscompilation only a module with a private function shows: the ONNX importer never
-    writes one, so the importer path is immune to it."""
-    private = _private(mod)
-    if not private:
-        return mod
-    m = _ShiftPrivateCalls(mod, private)
-    for gv, f in list(mod.functions.items()):
-        if isinstance(f, relax.Function) and gv not in private:
-            m.builder_.update_func(gv, m.visit_expr(f))
-    return m.builder_.get()
+# the fault, a pass that miscompiles only calls to a private function: tests/relax_faults.py
 
 
 # -- helpers ----------------------------------------------------------------------------------
@@ -285,7 +244,7 @@ def test_a_pass_that_miscompiles_private_function_calls_is_caught_only_on_the_di
     assert caught >= 4, caught  # of 9 cases
     # and through the gate: the fault named as a pass the worker imports is a mismatch there
     spec = BackendSpec("dlgate.backends.tvm_relax:TVMRelax",
-                       options=(("extra_passes", ("tests.test_relax_direct:shift_private_calls",)),))
+                       options=(("extra_passes", ("tests.relax_faults:shift_private_calls",)),))
     with Pool(timeout_s=120) as pool:
         (v,) = check(pool, first_caught, CheckConfig([spec], timeout_s=120))["verdicts"]
     assert v["verdict"] == V.MISMATCH, v

@@ -26,16 +26,11 @@ from dlgate.tir import oracle as O
 from dlgate.tir import passes as P
 from dlgate.tir import reduce as R
 from tests.tir_seeds import HEADER, NARROW_FLOATS, OFFSET_LOOPS
+from tests.tir_faults import with_fault
 
 pytest.importorskip("tvm")
 
-FAULT = "tests.tir_faults:short_vector_loop"
 
-
-def with_fault(seq: list, fault: str = FAULT) -> list:
-    """``seq`` with ``fault`` just before VectorizeLoop (where loops still have their bounds)."""
-    k = seq.index("VectorizeLoop")
-    return seq[:k] + [fault] + seq[k:]
 
 
 @pytest.fixture(scope="module")

@@ -10,16 +10,11 @@ from dlgate.exec.worker import Pool
 from dlgate.tir import oracle as O
 from dlgate.tir import passes as P
 from tests.tir_seeds import SEEDS
+from tests.tir_faults import with_fault
 
 pytest.importorskip("tvm")
 
-FAULT = "tests.tir_faults:short_vector_loop"
 
-
-def with_fault(seq: list, fault: str = FAULT) -> list:
-    """``seq`` with ``fault`` just before VectorizeLoop (where loops still have their bounds)."""
-    k = seq.index("VectorizeLoop")
-    return seq[:k] + [fault] + seq[k:]
 
 
 @pytest.fixture(scope="module")

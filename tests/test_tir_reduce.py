@@ -13,15 +13,11 @@ from dlgate.tir import oracle as O
 from dlgate.tir import passes as P
 from dlgate.tir import reduce as R
 from tests.tir_seeds import SEEDS
+from tests.tir_faults import with_fault
 
 pytest.importorskip("tvm")
 
-FAULT = "tests.tir_faults:short_vector_loop"
 
-
-def with_fault(seq: list) -> list:
-    k = seq.index("VectorizeLoop")
-    return seq[:k] + [FAULT] + seq[k:]
 
 
 @pytest.fixture(scope="module")

@@ -81,3 +81,13 @@ def hang(func, _mod, _ctx):
 
     while True:
         time.sleep(1)
+
+
+#: How a test names the lane-dropping fault in a pass sequence (the worker imports it).
+SHORT_VECTOR_LOOP = "tests.tir_faults:short_vector_loop"
+
+
+def with_fault(seq: list, fault: str = SHORT_VECTOR_LOOP) -> list:
+    """``seq`` with ``fault`` just before VectorizeLoop (where loops still have their bounds)."""
+    k = seq.index("VectorizeLoop")
+    return seq[:k] + [fault] + seq[k:]
