@@ -18,7 +18,6 @@ TVM's passes again, and :func:`propose` regenerates the step's program byte for 
 from __future__ import annotations
 
 import hashlib
-import importlib
 import json
 import os
 import pickle
@@ -29,6 +28,7 @@ import time
 from dataclasses import dataclass, field
 
 from dlgate.tir import mutators as M
+from dlgate.tir import passes as P
 from dlgate.tir.feedback import Corpus, Entry, features, pass_features
 from dlgate.tir.mutators.base import Context
 from dlgate.tir.program import Program
@@ -43,65 +43,16 @@ def rng_for(seed: str, campaign: str, index: int) -> random.Random:
 
 
 # -- passes --------------------------------------------------------------------------------------
-#: The pass table this loop falls back to where ``dlgate.tir.passes`` (the full TIR pass list
-#: and Tzer's pass mutation) is not installed: target-free passes of TVM 0.27's default
-#: pipeline, with that module's names. ``LOCAL_REQUIRED`` lower a block program to loops.
-LOCAL_PASSES = {
-    "LowerInitBlock": ("tvm.s_tir.transform", "LowerInitBlock", ()),
-    "ConvertBlocksToOpaque": ("tvm.s_tir.transform", "ConvertBlocksToOpaque", ()),
-    "CompactBufferAllocation": ("tvm.s_tir.transform", "CompactBufferAllocation", ()),
-    "LowerOpaqueBlock": ("tvm.s_tir.transform", "LowerOpaqueBlock", ()),
-    "FlattenBuffer": ("tvm.tirx.transform", "FlattenBuffer", ()),
-    "NarrowDataType": ("tvm.tirx.transform", "NarrowDataType", (32,)),
-    "LoopPartition": ("tvm.s_tir.transform", "LoopPartition", ()),
-    "VectorizeLoop": ("tvm.tirx.transform", "VectorizeLoop", (True,)),
-    "InjectVirtualThread": ("tvm.s_tir.transform", "InjectVirtualThread", ()),
-    "StorageRewrite": ("tvm.tirx.transform", "StorageRewrite", ()),
-    "HoistIfThenElse": ("tvm.s_tir.transform", "HoistIfThenElse", ()),
-    "UnrollLoop": ("tvm.tirx.transform", "UnrollLoop", ()),
-    "StmtSimplify": ("tvm.tirx.transform", "StmtSimplify", ()),
-    "RemoveNoOp": ("tvm.tirx.transform", "RemoveNoOp", ()),
-    "RewriteUnsafeSelect": ("tvm.s_tir.transform", "RewriteUnsafeSelect", ()),
-    "CommonSubexprElim": ("tvm.tirx.transform", "CommonSubexprElim", ()),
-}
+#: The shortest sequence that lowers a block program to loops in this process (no target
+#: binding or packed API, which the isolated build adds): what the loop's tests and the
+#: in-process executor start seeds with.
 LOCAL_REQUIRED = ("LowerInitBlock", "ConvertBlocksToOpaque", "LowerOpaqueBlock", "FlattenBuffer", "VectorizeLoop")
 
 
-def local_mutate_passes(passes: list, rng) -> tuple:
-    """``(sequence, kind)``: insert, remove, reorder or repeat one optional pass of
-    :data:`LOCAL_PASSES` (required passes stay, in order)."""
-    seq = list(passes)
-    optional = [n for n in LOCAL_PASSES if n not in LOCAL_REQUIRED]
-    free = [k for k, n in enumerate(seq) if n not in LOCAL_REQUIRED]
-    kind = ("insert", "remove", "reorder", "repeat")[rng.randrange(4)]
-    if not free:
-        kind = "insert"
-    if kind == "insert":
-        seq.insert(rng.randrange(len(seq) + 1), optional[rng.randrange(len(optional))])
-    elif kind == "remove":
-        del seq[free[rng.randrange(len(free))]]
-    elif kind == "repeat":
-        k = free[rng.randrange(len(free))]
-        seq.insert(k + 1 + rng.randrange(len(seq) - k), seq[k])
-    else:
-        name = seq.pop(free[rng.randrange(len(free))])
-        seq.insert(rng.randrange(len(seq) + 1), name)
-    return seq, kind
-
-
 def pass_hooks() -> tuple:
-    """``(mutate, minimal, make)``: ``dlgate.tir.passes``'s where it is installed, else the
-    local fallback above."""
-    try:
-        from dlgate.tir import passes  # local: the pass list is its own module, absent in older trees
-    except ImportError:
-        return local_mutate_passes, list(LOCAL_REQUIRED), _local_make
-    return passes.mutate, passes.minimal(), passes.make
-
-
-def _local_make(name: str):
-    module, ctor, args = LOCAL_PASSES[name]
-    return getattr(importlib.import_module(module), ctor)(*args)
+    """``(mutate, minimal, make)`` of :mod:`dlgate.tir.passes`: Tzer's pass mutation, the
+    minimal sequence a build needs, and a pass by its name."""
+    return P.mutate, P.minimal(), P.make
 
 
 # -- execution -----------------------------------------------------------------------------------
