@@ -2,6 +2,7 @@
 
     python bench/pr_time.py --base-python BASE_PY [--head-path DIR] [--config configs/weekly.yaml]
                             [--models N] [--backend tvm ...] [--seed S] [--order old,new] [--keep DIR]
+                            [--diff FILE [--compiler tvm]]
 
 One process runs the same campaign (the config's settings, the same seed, so the same
 models) twice, head versus base:
@@ -21,6 +22,12 @@ confirmation, base-build runs, reductions and localisations, a wrong answer's cu
 the causes reduced before it, looking behind failures, worker start-up), the reductions made
 and reused, and the failures each found (new, pre-existing),
 so that what the new triage no longer does can be checked against what it still finds.
+
+With ``--diff FILE`` (a unified diff of the compiler, as ``dlgate run --diff`` takes it) the
+two runs are instead **plain** and **aimed**: the config as it is, without and with the
+change's targets (``configs/pr.yaml``: what a pull request's check costs with and without
+targeting, on the same seed), with the same phases, so that targeting's extra time can be
+told apart by what it is spent on; ``--order plain,aimed`` or ``aimed,plain``.
 
 ``--head-path DIR`` puts DIR first on the path of this process and its workers (the build
 under test, e.g. ``pip install --no-deps --target DIR apache-tvm==0.26.0``); the process
@@ -126,7 +133,7 @@ def _reductions(out: str) -> dict:
     return dict(n)
 
 
-def run_one(cfg, root: str, out: str, log_path: str) -> dict:
+def run_one(cfg, root: str, out: str, log_path: str, change=None) -> dict:
     from dlgate.gate.run import loop as R
 
     ph = Phases()
@@ -135,7 +142,7 @@ def run_one(cfg, root: str, out: str, log_path: str) -> dict:
     try:
         with open(log_path, "w") as logf:
             code = R.run(cfg, root, "--seed", out, fresh=True, progress=False,
-                         log=lambda *a: print(*a, file=logf, flush=True))
+                         log=lambda *a: print(*a, file=logf, flush=True), change=change)
     finally:
         _restore(saved)
     total = time.perf_counter() - t0
@@ -181,7 +188,10 @@ def main() -> int:
     ap.add_argument("--models", type=int, default=30)
     ap.add_argument("--backend", nargs="+", default=["tvm"], help="backends under test (default: tvm)")
     ap.add_argument("--seed", default="bench-pr-time")
-    ap.add_argument("--order", default="old,new", help="which triage runs first (old,new or new,old)")
+    ap.add_argument("--order", help="which run goes first: old,new (the default) or new,old; with --diff "
+                    "plain,aimed (the default) or aimed,plain")
+    ap.add_argument("--diff", help="a unified diff of the compiler: compare the config without and with its targets")
+    ap.add_argument("--compiler", help="the compiler the diff is of (default: that of the first backend)")
     ap.add_argument("--keep", help="keep the two run folders under this folder")
     args = ap.parse_args()
     if args.head_path:
@@ -189,16 +199,30 @@ def main() -> int:
     if not os.path.exists(args.base_python):
         print(f"bench/pr_time.py: --base-python {args.base_python}: no such file", file=sys.stderr)
         return 2
-    order = args.order.split(",")
-    if sorted(order) != ["new", "old"]:
-        print(f"bench/pr_time.py: --order: expected old,new or new,old, got {args.order!r}", file=sys.stderr)
+    names = ["plain", "aimed"] if args.diff else ["old", "new"]
+    order = (args.order or ",".join(names)).split(",")
+    if sorted(order) != sorted(names):
+        print(f"bench/pr_time.py: --order: expected {','.join(names)} or {','.join(reversed(names))}, got "
+              f"{args.order!r}", file=sys.stderr)
         return 2
+    if args.diff and not os.path.exists(args.diff):
+        print(f"bench/pr_time.py: --diff {args.diff}: no such file", file=sys.stderr)
+        return 2
+    from dlgate import change as CH
     from dlgate.gate import config as C
 
     base = C.load(args.config, {"models": args.models, "backends": args.backend,
                                 "base": {"python": os.path.abspath(args.base_python)}})
     base = replace(base, baseline=None, corpus=None, issues=None, coverage_state=None, budget=None)
-    cfgs = {"old": replace(base, base_first=False, reduce_pre_existing=True, reuse_reductions=False), "new": base}
+    cfgs = {"old": replace(base, base_first=False, reduce_pre_existing=True, reuse_reductions=False), "new": base,
+            "plain": base, "aimed": base}
+    change = None
+    if args.diff:
+        try:
+            change = CH.map_targets(CH.read(None, args.diff), CH.compiler_of(base.backends, args.compiler), None)
+        except CH.ChangeError as e:
+            print(f"bench/pr_time.py: --diff {args.diff}: {e}", file=sys.stderr)
+            return 2
     try:
         import tvm
         head = f"TVM {tvm.__version__} ({os.path.dirname(tvm.__file__)})"
@@ -212,8 +236,20 @@ def main() -> int:
     got = {}
     for name in order:
         out = os.path.join(scratch, name)
-        got[name] = run_one(cfgs[name], args.seed, out, os.path.join(scratch, f"{name}.log"))
+        got[name] = run_one(cfgs[name], args.seed, out, os.path.join(scratch, f"{name}.log"),
+                            change if name == "aimed" else None)
         report(name, got[name])
+    if args.diff:
+        plain, aimed = got["plain"], got["aimed"]
+        print(f"wall time: plain {plain['total']:.0f} s, aimed {aimed['total']:.0f} s: "
+              f"{aimed['total'] / plain['total']:.2f}x")
+        only = {k: sorted(_causes(got[k]["verdict"], "new") - _causes(got[o]["verdict"], "new"))
+                for k, o in (("plain", "aimed"), ("aimed", "plain"))}
+        print(f"new causes only the plain run reports: {only['plain'] or 'none'}; only the aimed: "
+              f"{only['aimed'] or 'none'}")
+        if args.keep:
+            print(f"run folders: {os.path.join(scratch, 'plain')}, {os.path.join(scratch, 'aimed')}")
+        return 0
     old, new = got["old"], got["new"]
     rate = {k: 3600 * got[k]["verdict"]["cases"] / got[k]["stats"]["wall_s"] for k in got}
     print(f"cases/hour: old {rate['old']:.1f}, new {rate['new']:.1f}: {rate['new'] / rate['old']:.2f}x")

@@ -113,11 +113,17 @@ def test_a_failure_the_base_build_lacks_is_still_confirmed_and_reduced(tmp_path,
     out = str(tmp_path / "o")
     assert main(["run", "--config", _cfg(tmp_path, dict(FAULTY, FAKE_FAULT="")), "--seed", "s1", "--out", out]) == 1
     failed = _failures(out)
-    assert failed
+    assert len(failed) > 1
+    first = failed[0][0]
     for case, v in failed:
-        assert v["base"] == dict(v["base"], verdict="pass", reproduces=False, decided_on="case"), (case, v["base"])
+        # the first is run on the base build; the rest reuse its reduction, and its cause is
+        # new on the base build: no base-build run of their own (decided for the cause)
+        on = "case" if case == first else "reused reduction"
+        assert v["base"] == dict(v["base"], verdict="pass", reproduces=False, decided_on=on), (case, v["base"])
         assert v["confirm"] == {"runs": 1, "reproduced": True}, (case, v)
         assert v["identity"]["reduced"] and v["identity"]["typed"] == "Sigmoid(float32)", (case, v["identity"])
+        if case != first:
+            assert v["base"]["reused"] == first and v["identity"]["reduction"]["reused"] == first, (case, v)
     d = _verdict(out)
     assert [g["typed"] for g in d["new"]] == ["Sigmoid(float32)"] and not d["pre_existing"]
     assert d["new"][0]["repro"] == f"repros/{d['new'][0]['fingerprint']}"

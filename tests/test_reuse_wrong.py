@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 
+import pytest
 import yaml
 
 from dlgate.backends.onnxruntime import OnnxRuntime
@@ -32,6 +34,18 @@ class TwoFaults(OnnxRuntime):
 
     def compile(self, model):
         return super().compile(_misconverted(_misconverted(model, "Softsign", "Softplus"), "Sin", "Cos"))
+
+
+class EnvSoftsign(OnnxRuntime):
+    """onnxruntime with Softsign run as Softplus where the build's environment says so
+    (``FAKE_WRONG=Softsign``): head and base builds of one compiler, for the sharing tests."""
+
+    name = "env-softsign"
+
+    def compile(self, model):
+        if os.environ.get("FAKE_WRONG") == "Softsign":
+            model = _misconverted(model, "Softsign", "Softplus")
+        return super().compile(model)
 
 
 def _config(tmp_path, name: str, backend: dict, ops: list, **kw) -> str:
@@ -115,6 +129,41 @@ def test_two_wrong_answer_bugs_in_one_case_stay_two_causes(tmp_path):
     assert {g["pattern"] for g in verdict["new"]} == {"Softsign", "Sin"}
 
 
+@pytest.mark.parametrize("base_has_it", [False, True])
+def test_a_new_wrong_answer_cause_is_run_on_the_base_build_once(tmp_path, monkeypatch, base_has_it):
+    """Head versus base: once a wrong-answer cause is reduced and the base build passes the
+    case that decided, later cases of that cause reuse the reduction (their cut confirms
+    them) and are new without a base-build run of their own (``decided_on: reused
+    reduction``). A cause the base build shares is run on the base build case by case and
+    stays pre-existing: the check stays green."""
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    monkeypatch.setenv("FAKE_WRONG", "Softsign")
+    monkeypatch.setenv("PYTHONPATH", repo)
+    base = {"python": sys.executable, "env": {"PYTHONPATH": repo, "FAKE_WRONG": "Softsign" if base_has_it else ""}}
+    cfg = _config(tmp_path, "base", {"name": "tests.test_reuse_wrong:EnvSoftsign"}, ["Softsign", "Add", "Relu", "Mul"],
+                  findings_per_case=1, base=base)
+    seed = seed_where(cfg, lambda cases: sum("Softsign" in onnx_ops(c) for c in cases) >= 4, "rwb")
+    out = str(tmp_path / "out")
+    assert main(["run", "--config", cfg, "--seed", seed, "--out", out, "--no-progress"]) == (0 if base_has_it else 1)
+    found = _findings(out)
+    assert len(found) >= 3
+    ons = [x["base"]["decided_on"] for _, x in found]
+    if base_has_it:  # pre-existing: each run on the base build, left unreduced (reduce_pre_existing false)
+        assert all(x["base"]["reproduces"] and x["base"]["verdict"] == "mismatch" for _, x in found), found
+        assert "reused reduction" not in ons and all(x["identity"].get("not_reduced") for _, x in found), ons
+        return
+    assert all(x["identity"]["pattern"] == "Softsign" for _, x in found)
+    first = found[0]
+    assert first[1]["base"]["decided_on"] == "case" and first[1]["base"]["verdict"] == "pass"
+    for case_id, x in found[1:]:
+        assert x["base"]["decided_on"] == "reused reduction" and x["base"]["reused"] == first[0], (case_id, x)
+        assert not x["base"]["reproduces"] and x["base"]["verdict"] == "pass"
+        assert x["identity"]["reduction"]["reused"] == first[0]
+        assert x["confirm"] == {"runs": 1, "reproduced": True, "on": "cut case"}
+    verdict = json.load(open(os.path.join(out, "verdict.json")))
+    assert [g["pattern"] for g in verdict["new"]] == ["Softsign"] and not verdict["pre_existing"]
+
+
 def _chain() -> Graph:
     """x -> Sin -> Relu -> Sin (t3, output 0); x -> Relu (t4, output 1)."""
     f = TensorType("float32", (2, 3))
@@ -134,3 +183,17 @@ def test_sites_are_the_reduced_operators_in_the_wrong_outputs_cone():
     assert T.sites(g, [("Sin", ("float16",))], [0, 1, 2]) == []  # another dtype is another operator
     segs = T.segments("Conv(float32,float32;group=>1,pads=[0,1])>Relu(float32)")
     assert segs == [("Conv", ("float32", "float32"), "group=>1,pads=[0,1]"), ("Relu", ("float32",), "")]
+
+
+def test_a_cause_is_new_on_the_base_build_only_where_the_base_build_passes_the_deciding_case():
+    assert T.new_on_base({"base": {"verdict": "pass", "reproduces": False, "decided_on": "reduced case"}})
+    assert T.new_on_base({"base": {"verdict": "pass", "reproduces": False, "decided_on": "case"}})
+    # shared, failing the case otherwise (sharing not shown), or no base build: not decided for the cause
+    assert not T.new_on_base({"base": {"verdict": "mismatch", "reproduces": True}})
+    assert not T.new_on_base({"base": {"verdict": "compile_error", "reproduces": False, "decided_on": "case"}})
+    assert not T.new_on_base({"verdict": "mismatch"})
+    from dlgate.gate.report import base_notes
+
+    assert base_notes({"verdict": "pass", "reproduces": False, "decided_on": "reused reduction",
+                       "reused": "00001-ab"}) == \
+        ["base build: pass (decided for its cause on case 00001-ab, whose reduction it reuses)"]

@@ -320,7 +320,8 @@ def _group(groups: dict, cls: str, rec: dict, v: dict, bundle: str | None, behin
         g["memory_safety"] = ms
     g["varies"] |= bool((v.get("confirm") or {}).get("varies"))
     if v.get("base") and g["base"] is None:
-        g["base"] = {k: v["base"].get(k) for k in ("verdict", "reproduces", "detail", "decided_on", "whole")
+        g["base"] = {k: v["base"].get(k) for k in ("verdict", "reproduces", "detail", "decided_on", "whole",
+                                                        "reused")
                      if k in v["base"]}
     if bundle:
         g["bundles"].append(bundle)

@@ -473,6 +473,8 @@ def base_notes(base: dict) -> list:
     not share the failure, and which case decided sharing when it was not the case itself."""
     on = base.get("decided_on") or "case"
     where = f" on the {on}" if on != "case" else ""
+    if on == "reused reduction":  # decided once for the cause, on the case reduced for it
+        where = f" (decided for its cause on case {base.get('reused')}, whose reduction it reuses)"
     whole = base.get("whole")
     before = f" (it fails the whole case otherwise: {whole.get('verdict')})" if whole else ""
     if not base.get("reproduces"):

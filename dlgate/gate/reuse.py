@@ -65,6 +65,14 @@ def reduction_key(v: dict) -> str | None:
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:16]
 
 
+def new_on_base(x: dict) -> bool:
+    """Whether failure ``x`` (journaled, head versus base) shows that the base build does not
+    have its cause: the base build passes the case that decided (the case itself, its cut or
+    the reduced case, which holds the failure alone) where head fails it."""
+    b = x.get("base") or {}
+    return bool(b) and not b.get("reproduces") and b.get("verdict") == V.PASS
+
+
 def locate(graph, reduced_graph) -> list:
     """Indices of ``graph``'s operators of the same ONNX type and input dtypes as an
     operator of ``reduced_graph``: where a reused reduction's operators are in another case
@@ -166,6 +174,12 @@ class Reductions:
     out: str
     entries: dict = field(default_factory=dict)
     _cases: dict = field(default_factory=dict)
+    #: ``(key, case reduced)`` -> the base build's record (``v["base"]``) of a reduction
+    #: whose cause the base build was shown not to have (:func:`new_on_base`).
+    new: dict = field(default_factory=dict)
+    #: Set by the gate per failure: the reductions a lookup must leave out (``(key, case
+    #: reduced)``), those already tried on its case.
+    exclude: set = field(default_factory=set)
 
     def __contains__(self, key: str) -> bool:
         return key in self.entries
@@ -177,6 +191,23 @@ class Reductions:
                 r = (x.get("identity") or {}).get("reduction")
                 if r and "reused" not in r and r.get("key"):
                     self.entries.setdefault(r["key"], []).append(x["identity"])
+                    if new_on_base(x):
+                        self.new[(r["key"], r.get("case"))] = x["base"]
+
+    def proven_new(self, key: str) -> bool:
+        """Whether a reduction of ``key`` is of a cause the base build was shown not to have."""
+        return any(k == key for k, _ in self.new)
+
+    def _entries(self, key: str, only_new: bool) -> list:
+        """The reductions of ``key`` a lookup may take, in journal order: those not in
+        :attr:`exclude`, and with ``only_new`` only those of a cause new on the base build."""
+        out = []
+        for first in self.entries.get(key, ()):
+            k = (key, (first.get("reduction") or {}).get("case"))
+            if k in self.exclude or (only_new and k not in self.new):
+                continue
+            out.append(first)
+        return out
 
     def reduced_case(self, ident: dict):
         """The reduced case of a reduction's identity, loaded from its repro (None when there is none)."""
@@ -203,11 +234,12 @@ class Reductions:
         return None, ([] if not want or not want <= have else [i for i, n in enumerate(case.graph.nodes)
                                                                 if get(n.op).onnx_op in want])
 
-    def reuse(self, key: str, case, v: dict, log=print) -> "Reused | None":
+    def reuse(self, key: str, case, v: dict, log=print, only_new: bool = False) -> "Reused | None":
         """Identify ``v`` (failing on ``case``) by the first reduction of ``key`` whose
         operators ``case`` holds; None when it holds none's (its failure is reduced then:
-        one message can come from several operators, e.g. two converters' dtype error)."""
-        for first in self.entries.get(key, ()):
+        one message can come from several operators, e.g. two converters' dtype error).
+        ``only_new``: only reductions of causes the base build was shown not to have."""
+        for first in self._entries(key, only_new):
             reduced, kept = self._located(first, case)
             if kept:
                 break
@@ -225,7 +257,8 @@ class Reductions:
         return Reused(reduced, v, kept, src, bool(first.get("hit_limit")))
 
 
-    def reuse_wrong(self, key: str, case, v: dict, pool, ccfg, spec, log=print) -> "Reused | None":
+    def reuse_wrong(self, key: str, case, v: dict, pool, ccfg, spec, log=print,
+                    only_new: bool = False) -> "Reused | None":
         """Identify wrong answer ``v`` (on ``case``) by a cause reduced earlier in the run:
         for each reduction of ``key`` in journal order, each set of ``case``'s operators in
         the cone of the wrong outputs that has the reduced operators' types and input dtypes
@@ -236,11 +269,12 @@ class Reductions:
         reduction's fingerprint (class, operators, dtypes and the attribute regimes that
         mattered) is a :class:`Reused` of it. None after :data:`WRONG_TRIES` cut runs or
         when no cut does (the case is reduced itself: two bugs in other operators stay two
-        causes)."""
+        causes). ``only_new``: only reductions of causes the base build was shown not to
+        have."""
         allowed = None
         env = None
         tries = 0
-        for first in self.entries.get(key, ()):
+        for first in self._entries(key, only_new):
             segs = segments(first.get("typed") or "")
             if not segs or not first.get("fingerprint"):
                 continue

@@ -60,6 +60,12 @@ reference's values), and the first cut head gets wrong with a reduction's finger
 reuses it; that cut is the re-run that confirms it and the case sharing is decided on. A
 case no cut fails that way is confirmed and reduced itself: a bug in other operators is a
 cause of its own.
+
+**A cause decided once** (head versus base, ``base_first``): a failure whose cause has a
+reduction the base build was shown not to have (:func:`~dlgate.gate.reuse.new_on_base`)
+reuses it before any base-build run and is new without one of its own
+(:meth:`Triage._reused_new`): the check is red for that cause whatever the case's own run
+would say. A cause the base build shares or could not show is run case by case.
 """
 from __future__ import annotations
 
@@ -360,6 +366,8 @@ class Triage:
         to what head refuses and the base build runs (the reducer's candidates judged on both
         builds) and identified by the operator refused (:func:`refusal_cause`). Returns the
         reduction (:class:`Reduced` or :class:`Reused`), or None."""
+        if self.reductions is not None:
+            self.reductions.exclude = set()
         on_base(self.base_pool, case, self.ccfg, spec, ref_out, v, what=what)
         if not support_regression(v):
             return None
@@ -369,12 +377,19 @@ class Triage:
         """Triage failing verdict ``v`` of ``spec`` on ``case`` (``what``: ``case``, or ``cut
         case`` for a finding behind another failure); its reduction (:class:`Reduced` or
         :class:`Reused`), or None when it has none."""
+        if self.reductions is not None:
+            self.reductions.exclude = set()
         if self.base_pool is None:
             return self._confirmed(case, spec, ref_out, v)
         if not self.base_first:  # the order before base_first: confirm, reduce, then the base build
             reduced = self._confirmed(case, spec, ref_out, v)
             on_base(self.base_pool, case, self.ccfg, spec, ref_out, v, what=what)
         else:
+            early = self._reused_new(case, spec, ref_out, v)
+            if early is not None:
+                return early
+            if (v.get("confirm") or {}).get("reproduced") is False:  # flaky: no base-build run, no reduction
+                return None
             on_base(self.base_pool, case, self.ccfg, spec, ref_out, v, what=what)
             if v["base"]["reproduces"]:  # the base build failing the same way confirms it: no re-run
                 if not self.reduce_pre_existing:
@@ -393,6 +408,48 @@ class Triage:
         if undecided:
             return self._on_reduced(case, spec, ref_out, v, reduced)
         return reduced
+
+    def _reused_new(self, case, spec, ref_out: list, v: dict):
+        """Head versus base, the base build first: a failure of a cause reduced earlier in the
+        run that the base build was shown not to have (:func:`~dlgate.gate.reuse.new_on_base`:
+        it passes the case that decided) reuses that reduction and is new without a
+        base-build run of its own (``base.decided_on``: ``reused reduction``, ``base.reused``:
+        the case reduced). The check is red for that cause whatever this case's base-build run
+        would say, and where the whole case must not decide (a base build failing it
+        otherwise) the reduced case would decide alike. An error is matched by its message
+        and the reduced operators in the case and confirmed as any failure; a wrong answer by
+        a cut of its own operators failing with the reduction's fingerprint, which is its
+        confirmation. Returns the :class:`Reused`, or None when no such reduction stands for
+        the failure (the reductions tried are left out of the lookups that follow:
+        :attr:`Reductions.exclude`)."""
+        red = self.reductions
+        if red is None:
+            return None
+        key = reduction_key(v)
+        if key is None or not red.proven_new(key):
+            return None
+        tried = {k for k in red.new if k[0] == key}
+        if v["verdict"] in CUT_REUSED_CLASSES:
+            ACTIVITY.begin(f"trying the new causes reduced before on case {case.id}'s {v['verdict']} "
+                           f"on {spec.label()} (cut cases)")
+            got = red.reuse_wrong(key, case, v, self.pool, self.ccfg, spec, self.log, only_new=True)
+            red.exclude = tried
+            if got is None:
+                return None
+            v["confirm"] = {"runs": 1, "reproduced": True, "on": "cut case"}
+        else:
+            got = red.reuse(key, case, v, self.log, only_new=True)
+            red.exclude = tried
+            if got is None:
+                return None
+            if self.confirm_runs:
+                confirm(self.pool, case, self.ccfg, spec, ref_out, v, self.confirm_runs)
+            if not v["confirm"]["reproduced"]:
+                return None
+        b = red.new[(key, got.source)]
+        v["base"] = {"verdict": b["verdict"], "signature": b.get("signature"), "reproduces": False,
+                     "versions": b.get("versions"), "decided_on": "reused reduction", "reused": got.source}
+        return got
 
     def _on_reduced(self, case, spec, ref_out: list, v: dict, reduced):
         """The base build fails the case otherwise: decide sharing on the reduced case. A
