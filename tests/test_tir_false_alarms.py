@@ -301,3 +301,43 @@ def test_float8_results_compare_within_a_unit_in_the_last_place():
     assert O.compare([near], [x]) is None
     far = np.array([1.5, 1.125, -2.5], dtype=ml_dtypes.float8_e4m3fn)
     assert O.compare([far], [x])["index"] == [0]
+
+
+#: A float64 result cast from a sigmoid of a bfloat16 value (TVM legalizes the bfloat16
+#: computation to float32): campaign tir-2h, step 208, reduced. LLVM's and NumPy's float32
+#: sigmoids differ by a unit in the last place, which float64's tolerance would call a
+#: difference.
+SIGMOID_BF16 = '''
+@I.ir_module
+class Module:
+    @T.prim_func(s_tir=True)
+    def main(A: T.Buffer((T.int64(11), T.int64(6), T.int64(7), T.int64(6)), "float64"), lv4: T.Buffer((), "float64"), T_maximum: T.Buffer((T.int64(11), T.int64(6), T.int64(7), T.int64(6)), "float64")):
+        T.func_attr({"tirx.noalias": True})
+        # with T.sblock("root"):
+        for ax0, ax1, ax2, ax3 in T.grid(T.int64(11), T.int64(6), T.int64(7), T.int64(6)):
+            with T.sblock("T_maximum"):
+                v_ax0, v_ax1, v_ax2, v_ax3 = T.axis.remap("SSSS", [ax0, ax1, ax2, ax3])
+                T.reads(A[v_ax0, v_ax1, v_ax2, v_ax3], lv4[()])
+                T.writes(T_maximum[v_ax0, v_ax1, v_ax2, v_ax3])
+                T_maximum[v_ax0, v_ax1, v_ax2, v_ax3] = T.sigmoid(T.Cast("bfloat16", T.max(A[v_ax0, v_ax1, v_ax2, v_ax3], lv4[()])))
+'''
+
+
+def test_a_float64_result_of_a_narrower_computation_compares_at_the_narrower_tolerance():
+    assert O.loosest(SIGMOID_BF16) == "bfloat16"
+    assert O.loosest('B: T.Buffer((4,), "float32") x = T.float16(0.5)') == "float16"
+    assert O.loosest('B: T.Buffer((4,), "int32")') is None
+    want = np.array([0.525583803653717, 0.25], np.float64)
+    one_ulp = np.array([0.5255837440490723, 0.25], np.float64)  # a float32 unit apart
+    assert O.compare([one_ulp], [want])["index"] == [0]  # float64 alone: a difference
+    assert O.compare([one_ulp], [want], "bfloat16") is None
+    assert O.compare([one_ulp], [want], "float32") is None
+    far = np.array([0.53, 0.25], np.float64)  # beyond float32's tolerance, within bfloat16's
+    assert O.compare([far], [want], "float32")["index"] == [0] and O.compare([far], [want], "bfloat16") is None
+    wrong = np.array([0.9, 0.25], np.float64)  # a wrong value stays one at any floor
+    assert O.compare([wrong], [want], "bfloat16")["index"] == [0]
+
+
+def test_the_sigmoid_of_a_bfloat16_value_cast_to_float64_is_no_finding(pool):
+    v = O.check(pool, SIGMOID_BF16, P.minimal(), seed=920066438).verdict
+    assert v.kind == O.OK_KIND, v.to_json()

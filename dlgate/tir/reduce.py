@@ -320,6 +320,9 @@ def signature():
 
 {float_tolerance}
 
+#: The program's loosest float dtype: no float is compared more tightly than it.
+FLOOR = {floor!r}
+
 {compare}
 
 {to_argument}
@@ -334,7 +337,7 @@ def main():
     values = inputs_for(signature(), SEED)
     want = run(build(MINIMAL)[0], values)
     got = run(build(PASSES)[0], values)  # a crash or an exception here is the finding itself
-    diff = compare(got, want)
+    diff = compare(got, want, FLOOR)
     if diff is None:
         print("not reproduced: the two builds agree")
         return 0
@@ -371,4 +374,5 @@ def repro_source(text: str, passes: list, verdict: O.Verdict, seed: int = 0) -> 
                          minimal=[list(_spec(n)) for n in P.minimal()], finalize=list(P.FINALIZE), seed=seed,
                          extra="\n".join(extra), inputs_for=inspect.getsource(B.inputs_for),
                          to_argument=inspect.getsource(B.to_argument),
-                         float_tolerance=inspect.getsource(O.float_tolerance), compare=inspect.getsource(O.compare))
+                         float_tolerance=inspect.getsource(O.float_tolerance), compare=inspect.getsource(O.compare),
+                         floor=O.loosest(text))
