@@ -13,6 +13,7 @@ import pytest
 from dlgate.backends.base import BackendSpec, Model
 from dlgate.case import make_case
 from dlgate.check import CheckConfig, check, prepare
+from dlgate.cli import main
 from dlgate.exec import worker as W
 from dlgate.gate import decide as D
 from dlgate.graph.config import NEWEST_OPSET, GenConfig
@@ -251,7 +252,7 @@ def _mul_one_seed(cfg: str, prefix: str) -> str:
     return seed_where(cfg, mul_one_twinned, prefix)
 
 
-def _head_vs_base(tmp_path, name: str, fixed: bool):
+def _head_vs_base_config(tmp_path, name: str, fixed: bool) -> str:
     """A head-versus-base campaign of the faulty onnxruntime with every case twinned; the
     base build is the same interpreter, with the fault fixed where ``fixed``."""
     from dlgate.backends.testing import MUL_ONE_FIXED_ENV
@@ -261,21 +262,25 @@ def _head_vs_base(tmp_path, name: str, fixed: bool):
     cfg.write_text(f"campaign: eqb\nmodels: 6\nbackends: [{MUL_ONE_ORT}]\nrewrite_share: 1.0\ndynamic_share: 0\n"
                    f"extreme_share: 0\nmax_opset: {NEWEST_OPSET}\nfail_on: new\nreduce: false\nbase:\n"
                    f"  python: {sys.executable}\n  env: {env}\n")
-    out = tmp_path / name
-    r = _dlgate("run", "--config", str(cfg), "--seed", _mul_one_seed(str(cfg), "eqs"), "--out", str(out), "--fresh")
-    return r, json.loads((out / "verdict.json").read_text())
+    return str(cfg)
 
 
-def test_head_versus_base_an_inconsistency_the_base_build_shares_is_not_new(tmp_path):
+def test_head_versus_base_an_inconsistency_the_base_build_shares_is_not_new(tmp_path, monkeypatch):
     """Silent: head and base are the same faulty build: every inconsistency is pre-existing
     and the gate passes. Catch: the base build has the fault fixed: they are new and the
-    gate fails. The seed is one whose batch has a case twinned by ``mul_one``."""
-    r, v = _head_vs_base(tmp_path, "same", fixed=False)
-    assert r.returncode == 0, r.stderr[-2000:]
+    gate fails. The seed is one whose batch has a case twinned by ``mul_one`` (one seed for
+    both campaigns: they differ in the base build's environment only, which draws nothing).
+    Both runs are in this process (nothing here needs one of its own); the base builds run
+    from this checkout."""
+    monkeypatch.setenv("PYTHONPATH", ROOT)
+    same, fixed = _head_vs_base_config(tmp_path, "same", False), _head_vs_base_config(tmp_path, "fixed", True)
+    seed = _mul_one_seed(same, "eqs")
+    assert main(["run", "--config", same, "--seed", seed, "--out", str(tmp_path / "same"), "--fresh"]) == 0
+    v = json.loads((tmp_path / "same" / "verdict.json").read_text())
     assert not v["new"] and v["pre_existing"]
     assert all(g["verdict"] == "inconsistent" for g in v["pre_existing"])
-    r, v = _head_vs_base(tmp_path, "fixed", fixed=True)
-    assert r.returncode == 1, r.stderr[-2000:]
+    assert main(["run", "--config", fixed, "--seed", seed, "--out", str(tmp_path / "fixed"), "--fresh"]) == 1
+    v = json.loads((tmp_path / "fixed" / "verdict.json").read_text())
     assert v["new"] and all(g["verdict"] == "inconsistent" for g in v["new"])
 
 
@@ -293,12 +298,11 @@ def test_gate_reduces_and_reports_an_inconsistency(tmp_path):
     cfg.write_text(f"campaign: eq\nmodels: 8\nbackends: [{MUL_ONE_ORT}]\nrewrite_share: 1.0\ndynamic_share: 0\n"
                    f"extreme_share: 0\nmax_opset: {NEWEST_OPSET}\nfail_on: new\n")
     seed = _mul_one_seed(str(cfg), "eqs")
-    outs = []
-    for k in range(2):
-        out = tmp_path / f"out{k}"
-        r = _dlgate("run", "--config", str(cfg), "--seed", seed, "--out", str(out), "--fresh")
-        assert r.returncode == 1, r.stderr[-2000:]
-        outs.append(out)
+    outs = [tmp_path / "out0", tmp_path / "out1"]
+    # once in this process, once in a fresh interpreter (its own hash seed, nothing carried over)
+    assert main(["run", "--config", str(cfg), "--seed", seed, "--out", str(outs[0]), "--fresh"]) == 1
+    r = _dlgate("run", "--config", str(cfg), "--seed", seed, "--out", str(outs[1]), "--fresh")
+    assert r.returncode == 1, r.stderr[-2000:]
     verdict = json.loads((outs[0] / "verdict.json").read_text())
     assert verdict["new"] and all(g["verdict"] == "inconsistent" for g in verdict["new"])
     assert verdict["twins"][f"{MUL_ONE_ORT}[cpu]"].get("inconsistent", 0) >= 1
@@ -321,17 +325,20 @@ def test_gate_reduces_and_reports_an_inconsistency(tmp_path):
     xmlschema.XMLSchema(os.path.join(ROOT, "tests", "data", "junit.xsd")).validate(str(outs[0] / "junit.xml"))
 
 
-def test_check_command_runs_a_twin(tmp_path):
-    r = _dlgate("gen", "--seed", "eqcli", "--count", "4", "--out", str(tmp_path / "g"))
-    assert r.returncode == 0, r.stderr
-    bad = _dlgate("check", str(tmp_path / "g"), "--backend", "onnxruntime", "--rewrite", "add_zero")
-    assert bad.returncode == 2 and bad.stderr.strip().count("\n") == 0 and "unknown rewrite" in bad.stderr
-    ok = _dlgate("check", str(tmp_path / "g"), "--backend", MUL_ONE_ORT, "--rewrite", "mul_one",
-                 "--out", str(tmp_path / "c"))
+def test_check_command_runs_a_twin(tmp_path, capsys):
+    """The commands in this process: nothing here needs a process of its own."""
+    assert main(["gen", "--seed", "eqcli", "--count", "4", "--out", str(tmp_path / "g")]) == 0
+    capsys.readouterr()
+    assert main(["check", str(tmp_path / "g"), "--backend", "onnxruntime", "--rewrite", "add_zero"]) == 2
+    err = capsys.readouterr().err
+    assert err.strip().count("\n") == 0 and "unknown rewrite" in err, err
+    status = main(["check", str(tmp_path / "g"), "--backend", MUL_ONE_ORT, "--rewrite", "mul_one",
+                   "--out", str(tmp_path / "c")])
+    ok = capsys.readouterr()
     recs = [json.loads(x) for x in (tmp_path / "c" / "results.jsonl").read_text().splitlines()]
     assert all(r["rewrite"]["kind"] in ("mul_one", None) for r in recs)
     assert any(EQ.findings(r) for r in recs), [r.get("twins") for r in recs]
-    assert ok.returncode == 1 and "inconsistent" in ok.stdout
+    assert status == 1 and "inconsistent" in ok.out, ok.out + ok.err
     assert any((tmp_path / "c" / "cases").glob("*/twin.onnx"))
 
 
