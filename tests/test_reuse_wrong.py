@@ -197,3 +197,20 @@ def test_a_cause_is_new_on_the_base_build_only_where_the_base_build_passes_the_d
     assert base_notes({"verdict": "pass", "reproduces": False, "decided_on": "reused reduction",
                        "reused": "00001-ab"}) == \
         ["base build: pass (decided for its cause on case 00001-ab, whose reduction it reuses)"]
+
+
+def test_a_wrong_answer_is_reduced_from_the_operators_near_its_wrong_output_first():
+    """The first round tries each operator alone: for a wrong answer at output 0 of
+    ``_chain``, the operators output 0 depends on, last first, then the rest; for an error,
+    graph order."""
+    from types import SimpleNamespace
+
+    from dlgate.reduce.reducer import _Run
+
+    run = _Run.__new__(_Run)
+    run.best = (None, SimpleNamespace(verdict="mismatch", comparison={"output": 0, "differing": [0]}))
+    assert run.singles(_chain()) == [2, 1, 0, 3]
+    run.best = (None, SimpleNamespace(verdict="mismatch", comparison={"output": 1, "differing": [1]}))
+    assert run.singles(_chain()) == [3, 0, 1, 2]
+    run.best = (None, SimpleNamespace(verdict="compile_error", comparison=None))
+    assert run.singles(_chain()) == [0, 1, 2, 3]

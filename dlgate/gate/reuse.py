@@ -26,7 +26,7 @@ from dlgate.oracle import signature as S
 from dlgate.oracle import verdict as V
 from dlgate.oracle.compare import all_finite
 from dlgate.reduce import identity as I
-from dlgate.reduce.candidates import as_case, cut_map, fed, intermediates
+from dlgate.reduce.candidates import as_case, cut_map, fed, intermediates, wrong_cone
 
 #: Classes whose cause is known before reduction (an error's message, a crash's frames and
 #: signal; a refusal's message, which names what is refused), so a reduction can stand for
@@ -101,16 +101,6 @@ def segments(typed: str) -> list:
 def _token(graph, i: int) -> tuple:
     n = graph.nodes[i]
     return get(n.op).onnx_op, tuple(graph.tensors[t].dtype for t in n.inputs)
-
-
-def wrong_cone(graph, v: dict) -> list:
-    """Indices of the operators the wrong outputs of ``v`` (its comparison's ``differing``,
-    else ``output``) depend on; every operator when it names none (a wrong number of
-    outputs). A cause whose operators lie outside them is not this output's."""
-    cmp = v.get("comparison") or {}
-    outs = cmp.get("differing") or ([cmp["output"]] if cmp.get("output") is not None else [])
-    outs = [graph.outputs[o] for o in outs if isinstance(o, int) and 0 <= o < len(graph.outputs)]
-    return graph.ancestors(outs) if outs else list(range(len(graph.nodes)))
 
 
 def sites(graph, want: list, allowed) -> list:

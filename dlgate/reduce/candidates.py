@@ -295,3 +295,13 @@ def _checks(model: bytes) -> bool:
             os.waitpid(pid, 0)
             return False
         time.sleep(0.002)
+
+
+def wrong_cone(graph, v: dict) -> list:
+    """Indices of the operators the wrong outputs of ``v`` (its comparison's ``differing``,
+    else ``output``) depend on; every operator when it names none (a wrong number of
+    outputs). A cause whose operators lie outside them is not this output's."""
+    cmp = v.get("comparison") or {}
+    outs = cmp.get("differing") or ([cmp["output"]] if cmp.get("output") is not None else [])
+    outs = [graph.outputs[o] for o in outs if isinstance(o, int) and 0 <= o < len(graph.outputs)]
+    return graph.ancestors(outs) if outs else list(range(len(graph.nodes)))

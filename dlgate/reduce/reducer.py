@@ -11,7 +11,8 @@ Reduction runs in rounds until a whole round changes nothing (shrinking a shape 
 attribute often makes more operators removable). A round:
 
 1. operators: in the first round each operator alone (most compiler bugs need one or
-   two); then greedy one-at-a-time removal, last operator first, to a fixpoint. Each cut
+   two; for a wrong answer those its wrong outputs depend on first, nearest them first);
+   then greedy one-at-a-time removal, last operator first, to a fixpoint. Each cut
    is tried with the removed operators' outputs fed as graph inputs, then as constants
    (with no graph input left if that is what fails: a constant-folding bug);
 2. short-circuits: each single-output operator, last first, bypassed: its consumers read
@@ -69,7 +70,8 @@ from dlgate.oracle import ub
 from dlgate.oracle import verdict as V
 from dlgate.oracle.compare import all_finite
 from dlgate.reduce.candidates import (_ALT_PROBES, _checks, _smaller, alternatives, as_case, bypassed, constified,
-                                      cut_map, fed, intermediates, reattributed, reshaped, without_inputs)
+                                      cut_map, fed, intermediates, reattributed, reshaped, without_inputs,
+                                      wrong_cone)
 from dlgate.reduce.identity import regime
 
 
@@ -303,7 +305,8 @@ class _Run:
             return False
 
         if alone:
-            if any(attempt([i], const) for const in (False, True) for i in range(n)):
+            order = self.singles(graph)
+            if any(attempt([i], const) for const in (False, True) for i in order):
                 return True
         changed = False
         again = True
@@ -315,6 +318,19 @@ class _Run:
                     if attempt(sub, False) or attempt(sub, True):
                         changed = again = True
         return changed
+
+    def singles(self, graph: Graph) -> list:
+        """The order operators are tried alone in: for a wrong answer, those its wrong
+        outputs depend on first, nearest the outputs first (a wrong value is most often made
+        where it is read), then the rest; otherwise graph order. On a compiler whose every
+        compile takes seconds, trying the operators far from the wrong output first spent
+        the whole time bound before the one at fault was tried."""
+        n = len(graph.nodes)
+        best = self.best[1]
+        if best.verdict not in V.VALUE_CLASSES:
+            return list(range(n))
+        cone = set(wrong_cone(graph, {"comparison": best.comparison}))
+        return sorted(cone, reverse=True) + [i for i in range(n) if i not in cone]
 
     def bypass(self) -> bool:
         """Each single-output operator, last first, short-circuited: its consumers (and the
