@@ -23,7 +23,10 @@ under test, on the same deterministic inputs. Where the NumPy interpreter
    different result is a rejected pair as well (``float8`` without ``FP8ComputeLegalize``
    builds to other values without an error).
 3. *Crash* (``crash``, gating): a signal, a hang past the timeout or the memory cap, in any
-   stage of either build or run. No input makes a compiler crash legitimately.
+   stage of either build or run. No input makes a compiler crash legitimately; a built
+   program may crash when it runs only where its behaviour is undefined (a ``%`` by a loaded
+   zero traps with SIGFPE): a crash while running is ``invalid`` (stage ``undefined``) where
+   the interpreter says so.
 4. *Exception* (``exception``, gating): an error while applying the *minimal* sequence to
    a well-formed program (every program TVM's verifiers accept must take the passes its
    build requires), or an error in finalization, code generation or the run of either build
