@@ -10,6 +10,12 @@ program of the same kind is still a finding.
 3. Undefined behaviour the interpreter did not flag: a read of an allocated element never
    written (the interpreter stopped earlier, at TVM 0.27's ``prim.if_then_else``), and
    integer overflow (now flagged, as the float-to-integer conversion out of range is).
+4. A run-time crash of a program whose behaviour is undefined (a ``%`` by a loaded zero:
+   SIGFPE) was a crash finding: the interpreter is now asked first; the interpreter did not
+   take lowered seeds' ``t0.view(n)`` buffers nor ``prim.ceil``, rounded stores into an
+   allocated bfloat16 buffer (TVM computes it in float32), and propagated a NaN through
+   ``min``/``max`` (unspecified in TVM); the loop mutator made a loop parallel around a
+   parallel one, which TVM's CPU code generation refuses by design.
 """
 from __future__ import annotations
 
@@ -341,3 +347,123 @@ def test_a_float64_result_of_a_narrower_computation_compares_at_the_narrower_tol
 def test_the_sigmoid_of_a_bfloat16_value_cast_to_float64_is_no_finding(pool):
     v = O.check(pool, SIGMOID_BF16, P.minimal(), seed=920066438).verdict
     assert v.kind == O.OK_KIND, v.to_json()
+
+
+# -- 4. run-time crashes of undefined programs, and what the interpreter computed otherwise --------
+MOD_BY_LOADED = HEADER + '''
+@T.prim_func
+def main(a: T.Buffer((4, 13), "int8"), d: T.Buffer((13,), "int8"), c: T.Buffer((4, 13), "int8")):
+    T.func_attr({"tirx.noalias": True})
+    a_1 = a.view(52)
+    c_1 = c.view(52)
+    for i, j in T.grid(4, 13):
+        c_1[i * 13 + j] = a_1[i * 13 + j] % DIVISOR
+'''
+
+
+def test_a_trap_on_a_division_by_a_loaded_zero_is_undefined_not_a_crash(pool):
+    """A graph seed's ``%`` by a loaded value (inputs in [-8, 8) hold zeros): the minimal
+    build traps at run time (SIGFPE), which was a ``tir_crash``; the interpreter, which now
+    takes the ``view``, calls the program undefined. With a divisor that is never zero the
+    interpreter agrees with the build."""
+    text = MOD_BY_LOADED.replace("DIVISOR", "d[j]")
+    d = B.make_inputs(B.parse(text), 3)[1]
+    assert (d == 0).any()
+    v = O.check(pool, text, P.minimal(), seed=3).verdict
+    assert (v.kind, v.stage) == (O.INVALID, "undefined") and "division by zero" in v.detail, v.to_json()
+    c = O.check(pool, MOD_BY_LOADED.replace("DIVISOR", "(d[j] * d[j] + T.int8(1))"), P.default(), seed=3)
+    assert c.verdict.kind == O.OK_KIND and c.outcomes["interp"].status == "ok", c.verdict.to_json()
+
+
+def test_a_run_time_crash_of_a_defined_program_is_still_a_crash(pool):
+    """A planted pass that moves every store far outside its buffer: the mutated build
+    crashes when it runs, the interpreter finds the program defined: a crash finding."""
+    text = MOD_BY_LOADED.replace("DIVISOR", "(d[j] * d[j] + T.int8(1))")
+    v = O.check(pool, text, with_fault(P.minimal(), "tests.tir_faults:wild_store"), seed=3).verdict
+    assert (v.kind, v.stage, v.build) == (O.CRASH_KIND, "run", "mutated"), v.to_json()
+
+
+def test_int_min_remainder_by_minus_one_is_undefined():
+    """LLVM's ``srem`` of INT_MIN by -1 is undefined (x86 traps) though the remainder, 0,
+    fits. On int8 inputs in [-8, 8): ``a * 16`` is -128 where ``a`` is -8, and the divisor is
+    always -1."""
+    text = OVERFLOW.replace('"int32"', '"int8"').replace(
+        "a[i] * FACTOR + 1", "T.truncmod(a[i] * T.int8(FACTOR), T.min(T.floordiv(a[i], T.int8(8)), T.int8(-1)))")
+    assert (B.make_inputs(B.parse(text.replace("FACTOR", "16")), 1)[0] == -8).any()
+    with pytest.raises(I.Unsupported, match="undefined: int8 division of -128 by -1"):
+        _interp(text.replace("FACTOR", "16"))
+    a, b = _interp(text.replace("FACTOR", "15"))
+    assert (b == 0).all()
+
+
+BF16_SCRATCH = HEADER + '''
+@T.prim_func
+def main(a: T.Buffer((8,), "float32"), c: T.Buffer((8,), "bfloat16")):
+    scratch = T.alloc_buffer((8,), "bfloat16")
+    for i in range(8):
+        scratch[i] = T.Cast("bfloat16", a[i] * T.float32(3.0))
+    for i in T.vectorized(8):
+        c[i] = T.Cast("int8", scratch[i] * T.bfloat16(10.0))
+'''
+
+
+def test_an_allocated_bfloat16_buffer_holds_float32_as_tvm_legalizes_it(pool):
+    """TVM's BF16ComputeLegalize makes an allocated bfloat16 buffer float32: a store into it
+    does not round. Rounded there (as before), the interpreter's truncation to int8 fell on
+    the other side of an integer (6.0 against 7.0 in a campaign); a dropped lane is found."""
+    mod = B.parse(BF16_SCRATCH)
+    _, c = I.evaluate(mod["main"], B.make_inputs(mod, 2))
+    a = B.make_inputs(mod, 2)[0]
+    want = np.trunc((a * np.float32(3.0)).astype(np.float32) * np.float32(10.0))
+    rounded = np.trunc((a * np.float32(3.0)).astype(c.dtype).astype(np.float32) * np.float32(10.0))
+    assert (rounded != want).any()  # the seed tells the two readings apart
+    assert (c.astype(np.float32) == want.astype(c.dtype).astype(np.float32)).all()
+    c = O.check(pool, BF16_SCRATCH, P.default(), seed=2)
+    assert c.verdict.kind == O.OK_KIND and c.outcomes["interp"].status == "ok", c.verdict.to_json()
+    v = O.check(pool, BF16_SCRATCH, with_fault(P.default()), seed=2).verdict
+    assert v.kind == O.INCONSISTENT and v.mismatch["against"] == "minimal", v.to_json()
+
+
+def test_min_of_a_nan_is_unspecified_and_ceil_is_known():
+    """``min(sqrt(trunc(x)), y)`` for a negative ``x``: LLVM's select gives ``y``, NumPy's
+    minimum NaN; TIR does not say, so the interpreter calls it undefined. ``T.ceil`` is
+    ``prim.ceil`` in TVM 0.27 and is computed."""
+    text = HEADER + '''
+@T.prim_func
+def main(a: T.Buffer((8,), "float32"), b: T.Buffer((8,), "float32")):
+    for i in range(8):
+        b[i] = T.min(EXPR, a[i])
+'''
+    with pytest.raises(I.Unsupported, match="undefined: min of a NaN operand"):
+        _interp(text.replace("EXPR", "T.sqrt(T.trunc(a[i]) - T.float32(3.0))"))
+    a, b = _interp(text.replace("EXPR", "T.ceil(a[i])"))
+    assert (b == np.minimum(np.ceil(a), a)).all()
+
+
+def test_the_loop_mutator_never_nests_parallel_loops():
+    """TVM's CPU code generation refuses a parallel loop in a parallel loop by design; the
+    loop mutator made the outer of two loops parallel around an inner parallel one. It
+    still makes the outer loop parallel where the inner one is not."""
+    import random
+
+    from dlgate.tir import ast as A
+    from dlgate.tir.mutators import base as MB, loop
+
+    def parallel(func) -> list:
+        return [int(s.node.kind) == 1 for s in A.sites(func) if type(s.node).__name__ == "For"]
+
+    text = HEADER + '''
+@T.prim_func
+def main(a: T.Buffer((4, 8), "int32"), b: T.Buffer((4, 8), "int32")):
+    for i in range(4):
+        for j in T.KIND(8):
+            b[i, j] = a[i, j]
+'''
+    for kind, outer_parallel_ok in (("parallel", False), ("serial", True)):
+        func, seen = B.parse(text.replace("KIND", kind))["main"], set()
+        for k in range(150):
+            out = loop.apply(func, random.Random(k), MB.Context("llvm"))
+            if out is not None:
+                seen.add(tuple(parallel(out)[:2]))
+        assert all(sum(p) <= 1 for p in seen), (kind, seen)
+        assert ((True, False) in seen) == outer_parallel_ok, (kind, seen)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import tvm
 import tvm_ffi
 from tvm import tirx
-from tvm.tirx.stmt import For, ForKind, IfThenElse, SeqStmt
+from tvm.tirx.stmt import BufferStore, For, ForKind, IfThenElse, SeqStmt
 
 
 def _shorten(stmt):
@@ -91,3 +91,28 @@ def with_fault(seq: list, fault: str = SHORT_VECTOR_LOOP) -> list:
     """``seq`` with ``fault`` just before VectorizeLoop (where loops still have their bounds)."""
     k = seq.index("VectorizeLoop")
     return seq[:k] + [fault] + seq[k:]
+
+
+def _far(stmt):
+    """``stmt`` with each store's last index moved 2**34 elements further (through loops,
+    sequences and conditionals): far outside any buffer, into memory no process maps."""
+    if isinstance(stmt, For):
+        return For(stmt.loop_var, stmt.min, stmt.extent, stmt.kind, _far(stmt.body), stmt.thread_binding,
+                   stmt.annotations, stmt.step)
+    if isinstance(stmt, SeqStmt):
+        return SeqStmt([_far(s) for s in stmt.seq])
+    if isinstance(stmt, IfThenElse):
+        return IfThenElse(stmt.condition, _far(stmt.then_case), None if stmt.else_case is None else _far(stmt.else_case))
+    if isinstance(stmt, BufferStore):
+        *head, last = stmt.indices
+        moved = tirx.Cast("int64", last) + tirx.IntImm("int64", 2 ** 34)
+        return BufferStore(stmt.buffer, stmt.value, [*head, moved])
+    return stmt
+
+
+@tirx.transform.prim_func_pass(opt_level=0, name="WildStore")
+def wild_store(func, _mod, _ctx):
+    """A miscompilation that crashes the built program when it runs (a store 2**34 elements
+    past its buffer: SIGSEGV), as a pass that botches an index would: the program itself is
+    defined, so the run-time crash stays a finding."""
+    return func.with_body(_far(func.body))

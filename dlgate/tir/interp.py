@@ -5,7 +5,8 @@ kind run as serial loops (a parallel, vectorized or unrolled loop means the same
 schedulable blocks bind their iteration variables and run their ``init`` on a reduction's
 first iteration, stores and loads go to flat NumPy arrays, and arithmetic is done on NumPy
 scalars of the expression's dtype (float32 rounds as float32; bfloat16 and float8 are
-computed in float32 and rounded where stored, as TVM's legalization does). Whatever it
+computed in float32 and rounded where stored into a parameter, as TVM's legalization does;
+an allocated buffer of those dtypes holds float32, as it does after legalization). Whatever it
 does not know raises :class:`Unsupported` (the oracle then has no third reference, which is
 not a finding).
 
@@ -48,7 +49,7 @@ MAX_STEPS = 50_000
 _UNARY = {
     "tirx.exp": np.exp, "tirx.log": np.log, "tirx.sqrt": np.sqrt, "tirx.tanh": np.tanh, "tirx.sin": np.sin,
     "tirx.cos": np.cos, "tirx.fabs": np.abs, "tirx.floor": np.floor, "tirx.ceil": np.ceil, "tirx.round": np.rint,
-    "tirx.trunc": np.trunc, "tirx.sigmoid": lambda x: 1 / (1 + np.exp(-x)), "tirx.exp2": np.exp2,
+    "tirx.trunc": np.trunc, "prim.ceil": np.ceil, "prim.log2": np.log2, "tirx.sigmoid": lambda x: 1 / (1 + np.exp(-x)), "tirx.exp2": np.exp2,
     "tirx.log2": np.log2, "tirx.log10": np.log10, "tirx.tan": np.tan, "tirx.atan": np.arctan,
     "tirx.rsqrt": lambda x: 1 / np.sqrt(x), "tirx.erf": lambda x: math.erf(float(x)),
 }
@@ -76,7 +77,8 @@ def _np_dtype(dtype: str):
     the ``float8`` types, which TVM's ``llvm`` pipeline computes in float32
     (``BF16ComputeLegalize``, ``FP8ComputeLegalize``): an expression of those dtypes, a cast
     to them included, keeps float32's precision, and is rounded only where it is stored
-    into a buffer of that dtype (:func:`_storage_dtype`)."""
+    into a parameter of that dtype (:func:`_storage_dtype`); an allocated buffer of that
+    dtype holds float32 (:meth:`_Memory.add`)."""
     if dtype == "bfloat16" or dtype.startswith("float8"):
         return np.float32
     return _storage_dtype(dtype)
@@ -114,6 +116,7 @@ class _Memory:
         self.written: dict = {}
         self.shape: dict = {}
         self.strides: dict = {}
+        self.root: dict = {}  # a view's key: the key of the buffer whose storage it shares
 
     def add(self, buf, values: np.ndarray | None):
         """A buffer: a parameter (``values``, its input, row-major) or an allocation (None).
@@ -133,7 +136,11 @@ class _Memory:
         k = _key(buf)
         size = 1 + sum((n - 1) * st for n, st in zip(shape, strides)) if all(shape) else 0
         if values is None:
-            self.data[k] = np.zeros(size, dtype=_storage_dtype(str(buf.ty.dtype)))
+            # an allocation holds its elements as they are computed: TVM's compute
+            # legalization (``BF16ComputeLegalize``, ``FP8ComputeLegalize``) turns an
+            # allocated bfloat16 or float8 buffer into a float32 one, so a store into it
+            # does not round (only a parameter's storage is narrow)
+            self.data[k] = np.zeros(size, dtype=_np_dtype(str(buf.ty.dtype)))
             self.written[k] = np.zeros(size, dtype=bool)
         else:
             self.data[k] = np.array(values, copy=True).reshape(-1)
@@ -141,9 +148,35 @@ class _Memory:
         self.shape[k] = shape
         self.strides[k] = strides
 
-    def flat(self, buf, idx: list) -> tuple:
+    def view(self, buf, data) -> None:
+        """A buffer declared over another's storage (``T.decl_buffer(..., data=t0.data)``, as
+        ``t0.view(n)`` prints: lowered seeds reshape their parameters so): its elements are the
+        other buffer's, row-major over its own shape, of the same dtype."""
+        args = getattr(data, "args", None)
+        if getattr(getattr(data, "op", None), "name", "") != "tirx.buffer_data" or len(args) != 1:
+            raise Unsupported("buffer declared over other data than a buffer's")
+        base = self.root.get(_key(args[0]), _key(args[0]))
+        if base not in self.data:
+            raise Unsupported(f"buffer {args[0]} is not declared where the interpreter can see it")
+        try:
+            shape = tuple(int(d) for d in buf.ty.shape)
+            strides = tuple(int(d) for d in buf.ty.strides)
+            offset = int(buf.ty.elem_offset)
+        except (TypeError, ValueError):
+            raise Unsupported("symbolic shape, strides or offset") from None
+        if strides or offset or str(buf.ty.dtype) != str(args[0].ty.dtype):
+            raise Unsupported("strided, offset or retyped buffer view")
+        if int(np.prod(shape, dtype=np.int64)) > self.data[base].size:
+            raise Unsupported("buffer view larger than its storage")
         k = _key(buf)
-        if k not in self.data:
+        self.root[k] = base
+        self.shape[k] = shape
+        self.strides[k] = tuple(int(np.prod(shape[j + 1:], dtype=np.int64)) for j in range(len(shape)))
+
+    def flat(self, buf, idx: list) -> tuple:
+        """``(the key of the storage, the element's offset in it)`` of ``buf[idx]``."""
+        k = _key(buf)
+        if k not in self.shape:
             raise Unsupported(f"buffer {buf} is not declared where the interpreter can see it")
         shape = self.shape[k]
         if len(idx) != len(shape):
@@ -154,7 +187,7 @@ class _Memory:
             if not 0 <= i < n:
                 raise Unsupported(f"undefined: index {i} outside {buf}'s extent {n}")
             off += i * st
-        return k, off
+        return self.root.get(k, k), off
 
 
 class _Lanes:
@@ -268,6 +301,9 @@ class _Interp:
 
     def s_AllocBuffer(self, s):
         self._allocated(s.buffer)
+
+    def s_DeclBuffer(self, s):
+        self.mem.view(s.buffer, s.data)
 
     def s_Bind(self, s):
         self.env[_key(s.var)] = self.expr(s.value)
@@ -391,11 +427,21 @@ class _Interp:
             raise Unsupported(f"bitwise operation on {dt}")
         return np.invert(np.dtype(dt).type(self.expr(e.a)))
 
+    def _minmax(self, e, op, what: str):
+        """``min`` and ``max``. Of a NaN operand the result is unspecified in TIR: LLVM code
+        generation selects (``a < b ? a : b``, so ``min(NaN, b)`` is ``b`` and ``min(a, NaN)``
+        NaN) and the simplifier freely commutes the operands, so two builds may differ."""
+        a, b = self.expr(e.a), self.expr(e.b)
+        if isinstance(a, np.floating) and (np.isnan(a) or np.isnan(b)):
+            raise Unsupported(f"undefined: {what} of a NaN operand")
+        with np.errstate(all="ignore"):
+            return np.array(op(a, b)).astype(_np_dtype(_dtype(e)))[()]
+
     def e_Min(self, e):
-        return self._bin(e, np.minimum)
+        return self._minmax(e, np.minimum, "min")
 
     def e_Max(self, e):
-        return self._bin(e, np.maximum)
+        return self._minmax(e, np.maximum, "max")
 
     def _div(self, e, ints, floats):
         """A division of ``e``'s kind: ``ints`` on Python integers (division by zero is
@@ -407,7 +453,12 @@ class _Interp:
                 return np.array(floats(a, b)).astype(dt)[()]
         if int(b) == 0:
             raise Unsupported("undefined: integer division by zero")
-        return _int_result(ints(int(a), int(b)), _dtype(e), "division")  # INT_MIN / -1
+        dt = _dtype(e)
+        if int(b) == -1 and dt.startswith("int") and int(a) == np.iinfo(dt).min:
+            # INT_MIN / -1 overflows, and so does the remainder: LLVM's ``sdiv`` and ``srem``
+            # (which TVM's ``%`` and ``floormod`` lower to) are undefined there, and x86 traps
+            raise Unsupported(f"undefined: {dt} division of {int(a)} by -1")
+        return _int_result(ints(int(a), int(b)), dt, "division")
 
     def e_Div(self, e):  # truncating for integers (C's), true division for floats
         return self._div(e, _truncdiv, lambda a, b: a / b)

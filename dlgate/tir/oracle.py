@@ -23,7 +23,10 @@ under test, on the same deterministic inputs. Where the NumPy interpreter
    different result is a rejected pair as well (``float8`` without ``FP8ComputeLegalize``
    builds to other values without an error).
 3. *Crash* (``crash``, gating): a signal, a hang past the timeout or the memory cap, in any
-   stage of either build or run. No input makes a compiler crash legitimately.
+   stage of either build or run. No input makes a compiler crash legitimately; a built
+   program may crash when it runs only where its behaviour is undefined (a ``%`` by a loaded
+   zero traps with SIGFPE): a crash while running is ``invalid`` (stage ``undefined``) where
+   the interpreter says so.
 4. *Exception* (``exception``, gating): an error while applying the *minimal* sequence to
    a well-formed program (every program TVM's verifiers accept must take the passes its
    build requires), or an error in finalization, code generation or the run of either build
@@ -232,13 +235,13 @@ def _check(pool, text, passes, seed, margin, repeats, floor_s, interp, reference
     outs["minimal"] = ref
     bad = _failed(ref, "minimal", phases)
     if bad is not None:
-        return Checked(bad, outs)
+        return Checked(_excused(pool, text, seed, bad, outs), outs)
     phases.clear()
     mut = pool.execute(SPEC, Job(text, tuple(passes), seed, True, repeats).model(), [])
     outs["mutated"] = mut
     bad = _failed(mut, "mutated", phases)
     if bad is not None:
-        return Checked(bad, outs)
+        return Checked(_excused(pool, text, seed, bad, outs), outs)
     want, got = ref.outputs[:-1], mut.outputs[:-1]
     floor = loosest(text)
     diff = compare(got, want, floor)
@@ -288,6 +291,22 @@ def _check(pool, text, passes, seed, margin, repeats, floor_s, interp, reference
             return Checked(Verdict(SLOW, "time", "mutated", f"{ratio:.2f}x the minimal build's median",
                                    ratio=ratio), outs)
     return Checked(Verdict(OK_KIND), outs)
+
+
+def _excused(pool, text: str, seed: int, bad: Verdict, outs: dict) -> Verdict:
+    """``bad``, or ``invalid`` (stage ``undefined``) where it is a crash while the built
+    program ran and the interpreter finds the program's behaviour undefined on the same
+    inputs: an integer division by zero traps (SIGFPE), a store outside a buffer may take
+    the process down (SIGSEGV), and neither is the compiler's fault. A crash while
+    compiling is never excused."""
+    if bad.kind != CRASH_KIND or bad.stage != "run":
+        return bad
+    ip = pool.execute(SPEC, Job(text, (), seed, False, 0, "interp").model(), [])
+    outs["interp"] = ip
+    said = _failed(ip, "interp", [])
+    if said is not None and said.detail.startswith("undefined:"):
+        return Verdict(INVALID, "undefined", "interp", f"{said.detail} ({bad.build} build: {bad.detail})")
+    return bad
 
 
 def slowdown(ref_s, mut_s, floor_s: float, statistic=statistics.median) -> float | None:

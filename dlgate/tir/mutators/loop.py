@@ -3,7 +3,7 @@ vectorized, unrolled) and its annotations (``pragma_auto_unroll_max_step``,
 ``pragma_unroll_explicit``, ``pragma_loop_partition_hint``), a constant-extent loop split into
 two nested loops whose variables rebuild the old index (``i = o * f + k``), or a statement
 wrapped in a new loop of constant or variable extent. Kinds that TVM rejects outright
-(parallel inside parallel, vectorizing a symbolic extent) are not drawn."""
+(parallel inside or around parallel, vectorizing a symbolic extent) are not drawn."""
 from __future__ import annotations
 
 from dlgate.tir import ast as A
@@ -21,7 +21,10 @@ def _kinds(t, s, n) -> list:
     outer = {int(lp.kind) for lp in s.scope.loops}
     const = type(n.extent).__name__ == "IntImm"
     kinds = [t.ForKind.SERIAL, t.ForKind.UNROLLED]
-    if int(t.ForKind.PARALLEL) not in outer and int(t.ForKind.VECTORIZED) not in outer:
+    if int(t.ForKind.PARALLEL) not in outer and int(t.ForKind.VECTORIZED) not in outer \
+            and not _has_loop(n.body, t.ForKind.PARALLEL):
+        # TVM's CPU code generation refuses a parallel loop in a parallel loop ("Nested
+        # parallel loop is not supported by threadpool"), whichever of the two was made so
         kinds.append(t.ForKind.PARALLEL)
     if const and 1 < int(n.extent.value) <= 64:
         kinds.append(t.ForKind.VECTORIZED)
@@ -85,9 +88,11 @@ def _factors(n: int) -> list:
     return [f for f in (2, 3, 4, 8, 16) if n % f == 0 and f < n]
 
 
-def _has_loop(stmt) -> bool:
+def _has_loop(stmt, kind=None) -> bool:
+    """Whether ``stmt`` holds a loop (of ``kind``, where given)."""
     t = B.tirx()
-    return any(isinstance(s.node, t.For) for s in A.sites(_Holder(stmt)))
+    return any(isinstance(s.node, t.For) and (kind is None or int(s.node.kind) == int(kind))
+               for s in A.sites(_Holder(stmt)))
 
 
 class _Holder:
