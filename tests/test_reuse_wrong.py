@@ -212,5 +212,8 @@ def test_a_wrong_answer_is_reduced_from_the_operators_near_its_wrong_output_firs
     assert run.singles(_chain()) == [2, 1, 0, 3]
     run.best = (None, SimpleNamespace(verdict="mismatch", comparison={"output": 1, "differing": [1]}))
     assert run.singles(_chain()) == [3, 0, 1, 2]
+    # the first wrong output's operators before another wrong output's
+    run.best = (None, SimpleNamespace(verdict="mismatch", comparison={"output": 1, "differing": [1, 0]}))
+    assert run.singles(_chain()) == [3, 2, 1, 0]
     run.best = (None, SimpleNamespace(verdict="compile_error", comparison=None))
     assert run.singles(_chain()) == [0, 1, 2, 3]

@@ -11,7 +11,7 @@ Reduction runs in rounds until a whole round changes nothing (shrinking a shape 
 attribute often makes more operators removable). A round:
 
 1. operators: in the first round each operator alone (most compiler bugs need one or
-   two; for a wrong answer those its wrong outputs depend on first, nearest them first);
+   two; for a wrong answer those its first wrong output depends on first, nearest it first);
    then greedy one-at-a-time removal, last operator first, to a fixpoint. Each cut
    is tried with the removed operators' outputs fed as graph inputs, then as constants
    (with no graph input left if that is what fails: a constant-folding bug);
@@ -320,17 +320,21 @@ class _Run:
         return changed
 
     def singles(self, graph: Graph) -> list:
-        """The order operators are tried alone in: for a wrong answer, those its wrong
-        outputs depend on first, nearest the outputs first (a wrong value is most often made
-        where it is read), then the rest; otherwise graph order. On a compiler whose every
+        """The order operators are tried alone in: for a wrong answer, those its first wrong
+        output (the one its finding is described by) depends on, nearest it first (a wrong
+        value is most often made where it is read), then those of its other wrong outputs,
+        then the rest; otherwise graph order. On a compiler whose every
         compile takes seconds, trying the operators far from the wrong output first spent
         the whole time bound before the one at fault was tried."""
         n = len(graph.nodes)
         best = self.best[1]
         if best.verdict not in V.VALUE_CLASSES:
             return list(range(n))
-        cone = set(wrong_cone(graph, {"comparison": best.comparison}))
-        return sorted(cone, reverse=True) + [i for i in range(n) if i not in cone]
+        cmp = best.comparison or {}
+        first = wrong_cone(graph, {"comparison": {"output": cmp.get("output")}})  # the finding's output
+        order = sorted(first, reverse=True)
+        order += sorted(set(wrong_cone(graph, {"comparison": cmp})) - set(order), reverse=True)
+        return order + [i for i in range(n) if i not in set(order)]
 
     def bypass(self) -> bool:
         """Each single-output operator, last first, short-circuited: its consumers (and the
