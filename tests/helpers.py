@@ -334,3 +334,25 @@ def output_cones(model) -> list:
                 todo.extend(n.input)
         cones.append({n.op_type for n in model.graph.node if id(n) in seen})
     return cones
+
+
+#: onnxruntime's uint8 x int8 integer matmuls on an x86-64 CPU without VNNI (AVX2 alone, as
+#: on this project's AMD EPYC machines) multiply with vpmaddubsw, whose int16 sums of two
+#: adjacent products saturate: onnxruntime's quantization guide documents it and advises
+#: reduce_range or int8 x int8 there. Its values then differ from the exact products ONNX
+#: specifies (and torch computes); on a CPU with VNNI they agree, and are compared.
+U8S8_SATURATING = {"MatMulIntegerToFloat", "DynamicQuantizeMatMul"}
+
+
+def saturating_cpu() -> bool:
+    """Whether this is an x86-64 CPU without VNNI (onnxruntime's u8s8 kernels saturate there)."""
+    import platform
+
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return False
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((ln for ln in f if ln.startswith("flags")), "").split()
+    except OSError:
+        return False
+    return not {"avx512_vnni", "avx_vnni", "amx_int8"} & set(flags)

@@ -13,7 +13,7 @@ from dlgate.materialize.torch_model import GraphModule
 from dlgate.ops import schema
 from dlgate.ops.registry import all_specs
 from dlgate.probe.single import single_op_graph, single_op_model
-from tests.helpers import finite, mismatch, ort_run
+from tests.helpers import U8S8_SATURATING, finite, mismatch, ort_run, saturating_cpu
 
 SPECS = all_specs()
 OPSETS = (13, 17, 21)
@@ -121,5 +121,7 @@ def test_spec(name):
                 continue
             for a, b in zip(got, ours):
                 err = mismatch(a, b, _scale(b))
+                if err is not None and name in U8S8_SATURATING and saturating_cpu():
+                    continue  # onnxruntime's documented u8s8 saturation on this CPU (U8S8_SATURATING)
                 assert err is None, f"{where}: onnxruntime vs torch: {err}"
     assert built, f"no single-operator model of {name} could be built"

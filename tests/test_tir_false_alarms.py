@@ -467,3 +467,38 @@ def main(a: T.Buffer((4, 8), "int32"), b: T.Buffer((4, 8), "int32")):
                 seen.add(tuple(parallel(out)[:2]))
         assert all(sum(p) <= 1 for p in seen), (kind, seen)
         assert ((True, False) in seen) == outer_parallel_ok, (kind, seen)
+
+
+class _Scripted:
+    """A pool whose TIR jobs answer in order: the minimal build, the mutated one, the
+    interpreter, the minimal build again (each an outcome with a list of arrays and times)."""
+
+    def __init__(self, *answers):
+        self.answers, self.on_phase = list(answers), None
+
+    def execute(self, spec, model, inputs):
+        return self.answers.pop(0)
+
+
+def _ran(*arrays):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(status="ok", outputs=[np.array(a, np.float32) for a in arrays] + [[]], error=None)
+
+
+def test_builds_that_differ_where_the_minimal_build_differs_from_itself_are_no_finding():
+    """Campaign tir-2h, root e: an ROI-pool seed whose batch index is -1 for some rows reads
+    before its buffer; the interpreter ran out of steps (no word on undefined behaviour), and
+    two builds of the same sequence differed in those rows. Without a third reference, a
+    second minimal build that differs from the first says the program reads what it never
+    wrote: invalid, not inconsistent. Where the minimal build repeats itself, the difference
+    stays a finding."""
+    from types import SimpleNamespace
+
+    gave_up = SimpleNamespace(status="unsupported", outputs=[],
+                              error={"message": "Unsupported: more than 50000 steps"})
+    text = 'A: T.Buffer((2,), "float32")'
+    v = O.check(_Scripted(_ran([1, 2]), _ran([1, 5]), gave_up, _ran([1, 7])), text, P.minimal()).verdict
+    assert (v.kind, v.stage) == (O.INVALID, "nondeterministic"), v.to_json()
+    v = O.check(_Scripted(_ran([1, 2]), _ran([1, 5]), gave_up, _ran([1, 2])), text, P.minimal()).verdict
+    assert v.kind == O.INCONSISTENT and v.mismatch["against"] == "minimal", v.to_json()

@@ -26,7 +26,7 @@ from dlgate.materialize.torch_model import GraphModule
 from dlgate.ops.registry import all_specs, get
 from dlgate.oracle import ub
 from tests import pinned_support
-from tests.helpers import TOL, finite, mismatch, ort_run
+from tests.helpers import TOL, U8S8_SATURATING, finite, mismatch, ort_run, saturating_cpu
 
 N, CHUNKS = 2000, 8
 
@@ -174,6 +174,8 @@ def _check_case(case):
                 err = mismatch(env_ort[t], y)
                 if err is not None and (_ill_conditioned(n, ins) or _cancellation(n, ins, env_ort[t], y)):
                     continue  # e.g. LayerNormalization of a row constant to a few ulps
+                if err is not None and n.op in U8S8_SATURATING and saturating_cpu():
+                    continue  # onnxruntime's documented u8s8 saturation on this CPU (tests.helpers)
                 assert err is None, f"{where}: node {n.op} {n.attrs}: {err}"
     # Whole model, where the reference run is numerically valid.
     with torch.no_grad():
@@ -200,6 +202,8 @@ def _check_case(case):
             overflow = not finite(*[env_ort[t] for t in n.outputs]) and finite(*[env_t[t] for t in n.outputs])
             conditioned = _ill_conditioned(n, ins_ort) or any(
                 _cancellation(n, ins_ort, env_ort[t], env_t[t]) for t in n.outputs)
+            if n.op in U8S8_SATURATING and saturating_cpu():
+                return "amplified"  # onnxruntime's documented u8s8 saturation on this CPU (tests.helpers)
             assert moved or overflow or _half(*ins_ort) or conditioned, (
                 f"{where}: outputs {bad} differ from node {n.op} {n.attrs} on, though its inputs agree")
             return "amplified"

@@ -12,7 +12,10 @@ under test, on the same deterministic inputs. Where the NumPy interpreter
    while validating, not a finding, the program never counts. Also a program whose
    behaviour is undefined (stage ``undefined``: the interpreter saw an access outside a
    buffer, a read of an element never written, an integer division by zero), looked for
-   whenever the two builds differ: such builds may legally differ.
+   whenever the two builds differ: such builds may legally differ. Where the interpreter
+   gives no word (it does not take the program or runs out of steps), the minimal build
+   runs again, and one that gives other values than its first run (stage
+   ``nondeterministic``: it reads what the program never wrote) is invalid as well.
 2. *Rejected pair* (``rejected``): TVM raises an error while applying the mutated sequence.
    Tzer's two causes of an invalid pair, a missing pass dependency and a pass that does not
    take that IR, both show this way (on TVM 0.27 as ``InternalError: Check failed``, the
@@ -254,6 +257,19 @@ def _check(pool, text, passes, seed, margin, repeats, floor_s, interp, reference
         if bad is not None and bad.detail.startswith("undefined:"):
             # the program's behaviour is undefined: builds may differ, the program never counts
             return Checked(Verdict(INVALID, "undefined", "interp", bad.detail), outs)
+    if diff is not None and (ip is None or ip.status != OK):
+        # no third reference (the interpreter does not take the program or ran out of steps):
+        # a minimal build that gives other values on a second run reads what the program never
+        # wrote (an index out of its buffer), and the difference says nothing of the passes
+        phases.clear()
+        again = pool.execute(SPEC, Job(text, minimal, seed, False, 0).model(), [])
+        outs["minimal again"] = again
+        if again.status == OK:
+            drift = compare(again.outputs[:-1], want, floor)
+            if drift is not None:
+                return Checked(Verdict(INVALID, "nondeterministic", "minimal",
+                                       "the minimal build gives other values on a second run: "
+                                       + _describe(dict(drift, against="minimal"))), outs)
     if diff is not None and not P.complete(passes):
         # a sequence without a required pass may build to other values (float8 without its
         # compute legalization does): an invalid pair, as its errors are
