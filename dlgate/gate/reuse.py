@@ -136,6 +136,15 @@ def matter_of(graph, segs: list) -> list:
     return out
 
 
+def _nearest_first(graph, v: dict, found: list) -> list:
+    """Sites in the order the reducer tries operators alone (:meth:`dlgate.reduce.reducer._Run.singles`):
+    those in the first wrong output's cone first, nearest it first; so a reused reduction cuts
+    the operator a reduction of this case would have kept."""
+    cmp = v.get("comparison") or {}
+    first = set(wrong_cone(graph, {"comparison": {"output": cmp.get("output")}}))
+    return sorted(found, key=lambda site: (max(site) not in first, -max(site)))
+
+
 @dataclass
 class Reused:
     """A reduction made for an earlier case standing for this one's failure: what the gate
@@ -270,7 +279,7 @@ class Reductions:
                 continue
             if allowed is None:
                 allowed = wrong_cone(case.graph, v)
-            for site in sites(case.graph, [(op, dts) for op, dts, _ in segs], allowed):
+            for site in _nearest_first(case.graph, v, sites(case.graph, [(op, dts) for op, dts, _ in segs], allowed)):
                 for const in (False, True):
                     if tries >= WRONG_TRIES:
                         return None
