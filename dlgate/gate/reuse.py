@@ -26,7 +26,7 @@ from dlgate.oracle import signature as S
 from dlgate.oracle import verdict as V
 from dlgate.oracle.compare import all_finite
 from dlgate.reduce import identity as I
-from dlgate.reduce.candidates import as_case, cut_map, fed, intermediates, wrong_cone
+from dlgate.reduce.candidates import as_case, cut_map, fed, intermediates, nearest_first, wrong_cone
 
 #: Classes whose cause is known before reduction (an error's message, a crash's frames and
 #: signal; a refusal's message, which names what is refused), so a reduction can stand for
@@ -137,12 +137,11 @@ def matter_of(graph, segs: list) -> list:
 
 
 def _nearest_first(graph, v: dict, found: list) -> list:
-    """Sites in the order the reducer tries operators alone (:meth:`dlgate.reduce.reducer._Run.singles`):
-    those in the first wrong output's cone first, nearest it first; so a reused reduction cuts
-    the operator a reduction of this case would have kept."""
-    cmp = v.get("comparison") or {}
-    first = set(wrong_cone(graph, {"comparison": {"output": cmp.get("output")}}))
-    return sorted(found, key=lambda site: (max(site) not in first, -max(site)))
+    """Sites in the order the reducer tries operators alone (:func:`~dlgate.reduce.candidates.nearest_first`,
+    by each site's last operator), so a reused reduction cuts the operator a reduction of this
+    case would have kept."""
+    pos = {i: k for k, i in enumerate(nearest_first(graph, v.get("comparison")))}
+    return sorted(found, key=lambda site: pos[max(site)])
 
 
 @dataclass

@@ -428,20 +428,19 @@ class Triage:
         key = reduction_key(v)
         if key is None or not red.proven_new(key):
             return None
-        tried = {k for k in red.new if k[0] == key}
-        if v["verdict"] in CUT_REUSED_CLASSES:
+        wrong = v["verdict"] in CUT_REUSED_CLASSES
+        if wrong:
             ACTIVITY.begin(f"trying the new causes reduced before on case {case.id}'s {v['verdict']} "
                            f"on {spec.label()} (cut cases)")
             got = red.reuse_wrong(key, case, v, self.pool, self.ccfg, spec, self.log, only_new=True)
-            red.exclude = tried
-            if got is None:
-                return None
-            v["confirm"] = {"runs": 1, "reproduced": True, "on": "cut case"}
         else:
             got = red.reuse(key, case, v, self.log, only_new=True)
-            red.exclude = tried
-            if got is None:
-                return None
+        red.exclude = {k for k in red.new if k[0] == key}  # tried: not again for this failure
+        if got is None:
+            return None
+        if wrong:  # the cut that failed with the reduction's fingerprint re-ran it
+            v["confirm"] = {"runs": 1, "reproduced": True, "on": "cut case"}
+        else:
             if self.confirm_runs:
                 confirm(self.pool, case, self.ccfg, spec, ref_out, v, self.confirm_runs)
             if not v["confirm"]["reproduced"]:

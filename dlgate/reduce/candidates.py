@@ -305,3 +305,14 @@ def wrong_cone(graph, v: dict) -> list:
     outs = cmp.get("differing") or ([cmp["output"]] if cmp.get("output") is not None else [])
     outs = [graph.outputs[o] for o in outs if isinstance(o, int) and 0 <= o < len(graph.outputs)]
     return graph.ancestors(outs) if outs else list(range(len(graph.nodes)))
+
+
+def nearest_first(graph, comparison: dict | None) -> list:
+    """Every operator of ``graph``, in the order a wrong answer (its ``comparison``) is
+    looked for in: those its first wrong output (the one its finding is described by)
+    depends on, nearest it first (a wrong value is most often made where it is read), then
+    those of its other wrong outputs, nearest first, then the rest in graph order."""
+    cmp = comparison or {}
+    order = sorted(wrong_cone(graph, {"comparison": {"output": cmp.get("output")}}), reverse=True)
+    order += sorted(set(wrong_cone(graph, {"comparison": cmp})) - set(order), reverse=True)
+    return order + [i for i in range(len(graph.nodes)) if i not in set(order)]

@@ -70,8 +70,8 @@ from dlgate.oracle import ub
 from dlgate.oracle import verdict as V
 from dlgate.oracle.compare import all_finite
 from dlgate.reduce.candidates import (_ALT_PROBES, _checks, _smaller, alternatives, as_case, bypassed, constified,
-                                      cut_map, fed, intermediates, reattributed, reshaped, without_inputs,
-                                      wrong_cone)
+                                      cut_map, fed, intermediates, nearest_first, reattributed, reshaped,
+                                      without_inputs)
 from dlgate.reduce.identity import regime
 
 
@@ -326,15 +326,10 @@ class _Run:
         then the rest; otherwise graph order. On a compiler whose every
         compile takes seconds, trying the operators far from the wrong output first spent
         the whole time bound before the one at fault was tried."""
-        n = len(graph.nodes)
         best = self.best[1]
         if best.verdict not in V.VALUE_CLASSES:
-            return list(range(n))
-        cmp = best.comparison or {}
-        first = wrong_cone(graph, {"comparison": {"output": cmp.get("output")}})  # the finding's output
-        order = sorted(first, reverse=True)
-        order += sorted(set(wrong_cone(graph, {"comparison": cmp})) - set(order), reverse=True)
-        return order + [i for i in range(n) if i not in set(order)]
+            return list(range(len(graph.nodes)))
+        return nearest_first(graph, best.comparison)
 
     def bypass(self) -> bool:
         """Each single-output operator, last first, short-circuited: its consumers (and the

@@ -107,6 +107,19 @@ def _is_int(dtype: str) -> bool:
     return dtype.startswith(("int", "uint"))
 
 
+
+def _layout(buf) -> tuple:
+    """``(shape, strides, elem_offset)`` of a buffer as integers; Unsupported when symbolic."""
+    try:
+        return (tuple(int(d) for d in buf.ty.shape), tuple(int(d) for d in buf.ty.strides),
+                int(buf.ty.elem_offset))
+    except (TypeError, ValueError):
+        raise Unsupported("symbolic shape, strides or offset") from None
+
+
+def _row_major(shape: tuple) -> tuple:
+    return tuple(int(np.prod(shape[k + 1:], dtype=np.int64)) for k in range(len(shape)))
+
 class _Memory:
     """One flat array per buffer variable, with which of its elements were written (allocated
     buffers start unwritten; parameters start with their inputs)."""
@@ -123,16 +136,11 @@ class _Memory:
         An allocation may have explicit strides (the memory mutator writes column-major
         ones): its elements then sit where the strides put them, so that a read of an
         element never written is seen whatever the layout."""
-        try:
-            shape = tuple(int(d) for d in buf.ty.shape)
-            strides = tuple(int(d) for d in buf.ty.strides)
-            offset = int(buf.ty.elem_offset)
-        except (TypeError, ValueError):
-            raise Unsupported("symbolic shape, strides or offset") from None
+        shape, strides, offset = _layout(buf)
         if offset != 0 or (strides and values is not None):
             raise Unsupported("strided or offset parameter")
         if not strides:
-            strides = tuple(int(np.prod(shape[k + 1:], dtype=np.int64)) for k in range(len(shape)))
+            strides = _row_major(shape)
         k = _key(buf)
         size = 1 + sum((n - 1) * st for n, st in zip(shape, strides)) if all(shape) else 0
         if values is None:
@@ -158,12 +166,7 @@ class _Memory:
         base = self.root.get(_key(args[0]), _key(args[0]))
         if base not in self.data:
             raise Unsupported(f"buffer {args[0]} is not declared where the interpreter can see it")
-        try:
-            shape = tuple(int(d) for d in buf.ty.shape)
-            strides = tuple(int(d) for d in buf.ty.strides)
-            offset = int(buf.ty.elem_offset)
-        except (TypeError, ValueError):
-            raise Unsupported("symbolic shape, strides or offset") from None
+        shape, strides, offset = _layout(buf)
         if strides or offset or str(buf.ty.dtype) != str(args[0].ty.dtype):
             raise Unsupported("strided, offset or retyped buffer view")
         if int(np.prod(shape, dtype=np.int64)) > self.data[base].size:
@@ -171,7 +174,7 @@ class _Memory:
         k = _key(buf)
         self.root[k] = base
         self.shape[k] = shape
-        self.strides[k] = tuple(int(np.prod(shape[j + 1:], dtype=np.int64)) for j in range(len(shape)))
+        self.strides[k] = _row_major(shape)
 
     def flat(self, buf, idx: list) -> tuple:
         """``(the key of the storage, the element's offset in it)`` of ``buf[idx]``."""
