@@ -82,6 +82,19 @@ def test_the_plan_spreads_the_tir_steps_among_the_graph_cases_in_the_first_shard
     assert PL.plan(C.build({"backends": ["tvm"], "models": 8}), None) == [("batch", i) for i in range(8)]
 
 
+def test_tir_chains_spread_the_steps_over_the_shards_whatever_their_count():
+    cfg = C.build({"backends": ["tvm"], "models": 12, "tir_share": 0.5, "tir_chains": 3})
+    steps = lambda shard: [key for k, key in PL.plan(cfg, shard) if k == "tir"]  # noqa: E731
+    assert steps(None) == list(range(6))
+    # three shards: one chain each (step k is chain k % 3)
+    assert [steps(PL.Shard(i, 3)) for i in (1, 2, 3)] == [[0, 3], [1, 4], [2, 5]]
+    # two shards: chains 0 and 2 in the first, chain 1 in the second; never a chain split
+    assert [steps(PL.Shard(i, 2)) for i in (1, 2)] == [[0, 2, 3, 5], [1, 4]]
+    # more shards than chains: the extra shards run graph cases only
+    assert [steps(PL.Shard(i, 4)) for i in (1, 2, 3, 4)] == [[0, 3], [1, 4], [2, 5], []]
+    assert sorted(k for i in (1, 2, 3, 4) for k in steps(PL.Shard(i, 4))) == list(range(6))
+
+
 # -- the planted fault, head versus base ---------------------------------------------------------
 def _first_step_hits_the_fault(root: str, campaign: str) -> bool:
     """Whether step 0 of ``root``'s TIR mode builds a program the planted fault changes."""
@@ -181,9 +194,10 @@ def _cmd(cfg: str, out: str) -> list:
 
 @pytest.fixture(scope="module")
 def healthy(tmp_path_factory):
-    """An uninterrupted run on the installed TVM, 4 TIR steps among 2 graph cases: (config, folder)."""
+    """An uninterrupted run on the installed TVM, 4 TIR steps in two chains among 2 graph
+    cases: (config, folder)."""
     d = tmp_path_factory.mktemp("tir-healthy")
-    cfg = write_config(str(d), models=6, tir_share=0.67)
+    cfg = write_config(str(d), models=6, tir_share=0.67, tir_chains=2)
     out = str(d / "whole")
     status = main(["run", "--config", cfg, "--seed", "tirkill", "--out", out])
     return cfg, out, status
@@ -228,6 +242,19 @@ def test_sigkill_in_another_process_then_resume_gives_the_same_journal(healthy, 
     assert verdict(killed)["counts"] == verdict(whole)["counts"]
 
 
+def test_a_chains_shard_journals_the_unsharded_runs_steps(healthy, tmp_path, capsys):
+    cfg, whole, _ = healthy
+    out = str(tmp_path / "shard2")
+    capsys.readouterr()
+    main(["run", "--config", cfg, "--seed", "tirkill", "--out", out, "--shard", "2/2"])
+    mine = [r for r in read_records(os.path.join(out, "results.jsonl")) if r["kind"] == "tir"]
+    theirs = {r["index"]: r for r in read_records(os.path.join(whole, "results.jsonl")) if r["kind"] == "tir"}
+    assert [r["index"] for r in mine] == [1, 3]  # chain 1, in its order
+    for r in mine:  # the same programs, passes, outcomes and verdicts as in the unsharded run
+        assert r["tir"] == theirs[r["index"]]["tir"] and r["case"] == theirs[r["index"]]["case"]
+        assert [v["verdict"] for v in r["verdicts"]] == [v["verdict"] for v in theirs[r["index"]]["verdicts"]]
+
+
 def test_a_step_is_regenerated_from_the_run_folder(healthy, capsys):
     _, out, _ = healthy
     recs = [r for r in read_records(os.path.join(out, "results.jsonl")) if r["kind"] == "tir"]
@@ -253,8 +280,9 @@ def test_init_turns_the_tir_mode_on_in_tvms_weekly_campaign_only(tmp_path, name,
     weekly = C.load(str(repo / ".dlgate" / "weekly.yaml"))
     assert weekly.tir_share == weekly_share and weekly.tir_n_max == 4
     assert C.load(str(repo / ".dlgate" / "campaign.yaml")).tir_share == 0.0  # pull requests: off
-    if weekly_share:
-        assert PL.tir_steps(weekly) == 500 and [k for k, _ in PL.plan(weekly, PL.Shard(1, 8))].count("tir") == 500
+    if weekly_share:  # 500 steps in eight chains, one per shard of the weekly matrix
+        assert PL.tir_steps(weekly) == 500 and weekly.tir_chains == 8
+        assert [[k for k, _ in PL.plan(weekly, PL.Shard(i, 8))].count("tir") for i in range(1, 9)] == [63] * 4 + [62] * 4
 
 
 # -- change-aware: TIR passes and code generation ------------------------------------------------

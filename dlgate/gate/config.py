@@ -30,7 +30,7 @@ _BY_NAME = {f.name: f for f in FIELDS}
 #: made before them did: part of a run's fingerprint only when set otherwise.
 _LATER_KEYS = (("findings_per_case", 1), ("restrict_to_support", False), ("extreme_share", 0.0), ("target_share", 0.8),
                ("invalid_share", 0.0), ("rewrite_share", 0.0), ("relax_share", 0.0), ("tir_share", 0.0),
-               ("tir_n_max", 4), ("tir_slow_margin", 2.0), ("tir_slow_gates", False))
+               ("tir_n_max", 4), ("tir_chains", 1), ("tir_slow_margin", 2.0), ("tir_slow_gates", False))
 
 
 @dataclass
@@ -49,6 +49,7 @@ class Campaign:
     relax_share: float = 0.0
     tir_share: float = 0.0
     tir_n_max: int = 4
+    tir_chains: int = 1
     tir_slow_margin: float = 2.0
     tir_slow_gates: bool = False
     guidance: bool = True

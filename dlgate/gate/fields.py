@@ -73,8 +73,13 @@ FIELDS = (
           "sequence and with the minimal one in isolated workers and checked by three oracles (`tir_crash`, "
           "`tir_exception`, `tir_inconsistent`: the two builds, or the minimal build and a NumPy interpreter, "
           "disagree; `tir_slow`, see `tir_slow_gates`). Runs where a backend under test is TVM on CPU; that many of "
-          "`models` are TIR steps instead of graph cases, interleaved with them, in the first shard. 0 turns it "
-          "off.", min=0, max=1),
+          "`models` are TIR steps instead of graph cases, interleaved with them (each chain's steps in one shard, "
+          "see `tir_chains`). 0 turns it off.", min=0, max=1),
+    Field("tir_chains", "int", 1, "The TIR mode's independent chains: step `k` belongs to chain `k mod "
+          "tir_chains`, which mutates its own pool (from the same seeds) in order, so a chain runs in one shard "
+          "(chain `c` in shard `c mod N + 1` of `--shard I/N`). Give it the weekly matrix's shard count to spread "
+          "the TIR steps over every shard; the steps do not depend on the shard count, so a sharded run's TIR "
+          "steps merge into the unsharded run's.", min=1, max=256),
     Field("tir_n_max", "int", 4, "The TIR mode's `N_max` (Tzer's interleaving): after this many IR mutations of "
           "a pool entry without new feedback, its pass sequence is mutated instead.", min=1, max=1000),
     Field("tir_slow_margin", "float", 2.0, "The TIR mode's performance oracle: a mutated sequence whose build "

@@ -2,7 +2,7 @@
 settings naming a self-hosted runner's labels."""
 from __future__ import annotations
 
-from dlgate.init.steps import BASELINE, CAMPAIGN, PROBE_CACHE, WEEKLY, WEEKLY_STATE, Setup
+from dlgate.init.steps import BASELINE, CAMPAIGN, PROBE_CACHE, WEEKLY, WEEKLY_SHARDS, WEEKLY_STATE, Setup
 
 #: Tzer's N_max (the TIR mode's default): IR mutations without new feedback before the passes mutate.
 TIR_N_MAX = 4
@@ -50,10 +50,10 @@ def campaign(s: Setup, is_weekly: bool) -> str:
                       "relax_share: 0.25"]
         if c.name == "tvm":
             lines += ["# A tenth of the budget fuzzes TVM's low-level IR (TIR) and its pass sequences together",
-                      "# (Tzer's technique, docs/tir.md): 500 steps, one sequential chain run in the first shard,",
-                      "# each as long as a few graph cases; findings are tir_crash, tir_exception, tir_inconsistent",
-                      "# (and tir_slow, reported without failing: tir_slow_gates).", "tir_share: 0.1",
-                      f"tir_n_max: {TIR_N_MAX}"]
+                      "# (Tzer's technique, docs/tir.md): 500 steps in eight sequential chains, one per shard,",
+                      "# each step as long as a few graph cases; findings are tir_crash, tir_exception,",
+                      "# tir_inconsistent (and tir_slow, reported without failing: tir_slow_gates).", "tir_share: 0.1",
+                      f"tir_n_max: {TIR_N_MAX}", f"tir_chains: {WEEKLY_SHARDS}"]
     return "\n".join(lines) + "\n"
 
 

@@ -18,6 +18,8 @@ from dlgate.init.compilers import Compiler
 IMAGE_PYTHON = "3.11"
 CAMPAIGN = ".dlgate/campaign.yaml"
 WEEKLY = ".dlgate/weekly.yaml"
+#: The weekly workflow's shards (its matrix); the TIR mode runs one chain in each.
+WEEKLY_SHARDS = 8
 BASELINE = ".dlgate/baseline.json"
 WEEKLY_STATE = (".dlgate/weekly-baseline.json", ".dlgate/weekly-corpus", ".dlgate/weekly-coverage-state.json")
 

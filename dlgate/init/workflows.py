@@ -4,7 +4,8 @@ default branch (the base wheel, cached) and weekly (the deep campaign, sharded, 
 from __future__ import annotations
 
 from dlgate.init.steps import (BASELINE, CAMPAIGN, DEEP_LABEL, DEEP_MODELS, JUNIT, PR_BUDGET, PR_EVENT,
-                               PR_GATE_MINUTES, PR_MODELS, PROBE_CACHE, RESTORE, SAVE, WEEKLY, WEEKLY_STATE, Setup, build, build_job, checkout, checks_permission,
+                               PR_GATE_MINUTES, PR_MODELS, PROBE_CACHE, RESTORE, SAVE, WEEKLY,
+                               WEEKLY_SHARDS, WEEKLY_STATE, Setup, build, build_job, checkout, checks_permission,
                                download, gpu_job, indent, probe_restore, probe_save, python, upload)
 
 PR_PATH = ".github/workflows/dlgate-pr.yml"
@@ -265,7 +266,7 @@ def weekly(s: Setup) -> str:
 {checks_permission(s)}    strategy:
       fail-fast: false
       matrix:
-        shard: ["1/8", "2/8", "3/8", "4/8", "5/8", "6/8", "7/8", "8/8"]
+        shard: [{", ".join(f'"{i}/{WEEKLY_SHARDS}"' for i in range(1, WEEKLY_SHARDS + 1))}]
     steps:
 {checkout(s, 6, submodules=False, fetch_depth="${{ inputs.changed-from && '0' || '1' }}")}
 {_weekly_cache(6, RESTORE, "Restore the weekly baseline and corpus", restore_key)}

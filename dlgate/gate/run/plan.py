@@ -12,6 +12,7 @@ from dlgate.gate import baseline as B
 from dlgate.gate.config import Campaign, backend_spec, is_optional
 from dlgate.gate.journal import RunError
 from dlgate.gate.run.tir import case_id as tir_case_id
+from dlgate.gate.run.tir import chain_shard
 from dlgate.gate.run.tir import interleave
 from dlgate.gate.run.tir import step_count as tir_steps
 from dlgate.graph.generator import NEWEST_OPSET, OLDEST_OPSET, GenConfig, GenerationError, Generator
@@ -86,9 +87,9 @@ def plan(cfg: Campaign, shard: Shard | None, base: B.Baseline | None = None, ski
     fixed = [("corpus", n) for n in corpus_cases(cfg.corpus, skipped)]
     fixed += [("baseline", fp) for fp in (_loadable_repros(base, names, skipped) if base else [])]
     items = [it for k, it in enumerate(fixed) if shard is None or shard.owns(k)]
-    n_tir = tir_steps(cfg)  # the TIR mode's steps run in order, in the first shard only
+    n_tir = tir_steps(cfg)  # a TIR chain's steps run in order, all in one shard (tir.chain_shard)
     graph = [("batch", i) for i in range(cfg.models - n_tir) if shard is None or shard.owns(i)]
-    tir = [("tir", k) for k in range(n_tir)] if shard is None or shard.index == 1 else []
+    tir = [("tir", k) for k in range(n_tir) if shard is None or chain_shard(cfg, k, shard.count) == shard.index]
     return items + interleave(graph, tir)
 
 

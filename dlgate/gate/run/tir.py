@@ -9,12 +9,19 @@ class's ``tir_backend``: TVM's is :class:`dlgate.tir.build.TirBackend`); the hea
 builds with the head's TVM, the base pool with the base build's, so a failure both share
 is pre-existing like any other.
 
-**Determinism and resumption.** Step ``k``'s candidate is a function of (root, campaign,
-``k``, the corpus before it) (:func:`dlgate.tir.fuzz.propose`). The corpus before step ``k``
-is the seed pool updated by steps 0..k-1 with what each one's record says (its outcome and
-the features that were new): a resumed run, ``dlgate tir-show`` and a run in another
-process rebuild it from the journal without building anything again, and check that each
-step regenerates the program it recorded.
+**Chains and shards.** The steps form ``tir_chains`` independent chains: step ``k`` is
+position ``k // tir_chains`` of chain ``k % tir_chains``, which mutates its own copy of the
+seed pool. A chain's steps run in order, so a chain runs in one shard (:func:`chain_shard`);
+with one chain (the default) every step runs in the first shard.
+
+**Determinism and resumption.** The candidate at position ``j`` of chain ``c`` is a function
+of (the chain's root, campaign, ``j``, the chain's corpus before it)
+(:func:`dlgate.tir.fuzz.propose`; chain 0's root is the run's, so one chain is what runs made
+before chains were). The corpus before it is the seed pool updated by the chain's earlier
+steps with what each one's record says (its outcome and the features that were new): a
+resumed run, ``dlgate tir-step`` and a run in another process rebuild it from the journal
+without building anything again, and check that each step regenerates the program it
+recorded. None of this depends on the shard count.
 
 **Feedback.** The features of the program and of its pass sequence
 (:func:`dlgate.tir.feedback.features`, :func:`~dlgate.tir.feedback.pass_features`),
@@ -108,6 +115,22 @@ def interleave(graph: list, tir: list) -> list:
     return [it for _, _, it in sorted(keyed, key=lambda x: (x[0], x[1]))]
 
 
+def chain_of(cfg: Campaign, index: int) -> tuple:
+    """``(chain, position in it)`` of TIR step ``index``."""
+    n = max(1, int(getattr(cfg, "tir_chains", 1) or 1))
+    return index % n, index // n
+
+
+def chain_shard(cfg: Campaign, index: int, count: int) -> int:
+    """The shard (1-based, of ``count``) that runs TIR step ``index``: its chain's."""
+    return chain_of(cfg, index)[0] % count + 1
+
+
+def chain_root(root: str, chain: int) -> str:
+    """The seed text of chain ``chain``'s proposals: the run's root for chain 0."""
+    return root if chain == 0 else f"{root}\x00tir-chain-{chain}"
+
+
 def case_id(root: str, campaign: str, index: int) -> str:
     return f"tir/{graph_case_id(root, campaign, index)}"
 
@@ -160,27 +183,31 @@ def seed_corpus(root: str, campaign: str, front: list | tuple = ()):
     return corpus
 
 
-def replay(corpus, records: list, root: str, campaign: str, cfg_settings, upto: int | None = None) -> int:
-    """Apply the journaled TIR steps (``records``, any order) to ``corpus`` in index order,
-    up to step ``upto`` (exclusive; all when None); returns the next step's index. A RunError
-    when a step is missing or does not regenerate its recorded program."""
+def replay(corpus, records: list, root: str, campaign: str, cfg_settings, upto: int | None = None,
+           chain: int = 0, chains: int = 1) -> int:
+    """Apply chain ``chain``'s journaled TIR steps (of ``records``, any order; a step ``k``
+    is the chain's when ``k % chains == chain``) to ``corpus`` in order, up to step ``upto``
+    (exclusive; all when None); returns the chain's next position. A RunError when a step is
+    missing or does not regenerate its recorded program."""
     from dlgate.tir.fuzz import propose, update  # local: the TIR mode imports TVM's Python side
 
-    steps = sorted((r for r in records if r.get("kind") == "tir"), key=lambda r: r["index"])
-    k = 0
+    steps = sorted((r for r in records if r.get("kind") == "tir" and r["index"] % chains == chain),
+                   key=lambda r: r["index"])
+    j, seed = 0, chain_root(root, chain)
     for r in steps:
         if upto is not None and r["index"] >= upto:
             break
+        k = chain + j * chains
         if r["index"] != k:
             raise RunError(f"the journal lacks TIR step {k} (it holds step {r['index']})")
         t = r["tir"]
-        p = propose(corpus, root, campaign, k, cfg_settings)
+        p = propose(corpus, seed, campaign, j, cfg_settings)
         if (p.program.digest() if p.program else None) != t["digest"]:
             raise RunError(f"TIR step {k} does not regenerate its recorded program (another dlgate, TVM or seed pool?)")
         new = corpus.observe(set(t["new"]))
         update(corpus, p, t["status"], new)
-        k += 1
-    return k
+        j += 1
+    return j
 
 
 # -- a step --------------------------------------------------------------------------------------
@@ -199,15 +226,22 @@ class TirMode:
         self.records = records
         self.targets = change_targets(change)
         self.front = front_passes(change)
-        self.corpus = None
-        self.next = 0
+        self.seeds = None  # the seed pool, built once; each chain mutates a copy
+        self.corpora: dict = {}  # chain -> its corpus
+        self.next: dict = {}  # chain -> its next position
 
-    def _ready(self) -> None:
-        if self.corpus is None:
+    def _ready(self, chain: int):
+        """Chain ``chain``'s corpus, rebuilt from the journal the first time."""
+        if self.seeds is None:
             self.log("dlgate: TIR mode: building the seed pool (hand-written programs and lowered graphs)")
             self.settings = settings(self.cfg)
-            self.corpus = seed_corpus(self.root, self.cfg.campaign, self.front)
-            self.next = replay(self.corpus, self.records, self.root, self.cfg.campaign, self.settings)
+            self.seeds = seed_corpus(self.root, self.cfg.campaign, self.front)
+        if chain not in self.corpora:
+            corpus = self.seeds.copy()
+            self.next[chain] = replay(corpus, self.records, self.root, self.cfg.campaign, self.settings,
+                                      chain=chain, chains=max(1, self.cfg.tir_chains))
+            self.corpora[chain] = corpus
+        return self.corpora[chain]
 
     def step(self, index: int) -> dict:
         """Step ``index``'s record (the steps before it are journaled)."""
@@ -215,11 +249,13 @@ class TirMode:
         from dlgate.tir.feedback import features, pass_features
         from dlgate.tir.fuzz import propose, update
 
-        self._ready()
-        if index != self.next:
-            raise RunError(f"TIR step {index} planned after step {self.next - 1}: steps run in order")
         cfg = self.cfg
-        p = propose(self.corpus, self.root, cfg.campaign, index, self.settings)
+        chain, j = chain_of(cfg, index)
+        corpus = self._ready(chain)
+        if j != self.next[chain]:
+            raise RunError(f"TIR step {index} planned out of its chain's order (chain {chain} is at "
+                           f"position {self.next[chain]}, the step is its {j}): a chain's steps run in order")
+        p = propose(corpus, chain_root(self.root, chain), cfg.campaign, j, self.settings)
         seed = input_seed(self.root, cfg.campaign, index)
         label = self.spec.label()
         if p.program is None:  # the mutant TVM's checks reject: it never counts
@@ -232,10 +268,10 @@ class TirMode:
             kind = checked.verdict.kind
             status = "ok" if kind in (O.OK_KIND, O.SLOW) else "error"
             feats = features(p.program.func()) | pass_features(p.passes)
-            new = self.corpus.observe(feats) if status == "ok" else set()
+            new = corpus.observe(feats) if status == "ok" else set()
             v = self._verdict(label, checked)
-        what = update(self.corpus, p, status, new)
-        self.next = index + 1
+        what = update(corpus, p, status, new)
+        self.next[chain] = j + 1
         rec = {"case": case_id(self.root, cfg.campaign, index), "kind": "tir", "root": self.root,
                "campaign": cfg.campaign, "index": index, "seed": seed,
                "tir": {"parent": p.parent, "step": p.kind, "mutator": p.mutator, "outcome": p.outcome,
@@ -390,14 +426,18 @@ def show(out: str, index: int) -> dict:
 
     manifest = read_json(os.path.join(out, MANIFEST))
     records = read_records(os.path.join(out, "results.jsonl"))
+    cfg = Campaign(**{k: manifest["config"][k] for k in ("campaign", "tir_n_max", "tir_chains")
+                      if k in manifest["config"]})
+    chain, j = chain_of(cfg, index)
     steps = {r["index"] for r in records if r.get("kind") == "tir"}
-    if index not in steps and index != len(steps):
-        raise ValueError(f"{out}: no TIR step {index} (the run journaled {len(steps)})")
-    cfg = Campaign(**{k: manifest["config"][k] for k in ("campaign", "tir_n_max") if k in manifest["config"]})
+    journaled = sum(1 for k in steps if chain_of(cfg, k)[0] == chain)
+    if index not in steps and j != journaled:  # a journaled step, or its chain's next one
+        raise ValueError(f"{out}: no TIR step {index} (the run journaled {len(steps)}; {journaled} of "
+                         f"chain {chain})")
     root = manifest["root"]
     corpus = seed_corpus(root, cfg.campaign, front_passes(manifest.get("change")))
-    replay(corpus, records, root, cfg.campaign, settings(cfg), upto=index)
-    p = propose(corpus, root, cfg.campaign, index, settings(cfg))
+    replay(corpus, records, root, cfg.campaign, settings(cfg), upto=index, chain=chain, chains=max(1, cfg.tir_chains))
+    p = propose(corpus, chain_root(root, chain), cfg.campaign, j, settings(cfg))
     return {"case": case_id(root, cfg.campaign, index), "text": p.program.text if p.program else None,
             "passes": list(p.passes), "parent": p.parent, "step": p.kind, "mutator": p.mutator,
             "outcome": p.outcome}
