@@ -141,6 +141,12 @@ class Backend:
             importlib.import_module(self.package)
         self.self_test()
 
+    def feedback(self, compiled: Any) -> dict | None:
+        """What the compile just done gave a fuzzer as feedback beyond its outputs (the TIR
+        backend's per-program coverage: ``{"features": [...]}`` or ``{"error": why}``), or
+        None. Called by the worker after ``compile``."""
+        return None
+
     def rewrites(self, compiled: Any) -> list | None:
         """The rewrite kinds the compiler applied to the model just compiled (names such as
         ``fused:FusedConv`` or ``removed:Identity``), or None when it cannot tell. Called by

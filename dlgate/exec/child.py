@@ -144,6 +144,10 @@ def serve(spec: BackendSpec, conn, log_path: str, pdeathsig: bool = False, env: 
             res["compile_s"] = t1 - t0
             conn.send(("phase", job, "run"))  # compiled: the gate's heartbeat says "running" from here
             try:
+                res["feedback"] = backend.feedback(compiled)
+            except Exception as e:  # feedback never fails the case; the gate reads the error
+                res["feedback"] = {"error": f"{type(e).__name__}: {e}"[:500]}
+            try:
                 res["rewrites"] = backend.rewrites(compiled)
             except Exception:  # naming what a compiler did never fails the case
                 res["rewrites"] = None

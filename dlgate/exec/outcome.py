@@ -25,6 +25,8 @@ class Outcome:
     more: list = field(default_factory=list)
     #: The rewrite kinds the compiler says it applied (``Backend.rewrites``), or None.
     rewrites: list | None = None
+    #: What the compile gave a fuzzer as feedback (``Backend.feedback``), or None.
+    feedback: dict | None = None
 
     @property
     def ok(self) -> bool:

@@ -261,7 +261,8 @@ class Worker:
                         e = redact_obj(e)
                     extra.append(Outcome(m["status"], m.get("outputs"), e, 0.0, m["run_s"], 0.0, self.describe))
                 return Outcome(res["status"], res.get("outputs"), err, res["compile_s"], res["run_s"],
-                               time.perf_counter() - t0, self.describe, extra, res.get("rewrites"))
+                               time.perf_counter() - t0, self.describe, extra, res.get("rewrites"),
+                               res.get("feedback"))
             if not self._proc.is_alive():
                 if self._conn.poll(0):
                     continue

@@ -21,6 +21,7 @@ import yaml
 from dlgate.gate.fields import FIELDS, ConfigError, Field, type_name
 from dlgate.gate.schema import validate
 from dlgate.suggest import did_you_mean
+from dlgate.tir.coverage import check_settings as check_coverage
 
 #: The most a campaign file may hold; a larger one (or ``--config /dev/zero``) is refused unread.
 MAX_CONFIG_BYTES = 1 << 20
@@ -30,7 +31,8 @@ _BY_NAME = {f.name: f for f in FIELDS}
 #: made before them did: part of a run's fingerprint only when set otherwise.
 _LATER_KEYS = (("findings_per_case", 1), ("restrict_to_support", False), ("extreme_share", 0.0), ("target_share", 0.8),
                ("invalid_share", 0.0), ("rewrite_share", 0.0), ("relax_share", 0.0), ("tir_share", 0.0),
-               ("tir_n_max", 4), ("tir_chains", 1), ("tir_slow_margin", 2.0), ("tir_slow_gates", False))
+               ("tir_n_max", 4), ("tir_chains", 1), ("tir_slow_margin", 2.0), ("tir_slow_gates", False),
+               ("tir_coverage_library", None), ("tir_coverage_objects", None))
 
 
 @dataclass
@@ -52,6 +54,8 @@ class Campaign:
     tir_chains: int = 1
     tir_slow_margin: float = 2.0
     tir_slow_gates: bool = False
+    tir_coverage_library: str | None = None
+    tir_coverage_objects: str | None = None
     guidance: bool = True
     coverage_state: str | None = None
     operators: list | None = None
@@ -246,6 +250,9 @@ def _build(values: dict, source: str) -> Campaign:
     for i, b in enumerate(cfg.backends):
         _check_backend(b, f"{source}: backends[{i}]", known)
     _check_backend(cfg.reference, f"{source}: reference", known)
+    why = check_coverage(cfg.tir_coverage_library, cfg.tir_coverage_objects)
+    if why:
+        raise ConfigError(f"{source}: {why}")
     for i, b in enumerate(cfg.support):
         _check_backend(b, f"{source}: support[{i}]", known)
     if cfg.dtypes is not None:

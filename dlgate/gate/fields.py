@@ -87,6 +87,14 @@ FIELDS = (
           "`tir_slow`.", min=1, max=1000),
     Field("tir_slow_gates", "bool", False, "Whether a `tir_slow` finding fails the check like any new finding; "
           "false: it is reported (counts, summary) and never gates, timings being noisier than answers."),
+    Field("tir_coverage_library", "str", None, "The TIR mode's feedback from a TVM built with gcc's `--coverage` "
+          "(docs/tir.md, \"With a coverage build of TVM\"): the instrumented shared library, a path, or `tvm` for "
+          "the compiler library TVM's package loads. With `tir_coverage_objects`, each step's build measures the "
+          "lines and branches it ran there, and new coverage joins IR-feature novelty. null: IR features only. A "
+          "library without gcov counters (or without `__gcov_reset` and `__gcov_dump` exported) stops the run "
+          "at its start (exit status 4).", optional=True),
+    Field("tir_coverage_objects", "str", None, "The build folder of `tir_coverage_library`, where its `.gcno` "
+          "files are (gcov reads them); given with it, or not at all.", optional=True),
     Field("target_share", "float", 0.8, "With a change to aim at (`dlgate run --changed-from BASE` or `--diff "
           "FILE`): the share of models drawn to exercise what the change touches (its operators with the opsets, "
           "dtypes and attribute regimes the changed code concerns, the motifs of the rewrites it changes); the rest "

@@ -50,7 +50,8 @@ class Job:
     checked one (0: none). ``mode``: ``"build"``; ``"interp"`` for the NumPy interpreter
     (:mod:`dlgate.tir.interp`) on the same inputs; or ``"time"``: ``reference`` and
     ``passes`` both built in the one worker and timed in alternation, ``repeats`` rounds
-    (:func:`paired_times`)."""
+    (:func:`paired_times`). ``coverage``: the build's coverage is measured (a worker started
+    with a coverage library, :mod:`dlgate.tir.coverage`) and returned as its feedback."""
 
     text: str
     passes: tuple = field(default_factory=tuple)
@@ -59,9 +60,13 @@ class Job:
     repeats: int = 0
     mode: str = "build"
     reference: tuple = field(default_factory=tuple)
+    coverage: bool = False
 
     def encode(self) -> bytes:
-        return json.dumps(asdict(self), sort_keys=True).encode()
+        d = asdict(self)
+        if not d["coverage"]:  # the bytes of a job without coverage stay as they were
+            del d["coverage"]
+        return json.dumps(d, sort_keys=True).encode()
 
     @staticmethod
     def decode(data: bytes) -> "Job":
@@ -272,10 +277,15 @@ def paired_times(first, second, values: list, rounds: int) -> tuple:
 class TirBackend(Backend):
     """The worker side of a TIR job (:class:`Job`): parse, validate, build, run. Its outputs
     are the buffer arguments after the run and, last, a float64 array of the timed runs'
-    seconds (empty without ``repeats``)."""
+    seconds (empty without ``repeats``). Options ``coverage_library`` and
+    ``coverage_objects`` (the campaign's ``tir_coverage_*`` keys): the worker measures the
+    coverage of a job that asks (``Job.coverage``) in that gcc-instrumented library, its
+    compile (parse, passes, code generation) from a reset of the counters to their dump,
+    and returns it as the job's feedback; a library it cannot measure fails the start."""
 
     name = "tir"
     package = "tvm"
+    option_kinds = {"coverage_library": "", "coverage_objects": ""}
 
     def start(self) -> None:
         """One thread for TVM's parallel loops: on a shared CI machine a thread pool's
@@ -285,6 +295,11 @@ class TirBackend(Backend):
         variable when its pool starts, at the first parallel run, after this."""
         os.environ["TVM_NUM_THREADS"] = "1"
         super().start()
+        self.collector = None
+        if self.options.get("coverage_library"):
+            from dlgate.tir.coverage import Collector  # local: only coverage workers need it
+
+            self.collector = Collector(self.options["coverage_library"], self.options.get("coverage_objects"))
 
     def version(self) -> str:
         import tvm  # local: optional compiler, imported where it runs
@@ -293,6 +308,17 @@ class TirBackend(Backend):
 
     def compile(self, model: Model):
         job = Job.decode(model.onnx)
+        if not job.coverage:
+            return self._compile(job) + (None,)
+        if getattr(self, "collector", None) is None:
+            return self._compile(job) + ({"error": "coverage asked of a TIR worker without a coverage library"},)
+        built, feedback = self.collector.measure(lambda: self._compile(job))
+        return built + (feedback,)
+
+    def feedback(self, compiled):
+        return compiled[-1]
+
+    def _compile(self, job: Job) -> tuple:
         mod = parse(job.text)
         values = make_inputs(mod, job.seed)
         if job.mode == "interp":
@@ -309,7 +335,7 @@ class TirBackend(Backend):
         return job, lower(applied), values, mod
 
     def run(self, compiled, inputs: list) -> list:
-        job, rt, values, mod = compiled
+        job, rt, values, mod, _ = compiled
         if job.mode == "interp":
             from dlgate.tir.interp import evaluate  # local: only interpreter jobs need it
 

@@ -207,11 +207,13 @@ class Checked:
 
 
 def check(pool, text: str, passes, seed: int = 0, margin: float = 2.0, repeats: int = 0,
-          floor_s: float = 1e-9, interp: bool = True, reference=None) -> Checked:
+          floor_s: float = 1e-9, interp: bool = True, reference=None, coverage: bool = False) -> Checked:
     """The oracles' verdict on ``text`` built with ``passes`` (see the module's text), in
     ``pool``'s TIR worker. ``repeats`` > 0 measures performance (``margin``, ``floor_s``).
-    ``reference``: the reference build's sequence (default the minimal one). ValueError for
-    a pass name that is neither in the table nor ``package.module:function``."""
+    ``reference``: the reference build's sequence (default the minimal one). ``coverage``:
+    the build with ``passes`` measures its coverage (a worker with a coverage library;
+    ``outcomes["mutated"].feedback``). ValueError for a pass name that is neither in the
+    table nor ``package.module:function``."""
     check_sequence(passes)
     if reference is not None:
         check_sequence(reference)
@@ -226,12 +228,12 @@ def check(pool, text: str, passes, seed: int = 0, margin: float = 2.0, repeats: 
 
     pool.on_phase = heard
     try:
-        return _check(pool, text, passes, seed, margin, repeats, floor_s, interp, reference, outs, phases)
+        return _check(pool, text, passes, seed, margin, repeats, floor_s, interp, reference, outs, phases, coverage)
     finally:
         pool.on_phase = had
 
 
-def _check(pool, text, passes, seed, margin, repeats, floor_s, interp, reference, outs, phases) -> Checked:
+def _check(pool, text, passes, seed, margin, repeats, floor_s, interp, reference, outs, phases, coverage) -> Checked:
     minimal = tuple(P.minimal() if reference is None else reference)
     phases.clear()
     ref = pool.execute(SPEC, Job(text, minimal, seed, False, repeats).model(), [])
@@ -240,7 +242,7 @@ def _check(pool, text, passes, seed, margin, repeats, floor_s, interp, reference
     if bad is not None:
         return Checked(_excused(pool, text, seed, bad, outs), outs)
     phases.clear()
-    mut = pool.execute(SPEC, Job(text, tuple(passes), seed, True, repeats).model(), [])
+    mut = pool.execute(SPEC, Job(text, tuple(passes), seed, True, repeats, coverage=coverage).model(), [])
     outs["mutated"] = mut
     bad = _failed(mut, "mutated", phases)
     if bad is not None:

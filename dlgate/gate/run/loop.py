@@ -35,7 +35,7 @@ from dlgate.gate.run.lifecycle import DeviceLost, Interrupted, lost, preflight, 
 from dlgate.gate.run.outdir import manifest_of, open_out, progress_of
 from dlgate.gate.run.plan import (Shard, case_key, check_config, generator, labels, only, opset_range,
                                   optional_labels, plan)
-from dlgate.gate.run.tir import TirMode
+from dlgate.gate.run.tir import TirMode, preflight_coverage
 from dlgate.gate.run.tir import aimed as tir_aimed
 from dlgate.gate.run.updates import ORIGIN
 from dlgate.invalid import case as IC
@@ -142,6 +142,8 @@ def _run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | No
                          on_phase=worker_phases(ref, base=True)) if cfg.base else None
         pool = Pool(cfg.timeout_s, cfg.memory_mb, on_phase=worker_phases(ref))
         cannot = opened.cannot_run = preflight(pool, base_pool, ccfg, cfg) if todo else {}
+        if not cannot and any(k == "tir" for k, _ in todo):
+            cannot = opened.cannot_run = preflight_coverage(pool, cfg)
         for what, why in cannot.items():
             log(f"dlgate: cannot run {what}: {why}")
         if cannot:

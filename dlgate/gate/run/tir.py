@@ -28,7 +28,11 @@ recorded. None of this depends on the shard count.
 computed on the gate's side from the text; a step whose oracles find nothing wrong gives
 them, any other step none (a rejected pair, an undefined program and a finding never join
 the pool). The IR after the passes is not read on the gate's side: applying passes there
-would let a TVM crash end the run.
+would let a TVM crash end the run. With a coverage build of TVM (``tir_coverage_library``,
+``tir_coverage_objects``), the mutated build's worker also measures the lines and branches
+of TVM it ran (:mod:`dlgate.tir.coverage`): those features join the program's, so novelty
+is Tzer's new coverage. They are not reproducible across machines or builds, so a step's
+record keeps the features that were new, and a replay reads the record.
 """
 from __future__ import annotations
 
@@ -141,6 +145,29 @@ def input_seed(root: str, campaign: str, index: int) -> int:
     return int.from_bytes(hashlib.sha256(blob).digest()[:4], "big")
 
 
+def coverage_spec(cfg: Campaign, tir_spec: BackendSpec) -> BackendSpec:
+    """The TIR backend's spec with the campaign's coverage library (unchanged without one)."""
+    if not cfg.tir_coverage_library:
+        return tir_spec
+    return BackendSpec(tir_spec.name, tir_spec.device, tir_spec.opt_level,
+                       tuple(sorted({"coverage_library": cfg.tir_coverage_library,
+                                     "coverage_objects": cfg.tir_coverage_objects}.items())))
+
+
+def preflight_coverage(pool, cfg: Campaign) -> dict:
+    """Start the TIR worker that measures coverage before any step: a library it cannot
+    measure (no gcov counters, no ``__gcov_reset``/``__gcov_dump``, objects of another
+    folder, no ``gcov``) -> why, so the run cannot start (exit status 4), never a run
+    without the feedback it was asked for."""
+    found = tir_backend(cfg)
+    if not cfg.tir_coverage_library or found is None:
+        return {}
+    spec = coverage_spec(cfg, found[1])
+    if pool.get(spec).start():
+        return {}
+    return {f"the TIR coverage build ({cfg.tir_coverage_library})": pool.get(spec).unavailable}
+
+
 class _Via:
     """A worker pool that runs every job on one TIR backend (the oracles and the reduction
     name :data:`dlgate.tir.build.SPEC`; a campaign's TVM may name its own)."""
@@ -221,7 +248,8 @@ class TirMode:
             raise RunError("tir_share: no backend under test on CPU has a TIR mode (TVM has)")
         self.spec, self.tir_spec = found
         self.cfg, self.out, self.root, self.log = cfg, out, root, log
-        self.pool = _Via(pool, self.tir_spec)
+        self.coverage = bool(cfg.tir_coverage_library)
+        self.pool = _Via(pool, coverage_spec(cfg, self.tir_spec))
         self.base_pool = _Via(base_pool, self.tir_spec) if base_pool is not None else None
         self.records = records
         self.targets = change_targets(change)
@@ -264,10 +292,12 @@ class TirMode:
             checked = None
         else:
             checked = O.check(self.pool, p.program.text, list(p.passes), seed, margin=cfg.tir_slow_margin,
-                              repeats=REPEATS, interp=True)
+                              repeats=REPEATS, interp=True, coverage=self.coverage)
             kind = checked.verdict.kind
             status = "ok" if kind in (O.OK_KIND, O.SLOW) else "error"
             feats = features(p.program.func()) | pass_features(p.passes)
+            if status == "ok" and self.coverage:
+                feats |= covered(checked.outcomes.get("mutated"), index)
             new = corpus.observe(feats) if status == "ok" else set()
             v = self._verdict(label, checked)
         what = update(corpus, p, status, new)
@@ -340,6 +370,15 @@ class TirMode:
         if (v.get("confirm") or {}).get("reproduced", True):
             rel = write_bundle(self.out, rec, v, text, passes, reduced, verdict, seed)
             v["identity"]["repro"] = rel
+
+
+def covered(outcome, index: int) -> set:
+    """The coverage features of step ``index``'s mutated build (its worker's feedback); a
+    RunError where the worker could not measure them: never a step without its feedback."""
+    fb = getattr(outcome, "feedback", None) or {"error": "the worker returned no coverage"}
+    if "error" in fb:
+        raise RunError(f"TIR step {index}: coverage: {fb['error']}")
+    return set(fb["features"])
 
 
 def _signature(name: str, backend: str, verdict) -> dict:
