@@ -5,11 +5,13 @@ else, the same graph gives the same TVMScript in any process, and an operator wi
 lowering is refused in words."""
 from __future__ import annotations
 
+import dataclasses
 import os
 import subprocess
 import sys
 from functools import lru_cache
 
+import numpy as np
 import pytest
 
 tvm = pytest.importorskip("tvm")
@@ -100,27 +102,41 @@ def test_every_covered_operator_agrees_with_the_reference_on_tvm():
                 break
     assert not wrong, wrong
     assert agreed == set(covered()), sorted(set(covered()) - agreed)
-    for op in ("ArgMax", "ArgMin"):  # select_last_index=1 (drawn half the time) has no lowering
-        p = _first_with_attr(op, "select_last_index", 1)
-        with pytest.raises(NoRelaxLowering, match=f"^{REFUSAL}"):
-            _run(direct, p)
-        refused.append(op)
-    assert {"ArgMax", "ArgMin"} & set(refused)
+    assert "ArgMax" not in refused and "ArgMin" not in refused, refused
 
 
-def _first_with_attr(op: str, key: str, value, tries: int = 20):
-    """The first valid one-operator case of ``op`` (the test above's draws) whose node has
-    ``key`` = ``value``."""
-    gen = Generator(GenConfig(ops=(op,), min_nodes=1, max_nodes=1, dtypes=("float32", "int32", "int64", "bool"),
-                              dynamic_share=0.5))
-    for i in range(tries):
+@pytest.mark.parametrize("op", ["ArgMax", "ArgMin"])
+def test_select_last_index_takes_the_last_extremum_static_and_symbolic(op):
+    """ArgMax/ArgMin with ``select_last_index=1`` (relax.op.argmax/argmin take the first
+    extremum; the direct path flips the axis): on inputs rounded so that extrema tie, the
+    direct path gives the reference's last index, where the first index differs, with a
+    static and a symbolic axis."""
+    direct = TVMRelax(record_rewrites=False)
+    seen = {"static": 0, "symbolic": 0}
+    differs = 0
+    gen = Generator(GenConfig(ops=(op,), min_nodes=1, max_nodes=1, dtypes=("float32",), dynamic_share=0.5))
+    for i in range(40):
         c = make_case(gen, "relax", op, i)
-        if c.graph.nodes[0].attrs.get(key) != value:
+        a = c.graph.nodes[0].attrs
+        x = c.graph.tensors[c.graph.nodes[0].inputs[0]]
+        if not a.get("select_last_index") or x.shape[a["axis"] % len(x.shape)] < 2:
             continue
         p = prepare(c.meta(), c.graph, c.model_bytes)
-        if p.search["valid"]:
-            return p
-    raise AssertionError(f"no valid {op} case with {key}={value!r} among relax/{op}/0..{tries - 1}")
+        if not p.search["valid"]:
+            continue
+        kind = "symbolic" if c.graph.dynamic else "static"
+        if seen[kind] >= 2:
+            continue
+        tied = [np.round(v / 2).astype(v.dtype) for v in p.inputs]  # many equal extrema
+        want = run_numpy(p.graph, tied)
+        node = p.graph.nodes[0]
+        first = run_numpy(dataclasses.replace(p.graph, nodes=[
+            dataclasses.replace(node, attrs={**node.attrs, "select_last_index": 0})]), tied)
+        assert compare(want, _run(direct, dataclasses.replace(p, inputs=tied))).ok, (op, i, a)
+        differs += any(not np.array_equal(w, f) for w, f in zip(want, first))
+        seen[kind] += 1
+    assert seen == {"static": 2, "symbolic": 2}, seen
+    assert differs, "no draw where the last extremum differs from the first: the test would not see the flip"
 
 
 def _batch(n: int = 24):

@@ -7,9 +7,9 @@ direct path is judged against the reference like the importer path. Shapes a low
 computes (Reshape's 0 and -1, Flatten) are written in the input's own shape expressions,
 so a symbolic dimension stays symbolic through them.
 
-An operator without a lowering, or an attribute value its Relax counterpart cannot express
-(ArgMax's ``select_last_index=1``), raises :class:`NoRelaxLowering`: the backend declares it
-unsupported, never a wrong result.
+An operator without a lowering, or an attribute value its Relax counterpart cannot express,
+raises :class:`NoRelaxLowering`: the backend declares it unsupported, never a wrong result.
+(ArgMax's ``select_last_index=1``, which ``relax.op.argmax`` lacks, is written with a flip.)
 """
 from __future__ import annotations
 
@@ -244,11 +244,18 @@ def _reduce_log_sum_exp(s: Site):
 
 @lowering("ArgMax", "ArgMin")
 def _arg(s: Site):
-    if s.attrs["select_last_index"]:
-        raise NoRelaxLowering(f"no Relax lowering for {s.op} with select_last_index=1 "
-                              "(relax.op.argmax/argmin take the first extremum)")
     fn = relax.op.argmax if s.op == "ArgMax" else relax.op.argmin
-    return fn(s.xs[0], axis=s.attrs["axis"] % s.ins[0].rank, keepdims=bool(s.attrs["keepdims"]))
+    axis, keep, x = s.attrs["axis"] % s.ins[0].rank, bool(s.attrs["keepdims"]), s.xs[0]
+    if not s.attrs["select_last_index"]:
+        return fn(x, axis=axis, keepdims=keep)
+    # the last extremum (relax.op.argmax/argmin take the first): the first one along the
+    # reversed axis, counted back from the axis's end, n - 1 - j
+    j = fn(relax.op.flip(x, axis=axis), axis=axis, keepdims=keep)
+    n = dims(x)[axis]
+    if isinstance(n, tirx.IntImm):
+        return relax.op.subtract(relax.const(int(n) - 1, "int64"), j)
+    last = relax.op.reshape(relax.op.shape_to_tensor(relax.ShapeExpr([n - 1])), [])
+    return relax.op.subtract(last, j)
 
 
 # -- layout -------------------------------------------------------------------------------------
