@@ -316,7 +316,7 @@ def check(pool: W.Pool, case: Prepared, cfg: CheckConfig, reference_out: list | 
             record["verdicts"].append(V.Verdict(spec.label(), V.REFERENCE_ERROR,
                                                 f"the reference failed: {ref.error}").to_json())
             if twin is not None:  # the equivalence oracle needs no reference
-                original = pool.execute(spec, Model(case.model, case.graph), case.inputs)
+                original = pool.execute(spec, Model(case.model, case.graph), case.inputs, EQ.further(case))
                 record["twins"].append(EQ.judge_twin(pool, case, spec, original, twin, cfg.tolerances,
                                                      meta=record["rewrite"]))
         return record

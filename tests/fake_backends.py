@@ -613,3 +613,24 @@ class ReluAddRaises(OnnxRuntime):
         if any(n.op_type == "Add" and any(i in relu for i in n.input) for n in g.node):
             raise RuntimeError("Relu+Add fusion: operand layouts differ")
         return super().compile(model)
+
+
+class MulOneAtFurtherBindings(OnnxRuntime):
+    """onnxruntime that computes ``x * 1`` (a Mul by a constant of ones, what a ``mul_one``
+    twin inserts) as ``x + 1``, but only when the inputs' shapes are not the graph's first
+    binding: right on every static model and at a dynamic case's first binding, so only an
+    equivalence oracle that also compares the twin at a further binding meets it."""
+
+    name = "mul-one-at-further-bindings"
+
+    def compile(self, model):
+        from dlgate.backends.testing import _mul_one_broken
+
+        broken = _mul_one_broken(model)
+        first = [tuple(model.graph.tensors[t].shape) for t in model.graph.inputs]
+        return super().compile(model), super().compile(broken) if broken is not model else None, first
+
+    def run(self, compiled, inputs):
+        right, wrong, first = compiled
+        at_first = [tuple(np.shape(x)) for x in inputs] == first
+        return super().run(right if at_first or wrong is None else wrong, inputs)

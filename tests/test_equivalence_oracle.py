@@ -396,3 +396,45 @@ def test_inductor_compiles_the_twins_graph():
     wrapped = make_twin(p.graph, p.model, 1, ("wrap_function",))
     t = EQ.judge_twin(None, p, BackendSpec("inductor"), None, wrapped)
     assert t["status"] == EQ.NOT_JUDGED and "ONNX form only" in t["detail"]
+
+
+def _dynamic_mul_one_cases(n: int, root: str = "eq-bindings", tries: int = 80) -> list:
+    """The first ``n`` valid dynamic cases (with further bindings) of ``root``/eq whose own
+    twin draw is a ``mul_one`` rewrite: picked by that property."""
+    gen = Generator(GenConfig(dynamic_share=1.0, extreme_share=0.0))
+    out = []
+    for i in range(tries):
+        c = make_case(gen, root, "eq", i)
+        if not c.graph.dynamic:
+            continue
+        if make_twin(c.graph, c.model_bytes, EQ.twin_seed(int(c.meta().get("seed") or 0)), ("mul_one",)) is None:
+            continue
+        p = prepare(c.meta(), c.graph, c.model_bytes)
+        if p.search["valid"] and p.shapes:
+            out.append(p)
+            if len(out) == n:
+                return out
+    raise AssertionError(f"only {len(out)} of {n} valid dynamic cases with a mul_one twin among {root}/eq/0..{tries - 1}")
+
+
+def test_a_dynamic_cases_twin_is_compared_at_every_binding():
+    """Silent: real onnxruntime, dynamic cases compiled once for their symbolic shapes and
+    run at each binding: every twin consistent there, and the record says at how many
+    bindings it was compared. Catch: a compiler whose ``x * 1`` goes wrong only at shapes
+    other than the first binding: the twin is inconsistent at a further binding (``shape``
+    names it), which a comparison at the first binding alone would miss."""
+    cases = _dynamic_mul_one_cases(3)
+    healthy = _twins(["onnxruntime"], cases, kinds=("mul_one",))
+    judged = [t for r in healthy for t in r["twins"] if t["status"] != EQ.NOT_JUDGED]
+    assert judged and all(t["status"] in (EQ.CONSISTENT, EQ.EXCUSED) for t in judged), _statuses(healthy)
+    assert any(t.get("bindings", 1) > 1 for t in judged), judged
+    faulty = _twins(["tests.fake_backends:MulOneAtFurtherBindings"], cases, kinds=("mul_one",))
+    found = [t for r in faulty for t in EQ.findings(r)]
+    assert found, _statuses(faulty)
+    for t in found:
+        assert t["shape"]["index"] >= 1 and t["shape"]["binding"], t
+        assert t["confirm"] == {"runs": 1, "reproduced": True}, t
+        assert "compiled for symbolic shapes, first run at" in t["detail"], t["detail"]
+        assert t["signature"]["text"].endswith("| dynamic"), t["signature"]["text"]
+    for r in faulty:  # at the first binding the faulty compiler is right: no verdict against the reference
+        assert all(v["verdict"] not in ("mismatch", EQ.INCONSISTENT) or v.get("shape") for v in r["verdicts"])

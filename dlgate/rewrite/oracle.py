@@ -36,6 +36,7 @@ import random
 from dlgate.backends.base import BackendSpec, Model
 from dlgate.backends.registry import load
 from dlgate.exec import worker as W
+from dlgate.graph import dynamic
 from dlgate.oracle import rules
 from dlgate.oracle import verdict as V
 from dlgate.oracle.signature import signature
@@ -112,7 +113,7 @@ def judge_twin(pool, case, spec: BackendSpec, original, twin, tolerances: dict |
         return rec
     same = 0
     for _ in range(confirm):
-        again = pool.execute(spec, Model(case.model, case.graph), case.inputs)
+        again = pool.execute(spec, Model(case.model, case.graph), case.inputs, further(case))
         r = _judge(pool, case, spec, again, twin, tolerances, None, None)
         same += r["status"] == INCONSISTENT and r.get("how") == rec.get("how")
     rec["confirm"] = {"runs": confirm, "reproduced": same == confirm}
@@ -130,7 +131,10 @@ def _judge(pool, case, spec: BackendSpec, original, twin, tolerances, reference,
                                                     f"{spec.name} compiles dlgate's graph")
     if original is None or original.status != W.OK:
         return dict(rec, status=NOT_JUDGED, detail="the case itself did not run on this backend (its verdict says why)")
-    out = pool.execute(spec, Model(twin.model, twin.graph), case.inputs)
+    more = further(case)
+    if more and len(original.more) != len(more):
+        more = None  # the case ran at its first binding only: the twin is compared there
+    out = pool.execute(spec, Model(twin.model, twin.graph), case.inputs, more)
     if out.status == W.UNSUPPORTED:
         err = out.error or {}
         return dict(rec, status=REFUSED, detail=f"{err.get('type', '')}: {err.get('message', '')}".strip(": ")[:500])
@@ -152,16 +156,49 @@ def _judge(pool, case, spec: BackendSpec, original, twin, tolerances, reference,
         r = V.judge(spec.name, label, out, reference, tolerances, explain=why_ref, recheck=recheck)
         twin_agrees = r.verdict in (V.PASS, V.UNDEFINED)
     sides = _sides(reference, original_agrees, twin_agrees)
+    if v.verdict not in (V.PASS, V.UNDEFINED):
+        return _differs(rec, spec, case, twin, v, sides)
+    if more:  # a dynamic case compiled once: case and twin compared at each further binding too
+        rec["bindings"] = 1 + len(more)
+        for k, ((b, g, xs), o_k, t_k) in enumerate(zip(case.shapes, original.more, out.more), start=1):
+            at = {"index": k, "binding": dict(b)}
+            if t_k.status in _ERRORS and o_k.status == W.OK:
+                err = {key: x for key, x in (t_k.error or {}).items() if key != "log"}
+                kind = V._STATUS[t_k.status]
+                detail = (f"at {dynamic.describe(b)} the case runs, its {twin.kind} twin fails: {kind}: "
+                          f"{err.get('type', '')}: {err.get('message', '')}")
+                return dict(rec, status=INCONSISTENT, how="status", detail=detail[:2000], error=err, shape=at,
+                            signature=signature(INCONSISTENT, spec.name, err,
+                                                extra=f"status:{kind} | {twin.kind} | {_ops(case.graph)} | dynamic"),
+                            reference=sides)
+            if o_k.status != W.OK or t_k.status != W.OK:
+                continue
+            why_k = rules.explain(g, xs, tolerances, t_k.outputs, o_k.outputs, recheck)
+            vk = V.judge(spec.name, label, t_k, o_k.outputs, tolerances, explain=why_k, recheck=recheck)
+            if vk.verdict not in (V.PASS, V.UNDEFINED):
+                vk.detail = f"at {dynamic.describe(b)} (compiled for symbolic shapes, first run at " \
+                            f"{dynamic.describe(dynamic.first_binding(case.graph))}): {vk.detail}"
+                return dict(_differs(rec, spec, case, twin, vk, sides, " | dynamic"), shape=at)
     if v.verdict == V.PASS:
         return dict(rec, status=CONSISTENT, reference=sides)
-    if v.verdict == V.UNDEFINED:
-        return dict(rec, status=EXCUSED, rule=v.rule, detail=v.detail, excused=v.excused, reference=sides)
+    return dict(rec, status=EXCUSED, rule=v.rule, detail=v.detail, excused=v.excused, reference=sides)
+
+
+def _differs(rec: dict, spec: BackendSpec, case, twin, v, sides: dict, where: str = "") -> dict:
+    """An inconsistent twin's record: its outputs differ from the case's (verdict ``v``)."""
     cmp = v.comparison or {}
     return dict(rec, status=INCONSISTENT, how=cmp.get("kind") or "values",
                 detail=f"the {twin.kind} twin differs from the case on the same compiler: {v.detail}",
                 comparison=cmp, excused=v.excused,
-                signature=signature(INCONSISTENT, spec.name, extra=f"{cmp.get('kind')} | {twin.kind} | {_ops(case.graph)}"),
+                signature=signature(INCONSISTENT, spec.name,
+                                    extra=f"{cmp.get('kind')} | {twin.kind} | {_ops(case.graph)}{where}"),
                 reference=sides)
+
+
+def further(case) -> list | None:
+    """A dynamic case's further input sets (one per further binding of its symbolic
+    dimensions), which a run of the case and of its twin also takes; None for a static case."""
+    return [xs for _, _, xs in getattr(case, "shapes", ())] or None
 
 
 def _ops(graph) -> str:
@@ -202,7 +239,7 @@ def base_check(base_pool, case, ccfg, rec: dict) -> None:
         spec = specs.get(t["backend"])
         if spec is None or twin is None:
             continue
-        original = base_pool.execute(spec, Model(case.model, case.graph), case.inputs)
+        original = base_pool.execute(spec, Model(case.model, case.graph), case.inputs, further(case))
         r = _judge(base_pool, case, spec, original, twin, ccfg.tolerances, None, None)
         t["base"] = {"status": r["status"], "how": r.get("how"),
                      "reproduces": r["status"] == INCONSISTENT and r.get("how") == t.get("how")}
