@@ -97,3 +97,53 @@ def test_a_crash_reduces_to_the_crashing_pass(pool):
     assert red.passes == ["tests.tir_faults:segfault"] + P.minimal() or \
         [n for n in red.passes if n not in P.REQUIRED] == ["tests.tir_faults:segfault"]
     assert red.verdict.kind == O.CRASH_KIND
+
+
+def test_a_fault_both_builds_share_reproduces_against_the_expected_outputs(tmp_path, pool):
+    """The dropped lane in the reference build too: the two builds agree, only the
+    interpreter sees the fault. The repro carries the interpreter's outputs exactly and
+    holds the builds to them: 1 naming the element, expected against actual, with the fault;
+    0 with the healthy minimal sequence on the same expected outputs."""
+    from tests.tir_faults import loses_a_lane
+
+    text = min((t for t in SEEDS.values() if loses_a_lane(t)), key=lambda t: len(R.body_lines(t)))
+    faulty = with_fault(P.minimal())
+    v = O.check(pool, text, faulty, seed=6, reference=faulty).verdict
+    assert v.kind == O.INCONSISTENT and v.mismatch["against"] == "interp", v.to_json()
+    assert R.against_interp(v)
+    expected = R.expected_outputs(pool, text, seed=6)
+    assert expected is not None and O.compare(expected, expected) is None
+    src = R.repro_source(text, faulty, v, seed=6, expected=expected, reference=faulty)
+    assert "import dlgate" not in src and "from dlgate" not in src
+    assert "computed by dlgate's TIR interpreter" in src and "EXPECTED = [" in src
+    done = _repro(tmp_path, src)
+    assert done.returncode == 1, done.stdout + done.stderr
+    first, where = done.stdout.splitlines()[:2]
+    assert first.startswith("reproduced: the build of the minimal sequence differs from the expected outputs")
+    m = v.mismatch
+    assert f"argument {m['arg']} at {m['index']}: {m['got']!r}, expected {m['want']!r}" in first, (first, m)
+    assert where.startswith("expected outputs: the program's semantics per TIR")
+    healthy = _repro(tmp_path, R.repro_source(text, P.minimal(), v, seed=6, expected=expected))
+    assert healthy.returncode == 0, healthy.stdout + healthy.stderr
+    assert healthy.stdout.startswith("not reproduced: both builds give the expected outputs")
+
+
+def test_expected_outputs_round_trip_exactly_and_slowdowns_keep_the_build_comparison():
+    """EXPECTED decodes to the same bytes, dtype and shape (bfloat16 and a 0-d array too);
+    a finding not against the interpreter (a slowdown) carries none."""
+    import ml_dtypes
+    import numpy as np
+
+    arrays = [np.arange(6, dtype=np.float32).reshape(2, 3) / 7, np.array([1.5, -2.25], dtype=ml_dtypes.bfloat16),
+              np.array(-3, dtype=np.int8), np.array([True, False])]
+    v = O.Verdict(O.INCONSISTENT, "compare", "minimal", "x", mismatch={"against": "interp"})
+    src = R.repro_source(next(iter(SEEDS.values())), P.minimal(), v, expected=arrays)
+    scope: dict = {}
+    exec(src.replace('if __name__ == "__main__":', "if False:"), scope)  # noqa: S102 - the script's own text
+    back = scope["decode"](scope["EXPECTED"])
+    for a, b in zip(arrays, back):
+        assert (a.dtype, a.shape, a.tobytes()) == (b.dtype, b.shape, b.tobytes())
+    slow = O.Verdict(O.SLOW, "time", "mutated", "3x", ratio=3.0)
+    assert not R.against_interp(slow)
+    plain = R.repro_source(next(iter(SEEDS.values())), P.minimal(), slow)
+    assert "EXPECTED = None" in plain and "EXPECTED = [" not in plain

@@ -15,20 +15,29 @@
 3. **repro.py** (:func:`repro_source`): the reduced PrimFunc as TVMScript, the reduced
    passes as TVM constructors, the inputs' recipe and the comparison, needing only TVM and
    NumPy. A pass of one's own (``package.module:function``, e.g. a planted fault) goes into
-   the script with its module's source. It exits 1 when the failure shows, 0 when not.
+   the script with its module's source. It exits 1 when the failure shows, 0 when not. A
+   finding against the interpreter (:func:`against_interp`) carries the interpreter's
+   outputs (:func:`expected_outputs`) exactly, and the script holds both builds to them, so
+   a miscompilation both builds share shows standalone too.
 
 Deterministic (a fixed order of candidates; each distinct candidate judged once) and
 bounded by ``max_probes`` and ``max_seconds`` each (the best so far is kept at a bound).
 """
 from __future__ import annotations
 
+import base64
 import importlib
 import importlib.metadata
 import inspect
 import re
+import textwrap
 import time
 from dataclasses import dataclass, field
 
+import numpy as np
+
+from dlgate import __version__
+from dlgate.exec.outcome import OK
 from dlgate.reduce.passes import _ddmin
 from dlgate.tir import build as B
 from dlgate.tir import oracle as O
@@ -265,9 +274,10 @@ def _reduce_text(judge, text: str, passes: list, log: list, best: dict) -> str:
 _REPRO = '''"""Standalone reproduction of a TIR finding on TVM {version} (dlgate's TIR mode).
 
 The PrimFunc below (TVMScript) is built for llvm twice: with the minimal pass sequence and
-with the sequence under test, then run on the same deterministic inputs. Needs only TVM
-and NumPy. Exit status 1: the failure shows ({kind}: {detail}); 0: it does not.
+with the sequence under test, then run on the same deterministic inputs; {against}
+Needs only TVM and NumPy. Exit status 1: the failure shows ({kind}: {detail}); 0: it does not.
 """
+import base64
 import importlib
 import sys
 import types
@@ -333,10 +343,31 @@ def run(rt, values):
     return [a.numpy() if hasattr(a, "numpy") else np.array(v) for a, v in zip(args, values)]
 
 
+{expected}
+
+def describe(diff):
+    if "index" not in diff:
+        return f"argument {{diff['arg']}}: {{diff.get('detail', '')}}"
+    return (f"argument {{diff['arg']}} at {{diff['index']}}: {{diff['got']!r}}, expected {{diff['want']!r}} "
+            f"({{diff['count']}} elements differ)")
+
+
 def main():
     values = inputs_for(signature(), SEED)
     want = run(build(MINIMAL)[0], values)
     got = run(build(PASSES)[0], values)  # a crash or an exception here is the finding itself
+    if EXPECTED is not None:  # the finding is against TIR's semantics: both builds are held to them
+        expected = decode(EXPECTED)
+        for name, out in (("minimal", want), ("under test", got)):
+            diff = compare(out, expected, FLOOR)
+            if diff is not None:
+                print(f"reproduced: the build of the {{name}} sequence differs from the expected outputs: "
+                      f"{{describe(diff)}}")
+                print(f"expected outputs: {{EXPECTED_FROM}}")
+                return 1
+        print("not reproduced: both builds give the expected outputs")
+        print(f"expected outputs: {{EXPECTED_FROM}}")
+        return 0
     diff = compare(got, want, FLOOR)
     if diff is None:
         print("not reproduced: the two builds agree")
@@ -357,9 +388,67 @@ def _spec(name: str) -> tuple:
     return P.PASSES[name]
 
 
-def repro_source(text: str, passes: list, verdict: O.Verdict, seed: int = 0) -> str:
-    """The standalone ``repro.py`` of a (reduced) finding: see the module's text."""
-    extra_mods = sorted({n.rpartition(":")[0] for n in passes if B.external(n)})
+#: Where a repro's expected outputs come from and why they are trusted (its comment and output).
+EXPECTED_FROM = (
+    "the program's semantics per TIR on these inputs, computed by dlgate's TIR interpreter "
+    "(dlgate/tir/interp.py, dlgate {dlgate}), which runs the PrimFunc as written with no TVM pass. It is "
+    "trusted for this program because it took all of it (it refuses any statement, expression or "
+    "intrinsic it does not know) and found none of the undefined behaviours it checks for on these "
+    "inputs (an access outside a buffer, a read of an element never written, an element two iterations "
+    "of a parallel or vectorized loop share, integer overflow or division by zero, a shift out of range, "
+    "a float-to-integer cast out of range, a min or max of NaN): every build must give these values, "
+    "floats within the tolerance of compare()")
+
+_EXPECTED = '''#: Expected outputs, one (dtype, shape, base64 of the bytes in native order) per argument:
+#: {where}
+{literals}EXPECTED = [
+{rows}]
+EXPECTED_FROM = {where_line!r}
+
+
+def decode(expected):
+    return [np.frombuffer(base64.b64decode(data), dtype=np.dtype(dtype)).reshape(shape).copy()
+            for dtype, shape, data in expected]'''
+
+_NO_EXPECTED = '''#: No expected outputs: the two builds are compared with each other.
+EXPECTED = None'''
+
+
+def against_interp(verdict: O.Verdict) -> bool:
+    """Whether ``verdict`` is an inconsistency with the interpreter (TIR's semantics), the
+    finding a repro needs expected outputs for: the builds may agree with each other."""
+    return verdict.kind == O.INCONSISTENT and verdict.mismatch.get("against") == "interp"
+
+
+def expected_outputs(pool, text: str, seed: int) -> list | None:
+    """The interpreter's outputs (:mod:`dlgate.tir.interp`) for ``text`` on the inputs of
+    ``seed``, in ``pool``'s TIR worker: every argument after the run; None where the
+    interpreter does not take the program or finds its behaviour undefined."""
+    out = pool.execute(B.SPEC, B.Job(text, (), seed, False, 0, "interp").model(), [])
+    return [np.asarray(a) for a in out.outputs[:-1]] if out.status == OK else None
+
+
+def _expected_block(expected: list) -> str:
+    where = EXPECTED_FROM.format(dlgate=__version__)
+    rows, literals = [], []
+    for k, a in enumerate(np.asarray(x) for x in expected):
+        data = base64.b64encode(np.ascontiguousarray(a).tobytes()).decode()
+        rows.append(f"    ({str(a.dtype)!r}, {list(a.shape)!r}, {data!r}),\n")
+        if a.size <= 16:  # a small argument's values, for the reader (EXPECTED is what counts)
+            literals.append(f"#: argument {k}, {a.dtype}{list(a.shape)}: {a.tolist()!r}\n")
+    wrapped = "\n#: ".join(textwrap.wrap(where, 88))
+    return _EXPECTED.format(where=wrapped, literals="".join(literals), rows="".join(rows), where_line=where)
+
+
+def repro_source(text: str, passes: list, verdict: O.Verdict, seed: int = 0, expected: list | None = None,
+                 reference: list | None = None) -> str:
+    """The standalone ``repro.py`` of a (reduced) finding: see the module's text.
+    ``expected``: the interpreter's outputs (:func:`expected_outputs`) for a finding against
+    it (:func:`against_interp`): the script then holds both builds to them, so it shows a
+    miscompilation both builds share. ``reference``: the reference sequence (default the
+    minimal one), as :func:`dlgate.tir.oracle.check` takes it."""
+    reference = P.minimal() if reference is None else list(reference)
+    extra_mods = sorted({n.rpartition(":")[0] for n in list(passes) + reference if B.external(n)})
     extra = ["EXTRA = {}"]
     for m in extra_mods:
         src = inspect.getsource(importlib.import_module(m))
@@ -369,10 +458,13 @@ def repro_source(text: str, passes: list, verdict: O.Verdict, seed: int = 0) -> 
         version = importlib.metadata.version("apache-tvm")
     except importlib.metadata.PackageNotFoundError:
         version = "(version unknown)"
+    against = ("both builds' results\nare compared with the expected outputs (EXPECTED below: TIR's semantics, computed by\n"
+               "dlgate's interpreter)." if expected is not None else "their results are compared.")
     return _REPRO.format(version=version, kind=verdict.kind, detail=verdict.detail.replace('"""', "'''"),
-                         script=text, passes=[list(_spec(n)) for n in passes],
-                         minimal=[list(_spec(n)) for n in P.minimal()], finalize=list(P.FINALIZE), seed=seed,
+                         against=against, script=text, passes=[list(_spec(n)) for n in passes],
+                         minimal=[list(_spec(n)) for n in reference], finalize=list(P.FINALIZE), seed=seed,
                          extra="\n".join(extra), inputs_for=inspect.getsource(B.inputs_for),
                          to_argument=inspect.getsource(B.to_argument),
                          float_tolerance=inspect.getsource(O.float_tolerance), compare=inspect.getsource(O.compare),
-                         floor=O.loosest(text))
+                         floor=O.loosest(text),
+                         expected=_NO_EXPECTED if expected is None else _expected_block(expected))

@@ -368,7 +368,8 @@ class TirMode:
         v["identity"] = identity(v, self.spec.name, text if reduced is None else reduced.text,
                                  passes if reduced is None else reduced.passes, verdict, reduced is not None)
         if (v.get("confirm") or {}).get("reproduced", True):
-            rel = write_bundle(self.out, rec, v, text, passes, reduced, verdict, seed)
+            rel = write_bundle(self.out, rec, v, text, passes, reduced, verdict, seed,
+                               interp=lambda t: R.expected_outputs(self.pool, t, seed))
             v["identity"]["repro"] = rel
 
 
@@ -418,12 +419,15 @@ def identity(v: dict, backend: str, text: str, passes: list, verdict, reduced: b
             "reduced": reduced}
 
 
-def write_bundle(out: str, rec: dict, v: dict, text: str, passes: list, reduced, verdict, seed: int) -> str:
+def write_bundle(out: str, rec: dict, v: dict, text: str, passes: list, reduced, verdict, seed: int,
+                 interp=None) -> str:
     """``out/repros/<fingerprint>/``: ``repro.py`` (the reduced PrimFunc as TVMScript, its
     passes, the inputs' recipe; needs TVM and NumPy only), the program as found and as
     reduced (``program.tvmscript``, ``reduced.tvmscript``), both sequences (``passes.json``)
     and ``repro.json``; written once per
-    fingerprint. Its path relative to ``out``."""
+    fingerprint. Its path relative to ``out``. ``interp``: text -> the interpreter's outputs
+    (:func:`dlgate.tir.reduce.expected_outputs`), asked for a finding against the interpreter,
+    whose ``repro.py`` then carries them as the expected outputs."""
     from dlgate import __version__
     from dlgate.reduce.bundle import environment
     from dlgate.tir import reduce as R  # local: the TIR mode imports TVM's Python side
@@ -435,8 +439,9 @@ def write_bundle(out: str, rec: dict, v: dict, text: str, passes: list, reduced,
         return rel
     os.makedirs(d, exist_ok=True)
     r_text, r_passes = (reduced.text, reduced.passes) if reduced is not None else (text, passes)
+    expected = interp(r_text) if interp is not None and R.against_interp(verdict) else None
     with open(os.path.join(d, "repro.py"), "w") as f:
-        f.write(redact(R.repro_source(r_text, list(r_passes), verdict, seed)))
+        f.write(redact(R.repro_source(r_text, list(r_passes), verdict, seed, expected=expected)))
     with open(os.path.join(d, "program.tvmscript"), "w") as f:
         f.write(text)
     with open(os.path.join(d, "reduced.tvmscript"), "w") as f:
@@ -450,7 +455,7 @@ def write_bundle(out: str, rec: dict, v: dict, text: str, passes: list, reduced,
            "dlgate": __version__, "environment": environment(), "self_contained": True,
            "tir": {"step": rec["index"], "seed": seed, "passes": list(r_passes), "found_passes": list(passes),
                    "lines": len(R.body_lines(r_text)), "original_lines": len(R.body_lines(text)),
-                   "reduced": reduced is not None}}
+                   "reduced": reduced is not None, "expected": "interp" if expected is not None else None}}
     write_json(os.path.join(d, "repro.json"), doc)
     return rel
 
