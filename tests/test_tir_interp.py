@@ -98,3 +98,21 @@ def main(a: T.Buffer((1,), "int32")):
 '''
     with pytest.raises(Unsupported, match="more than"):
         run(text)
+
+
+def test_a_pragma_attribute_runs_its_body_and_another_attribute_is_not_taken():
+    """A pragma (an AttrStmt such as ``pragma_auto_unroll_max_step``) is a hint to the
+    passes: the body runs as without it. An attribute that may carry meaning is refused."""
+    body = '''
+    with T.attr({"KEY": 16}):
+        for i in T.serial(8):
+            b[i] = a[i] * 2
+'''
+    text = HEADER + '''
+@T.prim_func
+def main(a: T.Buffer((8,), "int32"), b: T.Buffer((8,), "int32")):
+    T.func_attr({"tirx.noalias": True})''' + body
+    (a, _), (_, b) = run(text.replace("KEY", "pragma_auto_unroll_max_step"))
+    assert (b == a * 2).all()
+    with pytest.raises(Unsupported, match="attribute double_buffer_scope"):
+        run(text.replace("KEY", "double_buffer_scope"))

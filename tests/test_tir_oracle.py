@@ -42,6 +42,21 @@ def test_no_false_alarm_and_the_interpreter_agrees(pool):
         assert c.outcomes["interp"].status == "ok", (name, c.outcomes["interp"].error)
 
 
+def test_the_seeds_from_tvms_tests_build_with_the_default_sequence_as_the_interpreter_says(pool):
+    """Every seed picked from TVM's own tests builds with TVM's default sequence, the two
+    builds agree, and the interpreter takes it and agrees with the minimal build (on two
+    input seeds: the scalar parameters change which branches run)."""
+    from dlgate.tir.seeds import hand_seeds
+
+    picked = [s for s in hand_seeds() if s.origin.startswith("tvm-tests/")]
+    assert picked
+    for s in picked:
+        for seed in (0, 11):
+            c = O.check(pool, s.program.text, P.default(), seed=seed)
+            assert c.verdict.kind == O.OK_KIND, (s.origin, c.verdict.to_json())
+            assert c.outcomes["interp"].status == "ok", (s.origin, c.outcomes["interp"].error)
+
+
 def test_the_dropped_lane_is_caught_where_it_changes_the_program(pool, lane_losing):
     for name, text in SEEDS.items():
         v = O.check(pool, text, with_fault(P.default()), seed=5).verdict

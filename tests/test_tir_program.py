@@ -118,3 +118,28 @@ def test_invalid_programs_are_refused():
     text = tvm.IRModule({"main": bad}).script()
     with pytest.raises(InvalidProgram):
         validate(Program(text))
+
+
+def test_seeds_from_tvms_tests_name_their_source_and_hold_what_they_are_there_for():
+    """Each PrimFunc picked from TVM's own tests is a seed of origin ``tvm-tests/<file>``
+    after the hand-written ones, its file's header names the test file and the apache/tvm
+    commit it came from and what it brings; together they hold the forms TVM's passes
+    special-case that the hand-written seeds do not."""
+    import re
+
+    from dlgate.tir.seeds import TVM_TESTS_DIR
+
+    seeds = hand_seeds()
+    picked = [s for s in seeds if s.origin.startswith("tvm-tests/")]
+    assert 6 <= len(picked) <= 10
+    assert [s.origin.split("/")[0] for s in seeds] == ["hand"] * (len(seeds) - len(picked)) + ["tvm-tests"] * len(picked)
+    for s in picked:
+        head = open(os.path.join(TVM_TESTS_DIR, s.origin.split("/", 1)[1])).read().split("@T.prim_func")[0]
+        assert re.search(r"From apache/tvm \(Apache-2\.0\), tests/python/\S+\.py", head), s.origin
+        assert re.search(r"commit [0-9a-f]{40}\.", head) and "# Brings:" in head and "# Adapted:" in head, s.origin
+        validate(s.program)
+    texts = "\n".join(s.program.text for s in picked)
+    hand = "\n".join(s.program.text for s in seeds if s.origin.startswith("hand/"))
+    for what in ("pragma_loop_partition_hint", "T.let[", ".view(", "T.attr({",
+                 '"tirx.noalias"', "range(n, n + "):
+        assert what in texts and what not in hand, what

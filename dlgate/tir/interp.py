@@ -311,6 +311,12 @@ class _Interp:
     def s_Bind(self, s):
         self.env[_key(s.var)] = self.expr(s.value)
 
+    def s_AttrStmt(self, s):
+        # a pragma is a hint to the passes (an unroll step, a partition hint): no semantics
+        if not str(s.attr_key).startswith("pragma_"):
+            raise Unsupported(f"attribute {s.attr_key}")
+        self.stmt(s.body)
+
     def s_Evaluate(self, s):
         self.expr(s.value)
 

@@ -1,7 +1,8 @@
 """Seed programs: the PrimFuncs TVM lowers dlgate's generated graphs to, and hand-written
 TVMScript (``seed_programs/``) for what lowered operators rarely hold (parallel, vectorized
 and unrolled loops with annotations, scratch allocations, while loops, float16, bfloat16 and
-int8 intrinsics). A graph's PrimFuncs are taken as ``LegalizeOps`` writes them (schedulable
+int8 intrinsics), and PrimFuncs picked from TVM's own tests (``seed_programs/tvm-tests/``)
+for what TVM's TIR passes special-case. A graph's PrimFuncs are taken as ``LegalizeOps`` writes them (schedulable
 blocks) and after the block-lowering prefix of TVM's default TIR pipeline (plain loops and
 flat buffers), the two forms Tzer's model-zoo seeds came in. Same arguments, same programs,
 byte for byte, in any process."""
@@ -25,27 +26,38 @@ LOWERING = ("CanonicalizeLoop", "LowerInitBlock", "PlanAndUpdateBufferAllocation
 
 @dataclass(frozen=True)
 class Seed:
-    """A seed program and where it came from: ``origin`` is ``hand/<file>`` or
+    """A seed program and where it came from: ``origin`` is ``hand/<file>``,
+    ``tvm-tests/<file>`` (picked from TVM's own tests) or
     ``<root>/<campaign>/<index>/<primfunc>/<form>`` (form ``legalized`` or ``lowered``)."""
 
     program: Program
     origin: str
 
 
+#: The PrimFuncs picked from TVM's own tests (each file's header names its source file and
+#: commit in apache/tvm, Apache-2.0, what it brings and how it was adapted to TVM 0.27).
+TVM_TESTS_DIR = os.path.join(SEED_DIR, "tvm-tests")
+
+
 def hand_seeds() -> list:
-    """The hand-written seeds, in file-name order."""
+    """The hand-written seeds (origin ``hand/<file>``), then those picked from TVM's own
+    tests (``tvm-tests/<file>``), each in file-name order."""
+    return _from_files(SEED_DIR, "hand") + _from_files(TVM_TESTS_DIR, "tvm-tests")
+
+
+def _from_files(folder: str, origin: str) -> list:
     import tvm  # local: optional compiler, imported where it runs
 
     out = []
-    for name in sorted(os.listdir(SEED_DIR)):
+    for name in sorted(os.listdir(folder)):
         if not name.endswith(".tvmscript"):
             continue
-        with open(os.path.join(SEED_DIR, name)) as f:
+        with open(os.path.join(folder, name)) as f:
             parsed = tvm.script.from_source(f.read())
         func = parsed["main"] if isinstance(parsed, tvm.IRModule) else parsed
         p = from_func(func)
-        validate(p)  # a hand seed TVM rejects is a mistake here, not a draw to skip
-        out.append(Seed(p, f"hand/{name}"))
+        validate(p)  # a seed TVM rejects is a mistake here, not a draw to skip
+        out.append(Seed(p, f"{origin}/{name}"))
     return out
 
 

@@ -195,7 +195,8 @@ def settings(cfg: Campaign):
 
 
 def seed_corpus(root: str, campaign: str, front: list | tuple = ()):
-    """The pool before step 0: the hand-written seeds, then the PrimFuncs of the campaign's
+    """The pool before step 0: the hand-written seeds and those picked from TVM's tests
+    (:func:`dlgate.tir.seeds.hand_seeds`), then the PrimFuncs of the campaign's
     first :data:`GRAPH_SEEDS` generated graphs, each with TVM's default sequence, led by
     ``front`` (the passes a change names: they first see the program as written, then run
     again where the default sequence has them)."""
