@@ -147,3 +147,36 @@ def test_expected_outputs_round_trip_exactly_and_slowdowns_keep_the_build_compar
     assert not R.against_interp(slow)
     plain = R.repro_source(next(iter(SEEDS.values())), P.minimal(), slow)
     assert "EXPECTED = None" in plain and "EXPECTED = [" not in plain
+
+
+def test_the_gates_bundle_carries_the_expected_outputs_of_a_finding_against_the_interpreter(tmp_path, pool):
+    """``write_bundle`` asks for the interpreter's outputs only for a finding against it; its
+    ``repro.py`` then holds the builds to them (here the faulty sequence under test, against
+    the healthy minimal one) and ``repro.json`` says so."""
+    import json
+    import os
+
+    from dlgate.gate.run.tir import write_bundle
+    from tests.tir_faults import loses_a_lane
+
+    text = min((t for t in SEEDS.values() if loses_a_lane(t)), key=lambda t: len(R.body_lines(t)))
+    faulty = with_fault(P.minimal())
+    v = O.check(pool, text, faulty, seed=6, reference=faulty).verdict
+    asked: list = []
+
+    def interp(t):
+        asked.append(t)
+        return R.expected_outputs(pool, t, 6)
+
+    rec = {"campaign": "tir", "root": "r", "case": "tir/00000", "index": 0}
+    for fp, verdict in (("a" * 16, v), ("b" * 16, O.Verdict(O.SLOW, "time", "mutated", "3x", ratio=3.0))):
+        ident = {"fingerprint": fp, "pattern": "p", "cluster": "c", "typed": "t", "text": "t"}
+        rel = write_bundle(str(tmp_path), rec, {"verdict": "tir_inconsistent", "backend": "tvm", "identity": ident},
+                           text, faulty, None, verdict, 6, interp=interp)
+        doc = json.load(open(os.path.join(tmp_path, rel, "repro.json")))
+        assert doc["tir"]["expected"] == ("interp" if verdict is v else None)
+    assert asked == [text]  # the slowdown asked nothing
+    done = subprocess.run([sys.executable, "-I", os.path.join(tmp_path, "repros", "a" * 16, "repro.py")],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stdout.startswith("reproduced: the build of the sequence under test differs from the expected outputs")

@@ -358,10 +358,10 @@ def main():
     got = run(build(PASSES)[0], values)  # a crash or an exception here is the finding itself
     if EXPECTED is not None:  # the finding is against TIR's semantics: both builds are held to them
         expected = decode(EXPECTED)
-        for name, out in (("minimal", want), ("under test", got)):
+        for name, out in (("minimal sequence", want), ("sequence under test", got)):
             diff = compare(out, expected, FLOOR)
             if diff is not None:
-                print(f"reproduced: the build of the {{name}} sequence differs from the expected outputs: "
+                print(f"reproduced: the build of the {{name}} differs from the expected outputs: "
                       f"{{describe(diff)}}")
                 print(f"expected outputs: {{EXPECTED_FROM}}")
                 return 1
