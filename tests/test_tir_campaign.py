@@ -106,13 +106,27 @@ def _first_step_hits_the_fault(root: str, campaign: str) -> bool:
     return p.program is not None and p.kind == "ir" and loses_a_lane(p.program.text)
 
 
+#: The root seed whose first TIR step meets the planted fault: the first of lane1..lane39
+#: that does (:func:`_pick_lane_root`), found once rather than searched in every run (the
+#: search builds a seed corpus a root, about a minute in all); the fixture checks it still has
+#: the property, and names the root to pin instead when a generator change took it away.
+LANE_ROOT = "lane10"
+
+
+def _pick_lane_root() -> str | None:
+    """The first root of lane1..lane39 whose first TIR step meets the planted fault."""
+    return next((f"lane{k}" for k in range(1, 40) if _first_step_hits_the_fault(f"lane{k}", "tir")), None)
+
+
 @pytest.fixture(scope="module")
 def lane_root():
     """A root seed whose first TIR step meets the planted fault (picked by that property)."""
-    for k in range(1, 40):
-        if _first_step_hits_the_fault(f"lane{k}", "tir"):
-            return f"lane{k}"
-    raise AssertionError("no root lane1..lane39 draws a first TIR step the fault changes")
+    if not _first_step_hits_the_fault(LANE_ROOT, "tir"):
+        again = _pick_lane_root()
+        raise AssertionError(f"root {LANE_ROOT}'s first TIR step no longer meets the planted fault (generation "
+                             f"changed); re-pick: " + (f"set LANE_ROOT = {again!r}, the first of lane1..lane39 that does"
+                                                       if again else "no root lane1..lane39 does: widen the search"))
+    return LANE_ROOT
 
 
 def _run_repro(folder: str, faulty: bool) -> subprocess.CompletedProcess:
