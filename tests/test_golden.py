@@ -53,17 +53,18 @@ def test_the_batch_covers_opsets_dynamic_shapes_and_extreme_values(batch):
 
 
 def test_the_digest_is_the_same_in_other_processes_with_other_hash_seeds(batch):
+    """One other process, with a hash seed other than this process's (a random one unless
+    PYTHONHASHSEED is set): two processes, two hash seeds, one digest. A second subprocess
+    would add its minute of a loaded machine and only a third hash seed."""
     args = [a for name in SUBSET for a in ("--regime", name)]
-    outs = []
-    for seed in ("1", "2"):
-        p = _run(args, env={"PYTHONHASHSEED": seed})
-        assert p.returncode == 0, p.stderr
-        outs.append(json.loads(p.stdout))
-    a, b = outs
+    seed = "2" if os.environ.get("PYTHONHASHSEED") == "1" else "1"
+    p = _run(args, env={"PYTHONHASHSEED": seed})
+    assert p.returncode == 0, p.stderr
+    a = json.loads(p.stdout)
     assert list(a["regimes"]) == list(SUBSET)
     for name in SUBSET:
         for k in G.KINDS:
-            assert a["regimes"][name][k] == b["regimes"][name][k] == batch["regimes"][name][k], (name, k)
+            assert a["regimes"][name][k] == batch["regimes"][name][k], (name, k)
 
 
 # Halves LeakyRelu's sampled alpha (one attribute of one operator), counts the cases it
