@@ -309,6 +309,28 @@ def seed_where(cfg_path: str, holds: Callable, prefix: str, tries: int = 60) -> 
     raise AssertionError(f"no seed {prefix}1..{prefix}{tries} draws the batch the test needs")
 
 
+def pinned_where(pinned: str, holds: Callable[[str], bool], search: Callable[[], str | None], what: str) -> str:
+    """``pinned``, a seed the test picked once by ``search`` (the first within its bound that
+    ``holds``: :func:`seed_where` or the like) and names, to spare the search in every run;
+    checked here by the property it was picked for. Where it no longer ``holds`` (a generator
+    version draws other cases from every seed), this fails and says what to pin instead: the
+    search runs then, and only then."""
+    if holds(pinned):
+        return pinned
+    try:
+        again = search()
+    except AssertionError:  # the search's own bound: nothing to pin
+        again = None
+    fix = f"pin {again!r}, the first the search picks now" if again else "the search finds none: widen it"
+    raise AssertionError(f"the pinned seed {pinned!r} no longer {what} (generation changed): {fix}")
+
+
+def seed_where_pinned(cfg_path: str, holds: Callable, prefix: str, pinned: str, tries: int = 60) -> str:
+    """:func:`seed_where`'s pick, pinned by the test as ``pinned`` and checked (:func:`pinned_where`)."""
+    return pinned_where(pinned, lambda s: holds(run_batch(cfg_path, s)),
+                        lambda: seed_where(cfg_path, holds, prefix, tries), f"draws the batch the test needs ({prefix}...)")
+
+
 def onnx_ops(case) -> list:
     """The operator types of a case's ONNX model, in its node order."""
     import onnx

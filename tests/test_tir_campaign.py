@@ -20,6 +20,7 @@ from dlgate.cli import main
 from dlgate.gate import config as C
 from dlgate.gate.journal import read_records
 from dlgate.gate.run import plan as PL
+from tests.helpers import pinned_where
 
 pytest.importorskip("tvm")
 
@@ -108,8 +109,7 @@ def _first_step_hits_the_fault(root: str, campaign: str) -> bool:
 
 #: The root seed whose first TIR step meets the planted fault: the first of lane1..lane39
 #: that does (:func:`_pick_lane_root`), found once rather than searched in every run (the
-#: search builds a seed corpus a root, about a minute in all); the fixture checks it still has
-#: the property, and names the root to pin instead when a generator change took it away.
+#: search builds a seed corpus a root tried, about a minute in all).
 LANE_ROOT = "lane10"
 
 
@@ -120,13 +120,10 @@ def _pick_lane_root() -> str | None:
 
 @pytest.fixture(scope="module")
 def lane_root():
-    """A root seed whose first TIR step meets the planted fault (picked by that property)."""
-    if not _first_step_hits_the_fault(LANE_ROOT, "tir"):
-        again = _pick_lane_root()
-        raise AssertionError(f"root {LANE_ROOT}'s first TIR step no longer meets the planted fault (generation "
-                             f"changed); re-pick: " + (f"set LANE_ROOT = {again!r}, the first of lane1..lane39 that does"
-                                                       if again else "no root lane1..lane39 does: widen the search"))
-    return LANE_ROOT
+    """A root seed whose first TIR step meets the planted fault (picked by that property,
+    pinned, and checked by it here)."""
+    return pinned_where(LANE_ROOT, lambda r: _first_step_hits_the_fault(r, "tir"), _pick_lane_root,
+                        "draws a first TIR step the planted fault changes (lane1..lane39)")
 
 
 def _run_repro(folder: str, faulty: bool) -> subprocess.CompletedProcess:
