@@ -4,6 +4,7 @@ from __future__ import annotations
 import pytest
 
 from tests import durations
+from tests import golden
 
 #: The scopes of a fixture made once for many tests.
 SHARED_SCOPES = ("class", "module", "package", "session")
@@ -88,3 +89,12 @@ def pytest_collection_modifyitems(config, items):
     seconds = durations.load()
     if seconds:
         items[:] = [items[i] for i in durations.order([it.nodeid for it in items], seconds)]
+
+
+@pytest.fixture(scope="session")
+def golden_cases() -> list:
+    """The golden batch's cases with their digests (``tests/golden.py``'s ``case_digests``),
+    computed once for the session: ``test_golden`` sums them into the digests it compares with
+    the pin, ``test_search_determinism`` compares the searched cases computed under other CPU
+    capabilities with them. The tests that use it share the "session" xdist group."""
+    return list(golden.case_digests())

@@ -182,10 +182,25 @@ def case_digests(regimes=REGIMES):
                        "dynamic": c.graph.dynamic is not None, "extreme": c.graph.extreme is not None}
 
 
+#: The fields of a case's line under ``--cases``, in order.
+CASE_FIELDS = ("regime", "index", "id", "models", "inputs", "searched", "method")
+
+
+def case_line(c: dict) -> str:
+    """A case of :func:`case_digests` as ``--cases`` prints it."""
+    return " ".join(str(c[k]) for k in CASE_FIELDS)
+
+
 def compute(regimes=REGIMES) -> dict:
     """The digests of the batch: per regime and overall, for models, inputs and searched."""
+    return summarize(case_digests(regimes))
+
+
+def summarize(cases) -> dict:
+    """The digests of the cases of :func:`case_digests` (the batch's or some of its regimes'):
+    per regime and overall, for models, inputs and searched."""
     per = {}
-    for c in case_digests(regimes):
+    for c in cases:
         r = per.setdefault(c["regime"], {**{k: hashlib.sha256() for k in KINDS}, "cases": 0, "searched_cases": 0,
                                          "dynamic": 0, "bindings": 0, "extreme": 0, "opsets": set(),
                                          "operators": set()})
@@ -302,7 +317,7 @@ def main(argv=None) -> int:
         regimes = tuple(r for r in REGIMES if r[0] in args.regime)
     if args.cases:
         for c in case_digests(regimes):
-            print(" ".join(str(c[k]) for k in ("regime", "index", "id", "models", "inputs", "searched", "method")))
+            print(case_line(c))
         return 0
     t0 = time.perf_counter()
     try:

@@ -26,8 +26,8 @@ def _run(args, env=None, code=None):
 
 
 @pytest.fixture(scope="module")
-def batch():
-    return G.compute()
+def batch(golden_cases):
+    return G.summarize(golden_cases)
 
 
 def test_the_batch_matches_the_pin_of_its_generator_version(batch):

@@ -43,15 +43,18 @@ def _cases(capability: str | None):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
-def test_searched_cases_are_byte_identical_under_every_cpu_capability():
+def test_searched_cases_are_byte_identical_under_every_cpu_capability(golden_cases):
+    """The native kernels' cases are the golden batch's as this process computed them (the
+    session's, which test_golden compares with the pin); each lower capability's come from a
+    process of its own, since PyTorch picks its kernels once, at start."""
     native = torch.backends.cpu.get_cpu_capability()
     if os.environ.get("ATEN_CPU_CAPABILITY"):
         pytest.skip(f"ATEN_CPU_CAPABILITY={os.environ['ATEN_CPU_CAPABILITY']} is set: the native kernels are not in use")
     lower = LOWER.get(native)
     if not lower:
         pytest.skip(f"PyTorch runs its {native} kernels here: no other capability to compare with")
-    procs = {c: _cases(c) for c in (None, *lower)}
-    outs = {}
+    procs = {c: _cases(c) for c in lower}
+    outs = {None: (native, [G.case_line(c).split() for c in golden_cases if c["regime"] in REGIMES])}
     for c, p in procs.items():
         out, err = p.communicate(timeout=600)
         assert p.returncode == 0, err
