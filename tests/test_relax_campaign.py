@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 from dataclasses import replace
@@ -350,3 +351,74 @@ def test_a_relax_level_invalid_case_is_not_judged_on_a_backend_that_reads_its_va
     case = SimpleNamespace(id="c", meta={"invalid": info, "seed": 1}, graph=SimpleNamespace(opset=17), search={})
     (v,) = check_invalid(None, case, CheckConfig([BackendSpec("tvm")]))["verdicts"]
     assert v["verdict"] == V.UNSUPPORTED and "only TVM's direct path takes the broken module" in v["detail"]
+
+
+# -- a Relax-level invalid finding's TVMScript repro ---------------------------------------------
+CASTS = "tests.relax_faults:trust_param_casts"
+
+
+def _fixed_casts(folder) -> None:
+    """The planted pass made harmless beside a repro (TVM as it is: the bug fixed)."""
+    os.makedirs(os.path.join(folder, "tests"), exist_ok=True)
+    with open(os.path.join(folder, "tests", "relax_faults.py"), "w") as f:
+        f.write("import tvm\n\n@tvm.transform.module_pass(opt_level=0, name='TrustParamCasts')\n"
+                "def trust_param_casts(mod, _ctx):\n    return mod\n")
+
+
+def test_a_relax_level_invalid_finding_gets_a_standalone_tvmscript_repro(tmp_path):
+    """Catch: with a planted pass that redeclares each parameter of ``main`` as the type its
+    body ``match_cast``s it to, TVM accepts a module whose parameter is declared wrongly and
+    runs it (``invalid_accepted`` on ``tvm-relax-invalid[cpu]``). The finding's bundle holds
+    ``repro_tvmscript.py``: the pass list reduced to the planted pass and the lowering, the
+    wrong declaration, the inputs; run alone (TVM and NumPy, no dlgate), it exits 1 with
+    BUG, and 0 (TVM raising) once the pass is made harmless."""
+    from tests.test_tvm_passes import _clean_run, _with_fault_beside
+
+    from dlgate.backends.tvm_passes import LOWERING, PIPELINE_PASSES
+    from dlgate.reduce.tvmscript import SCRIPT
+
+    cfg = _campaign(models=8, invalid_share=1.0, opset=17)
+    root = _root(cfg, lambda s: RC.chosen(s, 1.0), least=3)
+    doc = dict(campaign=cfg.campaign, models=8, max_nodes=6, opset=17, guidance=False, invalid_share=1.0,
+               backends=[{"name": "tvm", "options": {"extra_passes": [CASTS]}}], reduce=False, findings_per_case=1,
+               confirm_runs=1, timeout_s=120)
+    path = tmp_path / "acc.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    out = tmp_path / "acc"
+    code = main(["run", "--config", str(path), "--seed", root, "--out", str(out), "--fresh", "--no-progress"])
+    records = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    accepted = [(r, v) for r in records if r["invalid"].get("level") == "relax" for v in r["verdicts"]
+                if v["verdict"] == "invalid_accepted"]
+    assert accepted, [(r["invalid"], [v["verdict"] for v in r["verdicts"]]) for r in records]
+    assert code == 1
+    assert all(v["backend"] == "tvm-relax-invalid[cpu]" for _, v in accepted)
+    verdict = json.loads((out / "verdict.json").read_text())
+    assert any(g["backend"] == "tvm-relax-invalid[cpu]" for g in verdict["new"])
+    assert "tvm-relax-invalid[cpu]" in (out / "junit.xml").read_text()
+    r, v = accepted[0]
+    d = out / v["identity"]["repro"]
+    rj = json.loads((d / "repro.json").read_text())
+    red = rj["tvmscript"]["passes"]
+    assert red["full"] == [CASTS] + list(PIPELINE_PASSES["target-default"])
+    assert red["culprits"] == [CASTS] and red["verdict"] == "invalid_accepted"
+    assert red["passes"] == [CASTS] + [n for n in PIPELINE_PASSES["target-default"] if n in LOWERING]
+    text = (d / SCRIPT).read_text()
+    assert (d / "repro.py").read_text() == text
+    assert r["invalid"]["detail"] in text and "# TVM's text of the invalid module:" in text
+    assert "import dlgate" not in text and "import onnx" not in text
+    if rj["tvmscript"]["module"] == "valid, redeclared":  # TVM's parser refuses the wrong declaration
+        assert "def redeclare(" in text and rj["tvmscript"]["parser_refuses"]
+    bug = tmp_path / "bug"
+    shutil.copytree(d, bug)
+    _with_fault_beside(str(bug))
+    res = _clean_run(str(bug), str(tmp_path))
+    assert res.returncode == 1, res.stdout + res.stderr[-3000:]
+    assert res.stdout.startswith("BUG: TVM built a module that breaks " + r["invalid"]["rule"]), res.stdout
+    assert "(the lowering alone): TVM rejects it" in res.stdout and "IMPORTED []" in res.stdout, res.stdout
+    fixed = tmp_path / "fixed"
+    shutil.copytree(d, fixed)
+    _fixed_casts(str(fixed))
+    res = _clean_run(str(fixed), str(tmp_path))
+    assert res.returncode == 0, res.stdout + res.stderr[-3000:]
+    assert res.stdout.startswith("OK: TVM rejects the invalid module") and "ErrorContext(fn=main" in res.stdout, \
+        res.stdout

@@ -1,13 +1,25 @@
 """Finding backends by name: the ``dlgate.backends`` entry-point group, one path for
 in-tree and third-party backends alike, or ``package.module:Class``. Nothing is imported
-until a backend is looked up."""
+until a backend is looked up.
+
+An editable install records the entry points of the ``pyproject.toml`` it was installed from
+and does not see ones added since until it is installed again: a name the installed metadata
+lacks is then looked up in the ``[project.entry-points."dlgate.backends"]`` table of the
+``pyproject.toml`` beside the ``dlgate`` package (a checkout; an installed wheel has none and
+its metadata is current)."""
 from __future__ import annotations
 
 import importlib
+import os
 from functools import lru_cache
 from importlib.metadata import entry_points
 
 from dlgate.backends.base import Backend, BackendSpec
+
+try:
+    import tomllib
+except ImportError:  # Python 3.10: no reader of pyproject.toml, the installed metadata alone
+    tomllib = None
 
 GROUP = "dlgate.backends"
 
@@ -17,8 +29,25 @@ def _entry_points() -> dict:
     return {ep.name: ep for ep in sorted(entry_points(group=GROUP), key=lambda e: e.name)}
 
 
+@lru_cache(maxsize=None)
+def _checkout() -> dict:
+    """Name -> ``module:Class`` of the group in the checkout's ``pyproject.toml``, or {}."""
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                        "pyproject.toml")
+    if tomllib is None:
+        return {}
+    try:
+        with open(path, "rb") as f:
+            doc = tomllib.load(f)
+    except (OSError, ValueError):  # none beside the package, or not TOML
+        return {}
+    if (doc.get("project") or {}).get("name") != "dlgate":
+        return {}
+    return dict(((doc["project"].get("entry-points") or {}).get(GROUP) or {}))
+
+
 def names() -> list:
-    return list(_entry_points())
+    return sorted(set(_entry_points()) | set(_checkout()))
 
 
 def load(name: str) -> type:
@@ -30,9 +59,12 @@ def load(name: str) -> type:
             raise KeyError(f"cannot load backend {name!r}: {e}") from None
     else:
         eps = _entry_points()
-        if name not in eps:
-            raise KeyError(f"unknown backend {name!r}; known: {', '.join(eps) or '(none installed)'}")
-        cls = eps[name].load()
+        if name in eps:
+            cls = eps[name].load()
+        elif name in _checkout():  # added to the checkout since the editable install
+            return load(_checkout()[name])
+        else:
+            raise KeyError(f"unknown backend {name!r}; known: {', '.join(names()) or '(none installed)'}")
     if not (isinstance(cls, type) and issubclass(cls, Backend)):
         raise KeyError(f"backend {name!r} is not a dlgate.backends.base.Backend subclass")
     return cls

@@ -187,10 +187,10 @@ def _own_prim_vars(mod, lines: list) -> list:
     return (["import tvm"] if defs else []) + out[:at] + defs + out[at:]
 
 
-def parses_back(mod, text: str, values: list) -> None:
+def parses_back(mod, text: str, values: list):
     """Raise unless ``text`` (with ``C`` bound to ``values``), imported as a Python file the
-    way a repro script is, defines a ``Module`` structurally equal to ``mod``. TVMScript
-    reads a class's source from its file, so it is written to one."""
+    way a repro script is, defines a ``Module`` structurally equal to ``mod``; that module.
+    TVMScript reads a class's source from its file, so it is written to one."""
     import importlib.util
 
     import numpy as np
@@ -211,6 +211,7 @@ def parses_back(mod, text: str, values: list) -> None:
         try:
             spec.loader.exec_module(m)
             tvm.ir.assert_structural_equal(m.Module, mod)
+            return m.Module
         finally:
             sys.modules.pop(name, None)
     finally:

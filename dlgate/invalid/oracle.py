@@ -163,6 +163,13 @@ def identity(v: dict, info: dict) -> dict:
     return ident
 
 
+def _fails_as(pool, case, spec, v: dict, info: dict):
+    """``spec``'s verdict on invalid ``case`` when it is finding ``v`` again (:func:`same`),
+    else None: how a pass list of a Relax-level invalid finding is judged."""
+    got = judge(spec.name, spec.label(), pool.execute(spec, Model(case.model, case.graph), case.inputs), info)
+    return got if same(v, got.to_json()) else None
+
+
 def triage(pool, base_pool, case, spec, v: dict, confirm_runs: int, out: str | None = None) -> None:
     """What the gate learns about an invalid-model finding ``v`` before it is journaled: the
     base build's verdict on the same model and inputs (head versus base), a confirmation
@@ -185,6 +192,6 @@ def triage(pool, base_pool, case, spec, v: dict, confirm_runs: int, out: str | N
             v["confirm"]["seen"] = [[x["verdict"], (x.get("signature") or {}).get("id")] for x in seen]
     v["identity"] = identity(v, info)
     if out is not None and (v.get("confirm") or {}).get("reproduced", True):
-        rel = repro.write(out, case, spec, v, info)
+        rel = repro.write(out, case, spec, v, info, pool, lambda run: _fails_as(pool, case, run, v, info))
         if rel:
             v["identity"]["repro"] = rel

@@ -53,7 +53,8 @@ class TVMRelaxInvalid(TVMRelax):
 
     def compile(self, model: Model) -> Any:
         mod, info = invalid_module(model.graph)
-        vm, dev = self._build(mod, self.options.get("extra_passes", ()), self.options.get("record_rewrites", True))
+        vm, dev = self._build(mod, self.options.get("extra_passes", ()), self.options.get("record_rewrites", True),
+                              self.options.get("passes"))
         return vm, dev, list(range(len(model.graph.inputs))), info
 
     def run(self, compiled: Any, inputs: list) -> list:

@@ -12,9 +12,13 @@ from dlgate.invalid.oracle import inputs as invalid_inputs
 from dlgate.invalid.relax import describe
 from dlgate.seeds import sub_seed
 
-#: The backend a campaign runs a Relax-level invalid case on (``module:Class``: it has no
-#: entry point of its own).
-BACKEND = "dlgate.invalid.relax:TVMRelaxInvalid"
+#: The backend a campaign runs a Relax-level invalid case on (its entry point: verdicts,
+#: summaries and JUnit say ``tvm-relax-invalid[cpu]``). Runs journaled before it had one say
+#: ``dlgate.invalid.relax:TVMRelaxInvalid[cpu]`` (:data:`PATH`), which loads as it did.
+BACKEND = "tvm-relax-invalid"
+#: The backend's ``module:Class`` path, the label of its verdicts in runs journaled before
+#: :data:`BACKEND` was registered.
+PATH = "dlgate.invalid.relax:TVMRelaxInvalid"
 #: Of a TVM campaign's invalid models (``invalid_share``), the share broken at the Relax level
 #: rather than in ONNX: the two Relax rules against ONNX's six, so that each rule gets about
 #: the same share of the invalid models.

@@ -5,7 +5,12 @@ downloaded like any other: ``model.onnx`` (the invalid model as run), ``inputs.n
 ``repro.json``, and a ``repro.py`` that needs only NumPy and the compiler under test. Its
 test is inverted from a wrong answer's: it exits 0 when the compiler rejects the model with
 an error, 1 when it accepts and runs it or gives no answer within the time limit, and dies
-with the compiler when it crashes."""
+with the compiler when it crashes.
+
+A Relax-level invalid finding (``tvm-relax-invalid``: its ONNX model is valid, the module TVM
+builds is not) has no ONNX repro: its bundle's repro is ``repro_tvmscript.py``
+(:mod:`dlgate.reduce.tvmscript_invalid`; ``repro.py`` is the same script, the name every
+bundle's repro has), written when its pass list reproduces the finding."""
 from __future__ import annotations
 
 import os
@@ -19,6 +24,7 @@ from dlgate.check import save_bundle
 from dlgate.gate.journal import write_json
 from dlgate.reduce.bundle import PACKAGES, environment
 from dlgate.reduce.listing import listing, mermaid
+from dlgate.reduce.tvmscript_invalid import write_invalid_tvmscript
 from dlgate.secrets import redact
 
 #: Seconds ``repro.py`` waits for the compiler before it calls the model a hang.
@@ -83,28 +89,48 @@ def _drawn(model: bytes) -> tuple:
         return onnx.printer.to_text(g) + "\n", "\n".join(lines) + "\n"
 
 
-def write(out: str, case, spec, v: dict, info: dict) -> str | None:
+def write(out: str, case, spec, v: dict, info: dict, pool=None, same=None) -> str | None:
     """Write the bundle of finding ``v`` (its ``identity`` set) on invalid ``case`` under
     ``out/repros/<fingerprint>/`` unless it exists; its path relative to ``out``, or None
-    when the backend gives no standalone code to run a model (``repro_source``)."""
+    when the backend gives no standalone code to run a model (``repro_source``) or, for a
+    Relax-level finding, no TVMScript repro can be written (``pool`` runs its workers,
+    ``same`` judges a pass list: :func:`dlgate.reduce.tvmscript_invalid.write_invalid_tvmscript`)."""
     ident = v["identity"]
     rel = os.path.join("repros", ident["fingerprint"])
     d = os.path.join(out, rel)
     if os.path.exists(os.path.join(d, "repro.json")):
         return rel
-    source = load(spec.name).repro_source(spec)
-    if not source:
-        return None
-    save_bundle(out, case, subdir=rel)
-    np.savez(os.path.join(d, "reference.npz"))
     g = case.graph
-    title = f"{v['verdict'].replace('_', ' ')} on {v['backend']}: {info['rule']} at {info['op_type']}"
-    text = _SCRIPT.format(title=title, rule=info["rule"], breaks=info.get("breaks", ""), node=info["node"],
-                          detail=info.get("detail", ""), checker=info.get("checker", ""), timeout=TIMEOUT_S,
-                          backend=source.rstrip("\n"), inputs=[g.name(t) for t in g.inputs],
-                          outputs=[g.name(t) for t in g.outputs])
-    with open(os.path.join(d, "repro.py"), "w") as f:
-        f.write(redact(text))
+    tvmscript = None
+    if info.get("level") == "relax":
+        if pool is None:
+            return None
+        os.makedirs(d, exist_ok=True)
+        provenance = f"campaign {case.meta.get('campaign')}, case {case.id}, root {case.meta.get('root')}"
+        tvmscript = write_invalid_tvmscript(pool, d, case, spec, v, info, same, provenance)
+        if not tvmscript.get("script"):
+            if not os.listdir(d):
+                os.rmdir(d)
+            return None
+        save_bundle(out, case, subdir=rel)
+        with open(os.path.join(d, tvmscript["script"])) as f:
+            text = redact(f.read())
+        for name in (tvmscript["script"], "repro.py"):
+            with open(os.path.join(d, name), "w") as f:
+                f.write(text)
+    else:
+        source = load(spec.name).repro_source(spec)
+        if not source:
+            return None
+        save_bundle(out, case, subdir=rel)
+        title = f"{v['verdict'].replace('_', ' ')} on {v['backend']}: {info['rule']} at {info['op_type']}"
+        text = _SCRIPT.format(title=title, rule=info["rule"], breaks=info.get("breaks", ""), node=info["node"],
+                              detail=info.get("detail", ""), checker=info.get("checker", ""), timeout=TIMEOUT_S,
+                              backend=source.rstrip("\n"), inputs=[g.name(t) for t in g.inputs],
+                              outputs=[g.name(t) for t in g.outputs])
+        with open(os.path.join(d, "repro.py"), "w") as f:
+            f.write(redact(text))
+    np.savez(os.path.join(d, "reference.npz"))
     text, diagram = _drawn(case.model)
     with open(os.path.join(d, "graph.txt"), "w") as f:
         f.write(text)
@@ -118,6 +144,9 @@ def write(out: str, case, spec, v: dict, info: dict) -> str | None:
            "opset": g.opset, "environment": environment(), "fingerprint": ident["fingerprint"],
            "cluster": ident["cluster"], "typed": ident["typed"], "identity_text": ident["text"], "invalid": info,
            "self_contained": False}
+    if tvmscript is not None:
+        doc["tvmscript"] = tvmscript
+        doc["self_contained"] = not tvmscript.get("reads")
     if PACKAGES.get(spec.name):
         doc["package"] = PACKAGES[spec.name]
     if ident.get("memory_safety"):

@@ -109,12 +109,15 @@ def discard(pool, spec: BackendSpec) -> None:
 
 
 def reduce_passes(pool, cfg: CheckConfig, target, case: Prepared, reference: list, max_seconds: float = 120.0,
-                  max_probes: int = 60, shape: dict | None = None) -> PassReduction | None:
+                  max_probes: int = 60, shape: dict | None = None, same=None) -> PassReduction | None:
     """The reduced pass list of ``case``'s failure on ``target.backend`` (a
     :class:`~dlgate.reduce.reducer.Target`), or None where there is none to reduce (not a
     TVM backend on the CPU, or the whole list as named passes does not fail the same way).
     ``shape``: the finding's ``shape`` (a failure at a further binding of a dynamic case);
-    a candidate fails the same way only at the same binding."""
+    a candidate fails the same way only at the same binding. ``same``: for a finding no
+    reference judges (an invalid model's), ``same(spec)`` runs the candidate and gives its
+    verdict when it fails the way the finding did, else None (``cfg`` and ``reference`` are
+    then not read)."""
     full = sequence(target.backend)
     if full is None:
         return None
@@ -136,11 +139,17 @@ def reduce_passes(pool, cfg: CheckConfig, target, case: Prepared, reference: lis
             spec = with_passes(target.backend, list(passes))
             v = None
             try:
-                v = judge_backend(pool, case, cfg, spec, reference, crosscheck=False, explain=True)
+                if same is not None:
+                    v = same(spec)
+                else:
+                    v = judge_backend(pool, case, cfg, spec, reference, crosscheck=False, explain=True)
             finally:
                 # the same failure: the target's, and where the finding showed it (a dynamic
                 # case's first binding, or the further one), not another one met elsewhere
-                seen[passes] = v if v is not None and target.matches(v) and _binding(v.shape) == binding else None
+                if same is not None:
+                    seen[passes] = v
+                else:
+                    seen[passes] = v if v is not None and target.matches(v) and _binding(v.shape) == binding else None
                 if seen[passes] is None:
                     discard(pool, spec)
                 else:  # kept while it may be the result: the script's actual run reuses it

@@ -28,6 +28,7 @@ from dlgate.backends.registry import load
 from dlgate.backends.tvm_passes import CONSTS, LOWERING, is_external
 from dlgate.backends.tvm_module_text import PRINTING
 from dlgate.backends.tvm_relax import TVMRelax
+from dlgate.invalid.relax import TVMRelaxInvalid
 from dlgate.check import CheckConfig, Prepared
 from dlgate.oracle.compare import DEFAULT_TOLERANCES
 from dlgate.reduce import inline as IN
@@ -47,14 +48,25 @@ class NoScript(Exception):
 
 
 def path_of(spec: BackendSpec) -> str:
-    """``direct`` for ``tvm-relax`` (and its subclasses), ``importer`` for ``tvm``."""
+    """``invalid`` for ``tvm-relax-invalid``, ``direct`` for ``tvm-relax`` (and their
+    subclasses), ``importer`` for ``tvm``."""
     cls = load(spec.name)
+    if issubclass(cls, TVMRelaxInvalid):
+        return "invalid"
     return "direct" if issubclass(cls, TVMRelax) else "importer"
 
 
 def module_text(pool, spec: BackendSpec, case: Prepared) -> tuple:
     """``(text, order, constants)`` of the module ``spec`` hands its passes for ``case``,
     made in an isolated worker; ``order``: main's parameters as positions in the case's inputs."""
+    head, consts = module_head(pool, spec, case)
+    return head["text"], head["order"], consts
+
+
+def module_head(pool, spec: BackendSpec, case: Prepared) -> tuple:
+    """``(head, constants)``: :class:`~dlgate.backends.tvm_module_text.ModuleText`'s JSON head
+    (``text``, ``order``, and on the invalid path ``printed``, ``refused``, ``redeclare``)
+    for the module ``spec`` hands its passes for ``case``, and the constants its text reads."""
     opts = (("path", path_of(spec)),)
     if dict(spec.options).get("plain"):
         opts += (("plain", True),)
@@ -71,7 +83,7 @@ def module_text(pool, spec: BackendSpec, case: Prepared) -> tuple:
         raise NoScript(f"TVM could not build the module, before any pass ({err.get('type', out.status)}: "
                        f"{msg.strip().splitlines()[-1][:300] if msg.strip() else ''}): the ONNX repro.py is the repro")
     head = json.loads(np.asarray(out.outputs[0], dtype=np.uint8).tobytes().decode())
-    return head["text"], head["order"], [np.asarray(v) for v in out.outputs[1:]]
+    return head, [np.asarray(v) for v in out.outputs[1:]]
 
 
 def write_tvmscript(pool, cfg: CheckConfig, d: str, case: Prepared, spec: BackendSpec, verdict: dict,

@@ -63,22 +63,45 @@ def disrupt(mod: tvm.IRModule, seed: int) -> tuple:
     name = str(p.name) if hasattr(p, "name") else f"p{k}"
     if rule == "param_dtype":
         dtype = rng.choice([d for d in _DTYPES if d != str(ty.dtype)])
-        wrong = relax.TensorType(ty.shape, dtype) if ty.shape is not None else relax.TensorType(dtype=dtype,
-                                                                                                   ndim=ty.ndim)
+        out = redeclare(mod, k, dtype=dtype)
         detail = f"parameter {k} ({name}) declared {dtype}, used as {ty.dtype}"
     else:
         dims = _dims(ty)
         a = rng.randrange(len(dims))
         wide = dims[:a] + [dims[a] + 1] + dims[a + 1:]
-        wrong = relax.TensorType(relax.ShapeExpr(wide), ty.dtype)
+        out = redeclare(mod, k, dims=wide)
         detail = f"parameter {k} ({name}) declared {wide}, used as {dims}"
-    var = relax.Var(name, wrong)
+    wrong = out["main"].params[k].ty
+    declared = {"dtype": str(wrong.dtype), "shape": _dims(wrong)}
+    return out, {"rule": rule, "node": name, "op_type": "main", "index": k, "detail": detail, "declared": declared,
+                 "breaks": "a parameter's declared struct info does not hold for what its body reads"}
+
+
+def how(info: dict) -> dict:
+    """The keywords of :func:`redeclare` that remake the module of ``info`` (``disrupt``'s)."""
+    declared = info["declared"]
+    return {"dtype": declared["dtype"]} if info["rule"] == "param_dtype" else {"dims": list(declared["shape"])}
+
+
+def redeclare(mod, k, dtype=None, dims=None):
+    """``mod`` with parameter ``k`` of ``main`` declared as ``dtype`` (its shape or rank kept)
+    or as the static shape ``dims`` (its dtype kept), ``main`` rebuilt around it
+    (``bind_params`` infers its bindings again). Written with TVM's API alone: a TVMScript
+    repro of a Relax-level invalid finding holds this function's source
+    (:mod:`dlgate.reduce.tvmscript_invalid`) and makes the module with it."""
+    main = mod["main"]
+    p = main.params[k]
+    ty = p.ty
+    if dims is None:
+        wrong = relax.TensorType(ty.shape, dtype) if ty.shape is not None else relax.TensorType(dtype=dtype,
+                                                                                                   ndim=ty.ndim)
+    else:
+        wrong = relax.TensorType(relax.ShapeExpr(list(dims)), ty.dtype)
+    var = relax.Var(str(p.name) if hasattr(p, "name") else f"p{k}", wrong)
     bound = main.bind_params({p: var})
     params = list(bound.params)
     params.insert(k, var)
     func = relax.Function(params, bound.body, main.ret_ty, main.is_pure, main.attrs)
     out = tvm.IRModule(dict(mod.functions_items()))
     out["main"] = func
-    declared = {"dtype": str(wrong.dtype), "shape": _dims(wrong)}
-    return out, {"rule": rule, "node": name, "op_type": "main", "index": k, "detail": detail, "declared": declared,
-                 "breaks": "a parameter's declared struct info does not hold for what its body reads"}
+    return out
