@@ -587,3 +587,25 @@ def test_the_repro_of_tvms_crash_dies_as_tvm_does(tmp_path):
     assert doc["memory_safety"]["signal"] == "SIGSEGV" and doc["package"] == "apache-tvm"
     res = subprocess.run([sys.executable, str(tmp_path / rel / "repro.py")], capture_output=True, timeout=300)
     assert res.returncode == -11, res.stdout[-2000:] + res.stderr[-2000:]
+
+
+def test_the_relax_invalid_backend_has_a_short_name_and_its_old_path_still_loads():
+    """``tvm-relax-invalid`` is an entry point of pyproject.toml, the name a campaign runs it
+    under (so verdicts say ``tvm-relax-invalid[cpu]``); it loads where the installed metadata
+    predates it (from the checkout's pyproject.toml), and so does the ``module:Class`` path
+    older runs' verdicts name."""
+    import tomllib
+
+    from dlgate.backends import registry
+    from dlgate.invalid import relax_case as RC
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    with open(os.path.join(root, "pyproject.toml"), "rb") as f:
+        eps = tomllib.load(f)["project"]["entry-points"]["dlgate.backends"]
+    assert RC.BACKEND == "tvm-relax-invalid" and eps[RC.BACKEND] == RC.PATH
+    assert registry._checkout()[RC.BACKEND] == RC.PATH and RC.BACKEND in registry.names()
+    cls = registry.load(RC.BACKEND)
+    assert cls is registry.load(RC.PATH) and cls.name == RC.BACKEND == IO.RELAX_INVALID
+    assert [s.label() for s in RC.specs_of([BackendSpec("tvm")])] == ["tvm-relax-invalid[cpu]"]
+    with pytest.raises(KeyError, match="unknown backend"):
+        registry.load("tvm-relax-invalid-nonesuch")

@@ -391,7 +391,8 @@ def test_a_relax_level_invalid_finding_gets_a_standalone_tvmscript_repro(tmp_pat
                 if v["verdict"] == "invalid_accepted"]
     assert accepted, [(r["invalid"], [v["verdict"] for v in r["verdicts"]]) for r in records]
     assert code == 1
-    assert all(v["backend"] == "tvm-relax-invalid[cpu]" for _, v in accepted)
+    assert all(v["backend"] == "tvm-relax-invalid[cpu]" and "a Relax module TVM must reject" in v["detail"]
+               for _, v in accepted)
     verdict = json.loads((out / "verdict.json").read_text())
     assert any(g["backend"] == "tvm-relax-invalid[cpu]" for g in verdict["new"])
     assert "tvm-relax-invalid[cpu]" in (out / "junit.xml").read_text()
@@ -422,3 +423,14 @@ def test_a_relax_level_invalid_finding_gets_a_standalone_tvmscript_repro(tmp_pat
     assert res.returncode == 0, res.stdout + res.stderr[-3000:]
     assert res.stdout.startswith("OK: TVM rejects the invalid module") and "ErrorContext(fn=main" in res.stdout, \
         res.stdout
+    # a run journaled before the backend had its entry point says its module:Class path: resumed, it
+    # decides and reports under that label as it did
+    old = tmp_path / "old"
+    shutil.copytree(out, old)
+    for name in ("results.jsonl", "timings.jsonl"):
+        p = old / name
+        p.write_text(p.read_text().replace('"tvm-relax-invalid[cpu]"', f'"{RC.PATH}[cpu]"'))
+    assert main(["run", "--config", str(path), "--seed", root, "--out", str(old), "--no-progress"]) == 1
+    again = json.loads((old / "verdict.json").read_text())
+    assert [g["backend"] for g in again["new"]] == [f"{RC.PATH}[cpu]"] * len(verdict["new"])
+    assert f"{RC.PATH}[cpu]" in (old / "junit.xml").read_text()

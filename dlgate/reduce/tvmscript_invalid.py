@@ -115,7 +115,7 @@ def script_source(head: dict, consts: list, inputs: dict, red: PassReduction, ve
                     "module it was made from (it parses back), and ``redeclare`` (the code dlgate makes the "
                     "invalid module with, TVM's API alone) declares the parameter wrongly: ``module()`` is "
                     "structurally equal to the module dlgate built (checked when this script was written). "
-                    "PRINTED below is TVM's text of that module, for reading.")
+                    "TVM's text of that module follows ``module()``, as a comment, for reading.")
         args = ", ".join(f"{a}={redo[a]!r}" for a in ("dtype", "dims") if a in redo)
         make = (textwrap.dedent(inspect.getsource(redeclare)).rstrip("\n")
                 + f"\n\n\ndef module():\n    return redeclare(Module, {redo['index']}, {args})")
