@@ -239,6 +239,7 @@ def test_tensorrt_repros_carry_the_polygraphy_command_and_its_inputs(tmp_path):
     assert open(alone / "inputs.json").read() == open(os.path.join(d, "inputs.json")).read()
     assert IN.differences(onnx.load(str(alone / "model.onnx")), onnx.load_from_string(case.model)) == []
     assert "tensorrt has no standalone driver" in res.stderr and "Polygraphy command" in res.stderr
+    assert res.returncode == 2, res.returncode  # nothing ran: not "the bug is present" (1)
 
 
 def test_the_repro_is_deterministic(tmp_path):

@@ -184,8 +184,12 @@ def test_symbolic_rule_refuses_only_in_the_compilers_own_words():
     assert declared(patterns, {"type": "ValueError", "message": "Unsqueeze requires a statically known input rank."})
     assert declared(patterns, {"type": "NotImplementedError", "message": "Squeeze with symbolic axes not supported"})
     assert declared(patterns, {"type": "ValueError", "message": "Dynamic pads are not supported yet."})
-    assert declared(patterns, {"type": "AssertionError",
-                               "message": "emit_te now only supports Tensor that has ShapeExpr shape"})
+    emit_te = {"type": "AssertionError", "message": "emit_te now only supports Tensor that has ShapeExpr shape"}
+    assert declared(patterns, dict(emit_te, phase="import"))  # a converter's: TVM's refusal
+    assert not declared(patterns, emit_te)  # LegalizeOps's, after an import that took the model: a finding
+    broadcast = {"type": "ValueError", "message": "Cannot broadcast symbolic dimension batch with non-1 constant 4: "
+                                                  "runtime value of batch is unknown at compile time"}
+    assert declared(patterns, dict(broadcast, phase="import")) and not declared(patterns, broadcast)
     assert not declared(patterns, {"type": "InternalError", "message": "Check failed: (lhs == rhs) is false"})
     assert not declared(patterns, {"type": "TVMError", "message": "dynamic_cast failed in a pass"})
     declined = judge_symbolic(_outcome(W.COMPILE_ERROR, "Unsqueeze requires a statically known input rank."),
@@ -258,3 +262,28 @@ def test_the_symbolic_words_are_declared_with_the_refusal_table():
     assert refusals.symbolic_patterns("onnxruntime") == ()  # takes symbolic dims: every error is judged
     assert declared(refusals.symbolic_patterns("tensorrt"),
                     {"type": "TensorRTParseError", "message": "UNSUPPORTED_NODE_DYNAMIC: Reshape"})
+
+
+def test_tvms_importer_refusal_of_a_symbolic_broadcast_is_a_refusal_and_says_where():
+    """TVM's importer refuses Min of [batch, 3] and [4, 3] in its own words ("Cannot
+    broadcast symbolic dimension"): the worker's error record says the importer raised it
+    (``phase: import``) and the symbolic rule makes it a refusal, not a finding."""
+    pytest.importorskip("tvm")
+    from onnx import TensorProto, helper
+
+    from dlgate.backends.base import Model
+    from dlgate.backends.registry import load
+
+    g = helper.make_graph([helper.make_node("Min", ["x", "y"], ["z"])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3]),
+                           helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 3])],
+                          [helper.make_tensor_value_info("z", TensorProto.FLOAT, None)])
+    proto = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    graph = Graph(tensors=[T("float32", (4, 3)), T("float32", (4, 3)), T("float32", (4, 3))],
+                  nodes=[Node("Min", {}, [0, 1], [2])], inputs=[0, 1], consts=[], outputs=[2], opset=17)
+    with W.Pool(120) as pool:
+        out = pool.execute(BackendSpec("tvm"), Model(proto.SerializeToString(), graph), [])
+    assert out.status == W.COMPILE_ERROR and out.error.get("phase") == "import", out.error
+    assert "Cannot broadcast symbolic dimension" in out.error["message"]
+    judged = judge_symbolic(out, load("tvm").symbolic_refusals, lambda: pytest.fail("not asked: TVM said so"))
+    assert judged.status == W.UNSUPPORTED

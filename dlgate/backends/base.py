@@ -18,6 +18,12 @@ import numpy as np
 from dlgate.graph.ir import Graph
 
 
+#: The attribute a backend sets on an exception to say which of its phases raised it (TVM:
+#: ``import``, its ONNX importer, as against the passes and the build after it); the
+#: worker's error record carries it as ``phase``.
+PHASE = "dlgate_phase"
+
+
 @dataclass
 class Model:
     """What a backend compiles: the ONNX bytes, and the same graph for PyTorch-based

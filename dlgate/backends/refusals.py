@@ -95,7 +95,8 @@ TABLE: dict = {
 
 
 #: The backends' own words for "this model's symbolic dimensions are more than I take":
-#: regular expressions (case-insensitive) over ``"<type>: <message>"``. A compile error on a
+#: regular expressions (case-insensitive) over ``"<type>: <message>"``, led by ``"[<phase>] "``
+#: where the backend said which phase raised it (``rules.symbolic.declared``). A compile error on a
 #: model with symbolic input dimensions that matches one is a refusal; any other is a
 #: finding when the same model compiles with static shapes (``dlgate.oracle.rules.symbolic``;
 #: a backend reads its row as ``Backend.symbolic_refusals``).
@@ -110,9 +111,13 @@ SYMBOLIC: dict = {
              "onnx_frontend.py: 'Dynamic Tile requires known input rank and repeats length', 'Squeeze with "
              "dynamic axes requires a statically known input rank'"),
         Mark("regex", r"Dynamic size of type", "onnx_frontend.py: 'Dynamic size of type X is not supported'"),
-        Mark("regex", r"only supports Tensor that has ShapeExpr shape",
-             "relax/block_builder.py emit_te: 'emit_te now only supports Tensor that has ShapeExpr shape', a "
-             "converter's tensor whose shape symbolic dimensions left without an expression"),
+        Mark("regex", r"(?s)^\[import\] .*only supports Tensor that has ShapeExpr shape",
+             "relax/block_builder.py emit_te, raised in the importer: 'emit_te now only supports Tensor that has "
+             "ShapeExpr shape', a converter's tensor whose shape symbolic dimensions left without an expression "
+             "(raised by LegalizeOps after an import that took the model, the same words are a finding)"),
+        Mark("regex", r"(?s)^\[import\] .*Cannot broadcast symbolic dimension",
+             "onnx_frontend.py compute_broadcast_shape, raised in the importer: 'Cannot broadcast symbolic "
+             "dimension X with non-1 constant N: runtime value ... unknown at compile time'"),
     ),
     "tensorrt": (
         Mark("regex", r"UNSUPPORTED_NODE_DYNAMIC", "NvOnnxParser.h: dynamic shapes the importer does not handle"),

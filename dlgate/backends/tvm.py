@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from dlgate.backends._cuda import NO_CUDA, missing
-from dlgate.backends.base import Backend, Model, Unavailable
+from dlgate.backends.base import PHASE, Backend, Model, Unavailable
 from dlgate.backends.refusals import refused, symbolic_patterns
 from dlgate.backends.selftest import check_outputs, probe_model
 from dlgate.backends.tvm_passes import check_pass_names, make_pass
@@ -40,6 +40,15 @@ def _resolve_pass(item):
     if not isinstance(p, tvm.transform.Pass):
         raise TypeError(f"extra_passes entry {item!r} returned {type(p).__name__}, not a tvm.transform.Pass")
     return p
+
+
+def _importer_raised(exc: BaseException) -> None:
+    """Mark ``exc`` as raised by TVM's ONNX importer (the error record's ``phase``): some
+    words are TVM's refusal only there (``refusals.SYMBOLIC``)."""
+    try:
+        setattr(exc, PHASE, "import")
+    except (AttributeError, TypeError):  # an exception type without a __dict__: left unmarked
+        pass
 
 
 class TVM(Backend):
@@ -154,6 +163,10 @@ class TVM(Backend):
             mod = from_onnx(proto, keep_params_in_input=False)
         except tvm.error.OpNotImplemented as e:
             _sort_unsupported(e)
+            _importer_raised(e)
+            raise
+        except Exception as e:
+            _importer_raised(e)
             raise
         vm, dev = self._build(mod, self.options.get("extra_passes", ()), self.options.get("record_rewrites", True),
                               self.options.get("passes"))

@@ -18,7 +18,7 @@ import threading
 import time
 import traceback
 
-from dlgate.backends.base import BackendSpec, Model, Unavailable
+from dlgate.backends.base import PHASE, BackendSpec, Model, Unavailable
 from dlgate.backends.registry import create
 from dlgate.exec.outcome import COMPILE_ERROR, OK, OOM, RUN_ERROR, UNAVAILABLE, UNSUPPORTED
 
@@ -35,7 +35,11 @@ STAMP = re.compile(r"^\[\d{2}:\d{2}:\d{2}(\.\d+)?\] ", re.M)
 
 def error_record(exc: BaseException, stage: str) -> dict:
     msg = STAMP.sub("", str(exc))
-    return {"type": type(exc).__name__, "message": msg[:4000], "stage": stage, "frames": frames(exc)}
+    out = {"type": type(exc).__name__, "message": msg[:4000], "stage": stage, "frames": frames(exc)}
+    phase = getattr(exc, PHASE, None)
+    if isinstance(phase, str):
+        out["phase"] = phase
+    return out
 
 
 #: prctl(2) option: the signal this process gets when its parent (thread) exits.

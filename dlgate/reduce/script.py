@@ -364,10 +364,13 @@ def repro_script(spec: BackendSpec, verdict: dict, provenance: str, tolerances: 
     cls = load(spec.name)
     backend = cls.repro_source(spec)
     if backend is None:
+        # exit status 2, not 1: nothing was run, so "the bug is present" (1) would be a lie
         backend = ("def run(model_bytes, input_names, inputs, output_names):\n"
-                   f"    raise SystemExit('{spec.name} has no standalone driver: run this folder with dlgate: "
+                   "    import sys\n"
+                   f"    sys.stderr.write('{spec.name} has no standalone driver: run this folder with dlgate: "
                    f"dlgate check . --backend {spec.name}"
-                   + (", or the Polygraphy command above" if polygraphy else "") + "')\n")
+                   + (", or the Polygraphy command above" if polygraphy else "") + "\\n')\n"
+                   "    raise SystemExit(2)\n")
     src = src or _file_sources()
     tol = {k: list(v) for k, v in dict(DEFAULT_TOLERANCES, **(tolerances or {})).items()}
     expected = {"verdict": verdict["verdict"], "backend": verdict["backend"],

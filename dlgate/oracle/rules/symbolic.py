@@ -17,8 +17,13 @@ NAME = "symbolic"
 
 
 def declared(patterns: tuple, error: dict | None) -> bool:
-    """Whether the compiler's message says it cannot take symbolic dimensions."""
-    text = f"{(error or {}).get('type', '')}: {(error or {}).get('message', '')}"
+    """Whether the compiler's message says it cannot take symbolic dimensions. The patterns
+    read ``"<type>: <message>"``, led by ``"[<phase>] "`` where the backend said which of its
+    phases raised it (TVM's importer: ``[import]``), so a pattern can hold only there."""
+    err = error or {}
+    text = f"{err.get('type', '')}: {err.get('message', '')}"
+    if err.get("phase"):
+        text = f"[{err['phase']}] {text}"
     return any(re.search(p, text, re.IGNORECASE) for p in patterns)
 
 
