@@ -1,5 +1,5 @@
-"""Building a TIR program with a pass sequence for ``llvm`` and running it, in an isolated
-worker.
+"""Building a TIR program with a pass sequence for ``llvm`` (or ``cuda``) and running it, in
+an isolated worker.
 
 A build is what ``tvm.tirx.build`` does, with the pipeline spelled out: bind the target,
 apply the sequence (names of :data:`dlgate.tir.passes.PASSES`, or ``package.module:function``
@@ -16,7 +16,21 @@ classified outcome (crash, timeout, oom), never the gate's end. A job is a
 itself from the program's parameters and the job's seed (:func:`make_inputs`, deterministic),
 builds, runs once and returns every buffer argument after the run (TIR writes its results in
 place), then, when asked, times ``repeats`` further runs (TVM's ``time_evaluator``) for the
-performance oracle. A rejection (an invalid program; a mutated sequence TVM refuses while
+performance oracle.
+
+On ``cuda`` (the backend's device ``cuda``: :data:`TARGETS`) the target bound is ``cuda``
+with an ``llvm`` host; the sequence must then hold :data:`dlgate.tir.passes.GPU_REQUIRED`
+(``SplitHostDevice`` makes the device kernel), the host module takes the host finalization
+and the device module TVM's device finalization
+(:data:`dlgate.tir.passes.FINALIZE_DEVICE`) before code generation, as ``tvm.tirx.build``
+does for a GPU target. A program that touches a buffer outside every thread-bound loop is
+rejected (stage ``validate``): that code stays on the host, where the GPU's buffers cannot be
+read. The inputs are copied to ``tvm.cuda(0)`` and every buffer back after the run. A TVM
+built without CUDA, or a machine without a GPU, makes the backend unavailable with TVM's
+reason (:meth:`TirBackend.unavailable_reason`, the one ``tvm:cuda`` gives), never a failed
+case.
+
+A rejection (an invalid program; a mutated sequence TVM refuses while
 applying it) is raised as :class:`Rejected`, which the backend declares ``unsupported``: the
 worker reports it as such, not as a compile error.
 """
@@ -34,6 +48,8 @@ from dlgate.tir import passes as P
 
 #: The backend as the registry finds it (``package.module:Class``): no entry point needed.
 SPEC = BackendSpec("dlgate.tir.build:TirBackend")
+#: The backend's device -> the TVM target a program is built for.
+TARGETS = {"cpu": "llvm", "cuda": "cuda"}
 
 
 class Rejected(Exception):
@@ -109,9 +125,11 @@ def check_sequence(names) -> list:
 
 
 # -- the worker's side ------------------------------------------------------------------------
-def parse(text: str):
+def parse(text: str, target: str = "llvm"):
     """The IRModule of a program's text, or :class:`Rejected` (stage ``validate``) when it does
-    not parse to a module with one PrimFunc ``main`` that TVM's verifiers accept."""
+    not parse to a module with one PrimFunc ``main`` that TVM's verifiers accept (on a GPU
+    ``target``, also one whose every buffer access is under a thread-bound loop:
+    :func:`host_accesses`)."""
     import tvm  # local: optional compiler, imported where it runs
     from tvm import tirx  # local: optional compiler, imported where it runs
 
@@ -125,8 +143,35 @@ def parse(text: str):
         raise Rejected("validate: not one PrimFunc named main")
     if not well_formed(mod):
         raise Rejected("validate: not well formed")
+    if target != "llvm":
+        host = host_accesses(mod["main"])
+        if host:
+            raise Rejected(f"validate: {host} buffer access(es) outside every thread-bound loop would run on "
+                           f"the host, which cannot read {target}'s buffers")
     return mod
 
+
+def host_accesses(func) -> int:
+    """How many buffer loads and stores of ``func`` lie under no thread-bound loop
+    (``T.thread_binding``): on a GPU target they stay in the host function, which would
+    dereference device memory."""
+    from tvm import tirx  # local: optional compiler, imported where it runs
+
+    from dlgate.tir import ast as A  # local: the AST walker imports TVM
+
+    return sum(1 for s in A.sites(func)
+               if (isinstance(s.node, tirx.BufferStore) or type(s.node).__name__ in ("TensorLoad", "BufferLoad"))
+               and not any(lp.kind == tirx.ForKind.THREAD_BINDING for lp in s.scope.loops))
+
+
+def bound_target(target: str = "llvm"):
+    """The TVM target a build binds: ``llvm`` as its own host, a GPU target with an ``llvm`` host."""
+    import tvm  # local: optional compiler, imported where it runs
+
+    if target == "llvm":
+        t = tvm.target.Target("llvm")
+        return t.with_host(t)
+    return tvm.target.Target(target, host="llvm")
 
 def well_formed(mod) -> bool:
     """TVM's well-formedness checks: ``tvm.s_tir``'s verifier, and ``tvm.tirx``'s as well for a
@@ -143,14 +188,13 @@ def well_formed(mod) -> bool:
         return False
 
 
-def apply_passes(mod, names, reject: bool):
-    """``mod`` with the target bound and ``names`` applied in order. ``reject``: an error
-    while applying them is a :class:`Rejected` (stage ``passes``)."""
+def apply_passes(mod, names, reject: bool, target: str = "llvm"):
+    """``mod`` with ``target`` bound (:func:`bound_target`) and ``names`` applied in order.
+    ``reject``: an error while applying them is a :class:`Rejected` (stage ``passes``)."""
     import tvm  # local: optional compiler, imported where it runs
     from tvm import tirx  # local: optional compiler, imported where it runs
 
-    target = tvm.target.Target("llvm")
-    mod = tirx.transform.BindTarget(target.with_host(target))(mod)
+    mod = tirx.transform.BindTarget(bound_target(target))(mod)
     try:
         seq = [make_pass(n) for n in names]
         return tvm.transform.Sequential(seq)(mod)
@@ -160,20 +204,35 @@ def apply_passes(mod, names, reject: bool):
         raise
 
 
-def lower(mod):
-    """Finalization and code generation of a module the sequence has been applied to: the
-    host module's passes and ``target.build.llvm``, as ``tvm.tirx.build`` ends."""
+def finalize(mod) -> tuple:
+    """``(host module, {target: device module})`` of a module the sequence has been applied
+    to, each finalized as ``tvm.tirx.build`` does (:data:`dlgate.tir.passes.FINALIZE` on the
+    host, :data:`dlgate.tir.passes.FINALIZE_DEVICE` on each device module): everything before
+    code generation, which needs no device (a GPU build's device side is checked here on a
+    machine without one)."""
     import tvm  # local: optional compiler, imported where it runs
-    from tvm.tirx.build import split_host_device_mods, tir_to_runtime  # local: optional compiler
+    from tvm.tirx.build import split_host_device_mods  # local: optional compiler
+
+    def seq(names):
+        return tvm.transform.Sequential([getattr(tvm.tirx.transform, n)() for n in names])
 
     host, device = split_host_device_mods(mod)
-    host = tvm.transform.Sequential([getattr(tvm.tirx.transform, n)() for n in P.FINALIZE])(host)
+    return seq(P.FINALIZE)(host), {t: seq(P.FINALIZE_DEVICE)(m) for t, m in device.items()}
+
+
+def lower(mod):
+    """Finalization (:func:`finalize`) and code generation of a module the sequence has been
+    applied to: ``target.build.llvm`` for the host, the device target's for its kernels."""
+    import tvm  # local: optional compiler, imported where it runs
+    from tvm.tirx.build import tir_to_runtime  # local: optional compiler
+
+    host, device = finalize(mod)
     return tir_to_runtime(host, device, tvm.target.Target("llvm"))
 
 
-def build(text: str, names, reject: bool = False):
+def build(text: str, names, reject: bool = False, target: str = "llvm"):
     """The runtime module of a program built with a sequence (stages as in the module text)."""
-    return lower(apply_passes(parse(text), names, reject))
+    return lower(apply_passes(parse(text, target), names, reject, target))
 
 
 def params(mod) -> list:
@@ -225,7 +284,7 @@ def inputs_for(signature: list, seed: int) -> list:
     return out
 
 
-def to_argument(value):
+def to_argument(value, dev=None):
     """What the built function takes for a value of :func:`inputs_for`: a buffer (an array,
     of any rank, 0 included) as a fresh TVM tensor, a scalar parameter (a NumPy scalar) as a
     Python number. A 0-d buffer is still a buffer: passed as a number, TVM's packed function
@@ -233,18 +292,20 @@ def to_argument(value):
     import tvm  # local: optional compiler, imported where it runs
 
     if isinstance(value, np.ndarray):
-        return tvm.runtime.tensor(np.array(value, copy=True))
+        return tvm.runtime.tensor(np.array(value, copy=True), device=dev)
     return value.item()
 
 
-def execute(rt, values: list, repeats: int = 0) -> tuple:
+def execute(rt, values: list, repeats: int = 0, dev=None) -> tuple:
     """``(outputs, seconds)``: every argument after one run of ``main`` on copies of
     ``values`` (buffers as NumPy arrays, scalars as NumPy scalars), and the per-run seconds of
     ``repeats`` timed measurements (TVM's ``time_evaluator`` after a warm-up: the mean of
-    as many calls as fill a millisecond), empty when ``repeats`` is 0."""
+    as many calls as fill a millisecond), empty when ``repeats`` is 0. ``dev``: where the
+    buffers live (default the CPU); each is copied back after the run."""
     import tvm  # local: optional compiler, imported where it runs
 
-    args = [to_argument(v) for v in values]
+    dev = dev or tvm.cpu(0)
+    args = [to_argument(v, dev) for v in values]
     rt["main"](*args)
     outs = [a.numpy() if hasattr(a, "numpy") else np.array(v) for a, v in zip(args, values)]
     seconds = []
@@ -252,12 +313,12 @@ def execute(rt, values: list, repeats: int = 0) -> tuple:
         # each measurement runs the function for at least a millisecond (TVM raises the
         # number of calls until it does) and reports their mean: a single call of a small
         # program takes less than the timer's resolution
-        timer = rt.time_evaluator("main", tvm.cpu(0), number=1, repeat=repeats, min_repeat_ms=1)
-        seconds = list(timer(*[to_argument(v) for v in values]).results)
+        timer = rt.time_evaluator("main", dev, number=1, repeat=repeats, min_repeat_ms=1)
+        seconds = list(timer(*[to_argument(v, dev) for v in values]).results)
     return outs, seconds
 
 
-def paired_times(first, second, values: list, rounds: int) -> tuple:
+def paired_times(first, second, values: list, rounds: int, dev=None) -> tuple:
     """``(first's seconds, second's seconds)``: ``rounds`` measurements of each runtime
     module, taken in alternation (first, second, first, ...), each the mean of as many calls
     as fill a millisecond. On a loaded machine the load drifts over seconds; measured in
@@ -265,8 +326,9 @@ def paired_times(first, second, values: list, rounds: int) -> tuple:
     each see their own."""
     import tvm  # local: optional compiler, imported where it runs
 
-    args = [to_argument(v) for v in values]
-    timers = [rt.time_evaluator("main", tvm.cpu(0), number=1, repeat=1, min_repeat_ms=1) for rt in (first, second)]
+    dev = dev or tvm.cpu(0)
+    args = [to_argument(v, dev) for v in values]
+    timers = [rt.time_evaluator("main", dev, number=1, repeat=1, min_repeat_ms=1) for rt in (first, second)]
     out: tuple = ([], [])
     for _ in range(rounds):
         for k, timer in enumerate(timers):
@@ -285,7 +347,46 @@ class TirBackend(Backend):
 
     name = "tir"
     package = "tvm"
+    devices = tuple(TARGETS)
     option_kinds = {"coverage_library": "", "coverage_objects": ""}
+
+    @classmethod
+    def unavailable_reason(cls, device: str) -> str | None:
+        """TVM's own backend's reason (``tvm:cuda``): TVM missing, a build without CUDA, no GPU."""
+        from dlgate.backends.tvm import TVM  # local: the graph backend names this one (no cycle at import)
+
+        return TVM.unavailable_reason(device)
+
+    @property
+    def target(self) -> str:
+        return TARGETS[self.device]
+
+    @property
+    def gpu(self) -> bool:
+        return self.device != "cpu"
+
+    def dev(self):
+        import tvm  # local: optional compiler, imported where it runs
+
+        return tvm.cuda(0) if self.gpu else tvm.cpu(0)
+
+    def self_test(self) -> None:
+        """On cuda: a thread-bound copy (:data:`PROBE`) built with the GPU's minimal sequence
+        and run on ``tvm.cuda(0)`` must copy its input; Unavailable saying why otherwise."""
+        if not self.gpu:
+            return
+        from dlgate.backends.base import Unavailable  # local: only the GPU start-up raises it
+
+        try:
+            mod = parse(PROBE, self.target)
+            values = make_inputs(mod, 0)
+            outs, _ = execute(lower(apply_passes(mod, P.minimal(gpu=True), False, self.target)), values, 0, self.dev())
+        except Exception as e:  # a CUDA toolkit, NVRTC or driver that does not work: cannot run
+            raise Unavailable(f"{self.name} on {self.device}: the start-up probe (a thread-bound copy) failed: "
+                              f"{type(e).__name__}: {str(e).strip()[:500]}") from None
+        if not np.array_equal(outs[1], values[0]):
+            raise Unavailable(f"{self.name} on {self.device}: the start-up probe (a thread-bound copy) "
+                              "computed wrong values")
 
     def start(self) -> None:
         """One thread for TVM's parallel loops: on a shared CI machine a thread pool's
@@ -319,15 +420,20 @@ class TirBackend(Backend):
         return compiled[-1]
 
     def _compile(self, job: Job) -> tuple:
-        mod = parse(job.text)
+        target = self.target
+        mod = parse(job.text, target)
         values = make_inputs(mod, job.seed)
         if job.mode == "interp":
             return job, None, values, mod
         if job.mode == "time":
-            return job, (lower(apply_passes(mod, job.reference, False)), lower(apply_passes(mod, job.passes, True))), \
-                values, mod
-        applied = apply_passes(mod, job.passes, job.reject_pass_errors)
-        if job.reject_pass_errors and not P.complete(job.passes):
+            return job, (lower(apply_passes(mod, job.reference, False, target)),
+                         lower(apply_passes(mod, job.passes, True, target))), values, mod
+        if self.gpu and job.reject_pass_errors and not P.complete(job.passes, True):
+            # on a GPU such a build may keep the threads on the host, reading device memory there
+            raise Rejected("passes: the sequence lacks passes a GPU build needs "
+                           f"({', '.join(sorted(P.GPU_REQUIRED - set(job.passes))) or 'their order'})")
+        applied = apply_passes(mod, job.passes, job.reject_pass_errors, target)
+        if job.reject_pass_errors and not P.complete(job.passes, self.gpu):
             try:  # a sequence without the required passes: what it cannot build is its own doing
                 return job, lower(applied), values, mod
             except Exception as e:  # noqa: BLE001 - TVM's errors are many classes
@@ -341,14 +447,25 @@ class TirBackend(Backend):
 
             return evaluate(mod["main"], values) + [np.zeros(0)]
         if job.mode == "time":
-            return [np.array(t, dtype=np.float64) for t in paired_times(rt[0], rt[1], values, job.repeats)]
-        outs, seconds = execute(rt, values, job.repeats)
+            return [np.array(t, dtype=np.float64) for t in paired_times(rt[0], rt[1], values, job.repeats, self.dev())]
+        outs, seconds = execute(rt, values, job.repeats, self.dev())
         return outs + [np.array(seconds, dtype=np.float64)]
 
     def unsupported(self, exc: BaseException) -> bool:
         from dlgate.tir.interp import Unsupported  # local: only interpreter jobs raise it
 
         return isinstance(exc, (Rejected, Unsupported))
+
+
+#: The GPU start-up probe: a copy, its loop bound to blocks and threads.
+PROBE = """# from tvm.script import tirx as T
+@T.prim_func
+def main(a: T.Buffer((64,), "float32"), b: T.Buffer((64,), "float32")):
+    T.func_attr({"tirx.noalias": True})
+    for bx in T.thread_binding(2, thread="blockIdx.x"):
+        for tx in T.thread_binding(32, thread="threadIdx.x"):
+            b[bx * 32 + tx] = a[bx * 32 + tx]
+"""
 
 
 def _line(e: BaseException) -> str:

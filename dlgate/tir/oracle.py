@@ -207,12 +207,15 @@ class Checked:
 
 
 def check(pool, text: str, passes, seed: int = 0, margin: float = 2.0, repeats: int = 0,
-          floor_s: float = 1e-9, interp: bool = True, reference=None, coverage: bool = False) -> Checked:
+          floor_s: float = 1e-9, interp: bool = True, reference=None, coverage: bool = False,
+          gpu: bool = False) -> Checked:
     """The oracles' verdict on ``text`` built with ``passes`` (see the module's text), in
     ``pool``'s TIR worker. ``repeats`` > 0 measures performance (``margin``, ``floor_s``).
     ``reference``: the reference build's sequence (default the minimal one). ``coverage``:
     the build with ``passes`` measures its coverage (a worker with a coverage library;
-    ``outcomes["mutated"].feedback``). ValueError for a pass name that is neither in the
+    ``outcomes["mutated"].feedback``). ``gpu``: ``pool``'s TIR worker builds for a GPU
+    target, whose minimal sequence and required passes are the GPU's
+    (:data:`dlgate.tir.passes.GPU_REQUIRED`). ValueError for a pass name that is neither in the
     table nor ``package.module:function``."""
     check_sequence(passes)
     if reference is not None:
@@ -228,13 +231,15 @@ def check(pool, text: str, passes, seed: int = 0, margin: float = 2.0, repeats: 
 
     pool.on_phase = heard
     try:
-        return _check(pool, text, passes, seed, margin, repeats, floor_s, interp, reference, outs, phases, coverage)
+        return _check(pool, text, passes, seed, margin, repeats, floor_s, interp, reference, outs, phases, coverage,
+                      gpu)
     finally:
         pool.on_phase = had
 
 
-def _check(pool, text, passes, seed, margin, repeats, floor_s, interp, reference, outs, phases, coverage) -> Checked:
-    minimal = tuple(P.minimal() if reference is None else reference)
+def _check(pool, text, passes, seed, margin, repeats, floor_s, interp, reference, outs, phases, coverage,
+           gpu=False) -> Checked:
+    minimal = tuple(P.minimal(gpu) if reference is None else reference)
     phases.clear()
     ref = pool.execute(SPEC, Job(text, minimal, seed, False, repeats).model(), [])
     outs["minimal"] = ref
@@ -272,7 +277,7 @@ def _check(pool, text, passes, seed, margin, repeats, floor_s, interp, reference
                 return Checked(Verdict(INVALID, "nondeterministic", "minimal",
                                        "the minimal build gives other values on a second run: "
                                        + _describe(dict(drift, against="minimal"))), outs)
-    if diff is not None and not P.complete(passes):
+    if diff is not None and not P.complete(passes, gpu):
         # a sequence without a required pass may build to other values (float8 without its
         # compute legalization does): an invalid pair, as its errors are
         return Checked(Verdict(REJECTED, "passes", "mutated", "the sequence lacks required passes: "

@@ -119,20 +119,33 @@ LEGALIZE = frozenset({"BF16ComputeLegalize", "FP8ComputeLegalize", "FP8StorageLe
 REQUIRED = frozenset({"CanonicalizeLoop", "LowerInitBlock", "ConvertBlocksToOpaque", "LowerOpaqueBlock",
                       "FlattenBuffer", "VectorizeLoop", "MakePackedAPI"}) | LEGALIZE
 
+#: What a GPU target (``cuda``) needs besides: ``SplitHostDevice`` moves the thread-bound
+#: part of ``main`` into a device kernel (without it ``MakePackedAPI`` finds the thread
+#: variables undefined on the host), and ``InjectVirtualThread`` lowers ``vthread``
+#: bindings (without it the same check fails on a program that has one). Measured on TVM
+#: 0.27 like :data:`REQUIRED`, on programs the ``threads`` mutator made (removing any other
+#: pass of :func:`minimal` for the GPU still builds the device kernel).
+GPU_REQUIRED = REQUIRED | frozenset({"InjectVirtualThread", "SplitHostDevice"})
+
+#: The finalization of a GPU build's device module (``tvm.s_tir.pipeline.finalize_device_passes``).
+FINALIZE_DEVICE: tuple = ("LowerWarpMemory", "StmtSimplify", "LowerIntrin")
+
 #: The passes a mutation may insert: every pass but the required ones (those are there already).
 OPTIONAL: tuple = tuple(n for n in PASSES if n not in REQUIRED)
 
 
-def minimal() -> list:
-    """The shortest sequence that builds: the required passes in the default pipeline's order."""
-    return [n for n in DEFAULT if n in REQUIRED]
+def minimal(gpu: bool = False) -> list:
+    """The shortest sequence that builds: the required passes in the default pipeline's order
+    (``gpu``: those a GPU target needs, :data:`GPU_REQUIRED`)."""
+    required = GPU_REQUIRED if gpu else REQUIRED
+    return [n for n in DEFAULT if n in required]
 
 
-def complete(passes) -> bool:
+def complete(passes, gpu: bool = False) -> bool:
     """Whether ``passes`` holds every required pass, in the minimal sequence's order (other
     passes anywhere): a sequence without them is no valid pair, whatever fails."""
     it = iter(passes)
-    return all(any(n == m for m in it) for n in minimal())
+    return all(any(n == m for m in it) for n in minimal(gpu))
 
 
 def default() -> list:

@@ -4,8 +4,15 @@ the run's worker pool and journaled like a graph case, so that a TIR finding goe
 the same pipeline: confirmation, head versus base, reduction, a repro bundle, the decision,
 JUnit, the summary, the HTML report and issues.
 
-**Which TVM.** The mode runs where a backend under test on CPU names a TIR backend (its
-class's ``tir_backend``: TVM's is :class:`dlgate.tir.build.TirBackend`); the head's pool
+**Which TVM, which device.** The mode runs where a backend under test names a TIR backend
+(its class's ``tir_backend``: TVM's is :class:`dlgate.tir.build.TirBackend`) on a device
+that backend has (``cpu`` or ``cuda``). One backend gives the mode its device: the first on
+CPU in ``backends`` order, else the first on ``cuda`` (:func:`tir_backend`); with both
+``tvm`` and ``tvm:cuda`` under test the steps build for ``llvm``. On ``cuda`` the steps build
+for the GPU (a ``cuda`` target with an ``llvm`` host), the ``threads`` mutator is in play
+and the reference build is the GPU's minimal sequence; where that backend cannot run (no
+GPU, a TVM without CUDA: ``tvm:cuda?``), every step's verdict is ``skipped`` with the
+backend's reason, as a graph case's is. The head's pool
 builds with the head's TVM, the base pool with the base build's, so a failure both share
 is pre-existing like any other.
 
@@ -54,6 +61,8 @@ TIR_ATTRIBUTE = "tir_backend"
 REPEATS = 5
 #: Generated graphs whose lowered PrimFuncs join the hand-written seeds.
 GRAPH_SEEDS = 4
+#: The devices a TIR mode builds for, preferred first (the TIR backend's devices).
+TIR_DEVICES = ("cpu", "cuda")
 #: The TIR oracle's kinds -> the gate's verdicts.
 VERDICTS = {"ok": V.PASS, "invalid": V.INVALID, "rejected": V.UNSUPPORTED, "unavailable": V.SKIPPED,
             "crash": "tir_crash", "exception": "tir_exception", "inconsistent": "tir_inconsistent",
@@ -61,21 +70,32 @@ VERDICTS = {"ok": V.PASS, "invalid": V.INVALID, "rejected": V.UNSUPPORTED, "unav
 
 
 def tir_backend(cfg: Campaign):
-    """``(campaign backend spec, TIR backend spec)`` of the first backend under test on CPU
-    whose class names a TIR backend, or None."""
+    """``(campaign backend spec, TIR backend spec on the same device)`` of the first backend
+    under test on CPU whose class names a TIR backend, else of the first such on a device of
+    :data:`TIR_DEVICES`; or None."""
     from dlgate.backends.registry import load  # local: imports torch; off the CLI start-up
 
+    found = []
     for entry in cfg.backends:
         spec = backend_spec(entry)
-        if spec.device != "cpu":
+        if spec.device not in TIR_DEVICES:
             continue
         try:
             name = getattr(load(spec.name), TIR_ATTRIBUTE, None)
         except KeyError:
             continue
         if name:
-            return spec, BackendSpec(name)
-    return None
+            found.append((TIR_DEVICES.index(spec.device), len(found), spec, name))
+    if not found:
+        return None
+    _, _, spec, name = min(found)
+    return spec, BackendSpec(name, spec.device)
+
+
+def gpu(cfg: Campaign) -> bool:
+    """Whether the TIR mode builds for a GPU (its backend under test is on ``cuda``)."""
+    found = tir_backend(cfg)
+    return found is not None and found[1].device != "cpu"
 
 
 def change_targets(change: dict | None) -> list:
@@ -191,6 +211,8 @@ class _Via:
 def settings(cfg: Campaign):
     from dlgate.tir.fuzz import Settings  # local: the TIR mode imports TVM's Python side
 
+    if gpu(cfg):  # the threads mutator's GPU target; a CPU run's settings stay as they were
+        return Settings(n_max=cfg.tir_n_max, target="cuda")
     return Settings(n_max=cfg.tir_n_max)
 
 
@@ -246,8 +268,9 @@ class TirMode:
                  change: dict | None = None):
         found = tir_backend(cfg)
         if found is None:
-            raise RunError("tir_share: no backend under test on CPU has a TIR mode (TVM has)")
+            raise RunError("tir_share: no backend under test on CPU or cuda has a TIR mode (TVM has)")
         self.spec, self.tir_spec = found
+        self.gpu = self.tir_spec.device != "cpu"
         self.cfg, self.out, self.root, self.log = cfg, out, root, log
         self.coverage = bool(cfg.tir_coverage_library)
         self.pool = _Via(pool, coverage_spec(cfg, self.tir_spec))
@@ -293,7 +316,7 @@ class TirMode:
             checked = None
         else:
             checked = O.check(self.pool, p.program.text, list(p.passes), seed, margin=cfg.tir_slow_margin,
-                              repeats=REPEATS, interp=True, coverage=self.coverage)
+                              repeats=REPEATS, interp=True, coverage=self.coverage, gpu=self.gpu)
             kind = checked.verdict.kind
             status = "ok" if kind in (O.OK_KIND, O.SLOW) else "error"
             feats = features(p.program.func()) | pass_features(p.passes)
@@ -340,7 +363,7 @@ class TirMode:
         from dlgate.tir import oracle as O  # local: the TIR mode imports TVM's Python side
 
         return O.check(pool, text, passes, seed, margin=self.cfg.tir_slow_margin, repeats=REPEATS if slow else 0,
-                       interp=True)
+                       interp=True, gpu=self.gpu)
 
     def _triage(self, rec: dict, v: dict, text: str, passes: list, verdict, seed: int) -> None:
         """The base build's verdict on the same program, sequence and inputs; a confirmation
@@ -362,7 +385,8 @@ class TirMode:
         reduced = None
         if cfg.reduce and (v.get("confirm") or {}).get("reproduced", True) and (not shared or cfg.reduce_pre_existing):
             reduced = R.reduce(self.pool, text, passes, verdict, seed, max_seconds=cfg.reduce_seconds,
-                               margin=cfg.tir_slow_margin, repeats=REPEATS if slow else 0, interp=True)
+                               margin=cfg.tir_slow_margin, repeats=REPEATS if slow else 0, interp=True,
+                               gpu=self.gpu)
             v["reduction"] = {"passes": reduced.passes, "lines": len(R.body_lines(reduced.text)),
                               "original_lines": len(R.body_lines(text)), "probes": reduced.probes,
                               "hit_limit": reduced.hit_limit}
