@@ -3,7 +3,7 @@ changed the module on the importer path and on the direct path, and the distinct
 each setting (``relax_share``, ``rewrite_share``, ``invalid_share``) found.
 
     python bench/relax_passes.py [--models 2000] [--seed relax-passes] [--out DIR]
-                                 [--no-reduce] [--analyse RUN_DIR]
+                                 [--no-reduce] [--analyse RUN_DIR [RUN_DIR ...]]
 
 Runs ``dlgate run`` (the real pipeline, in a fresh process) on ``configs/weekly.yaml`` with
 its Relax settings as they are, TVM alone (``tvm``, the default pipeline: the direct path
@@ -21,7 +21,10 @@ a reduced run counts, for a fraction of the time). Then reads the run:
   (``invalid_share``: ONNX rules on ``tvm``, Relax rules on the direct path's invalid
   backend), and the plain reference oracle on the rest.
 
-``--analyse RUN_DIR`` reads a finished run instead of starting one. Prints the figures as
+``--analyse RUN_DIR ...`` reads a run instead of starting one, or the shard folders of one
+(a cause met in two shards counts once), finished or not: an unfinished one's causes come
+from its journal (every failure the gate would count, without a baseline), and
+``cases_run`` says how many of ``models`` it holds. Prints the figures as
 JSON. Exit status 2 on bad arguments.
 """
 from __future__ import annotations
@@ -57,18 +60,21 @@ def campaign(models: int, reduce: bool) -> dict:
     return doc
 
 
-def passes(run: str, cfg: dict) -> dict:
-    """Distinct Relax passes that changed a module, per path (see the module docstring)."""
+def passes(runs: list, cfg: dict) -> dict:
+    """Distinct Relax passes that changed a module, per path (see the module docstring), over
+    one run or the shards of one."""
     native, both, importer_all = collections.Counter(), {IMPORTER: set(), DIRECT: set()}, set()
     per_case: dict = collections.defaultdict(dict)
-    with open(os.path.join(run, "results.jsonl")) as f:
-        records = {json.loads(x)["case"]: json.loads(x) for x in f}
-    with open(os.path.join(run, "timings.jsonl")) as f:
-        for line in f:
-            t = json.loads(line)
-            for label, x in (t.get("backends") or {}).items():
-                if x.get("rewrites") is not None:
-                    per_case[t["case"]][label] = {r for r in x["rewrites"] if r.startswith("pass:")}
+    records: dict = {}
+    for run in runs:
+        with open(os.path.join(run, "results.jsonl")) as f:
+            records.update({json.loads(x)["case"]: json.loads(x) for x in f})
+        with open(os.path.join(run, "timings.jsonl")) as f:
+            for line in f:
+                t = json.loads(line)
+                for label, x in (t.get("backends") or {}).items():
+                    if x.get("rewrites") is not None:
+                        per_case[t["case"]][label] = {r for r in x["rewrites"] if r.startswith("pass:")}
     for case, by in per_case.items():
         importer_all |= by.get(IMPORTER, set())
         rec = records.get(case) or {}
@@ -83,29 +89,65 @@ def passes(run: str, cfg: dict) -> dict:
             "importer_on_every_case": sorted(x[5:] for x in importer_all)}
 
 
-def causes(run: str) -> dict:
-    """Distinct failure causes per setting, from the run's verdict.json and records."""
-    with open(os.path.join(run, "verdict.json")) as f:
-        verdict = json.load(f)
+def setting_of(verdict: str, backend: str, cases: list, native: set) -> str:
+    """The campaign setting a failure group comes from (see the module docstring)."""
+    if verdict == "inconsistent":
+        return "rewrite_share"
+    if verdict in INVALID_CLASSES:
+        relax_level = backend.startswith(("tvm-relax-invalid", "dlgate.invalid.relax"))  # the label, and before it
+        return "invalid_share (Relax rules)" if relax_level else "invalid_share (ONNX rules)"
+    if backend.split("[", 1)[0] == "tvm-relax":
+        return "relax_share (direct path)"
+    if set(cases) <= native:
+        return "relax_share (importer path, Relax-native cases only)"
+    return "reference oracle"
+
+
+def _groups(run: str) -> list:
+    """``(cause, verdict, backend label, cases, text)`` of each failure group of a run: from
+    its verdict.json when it finished, else from its journal (a shard still running or cut
+    by a budget: every failure the gate would count, without a baseline, by its cause)."""
+    path = os.path.join(run, "verdict.json")
+    if os.path.isfile(path):
+        with open(path) as f:
+            verdict = json.load(f)
+        return [(g["cause"], g["verdict"], g["backend"], list(g["cases"]), g.get("cause_text") or g.get("text") or "")
+                for key in ("new", "pre_existing", "known", "regressions") for g in verdict.get(key, ())]
+    from dlgate.gate import decide as D
+    from dlgate.gate.baseline import Baseline
+    from dlgate.rewrite import oracle as EQ
+
+    groups: dict = {}
     with open(os.path.join(run, "results.jsonl")) as f:
-        native = {r["case"] for r in map(json.loads, f) if r.get("relax")}
+        for rec in map(json.loads, f):
+            found = [v for v, _ in D.findings(rec) if D.classify(rec, v, Baseline()) not in (None, D.FLAKY)]
+            found += [t for t in EQ.findings(rec) if (t.get("confirm") or {}).get("reproduced", True)]
+            for v in found:
+                i = v.get("identity") or D.ident(v)
+                cause = i.get("cause") or i.get("cluster") or i.get("fingerprint")
+                g = groups.setdefault((cause, v.get("verdict") or EQ.INCONSISTENT, v["backend"]),
+                                      [cause, v.get("verdict") or EQ.INCONSISTENT, v["backend"], [],
+                                       i.get("cause_text") or i.get("text") or ""])
+                g[3].append(rec["case"])
+    return [tuple(g) for g in groups.values()]
+
+
+def causes(runs: list) -> dict:
+    """Distinct failure causes per setting, over one run or the shards of one (a cause met in
+    two shards is one)."""
+    native, groups = set(), []
+    for run in runs:
+        with open(os.path.join(run, "results.jsonl")) as f:
+            native |= {r["case"] for r in map(json.loads, f) if r.get("relax")}
+        groups += _groups(run)
     out: dict = collections.defaultdict(dict)
-    for key in ("new", "pre_existing", "known", "regressions"):
-        for g in verdict.get(key, ()):
-            if g["verdict"] == "inconsistent":
-                setting = "rewrite_share"
-            elif g["verdict"] in INVALID_CLASSES:
-                setting = "invalid_share (Relax rules)" if g["backend"].startswith("dlgate.invalid.relax") \
-                    else "invalid_share (ONNX rules)"
-            elif g["backend_name"] == "tvm-relax":
-                setting = "relax_share (direct path)"
-            elif set(g["cases"]) <= native:
-                setting = "relax_share (importer path, Relax-native cases only)"
-            else:
-                setting = "reference oracle"
-            out[setting][g["cause"]] = {"backend": g["backend"], "verdict": g["verdict"], "cases": len(g["cases"]),
-                                        "text": (g.get("cause_text") or g.get("text") or "")[:200],
-                                        "example": g["cases"][0]}
+    for cause, verdict, backend, cases, text in groups:
+        d = out[setting_of(verdict, backend, cases, native)]
+        if cause in d:
+            d[cause]["cases"] += len(cases)
+            continue
+        d[cause] = {"backend": backend, "verdict": verdict, "cases": len(cases), "text": text[:200],
+                    "example": cases[0]}
     return {k: {"distinct": len(v), "causes": v} for k, v in sorted(out.items())}
 
 
@@ -115,17 +157,19 @@ def main(argv: list | None = None) -> int:
     ap.add_argument("--seed", default="relax-passes")
     ap.add_argument("--out", help="folder for the campaign file and the run (default: a temporary one)")
     ap.add_argument("--no-reduce", action="store_true", help="leave failures unreduced (faster; more causes)")
-    ap.add_argument("--analyse", help="read this finished run folder instead of starting one")
+    ap.add_argument("--analyse", nargs="+", metavar="RUN_DIR",
+                    help="read this run folder instead of starting one, or the shard folders of one (finished or not)")
     args = ap.parse_args(argv)
     if args.models < 1:
         print("relax_passes: --models must be at least 1", file=sys.stderr)
         return 2
     if args.analyse:
-        if not os.path.isfile(os.path.join(args.analyse, "results.jsonl")):
-            print(f"relax_passes: {args.analyse}: no results.jsonl (not a run folder)", file=sys.stderr)
-            return 2
-        run, seconds = args.analyse, None
-        with open(os.path.join(run, "run.json")) as f:
+        for d in args.analyse:
+            if not os.path.isfile(os.path.join(d, "results.jsonl")):
+                print(f"relax_passes: {d}: no results.jsonl (not a run folder)", file=sys.stderr)
+                return 2
+        runs, seconds = args.analyse, None
+        with open(os.path.join(runs[0], "run.json")) as f:
             cfg = json.load(f)["config"]
     else:
         out = args.out or tempfile.mkdtemp(prefix="relax-passes-")
@@ -135,6 +179,7 @@ def main(argv: list | None = None) -> int:
         with open(path, "w") as f:
             yaml.safe_dump(cfg, f)
         run = os.path.join(out, "run")
+        runs = [run]
         t0 = time.time()
         r = subprocess.run([sys.executable, "-m", "dlgate", "run", "--config", path, "--seed", args.seed, "--out",
                             run, "--fresh", "--no-progress"], cwd=ROOT, env=dict(os.environ, PYTHONPATH=ROOT))
@@ -142,15 +187,20 @@ def main(argv: list | None = None) -> int:
         if r.returncode not in (0, 1):
             print(f"relax_passes: dlgate run ended with status {r.returncode}", file=sys.stderr)
             return r.returncode
-    with open(os.path.join(run, "run.json")) as f:
+    with open(os.path.join(runs[0], "run.json")) as f:
         manifest = json.load(f)
     root = manifest["root"]
     share = cfg.get("relax_share", 0.0)
     models = cfg.get("models", args.models)
-    doc = {"models": models, "run": run, "seconds": seconds,
+    ran = []
+    for run in runs:
+        with open(os.path.join(run, "results.jsonl")) as f:
+            ran += [r for r in map(json.loads, f) if r.get("kind", "batch") == "batch"]
+    doc = {"models": models, "cases_run": len(ran), "runs": runs, "seconds": seconds,
            "relax_share": share, "rewrite_share": cfg.get("rewrite_share"), "invalid_share": cfg.get("invalid_share"),
            "native_cases": sum(selected(case_seed(root, cfg["campaign"], i), share) for i in range(models)),
-           "passes": passes(run, cfg), "causes": causes(run)}
+           "native_cases_run": sum(1 for r in ran if r.get("relax")),
+           "passes": passes(runs, cfg), "causes": causes(runs)}
     print(json.dumps(doc, indent=1, sort_keys=True))
     return 0
 
