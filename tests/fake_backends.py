@@ -364,6 +364,14 @@ class EnvFaults(EnvBug):
                            f"4-D input.")
 
 
+
+class EnvFaultsLevels(EnvFaults):
+    """:class:`EnvFaults` with two optimization levels, ``zero`` and ``default``, that fail
+    alike: one cause met at two levels of one backend."""
+
+    name = "envfaults-levels"
+    opt_levels = ("zero", "default")
+
 class GpuFaults(EnvBug):
     """onnxruntime's answers on a pretend GPU (device ``cuda``), whose faults the worker's
     environment sets; the device's state is a folder, ``FAKE_GPU_STATE``, shared by the

@@ -297,3 +297,23 @@ def test_a_reduction_stands_only_for_a_case_holding_its_operators(tmp_path):
     red.add([{"case": "c0b", "verdicts": [{"verdict": "compile_error", "backend": "x", "identity": ident2}]}])
     assert red.reuse("k2", case("c3", ["Sigmoid"], "float64"), dict(v)).kept == [0]
     assert red.reuse("k2", case("c4", ["Abs"]), dict(v)) is None
+
+
+def test_a_cause_reduced_at_one_optimization_level_is_reused_at_another(tmp_path, monkeypatch, capsys):
+    """The same lowering failure at the backend's default level and at ``zero``: reduced
+    once, at whichever level met it first; the other level's failures reuse that reduction
+    (its identity holds no level), confirmed by their own re-run at their own level."""
+    monkeypatch.chdir(tmp_path)
+    _head(monkeypatch)
+    out = str(tmp_path / "o")
+    cfg = _cfg(tmp_path, backends=["tests.fake_backends:EnvFaultsLevels", "tests.fake_backends:EnvFaultsLevels@zero"])
+    assert main(["run", "--config", cfg, "--seed", "s1", "--out", out]) == 1
+    failed, first, again = _reduced_and_reused(out)
+    assert len(first) == 1, [(c, v["backend"]) for c, v in first]  # one reduction for both levels
+    levels = {v["backend"] for _, v in failed}
+    assert levels == {"tests.fake_backends:EnvFaultsLevels[cpu]", "tests.fake_backends:EnvFaultsLevels[cpu]@zero"}, levels
+    assert {v["backend"] for _, v in again} == levels  # the other level reused it too
+    fp = first[0][1]["identity"]["fingerprint"]
+    assert all(v["identity"]["fingerprint"] == fp and v["confirm"]["reproduced"] for _, v in failed)
+    assert capsys.readouterr().err.count("dlgate: reduced ") == 1
+    assert _repros(out) == [fp]

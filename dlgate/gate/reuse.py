@@ -46,7 +46,7 @@ CUT_REUSED_CLASSES = V.VALUE_CLASSES
 WRONG_TRIES = 4
 
 
-def reduction_key(v: dict) -> str | None:
+def reduction_key(v: dict, any_level: bool = False) -> str | None:
     """What two failures must share for one's reduction to stand for the other's: the
     backend (label), the class, the cluster (message template and innermost frames, what
     the reducer keeps) and the sharing key (the message's words and operator names,
@@ -54,15 +54,29 @@ def reduction_key(v: dict) -> str | None:
     only its reduction shows) the backend and class alone, the reductions under that key
     being tried on a cut of the case (:meth:`Reductions.reuse_wrong`). None for a timeout or
     an out-of-memory, a failure with no error record, or one at a further binding of a
-    dynamic case."""
+    dynamic case. ``any_level``: the backend's label without its optimization level, so
+    that one backend's reduction at one level stands for the same cause at another (the
+    identity a reduction gives, fingerprint and cluster, never holds the level)."""
+    label = v["backend"].split("@", 1)[0] if any_level else v["backend"]
     if v["verdict"] in CUT_REUSED_CLASSES and not v.get("shape"):
-        return hashlib.sha256(json.dumps(["value", v["backend"], v["verdict"]]).encode()).hexdigest()[:16]
+        return hashlib.sha256(json.dumps(["value", label, v["verdict"]]).encode()).hexdigest()[:16]
     if v["verdict"] not in REUSED_CLASSES or not v.get("error") or v.get("shape"):
         return None
     name = v["backend"].split("[", 1)[0]
-    parts = [v["backend"], v["verdict"], S.cluster(v["verdict"], name, v["error"])["id"],
+    parts = [label, v["verdict"], S.cluster(v["verdict"], name, v["error"])["id"],
              S.share_key(v["verdict"], name, v["error"])]
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:16]
+
+
+def lookup_key(reductions, v: dict) -> str | None:
+    """The key a failure ``v`` looks its cause up by in ``reductions``: its own
+    (:func:`reduction_key`), or, where no reduction was made at its backend's level, the
+    same cause's at any level of that backend; None when neither is there."""
+    key = reduction_key(v)
+    if key is None or key in reductions:
+        return key if key is not None and key in reductions else None
+    other = reduction_key(v, any_level=True)
+    return other if other in reductions else None
 
 
 def new_on_base(x: dict) -> bool:
@@ -172,6 +186,7 @@ class Reductions:
     out: str
     entries: dict = field(default_factory=dict)
     _cases: dict = field(default_factory=dict)
+    _noted: set = field(default_factory=set)
     #: ``(key, case reduced)`` -> the base build's record (``v["base"]``) of a reduction
     #: whose cause the base build was shown not to have (:func:`new_on_base`).
     new: dict = field(default_factory=dict)
@@ -186,11 +201,27 @@ class Reductions:
         """Take in journaled records (in journal order): each reduction made for a key."""
         for rec in records:
             for x, _ in findings(rec):
-                r = (x.get("identity") or {}).get("reduction")
-                if r and "reused" not in r and r.get("key"):
-                    self.entries.setdefault(r["key"], []).append(x["identity"])
-                    if new_on_base(x):
-                        self.new[(r["key"], r.get("case"))] = x["base"]
+                self.note(x)
+
+    def note(self, x: dict) -> None:
+        """Take in one failure ``x`` whose identity records a reduction made for it: under its
+        key and, for the same cause at its backend's other optimization levels, under its
+        key at any level. Called as the reduction is made (so that another backend of the
+        same case, the same backend at another level, reuses it: backends are triaged in
+        the campaign's order, so a resumed case does the same) and again when its record is
+        journaled, which adds nothing twice."""
+        r = (x.get("identity") or {}).get("reduction")
+        if not r or "reused" in r or not r.get("key"):
+            return
+        mark = (r["key"], r.get("case"), x["backend"], x["identity"].get("fingerprint"))
+        if mark not in self._noted:
+            self._noted.add(mark)
+            self.entries.setdefault(r["key"], []).append(x["identity"])
+            wide = reduction_key(x, any_level=True)
+            if wide is not None and wide != r["key"]:
+                self.entries.setdefault(wide, []).append(x["identity"])
+        if new_on_base(x):  # the base build's record may come after the reduction
+            self.new[(r["key"], r.get("case"))] = x["base"]
 
     def proven_new(self, key: str) -> bool:
         """Whether a reduction of ``key`` is of a cause the base build was shown not to have."""

@@ -79,7 +79,7 @@ from dlgate.backends.base import Model
 from dlgate.check import judge_backend
 from dlgate.gate.cone import on_cone
 from dlgate.gate.progress import ACTIVITY
-from dlgate.gate.reuse import CUT_REUSED_CLASSES, Reductions, Reused, reduction_key
+from dlgate.gate.reuse import CUT_REUSED_CLASSES, Reductions, Reused, lookup_key, reduction_key
 from dlgate.ops.registry import get
 from dlgate.oracle import memsafety as MS
 from dlgate.oracle import signature as S
@@ -238,11 +238,12 @@ def identify(pool, case, ccfg, spec, ref_out: list, v: dict, out: str, campaign:
     operator refused (:func:`refusal_cause`). ``tried``: the reductions were tried already
     (a wrong answer's, before its confirmation): a fresh reduction is still recorded."""
     key = reduction_key(v) if reductions is not None else None
-    if key is not None and key in reductions and not tried:
+    found = lookup_key(reductions, v) if key is not None else None
+    if found is not None and not tried:
         if v["verdict"] in V.VALUE_CLASSES:
-            got = reductions.reuse_wrong(key, case, v, pool, ccfg, spec, log)
+            got = reductions.reuse_wrong(found, case, v, pool, ccfg, spec, log)
         else:
-            got = reductions.reuse(key, case, v, log)
+            got = reductions.reuse(found, case, v, log)
         if got is not None:
             return got
     backend_name = spec.name
@@ -295,6 +296,8 @@ def identify(pool, case, ccfg, spec, ref_out: list, v: dict, out: str, campaign:
     if os.path.exists(os.path.join(d, "repro.json")):
         ident["repro"] = os.path.join("repros", ident["fingerprint"])
     v["identity"] = ident
+    if reductions is not None and "reduction" in ident:  # the case's other backends may reuse it at once
+        reductions.note(v)
     return res
 
 
@@ -471,8 +474,8 @@ class Triage:
         (``confirm.on``: ``cut case``), so the whole case is not run again."""
         tried = False
         if self.reductions is not None and v["verdict"] in CUT_REUSED_CLASSES:
-            key = reduction_key(v)
-            if key is not None and key in self.reductions:
+            key = lookup_key(self.reductions, v)
+            if key is not None:
                 tried = True
                 ACTIVITY.begin(f"trying the causes reduced before on case {case.id}'s {v['verdict']} "
                                f"on {spec.label()} (cut cases)")
