@@ -135,13 +135,15 @@ def _groups(run: str) -> list:
 def causes(runs: list) -> dict:
     """Distinct failure causes per setting, over one run or the shards of one (a cause met in
     two shards is one)."""
-    native, groups = set(), []
+    native, merged = set(), {}
     for run in runs:
         with open(os.path.join(run, "results.jsonl")) as f:
             native |= {r["case"] for r in map(json.loads, f) if r.get("relax")}
-        groups += _groups(run)
+        for cause, verdict, backend, cases, text in _groups(run):  # one group per cause over the shards
+            g = merged.setdefault((cause, verdict, backend), [cause, verdict, backend, [], text])
+            g[3] += cases
     out: dict = collections.defaultdict(dict)
-    for cause, verdict, backend, cases, text in groups:
+    for cause, verdict, backend, cases, text in merged.values():
         d = out[setting_of(verdict, backend, cases, native)]
         if cause in d:
             d[cause]["cases"] += len(cases)
