@@ -27,7 +27,7 @@ from dlgate.oracle.compare import all_finite
 from dlgate.oracle.rules.base import Context
 from dlgate.oracle.rules.reference_defect import defect
 from dlgate.oracle.rules.refusal import refused_by_optimization
-from dlgate.oracle.rules.symbolic import judge_symbolic
+from dlgate.oracle.rules.symbolic import judge_symbolic, judge_unknown_sizes
 from dlgate.rewrite import oracle as EQ
 from dlgate.seeds import sub_seed
 
@@ -378,6 +378,8 @@ def judge_backend(pool: W.Pool, case: Prepared, cfg: CheckConfig, spec: BackendS
         # a refusal only in the compiler's own words for symbolic dimensions; otherwise asked
         # again with static shapes (rules.symbolic)
         out = judge_symbolic(out, cls.symbolic_refusals, lambda: pool.execute(spec, _static(case), case.inputs))
+    elif out.status == W.COMPILE_ERROR:  # a size the importer made symbolic itself (rules.symbolic)
+        out = judge_unknown_sizes(out, cls.symbolic_refusals)
     if outcome is not None:
         outcome.append(out)
     at_lowest = run_lowest if cross and above_lowest else None

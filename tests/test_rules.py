@@ -287,3 +287,51 @@ def test_tvms_importer_refusal_of_a_symbolic_broadcast_is_a_refusal_and_says_whe
     assert "Cannot broadcast symbolic dimension" in out.error["message"]
     judged = judge_symbolic(out, load("tvm").symbolic_refusals, lambda: pytest.fail("not asked: TVM said so"))
     assert judged.status == W.UNSUPPORTED
+
+
+def _tvm_import_error(nodes, inits, rank):
+    """TVM's worker outcome on a static model (input x: float32 [4, 3])."""
+    from onnx import TensorProto, helper
+    from onnx import numpy_helper as nh
+
+    from dlgate.backends.base import Model
+
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 3])],
+                          [helper.make_tensor_value_info("z", TensorProto.FLOAT, [None] * rank)],
+                          [nh.from_array(v, k) for k, v in inits.items()])
+    proto = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    graph = Graph(tensors=[T("float32", (4, 3)), T("float32", (4, 3))], nodes=[Node("Relu", {}, [0], [1])],
+                  inputs=[0], consts=[], outputs=[1], opset=17)  # the worker reads the ONNX bytes only
+    with W.Pool(120) as pool:
+        return pool.execute(BackendSpec("tvm"), Model(proto.SerializeToString(), graph), [np.zeros((4, 3), np.float32)])
+
+
+def test_a_size_tvms_importer_cannot_know_is_a_refusal_on_a_static_model():
+    """Static inputs, a size only run time knows (a NonZero count broadcast against 3; a
+    Range of a Size squeezed): TVM's importer declines it in its own words, which the
+    symbolic rule reads as a refusal; without the importer's phase the same words are not one."""
+    pytest.importorskip("tvm")
+    from onnx import TensorProto, helper
+
+    from dlgate.backends.registry import load
+    from dlgate.oracle.rules.symbolic import judge_unknown_sizes
+
+    patterns = load("tvm").symbolic_refusals
+    nonzero = _tvm_import_error(
+        [helper.make_node("NonZero", ["c"], ["nz"]), helper.make_node("Cast", ["nz"], ["f"], to=TensorProto.FLOAT),
+         helper.make_node("Min", ["f", "k"], ["z"])],
+        {"c": np.array([[1, 0, 2], [0, 3, 0]], np.int64), "k": np.ones((2, 3), np.float32)}, 2)
+    squeeze = _tvm_import_error(
+        [helper.make_node("Size", ["one"], ["n"]), helper.make_node("Range", ["s0", "n", "d1"], ["r"]),
+         helper.make_node("Gather", ["x", "r"], ["g"]), helper.make_node("Squeeze", ["g", "ax"], ["z"])],
+        {"one": np.array([4.0], np.float32), "s0": np.array(0, np.int64), "d1": np.array(1, np.int64),
+         "ax": np.array([0], np.int64)}, 1)
+    for out, words in ((nonzero, "Cannot broadcast symbolic dimension"), (squeeze, "symbolic extent")):
+        assert out.status == W.COMPILE_ERROR and out.error.get("phase") == "import" and words in out.error["message"]
+        judged = judge_unknown_sizes(out, patterns)
+        assert judged.status == W.UNSUPPORTED and "cannot know before run time" in judged.error["message"]
+        bare = _outcome(W.COMPILE_ERROR, out.error["message"], out.error["type"])  # no phase: a pass said it
+        assert judge_unknown_sizes(bare, patterns).status == W.COMPILE_ERROR
+    other = _outcome(W.COMPILE_ERROR, "InternalError: Check failed: (lhs == rhs) is false")
+    other.error["phase"] = "import"
+    assert judge_unknown_sizes(other, patterns).status == W.COMPILE_ERROR  # a converter's crash stays a finding

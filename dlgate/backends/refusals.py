@@ -97,7 +97,9 @@ TABLE: dict = {
 #: The backends' own words for "this model's symbolic dimensions are more than I take":
 #: regular expressions (case-insensitive) over ``"<type>: <message>"``, led by ``"[<phase>] "``
 #: where the backend said which phase raised it (``rules.symbolic.declared``). A compile error on a
-#: model with symbolic input dimensions that matches one is a refusal; any other is a
+#: model with symbolic input dimensions that matches one is a refusal, and so is one the
+#: backend's importer raised on a static model (a size it made symbolic itself, a NonZero
+#: count: ``rules.symbolic.judge_unknown_sizes``); any other is a
 #: finding when the same model compiles with static shapes (``dlgate.oracle.rules.symbolic``;
 #: a backend reads its row as ``Backend.symbolic_refusals``).
 SYMBOLIC: dict = {
@@ -115,6 +117,9 @@ SYMBOLIC: dict = {
              "relax/block_builder.py emit_te, raised in the importer: 'emit_te now only supports Tensor that has "
              "ShapeExpr shape', a converter's tensor whose shape symbolic dimensions left without an expression "
              "(raised by LegalizeOps after an import that took the model, the same words are a finding)"),
+        Mark("regex", r"(?s)^\[import\] .*symbolic extent that cannot be proven",
+             "onnx_frontend.py _check_squeeze_axes_are_unit_dims, raised in the importer: 'Squeeze axis 0 has a "
+             "symbolic extent that cannot be proven to be 1 at import time'"),
         Mark("regex", r"(?s)^\[import\] .*Cannot broadcast symbolic dimension",
              "onnx_frontend.py compute_broadcast_shape, raised in the importer: 'Cannot broadcast symbolic "
              "dimension X with non-1 constant N: runtime value ... unknown at compile time'"),

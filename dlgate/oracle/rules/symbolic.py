@@ -5,7 +5,13 @@ a refusal only when the compiler says, in its own words, that it cannot take the
 with static shapes (the graph's own first binding): when that compiles, the error is one
 the symbolic dimensions alone provoke, a finding ("fails only with symbolic input
 dimensions"); when it fails too, the static model's outcome is the verdict's (a refusal
-stays a refusal, an error an error)."""
+stays a refusal, an error an error).
+
+A model without symbolic input dimensions still has sizes an importer cannot know before run
+time: those its data-dependent operators make (a NonZero count, a Range length). Where the
+backend's importer (the error record's ``phase``) declines one in the words of its symbolic
+refusals, that is a refusal too (:func:`judge_unknown_sizes`); a pass or a build after an
+import that took the model is not covered."""
 from __future__ import annotations
 
 import re
@@ -43,3 +49,15 @@ def judge_symbolic(out, patterns: tuple, run_static):
     if static.status == W.UNSUPPORTED:
         return replace(static, wall_s=out.wall_s + static.wall_s)
     return out
+
+
+def judge_unknown_sizes(out, patterns: tuple):
+    """The outcome to judge for a compile error ``out`` on a model without symbolic input
+    dimensions: a refusal where the backend's importer (an error record with a ``phase``)
+    declines, in the words of ``patterns``, a size it cannot know before run time (one a
+    data-dependent operator makes); ``out`` otherwise."""
+    err = dict(out.error or {})
+    if not err.get("phase") or not declared(patterns, err):
+        return out
+    err["message"] = f"a size the importer cannot know before run time is not accepted: {err.get('message', '')}"
+    return replace(out, status=W.UNSUPPORTED, error=err)
