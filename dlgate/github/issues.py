@@ -239,6 +239,12 @@ def body(f: Finding, run: dict, note: str = "") -> str:
                 "it exits 1 while the bug is present, 0 once it is fixed."
                 + (f" The run's `repros` artifact holds the program as found ({md.url(run['url'])})."
                    if run.get("url") else "")]
+    elif (d.get("invalid") or {}).get("level") == "relax" and d.get("tvmscript"):  # a Relax module TVM must reject
+        out += ["`repro.py` below is the whole repro: it holds the Relax module as TVMScript (the module and the "
+                "one declaration of `main`'s parameter it breaks), the pass list and the inputs, and needs only TVM "
+                "and NumPy. Save it and run `python repro.py`: TVM must reject the module with an error; the script "
+                "exits 1 while TVM builds and runs it (or hangs), 0 once it raises, and a crash of TVM is the "
+                "script's own crash."]
     elif d.get("self_contained"):
         out += ["`repro.py` below is the whole repro: it builds the reduced model with `onnx.helper` and holds its "
                 "inputs and the expected outputs, and needs only NumPy, onnx and the compiler under test. Save it and "
