@@ -17,7 +17,7 @@ from dlgate.case import make_case
 from dlgate.graph.generator import GenConfig, Generator
 from dlgate.graph.ir import random_values
 
-ALL = ["inductor", "onnx-reference", "onnxruntime", "tensorrt", "torch", "tvm", "tvm-relax"]
+ALL = ["inductor", "onnx-reference", "onnxruntime", "tensorrt", "torch", "tvm", "tvm-relax", "tvm-relax-invalid"]
 COMMON_OPS = ("Add", "Sub", "Mul", "Relu", "Sigmoid", "Tanh", "Exp", "Abs", "Neg", "MatMul", "Transpose",
               "Reshape", "Concat", "ReduceSum", "ReduceMean", "Softmax", "Max", "Min")
 RTOL, ATOL = 1e-3, 1e-4

@@ -384,3 +384,43 @@ def test_a_stop_signal_during_a_journal_append_waits_for_the_count(tmp_path, mon
     assert got.value.status == 128 + sig
     assert [r["case"] for r in j.records] == ["00000"] and j.done == {"00000"}
     assert [r["case"] for r in read_records(str(tmp_path / "results.jsonl"))] == ["00000"]
+
+
+def test_a_lock_left_to_a_dying_fork_of_a_killed_run_is_waited_for(tmp_path):
+    """The run that wrote its pid into the lock file is gone, but a process it forked still
+    holds the lock for a moment (a worker outliving a SIGKILL by its watchdog's beat): the
+    next run waits for it instead of refusing; a lock whose run is alive is still refused at
+    once."""
+    from dlgate.gate.journal import DYING_HOLDER_WAIT_S, LOCK
+
+    out = tmp_path / "o"
+    out.mkdir()
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    dead_pid = int(gone.stdout)
+    holder = ("import fcntl, os, sys, time\n"
+              f"fd = os.open({str(out / LOCK)!r}, os.O_RDWR | os.O_CREAT, 0o644)\n"
+              "fcntl.flock(fd, fcntl.LOCK_EX)\n"
+              "pid = str(os.getpid()) if sys.argv[1] == 'SELF' else sys.argv[1]\n"
+              "os.ftruncate(fd, 0); os.pwrite(fd, (pid + '\\n').encode(), 0)\n"
+              "print('held', flush=True); time.sleep(float(sys.argv[2]))\n")
+    p = subprocess.Popen([sys.executable, "-c", holder, str(dead_pid), "1.0"], stdout=subprocess.PIPE, text=True)
+    assert p.stdout.readline().strip() == "held"
+    t0 = time.monotonic()
+    with OutLock(str(out)):  # the named run is gone: waited for, then taken
+        waited = time.monotonic() - t0
+    p.wait()
+    assert 0.3 < waited < DYING_HOLDER_WAIT_S, waited
+    # a live run named in the file: refused at once
+    q = subprocess.Popen([sys.executable, "-c", holder, "SELF", "30"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert q.stdout.readline().strip() == "held"
+        t0 = time.monotonic()
+        try:
+            OutLock(str(out)).acquire()
+            raise AssertionError("a lock held by a live run was taken")
+        except RunError as e:
+            assert "in use by another dlgate run" in str(e)
+        assert time.monotonic() - t0 < 0.5
+    finally:
+        q.kill()
+        q.wait()

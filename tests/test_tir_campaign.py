@@ -208,7 +208,9 @@ def healthy(tmp_path_factory):
     """An uninterrupted run on the installed TVM, 4 TIR steps in two chains among 2 graph
     cases: (config, folder)."""
     d = tmp_path_factory.mktemp("tir-healthy")
-    cfg = write_config(str(d), models=6, tir_share=0.67, tir_chains=2)
+    # static graph cases: a TVM defect a symbolic graph may meet (emit_te's words from LegalizeOps)
+    # is not what this run checks; the TIR steps do not depend on it
+    cfg = write_config(str(d), models=6, tir_share=0.67, tir_chains=2, dynamic_share=0)
     out = str(d / "whole")
     status = main(["run", "--config", cfg, "--seed", "tirkill", "--out", out])
     return cfg, out, status

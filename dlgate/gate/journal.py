@@ -15,6 +15,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import time
 
 from dlgate.gate.stops import uninterrupted
 from dlgate.secrets import redact_obj
@@ -169,12 +170,32 @@ def read_manifest(path: str) -> dict:
     return doc
 
 
+#: How long a run waits for a lock whose run has ended to be let go by the processes it forked.
+DYING_HOLDER_WAIT_S = 10.0
+
+
+def _flock(fd: int, wait: bool) -> None:
+    """``flock(fd, LOCK_EX)`` at once; where ``wait``, tried again for up to
+    :data:`DYING_HOLDER_WAIT_S` before BlockingIOError."""
+    deadline = time.monotonic() + (DYING_HOLDER_WAIT_S if wait else 0.0)
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.05)
+
+
 class OutLock:
     """An exclusive lock on an output folder for as long as a run (or a merge) works in it:
     ``flock`` on ``OUT/.lock``, held open. A second dlgate on the same folder is refused at
     once (RunError, exit status 2). The kernel releases the lock when the holder exits,
     however it exits (SIGKILL included), so a stale lock never needs cleaning up; the file
-    stays, holding the last holder's pid. The descriptor is not inherited by workers."""
+    stays, holding the last holder's pid. The descriptor is not inherited by workers started
+    anew; a process the run forked holds it until it exits, so where the pid the file names
+    is gone, the lock is waited for (up to :data:`DYING_HOLDER_WAIT_S`) while those die."""
 
     def __init__(self, out_dir: str):
         self.dir = out_dir
@@ -185,7 +206,7 @@ class OutLock:
         os.makedirs(self.dir, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            _flock(fd, self._holder_gone(fd))
         except BlockingIOError:
             holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
             os.close(fd)
@@ -198,6 +219,22 @@ class OutLock:
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         self._fd = fd
         return self
+
+    @staticmethod
+    def _holder_gone(fd: int) -> bool:
+        """Whether the run the lock file names has ended (its pid is gone): a lock still
+        held then is held by what that run forked and is dying with it (a worker that outlives
+        a SIGKILL by its watchdog's beat)."""
+        text = os.pread(fd, 32, 0).decode(errors="replace").strip()
+        if not text.isdigit():
+            return False
+        try:
+            os.kill(int(text), 0)
+        except ProcessLookupError:
+            return True
+        except OSError:  # another user's process: alive
+            return False
+        return False
 
     def release(self) -> None:
         fd, self._fd = self._fd, None

@@ -49,7 +49,9 @@ class TVMRelaxInvalid(TVMRelax):
     parameter, the struct info of the bindings that read it)."""
 
     name = "tvm-relax-invalid"
-    option_kinds = dict(TVMRelax.option_kinds, declared="bool")
+    #: The direct path's options but ``plain`` (the module made invalid is the direct module as
+    #: drawn), and ``declared``.
+    option_kinds = dict({k: x for k, x in TVMRelax.option_kinds.items() if k != "plain"}, declared="bool")
 
     def compile(self, model: Model) -> Any:
         mod, info = invalid_module(model.graph)
