@@ -185,10 +185,46 @@ def script_source(text: str, consts: list, inputs: dict, expected: dict, actual:
         "PASSES": plist, "FULL": full, "LOWERING": repr(sorted(LOWERING)), "EXPECTED": repr(expected_doc),
         "TOLERANCES": repr(tol), "TIMEOUT": str(REPRO_TIMEOUT_S), "SECTIONS": "\n\n\n".join(sections),
         "COMPARE": _slice("def compare(ref, got):", "def to_float64(model):"),
-        "WHERE": _slice("def _where(r, g):", "def explain(out_names"),
+        "WHERE": _slice("def _where(r, g):", "def explain(out_names"), "BUILD": build_source("Module"),
     }
     src = re.sub(r"@@([A-Z_]+)@@", lambda m: subs[m.group(1)], _SCRIPT)
     return src, data
+
+
+#: The generated scripts' build: a pass by name, and the module through passes, built and run
+#: on the inputs; ``@@MODULE_OBJECT@@`` is the expression giving the module (:func:`build_source`).
+_BUILD = '''def make_pass(name):
+    """TVM's pass of that name (relax.transform, else relax.backend), or "package.module:function"."""
+    if ":" in name:
+        import importlib
+        if HERE not in sys.path:
+            sys.path.append(HERE)
+        m, _, f = name.rpartition(":")
+        p = getattr(importlib.import_module(m), f)
+    else:
+        p = getattr(relax.transform, name, None) or getattr(relax.backend, name)
+    return p if isinstance(p, tvm.transform.Pass) else p()
+
+
+def run(passes, inputs):
+    target = tvm.target.Target(TARGET)
+    with target:
+        mod = tvm.transform.Sequential([make_pass(n) for n in passes])(@@MODULE_OBJECT@@)
+    ex = tvm.compile(mod, target=target, relax_pipeline=None)
+    dev = tvm.cpu(0)
+    # np.require, not np.ascontiguousarray: that one makes a 0-d input 1-d, which main rejects
+    out = relax.VirtualMachine(ex, dev)["main"](*[tvm.runtime.tensor(np.require(x, requirements="C"), dev)
+                                                  for x in inputs])
+    # a tensor, a Shape (an output computed by ONNX Shape: its values, int64), or a tuple
+    outs = [out] if hasattr(out, "numpy") or type(out).__name__ in ("Shape", "ShapeTuple") else list(out)
+    return [o.numpy() if hasattr(o, "numpy") else np.array([int(d) for d in o], dtype=np.int64) for o in outs]
+'''
+
+
+def build_source(module_object: str) -> str:
+    """``make_pass`` and ``run(passes, inputs)`` of a TVMScript repro, ``run`` building the module
+    ``module_object`` evaluates to (``Module``, or ``module()`` where the script makes it)."""
+    return _BUILD.replace("@@MODULE_OBJECT@@", module_object).rstrip("\n")
 
 
 _SCRIPT = '''#!/usr/bin/env python3
@@ -240,31 +276,7 @@ TIMEOUT_S = @@TIMEOUT@@
 
 
 # ---- the check --------------------------------------------------------------------------------
-def make_pass(name):
-    """TVM's pass of that name (relax.transform, else relax.backend), or "package.module:function"."""
-    if ":" in name:
-        import importlib
-        if HERE not in sys.path:
-            sys.path.append(HERE)
-        m, _, f = name.rpartition(":")
-        p = getattr(importlib.import_module(m), f)
-    else:
-        p = getattr(relax.transform, name, None) or getattr(relax.backend, name)
-    return p if isinstance(p, tvm.transform.Pass) else p()
-
-
-def run(passes, inputs):
-    target = tvm.target.Target(TARGET)
-    with target:
-        mod = tvm.transform.Sequential([make_pass(n) for n in passes])(Module)
-    ex = tvm.compile(mod, target=target, relax_pipeline=None)
-    dev = tvm.cpu(0)
-    # np.require, not np.ascontiguousarray: that one makes a 0-d input 1-d, which main rejects
-    out = relax.VirtualMachine(ex, dev)["main"](*[tvm.runtime.tensor(np.require(x, requirements="C"), dev)
-                                                  for x in inputs])
-    # a tensor, a Shape (an output computed by ONNX Shape: its values, int64), or a tuple
-    outs = [out] if hasattr(out, "numpy") or type(out).__name__ in ("Shape", "ShapeTuple") else list(out)
-    return [o.numpy() if hasattr(o, "numpy") else np.array([int(d) for d in o], dtype=np.int64) for o in outs]
+@@BUILD@@
 
 
 @@COMPARE@@

@@ -39,7 +39,7 @@ from dlgate.materialize.relax.invalid import redeclare
 from dlgate.reduce.passes import PassReduction, discard, reduce_passes, sequence, with_passes
 from dlgate.reduce.reducer import Target
 from dlgate.reduce.script import REPRO_TIMEOUT_S
-from dlgate.reduce.tvmscript import DATA, SCRIPT, NoScript, _section, module_head
+from dlgate.reduce.tvmscript import DATA, SCRIPT, NoScript, _section, build_source, module_head
 
 
 def inputs_given(case: Prepared, spec: BackendSpec, info: dict) -> list:
@@ -142,6 +142,7 @@ def script_source(head: dict, consts: list, inputs: dict, red: PassReduction, ve
                             for n in red.passes),
         "FULL": "\n".join(f"    {n!r}," for n in red.full), "LOWERING": repr(sorted(LOWERING)),
         "EXPECTED": repr(expected), "SHORT": repr(f"{info['rule']}: {info.get('detail', '')}"),
+        "BUILD": build_source("module()"),
     }
     return re.sub(r"@@([A-Z_]+)@@", lambda m: subs[m.group(1)], _SCRIPT), data
 
@@ -208,29 +209,7 @@ TIMEOUT_S = @@TIMEOUT@@
 
 
 # ---- the check --------------------------------------------------------------------------------
-def make_pass(name):
-    """TVM's pass of that name (relax.transform, else relax.backend), or "package.module:function"."""
-    if ":" in name:
-        import importlib
-        if HERE not in sys.path:
-            sys.path.append(HERE)
-        m, _, f = name.rpartition(":")
-        p = getattr(importlib.import_module(m), f)
-    else:
-        p = getattr(relax.transform, name, None) or getattr(relax.backend, name)
-    return p if isinstance(p, tvm.transform.Pass) else p()
-
-
-def run(passes, inputs):
-    target = tvm.target.Target(TARGET)
-    with target:
-        mod = tvm.transform.Sequential([make_pass(n) for n in passes])(module())
-    ex = tvm.compile(mod, target=target, relax_pipeline=None)
-    dev = tvm.cpu(0)
-    out = relax.VirtualMachine(ex, dev)["main"](*[tvm.runtime.tensor(np.require(x, requirements="C"), dev)
-                                                  for x in inputs])
-    outs = [out] if hasattr(out, "numpy") or type(out).__name__ in ("Shape", "ShapeTuple") else list(out)
-    return [o.numpy() if hasattr(o, "numpy") else np.array([int(d) for d in o], dtype=np.int64) for o in outs]
+@@BUILD@@
 
 
 def _hang(signum, frame):
