@@ -73,8 +73,10 @@ def lookup_key(reductions, v: dict) -> str | None:
     (:func:`reduction_key`), or, where no reduction was made at its backend's level, the
     same cause's at any level of that backend; None when neither is there."""
     key = reduction_key(v)
-    if key is None or key in reductions:
-        return key if key is not None and key in reductions else None
+    if key is None:
+        return None
+    if key in reductions:
+        return key
     other = reduction_key(v, any_level=True)
     return other if other in reductions else None
 
