@@ -424,3 +424,38 @@ def test_a_lock_left_to_a_dying_fork_of_a_killed_run_is_waited_for(tmp_path):
     finally:
         q.kill()
         q.wait()
+
+
+@LINUX
+def test_python_m_dlgate_ends_with_the_status_the_output_and_the_clean_up_of_an_ordinary_exit(tmp_path):
+    """``python -m dlgate`` ends without the interpreter's teardown (dlgate/__main__.py): the
+    status, everything written to a piped stdout and stderr, the exit handlers (workers
+    stopped, multiprocessing's temporary folder removed) are those of an ordinary exit."""
+    out, tmp = tmp_path / "out", tmp_path / "tmp"
+    proc = spawn(run_cmd(write_config(tmp_path, models=2), out), tmp)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 0, err
+    assert err.splitlines()[-1].startswith("dlgate: 2 cases; 0 new"), err
+    assert len(records(out)) == 2
+
+    def session() -> list:  # what the run started lives in its session, whatever its group
+        table = []
+        for name in os.listdir("/proc"):
+            try:
+                with open(f"/proc/{name}/stat") as f:
+                    rest = f.read().rsplit(")", 1)[1].split()
+            except (OSError, IndexError, ValueError):
+                continue
+            if name.isdigit() and int(rest[3]) == proc.pid and rest[0] not in "ZX":
+                table.append(int(name))
+        return table
+    wait_for(lambda: not session(), timeout=10, what=f"the run's processes to end: {session()}")
+    left = [n for n in os.listdir(tmp) if n.startswith(("pymp-", "dlgate-"))]
+    assert left == [], left  # neither multiprocessing's folder nor a worker's log
+    # a command that writes a long stdout into a pipe: all of it arrives; a usage error keeps its status
+    schema = subprocess.run([sys.executable, "-m", "dlgate", "config", "--schema"], cwd=REPO, capture_output=True,
+                            text=True, timeout=120)
+    assert schema.returncode == 0 and json.loads(schema.stdout)["type"] == "object", schema.stderr
+    bad = subprocess.run([sys.executable, "-m", "dlgate", "run", "--config", str(tmp_path / "missing.yaml")], cwd=REPO,
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and len(bad.stderr.splitlines()) == 1, bad.stderr

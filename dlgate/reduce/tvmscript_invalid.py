@@ -35,7 +35,6 @@ from dlgate.backends.base import BackendSpec
 from dlgate.backends.tvm_passes import CONSTS, LOWERING, is_external
 from dlgate.check import Prepared
 from dlgate.invalid.relax import as_declared
-from dlgate.materialize.relax.invalid import redeclare
 from dlgate.reduce.passes import PassReduction, discard, reduce_passes, sequence, with_passes
 from dlgate.reduce.reducer import Target
 from dlgate.reduce.script import REPRO_TIMEOUT_S
@@ -117,6 +116,7 @@ def script_source(head: dict, consts: list, inputs: dict, red: PassReduction, ve
                     "structurally equal to the module dlgate built (checked when this script was written). "
                     "TVM's text of that module follows ``module()``, as a comment, for reading.")
         args = ", ".join(f"{a}={redo[a]!r}" for a in ("dtype", "dims") if a in redo)
+        from dlgate.materialize.relax.invalid import redeclare  # local: imports TVM, an optional compiler
         make = (textwrap.dedent(inspect.getsource(redeclare)).rstrip("\n")
                 + f"\n\n\ndef module():\n    return redeclare(Module, {redo['index']}, {args})")
     printed = "\n".join(("# " + ln).rstrip() for ln in (head.get("printed") or "(TVM could not print it)").splitlines())
