@@ -497,6 +497,30 @@ class SlowCompile(EnvBug):
         return super().compile(model)
 
 
+class HangsOn(EnvBug):
+    """onnxruntime's answers, except that compile hangs (an hour) on a model holding every
+    operator type option ``hang`` names (comma-separated), and sleeps option ``slow_s``
+    seconds on one holding those ``slow`` names: a compiler hang tied to operators, and a
+    slowness that is not a hang."""
+
+    name = "hangson"
+    option_names = ("hang", "slow", "slow_s")
+
+    def compile(self, model):
+        import onnx
+
+        ops = {n.op_type for n in onnx.load_from_string(model.onnx).graph.node}
+
+        def named(key):
+            want = {x for x in str(self.options.get(key, "")).split(",") if x}
+            return bool(want) and want <= ops
+        if named("hang"):
+            time.sleep(3600)
+        if named("slow"):
+            time.sleep(float(self.options.get("slow_s", 0)))
+        return super().compile(model)
+
+
 class FirstShape(Backend):
     """onnxruntime that specializes the model on the shapes of its first run (an injected
     dynamic-shape bug): later runs at other shapes get the first run's outputs, resized."""

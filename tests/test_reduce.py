@@ -198,3 +198,55 @@ def test_a_candidate_that_kills_onnx_checker_is_invalid_and_the_run_goes_on():
     ok = helper.make_model(helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "g", [x], [y]),
                            opset_imports=[helper.make_opsetid("", 13)]).SerializeToString()
     assert _checks(ok) is True
+
+
+#: Hangs on Neg and Abs together (a hang needing two operators, as a campaign's did).
+HANG = BackendSpec("tests.fake_backends:HangsOn", options=(("hang", "Abs,Neg"),))
+#: Hangs only with Neg and Abs together; Neg alone is merely slow (2 s, within the 4 s timeout).
+SLOW = BackendSpec("tests.fake_backends:HangsOn", options=(("hang", "Abs,Neg"), ("slow", "Neg"), ("slow_s", "2")))
+
+
+def _hang_case():
+    gen = Generator(GenConfig(min_nodes=5, max_nodes=7, dtypes=("float32",), opset=18,
+                              ops=("Neg", "Add", "Relu", "Mul", "Abs", "Tanh", "Sub")))
+    return draw_cases(gen, "hang", "h", 1, where=lambda c: {"Neg", "Abs"} <= set(c.graph.op_names())
+                      and len(c.graph.nodes) >= 5, keep=lambda p: p.search["valid"], tries=300)[0]
+
+
+def test_a_hang_is_reduced_with_short_probes_and_confirmed_with_the_full_timeout(monkeypatch):
+    """A compile that hangs on Abs and Neg together, in a 5-7 operator case, a 4 s timeout
+    and an 8 s bound: probed at the full timeout, two candidates that still hang fit the
+    bound; probed at 0.5 s (``HANG_PROBE_S``), the case reduces to Abs and Neg, which is then
+    run once with the full timeout and still gives no answer."""
+    from dlgate.reduce import reducer
+
+    monkeypatch.setattr(reducer, "HANG_PROBE_S", 0.5)
+    case = _hang_case()
+    cfg = CheckConfig([HANG], crosscheck=False)
+    with Pool(4) as pool:
+        v = check(pool, case, cfg)["verdicts"][0]  # the triage's timeout, at the full 4 s
+        assert v["verdict"] == "timeout", v
+        res = Reducer(pool, cfg, Target.of(HANG, v), max_seconds=8).reduce(case)
+    assert sorted(res.case.graph.op_names()) == ["Abs", "Neg"], res.log
+    assert res.verdict.verdict == "timeout" and res.verdict.error["message"] == "no answer within 4 s", res.verdict
+    assert res.log[-1] == "hang: probed with a 0.5 s timeout; the reduced case gives no answer within the full 4 s either"
+
+
+def test_a_case_slow_but_not_hung_once_reduced_leaves_the_original_standing(monkeypatch):
+    """Where the short probes keep a candidate that is only slow (Neg alone: 2 s), its run
+    with the full timeout answers: it is no hang, and the original case, which does hang,
+    stands as the reduction."""
+    from dlgate.reduce import reducer
+
+    monkeypatch.setattr(reducer, "HANG_PROBE_S", 0.5)
+    case = _hang_case()
+    cfg = CheckConfig([SLOW], crosscheck=False)
+    with Pool(4) as pool:
+        v = check(pool, case, cfg)["verdicts"][0]
+        assert v["verdict"] == "timeout", v
+        res = Reducer(pool, cfg, Target.of(SLOW, v), max_seconds=8).reduce(case)
+    assert res.case is case and res.original_nodes == len(case.graph.nodes), res.log
+    assert res.verdict.verdict == "timeout" and res.verdict.error["message"] == "no answer within 4 s"
+    assert res.log[-1] == ("hang: the case reduced with 0.5 s probes gave an answer within the full 4 s (slow, not hung): "
+                           "the original case stands"), res.log
+    assert res.kept == list(range(len(case.graph.nodes))) and len(res.matter) == len(case.graph.nodes)

@@ -438,6 +438,8 @@ class Pool:
         self.start_s = 0.0
         #: A time.monotonic() instant no job may run past (a reduction's time bound), or None.
         self.deadline: float | None = None
+        #: Seconds no job may take (a hang's reduction probes with a shorter timeout), or None.
+        self.job_limit: float | None = None
         #: ``on_phase(label, stage)``: told "start" when a worker starts, "compile" when a job
         #: is sent and "run" once it compiled (the run's heartbeat names the phase), or None.
         self.on_phase = on_phase
@@ -457,6 +459,8 @@ class Pool:
             w.start()
             self.start_s += time.perf_counter() - t0
         left = None if self.deadline is None else max(1.0, self.deadline - time.monotonic())
+        if self.job_limit is not None:
+            left = self.job_limit if left is None else min(left, self.job_limit)
         t0 = time.perf_counter()
         out = w.execute(model, inputs, left, more, tell)
         t1 = time.perf_counter()
