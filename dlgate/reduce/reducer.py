@@ -193,7 +193,11 @@ class Reducer:
             return self._seen[key]
         self.probes += 1
         ACTIVITY.tick()
-        ref = self.pool.execute(self.cfg.reference, Model(case.model, case.graph), case.inputs)
+        limit, self.pool.job_limit = self.pool.job_limit, None  # a hang's short probes are for the backend
+        try:
+            ref = self.pool.execute(self.cfg.reference, Model(case.model, case.graph), case.inputs)
+        finally:
+            self.pool.job_limit = limit
         v = None
         if ref.ok and (all_finite(ref.outputs) or getattr(case.graph, "extreme", None) is not None):
             v = judge_backend(self.pool, case, self.cfg, self.target.backend, ref.outputs, crosscheck=False,
