@@ -218,9 +218,9 @@ def test_a_hang_is_reduced_with_short_probes_and_confirmed_with_the_full_timeout
     and an 8 s bound: probed at the full timeout, two candidates that still hang fit the
     bound; probed at 0.5 s (``HANG_PROBE_S``), the case reduces to Abs and Neg, which is then
     run once with the full timeout and still gives no answer."""
-    from dlgate.reduce import reducer
+    from dlgate.reduce import hang
 
-    monkeypatch.setattr(reducer, "HANG_PROBE_S", 0.5)
+    monkeypatch.setattr(hang, "HANG_PROBE_S", 0.5)
     case = _hang_case()
     cfg = CheckConfig([HANG], crosscheck=False)
     with Pool(4) as pool:
@@ -236,9 +236,9 @@ def test_a_case_slow_but_not_hung_once_reduced_leaves_the_original_standing(monk
     """Where the short probes keep a candidate that is only slow (Neg alone: 2 s), its run
     with the full timeout answers: it is no hang, and the original case, which does hang,
     stands as the reduction."""
-    from dlgate.reduce import reducer
+    from dlgate.reduce import hang
 
-    monkeypatch.setattr(reducer, "HANG_PROBE_S", 0.5)
+    monkeypatch.setattr(hang, "HANG_PROBE_S", 0.5)
     case = _hang_case()
     cfg = CheckConfig([SLOW], crosscheck=False)
     with Pool(4) as pool:

@@ -53,108 +53,33 @@ the attribute-regime probes get ``matter_probes`` more probes and the last quart
 ``max_seconds`` (attributes left unprobed count as mattering); no probe runs past
 ``max_seconds``.
 
-A hang (a ``timeout`` target) is reduced with probes of at most :data:`HANG_PROBE_S`
-seconds: a candidate that still hangs costs that instead of the whole timeout, so the time
-bound buys many more candidates (one timeout of 60 s per probe left the campaign's
-hangs at 7 to 29 operators where two cause it). The reduced case is then run once more
-with the full timeout, past the time bound, and kept only if it still gives no answer; a
-case that was merely slow is not a hang, and the original case stands instead, run with
-the full timeout too.
+A hang (a ``timeout`` target) is reduced with short probes, then confirmed with the full
+timeout: :mod:`dlgate.reduce.hang`.
 """
 from __future__ import annotations
 
-import hashlib
 import time
-from dataclasses import dataclass, field
 
 import numpy as np
 
-from dlgate.backends.base import BackendSpec, Model
+from dlgate.backends.base import Model
 from dlgate.check import CheckConfig, Prepared, judge_backend
 from dlgate.gate.progress import ACTIVITY
 from dlgate.graph.ir import Graph
-from dlgate.oracle import signature as S
 from dlgate.oracle import ub
 from dlgate.oracle import verdict as V
 from dlgate.oracle.compare import all_finite
+from dlgate.reduce import hang
 from dlgate.reduce.candidates import (_ALT_PROBES, _checks, _smaller, alternatives, as_case, bypassed, constified,
                                       cut_map, fed, intermediates, nearest_first, reattributed, reshaped,
                                       without_inputs)
 from dlgate.reduce.identity import regime
-
-
-@dataclass
-class Target:
-    """How the reduced case must keep failing: ``verdict`` on ``backend``; for errors and
-    crashes, the same ``cluster`` id when given (see :func:`dlgate.oracle.signature.cluster`),
-    else the same ``signature`` id (exact, the old behaviour)."""
-
-    backend: BackendSpec
-    verdict: str
-    signature: str | None = None
-    cluster: str | None = None
-
-    @classmethod
-    def of(cls, backend: BackendSpec, verdict) -> "Target":
-        """The target of a verdict (a :class:`~dlgate.oracle.verdict.Verdict` or its JSON):
-        its class, signature and, for errors and crashes, cluster (none when the verdict
-        carries no error: the exact signature then)."""
-        v = verdict if isinstance(verdict, dict) else verdict.to_json()
-        kind = v["verdict"]
-        cl = None if kind in V.VALUE_CLASSES or not v.get("error") else S.cluster(kind, backend.name, v["error"])["id"]
-        return cls(backend, kind, (v.get("signature") or {}).get("id"), cl)
-
-    def matches(self, v: V.Verdict) -> bool:
-        if v.verdict != self.verdict:
-            return False
-        if v.verdict in V.VALUE_CLASSES:
-            return True
-        if self.cluster is not None:
-            return S.cluster(v.verdict, self.backend.name, v.error)["id"] == self.cluster
-        return (v.signature or {}).get("id") == self.signature
-
-
-@dataclass
-class Reduced:
-    case: Prepared
-    verdict: V.Verdict
-    original_nodes: int
-    probes: int = 0
-    seconds: float = 0.0
-    hit_limit: bool = False
-    log: list = field(default_factory=list)
-    #: Per operator of the reduced graph, the attributes the failure depends on (their
-    #: regime decides it); the others failed the same way at a value of another regime.
-    matter: list = field(default_factory=list)
-    rounds: int = 0
-    #: Indices of the reduced case's operators in the case given to the reducer (each
-    #: traced through the cuts by the tensors it makes): the operators the failure needs.
-    kept: list = field(default_factory=list)
-    #: For an error or a crash: the wrong dtype or shape an earlier operator of the reduced
-    #: case already makes on this backend, reduced on its own (:meth:`_Run.upstream`); None
-    #: when there is none.
-    upstream: "Reduced | None" = None
-
-
-class NotReproduced(ValueError):
-    """The case to reduce does not fail the way it is said to (any more)."""
-
-
-def _key(case: Prepared) -> str:
-    h = hashlib.sha256(case.model)
-    for x in case.inputs:
-        x = np.ascontiguousarray(x)
-        h.update(f"{x.dtype}{x.shape}".encode())
-        h.update(x.tobytes())
-    return h.hexdigest()
+from dlgate.reduce.target import NotReproduced, Reduced, Target, case_key as _key  # noqa: F401 - re-exported
 
 
 class _Limit(Exception):
     """The time or probe bound is reached."""
 
-
-#: The timeout of each probe while a hang is reduced (at most the pool's own timeout).
-HANG_PROBE_S = 10.0
 
 #: What the base build must do with a candidate for it to show a support regression (a
 #: refusal of head's the base build does not share): compile and run it. A wrong answer of the
@@ -241,7 +166,7 @@ class Reducer:
         had = [getattr(p, "deadline", None) for p in pools]
         for p in pools:
             p.deadline = time.monotonic() + self.max_seconds
-        short = self._hang_probe_s()
+        short = hang.probe_seconds(self)
         if short is None:
             try:
                 return _Run(self, case).run()
@@ -256,46 +181,7 @@ class Reducer:
             self.pool.job_limit = limit
             for p, d in zip(pools, had):
                 p.deadline = d
-        return self._confirm_hang(case, out, short)
-
-    def _hang_probe_s(self) -> float | None:
-        """The shorter probe timeout of a hang's reduction, or None (not a hang, or the pool's
-        own timeout is no longer)."""
-        full = getattr(self.pool, "timeout_s", None)
-        if self.target.verdict != V.TIMEOUT or full is None or full <= HANG_PROBE_S:
-            return None
-        return HANG_PROBE_S
-
-    def _full_timeout(self, case: Prepared) -> V.Verdict | None:
-        """``case`` judged again with the pool's whole timeout, whatever the time bound."""
-        self._seen.pop(_key(case), None)
-        deadline, self.pool.deadline = self.pool.deadline, None
-        try:
-            return self.judge(case)
-        finally:
-            self.pool.deadline = deadline
-
-    def _confirm_hang(self, case: Prepared, out: Reduced, short: float) -> Reduced:
-        """The hang's reduction, probed at ``short`` seconds, kept if its case gives no answer
-        within the full timeout either; else the original case, judged with it."""
-        full = self.pool.timeout_s
-        v = self._full_timeout(out.case)
-        if v is not None and self.target.matches(v):
-            out.verdict = v
-            out.log.append(f"hang: probed with a {short:g} s timeout; the reduced case gives no answer within "
-                           f"the full {full:g} s either")
-            return out
-        got = "an answer" if v is None or v.verdict != V.TIMEOUT else v.verdict
-        first = self._full_timeout(case) if out.case is not case else v
-        if first is None or not self.target.matches(first):
-            raise NotReproduced(f"{case.id} does not fail as {self.target.verdict} on "
-                                f"{self.target.backend.label()} within {full:g} s")
-        t0 = time.perf_counter() - out.seconds
-        nodes = case.graph.nodes
-        return Reduced(case, first, len(nodes), probes=self.probes, seconds=time.perf_counter() - t0,
-                       hit_limit=out.hit_limit, matter=[set(n.attrs) for n in nodes], kept=list(range(len(nodes))),
-                       log=out.log + [f"hang: the case reduced with {short:g} s probes gave {got} within the full "
-                                      f"{full:g} s (slow, not hung): the original case stands"])
+        return hang.confirm(self, case, out, short)
 
 
 class _Run:
