@@ -227,18 +227,9 @@ def build_source(module_object: str) -> str:
     return _BUILD.replace("@@MODULE_OBJECT@@", module_object).rstrip("\n")
 
 
-_SCRIPT = '''#!/usr/bin/env python3
-"""dlgate TVMScript repro: @@TITLE@@
-
-@@ABOUT@@
-@@EXT@@
-    python repro_tvmscript.py
-
-It prints expected versus actual, then the same without the passes that are not lowering,
-and exits 1 while the bug is present, 0 once it is fixed.
-Found by dlgate @@DLGATE@@: @@PROVENANCE@@.
-"""
-import os
+#: The imports, the target and the pass lists of a TVMScript repro: the same in the finding's
+#: script and in the Relax-level invalid module's (:mod:`dlgate.reduce.tvmscript_invalid`).
+SCRIPT_HEAD = '''import os
 import signal
 import sys
 
@@ -258,7 +249,20 @@ FULL_PASSES = [
 @@FULL@@
 ]
 LOWERING = @@LOWERING@@
-EXPECTED = @@EXPECTED@@
+'''
+
+_SCRIPT = '''#!/usr/bin/env python3
+"""dlgate TVMScript repro: @@TITLE@@
+
+@@ABOUT@@
+@@EXT@@
+    python repro_tvmscript.py
+
+It prints expected versus actual, then the same without the passes that are not lowering,
+and exits 1 while the bug is present, 0 once it is fixed.
+Found by dlgate @@DLGATE@@: @@PROVENANCE@@.
+"""
+''' + SCRIPT_HEAD + '''EXPECTED = @@EXPECTED@@
 #: dtype -> (rtol, atol); floats compare as |got - ref| <= atol * max(1, max|ref|) + rtol * |ref|
 TOLERANCES = @@TOLERANCES@@
 TIMEOUT_S = @@TIMEOUT@@

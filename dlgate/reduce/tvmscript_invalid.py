@@ -38,7 +38,7 @@ from dlgate.invalid.relax import as_declared
 from dlgate.reduce.passes import PassReduction, discard, reduce_passes, sequence, with_passes
 from dlgate.reduce.reducer import Target
 from dlgate.reduce.script import REPRO_TIMEOUT_S
-from dlgate.reduce.tvmscript import DATA, SCRIPT, NoScript, _section, build_source, module_head
+from dlgate.reduce.tvmscript import DATA, SCRIPT, SCRIPT_HEAD, NoScript, _section, build_source, module_head
 
 
 def inputs_given(case: Prepared, spec: BackendSpec, info: dict) -> list:
@@ -164,27 +164,7 @@ it: that crash is the bug.
 
 Found by dlgate @@DLGATE@@: @@PROVENANCE@@.
 """
-import os
-import signal
-import sys
-
-import numpy as np
-import tvm
-from tvm import relax
-@@IMPORTS@@
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-TARGET = "llvm"
-#: The Relax passes, in order.
-PASSES = [
-@@PASSES@@
-]
-#: What the finding compiled with: its extra passes, then its pipeline spelled out.
-FULL_PASSES = [
-@@FULL@@
-]
-LOWERING = @@LOWERING@@
-RULE = @@SHORT@@
+''' + SCRIPT_HEAD + '''RULE = @@SHORT@@
 EXPECTED = @@EXPECTED@@
 TIMEOUT_S = @@TIMEOUT@@
 
