@@ -65,18 +65,23 @@ def records(out) -> list:
 
 
 # -- the process table ------------------------------------------------------------------------
-def procs() -> dict:
-    """pid -> (ppid, process group, state) of every process."""
+def _stats() -> dict:
+    """pid -> the fields of /proc/PID/stat after the command name (state, ppid, process
+    group, session, ...) of every process."""
     out = {}
     for name in os.listdir("/proc"):
         if name.isdigit():
             try:
                 with open(f"/proc/{name}/stat") as f:
-                    rest = f.read().rsplit(")", 1)[1].split()
-                out[int(name)] = (int(rest[1]), int(rest[2]), rest[0])
-            except (OSError, IndexError, ValueError):
+                    out[int(name)] = f.read().rsplit(")", 1)[1].split()
+            except (OSError, IndexError):
                 continue
     return out
+
+
+def procs() -> dict:
+    """pid -> (ppid, process group, state) of every process."""
+    return {pid: (int(rest[1]), int(rest[2]), rest[0]) for pid, rest in _stats().items()}
 
 
 def tree(root: int) -> tuple:
@@ -439,16 +444,7 @@ def test_python_m_dlgate_ends_with_the_status_the_output_and_the_clean_up_of_an_
     assert len(records(out)) == 2
 
     def session() -> list:  # what the run started lives in its session, whatever its group
-        table = []
-        for name in os.listdir("/proc"):
-            try:
-                with open(f"/proc/{name}/stat") as f:
-                    rest = f.read().rsplit(")", 1)[1].split()
-            except (OSError, IndexError, ValueError):
-                continue
-            if name.isdigit() and int(rest[3]) == proc.pid and rest[0] not in "ZX":
-                table.append(int(name))
-        return table
+        return [pid for pid, rest in _stats().items() if int(rest[3]) == proc.pid and rest[0] not in "ZX"]
     wait_for(lambda: not session(), timeout=10, what=f"the run's processes to end: {session()}")
     left = [n for n in os.listdir(tmp) if n.startswith(("pymp-", "dlgate-"))]
     assert left == [], left  # neither multiprocessing's folder nor a worker's log

@@ -230,6 +230,7 @@ def test_a_hang_is_reduced_with_short_probes_and_confirmed_with_the_full_timeout
     assert sorted(res.case.graph.op_names()) == ["Abs", "Neg"], res.log
     assert res.verdict.verdict == "timeout" and res.verdict.error["message"] == "no answer within 4 s", res.verdict
     assert res.log[-1] == "hang: probed with a 0.5 s timeout; the reduced case gives no answer within the full 4 s either"
+    assert res.seconds >= 4  # the confirmation's full timeout counts in the reduction's time
 
 
 def test_a_case_slow_but_not_hung_once_reduced_leaves_the_original_standing(monkeypatch):
@@ -250,3 +251,4 @@ def test_a_case_slow_but_not_hung_once_reduced_leaves_the_original_standing(monk
     assert res.log[-1] == ("hang: the case reduced with 0.5 s probes gave an answer within the full 4 s (slow, not hung): "
                            "the original case stands"), res.log
     assert res.kept == list(range(len(case.graph.nodes))) and len(res.matter) == len(case.graph.nodes)
+    assert res.seconds >= 2 + 4  # the reduced case's 2 s answer and the original's full 4 s timeout

@@ -24,8 +24,7 @@ HANG_PROBE_S = 10.0
 def probe_seconds(red) -> float | None:
     """The shorter probe timeout of ``red``'s reduction (a :class:`~dlgate.reduce.reducer.Reducer`),
     or None: not a hang, or the pool's own timeout is no longer."""
-    full = getattr(red.pool, "timeout_s", None)
-    if red.target.verdict != V.TIMEOUT or full is None or full <= HANG_PROBE_S:
+    if red.target.verdict != V.TIMEOUT or red.pool.timeout_s <= HANG_PROBE_S:
         return None
     return HANG_PROBE_S
 
@@ -43,10 +42,11 @@ def full_timeout(red, case: Prepared) -> V.Verdict | None:
 def confirm(red, case: Prepared, out: Reduced, short: float) -> Reduced:
     """The hang's reduction ``out``, probed at ``short`` seconds, kept if its case gives no
     answer within the full timeout either; else the original ``case``, judged with it."""
-    full = red.pool.timeout_s
+    full, t0 = red.pool.timeout_s, time.perf_counter()
     v = full_timeout(red, out.case)
     if v is not None and red.target.matches(v):
-        out.verdict = v
+        out.verdict, out.probes = v, red.probes
+        out.seconds += time.perf_counter() - t0  # the confirmation is part of the reduction's time
         out.log.append(f"hang: probed with a {short:g} s timeout; the reduced case gives no answer within "
                        f"the full {full:g} s either")
         return out
@@ -55,9 +55,8 @@ def confirm(red, case: Prepared, out: Reduced, short: float) -> Reduced:
     if first is None or not red.target.matches(first):
         raise NotReproduced(f"{case.id} does not fail as {red.target.verdict} on "
                             f"{red.target.backend.label()} within {full:g} s")
-    t0 = time.perf_counter() - out.seconds
     nodes = case.graph.nodes
-    return Reduced(case, first, len(nodes), probes=red.probes, seconds=time.perf_counter() - t0,
+    return Reduced(case, first, len(nodes), probes=red.probes, seconds=out.seconds + time.perf_counter() - t0,
                    hit_limit=out.hit_limit, matter=[set(n.attrs) for n in nodes], kept=list(range(len(nodes))),
                    log=out.log + [f"hang: the case reduced with {short:g} s probes gave {got} within the full "
                                   f"{full:g} s (slow, not hung): the original case stands"])

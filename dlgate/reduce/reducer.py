@@ -166,22 +166,17 @@ class Reducer:
         had = [getattr(p, "deadline", None) for p in pools]
         for p in pools:
             p.deadline = time.monotonic() + self.max_seconds
-        short = hang.probe_seconds(self)
-        if short is None:
-            try:
-                return _Run(self, case).run()
-            finally:
-                for p, d in zip(pools, had):
-                    p.deadline = d
+        short = hang.probe_seconds(self)  # a hang's probes: shorter than the pool's timeout
         limit = self.pool.job_limit
-        self.pool.job_limit = short
+        if short is not None:
+            self.pool.job_limit = short
         try:
             out = _Run(self, case).run()
         finally:
             self.pool.job_limit = limit
             for p, d in zip(pools, had):
                 p.deadline = d
-        return hang.confirm(self, case, out, short)
+        return out if short is None else hang.confirm(self, case, out, short)
 
 
 class _Run:
