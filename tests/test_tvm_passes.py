@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 import yaml
 
@@ -173,6 +174,29 @@ def test_the_modules_print_as_tvmscript_that_parses_back():
             seen["prim_symbolic"] += "__te_" in text
     assert seen["direct"] >= 15 and seen["importer"] >= 15, seen
     assert seen["consts"] >= 10 and seen["prim_symbolic"] >= 1, seen
+
+
+@pytest.mark.parametrize("value", ["-inf", "inf", "nan"])
+def test_a_non_finite_scalar_constant_prints_as_tvmscript_that_parses_back(value):
+    """TVM 0.27 prints a non-finite scalar constant as a string, ``R.const("-inf", "float32")``,
+    which its own parser refuses ("value has to be scalar or Tensor"): a NonMaxSuppression
+    with a score_threshold of -inf had no TVMScript repro. The text writes it as a float, and
+    the legalized PrimFunc's ``T.float16("nan")`` parses back as it is; both run."""
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorType((2,), "float16"))
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            out = bb.emit_output(bb.emit(relax.op.maximum(x, relax.const(float(value), "float16"))))
+        bb.emit_func_output(out)
+    mod = bb.get()
+    assert f'R.const("{value}", "float16")' in mod.script()  # the printer's own form
+    for m in (mod, relax.transform.LegalizeOps()(mod)):
+        text, values = module_source(m)
+        assert '"%s", "float16"' % value not in text and not values
+        again = parses_back(m, text, values)
+        got = relax.VirtualMachine(tvm.compile(again, target="llvm"), tvm.cpu())["main"](
+            tvm.runtime.tensor(np.array([1.0, -2.0], "float16"))).numpy()
+        np.testing.assert_array_equal(got, np.maximum(np.array([1.0, -2.0], "float16"), np.float16(value)))
 
 
 # -- the planted fault: only symbolic shapes -------------------------------------------------------

@@ -101,11 +101,16 @@ _META = re.compile(r'metadata\["ir\.GenericConst"\]\[(\d+)\]')
 #: The name of the constants' list in the script.
 CONSTS = "C"
 
+#: A non-finite scalar constant as TVM 0.27 prints it, ``R.const("-inf", "float32")``: a string,
+#: which its own parser refuses ("value has to be scalar or Tensor").
+_NONFINITE = re.compile(r'R\.const\("(-?inf|nan)", ')
+
 
 def module_source(mod) -> tuple:
     """``(text, constants)``: the module's TVMScript with every constant the printer puts in
     its metadata written as ``R.const(C[k], "dtype")``, and the list ``C`` of their NumPy
-    values. The text starts with the imports it needs (TVM's printer writes them as comments)
+    values; a non-finite scalar, which the printer writes as a string its parser refuses, is
+    written ``R.const(float("-inf"), "dtype")``. The text starts with the imports it needs (TVM's printer writes them as comments)
     and defines ``class Module``. Which constant is ``metadata[...][k]`` is the printer's order
     of first appearance; :func:`parses_back` checks the result."""
     import tvm  # local: optional compiler, imported where it runs
@@ -134,6 +139,7 @@ def module_source(mod) -> tuple:
         raise ValueError(f"the module prints {len(refs)} metadata constants, {len(found)} were found")
     values = [c.value.numpy() for c in found]
     body = _META.sub(lambda m: f'R.const({CONSTS}[{m.group(1)}], "{values[int(m.group(1))].dtype}")', text)
+    body = _NONFINITE.sub(lambda m: f'R.const(float("{m.group(1)}"), ', body)
     lines = body.splitlines()
     start = next(k for k, ln in enumerate(lines) if not ln.startswith("# ") and ln.strip())
     imports = [ln[2:] for ln in lines[:start] if ln.startswith(("# from ", "# import "))]
