@@ -666,3 +666,25 @@ class MulOneAtFurtherBindings(OnnxRuntime):
         right, wrong, first = compiled
         at_first = [tuple(np.shape(x)) for x in inputs] == first
         return super().run(right if at_first or wrong is None else wrong, inputs)
+
+
+class Scheduling(Good):
+    """Reports how it is scheduled: its own niceness, and its session's scheduler group's
+    (Linux's ``/proc/self/autogroup``, ``/autogroup-N nice K``; -1 where there is none)."""
+
+    name = "scheduling"
+
+    def run(self, graph, inputs):
+        try:
+            with open("/proc/self/autogroup") as f:
+                group = int(f.read().split()[-1])
+        except (OSError, ValueError, IndexError):
+            group = -1
+        return [np.array([os.nice(0), group, os.getsid(0) == os.getpid()], dtype=np.int64)]
+
+
+class SchedulingWarm(Scheduling):
+    """The same, forked from PyTorch's warm server (:mod:`dlgate.exec.servers`)."""
+
+    name = "scheduling-warm"
+    package = "torch"

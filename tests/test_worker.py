@@ -105,6 +105,37 @@ def test_each_worker_runs_in_the_environment_of_its_own_start(model, monkeypatch
             np.testing.assert_array_equal(buggy, clean + 1)
 
 
+@pytest.mark.skipif(not os.path.exists("/proc/self/autogroup"), reason="no scheduler groups by session here (Linux autogroup)")
+@pytest.mark.parametrize("nice", [0, 7])
+def test_a_worker_in_its_own_session_keeps_the_gates_niceness(model, tmp_path, nice):
+    """A worker runs in a session of its own (its process group is killed whole); where Linux
+    schedules by session (autogroup), a process's nice value counts only inside its session,
+    so a worker in a fresh one would compete at full weight with the machine's other work
+    however ``nice`` the gate was started. The worker's session group takes the gate's
+    niceness; at 0 nothing changes. Checked from a gate started with ``nice -n N``, for a
+    worker from the fork server and for one from a warm server (PyTorch)."""
+    code = ("import numpy as np; from dlgate.backends.base import BackendSpec, Model; "
+            "from dlgate.case import make_case; from dlgate.exec import worker as W; "
+            "from dlgate.graph.generator import GenConfig, Generator; "
+            "c = make_case(Generator(GenConfig(max_nodes=3, dtypes=('float32',))), 'w', 'w', 0); "
+            "m = Model(c.model_bytes, c.graph); x = [np.zeros(c.graph.tensors[t].shape, c.graph.tensors[t].dtype) "
+            "for t in c.graph.inputs]\n"
+            "with W.Pool(timeout_s=120) as pool:\n"
+            "    for name in ('Scheduling', 'SchedulingWarm'):\n"
+            "        o = pool.execute(BackendSpec('tests.fake_backends:' + name), m, x)\n"
+            "        assert o.ok, o.error\n"
+            "        print(*o.outputs[0].tolist())\n")
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = subprocess.run(["nice", "-n", str(nice), sys.executable, "-c", code], cwd=repo, capture_output=True,
+                         text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    for line in out.stdout.splitlines():
+        own, group, leader = map(int, line.split())
+        assert (own, leader) == (nice + os.nice(0), 1), line
+        assert group == own, line  # its session's group, as nice as the gate
+    assert len(out.stdout.splitlines()) == 2, out.stdout
+
+
 def test_a_temporary_folder_too_deep_for_the_fork_servers_socket_starts_workers_afresh(tmp_path):
     """The fork server listens on a socket in TMPDIR, and a socket's path has at most ~104
     bytes: under a deeper TMPDIR (a CI runner's, pytest's under xdist) workers start as fresh

@@ -93,6 +93,27 @@ def run_job(backend, compiled, inputs) -> dict:
         return {"status": UNSUPPORTED if backend.unsupported(e) else RUN_ERROR, "error": error_record(e, "run")}
 
 
+#: Linux's scheduler group of a session (``CONFIG_SCHED_AUTOGROUP``): its niceness, writable by its members.
+AUTOGROUP = "/proc/self/autogroup"
+
+
+def keep_niceness() -> None:
+    """Give this new session's scheduler group the process's own niceness. Where Linux groups
+    processes by session for scheduling (autogroup, on by default on most desktops), the
+    nice value of a process counts only against its own session's processes: a worker in a
+    session of its own would compete at full weight with everything else on the machine,
+    however ``nice`` the gate was started (``nice -n 19 dlgate run`` beside a test run or a
+    build). Only a positive niceness is passed on (raising a group's niceness needs no
+    privilege); elsewhere, or where the file cannot be written, nothing changes."""
+    try:
+        nice = os.nice(0)
+        if nice > 0 and os.path.exists(AUTOGROUP):
+            with open(AUTOGROUP, "w") as f:
+                f.write(str(nice))
+    except OSError:
+        pass
+
+
 def serve(spec: BackendSpec, conn, log_path: str, pdeathsig: bool = False, env: dict | None = None) -> None:
     """The worker's main loop. What the backend prints (C++ warnings included) goes to a
     log file, not the gate's console; its tail is attached to failures. ``env``: the
@@ -103,6 +124,7 @@ def serve(spec: BackendSpec, conn, log_path: str, pdeathsig: bool = False, env: 
         os.environ.update(env)
     if hasattr(os, "setsid"):  # its own process group: a killed worker's group goes too, escapees included
         os.setsid()
+        keep_niceness()
     die_with_parent(conn, pdeathsig)
     try:  # never created here: the gate removes the name once this process started
         fd = os.open(log_path, os.O_WRONLY | os.O_APPEND)
