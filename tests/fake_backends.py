@@ -9,6 +9,7 @@ import numpy as np
 
 from dlgate.backends.base import Backend, Unavailable
 from dlgate.backends.onnxruntime import OnnxRuntime
+from dlgate.backends.testing import _misconverted
 from dlgate.backends.tvm import TVM
 
 
@@ -688,3 +689,97 @@ class SchedulingWarm(Scheduling):
 
     name = "scheduling-warm"
     package = "torch"
+
+
+# -- compilers with planted faults, for the multi-failure and reduction-reuse tests -------------
+# (here, not in their test modules: a worker loads its backend's module, and a test module
+# imports the whole gate and pytest, a second or two for every worker start)
+def abs_plus_one():
+    """``offset_op_pass("relax.abs", 1.0)``: the second injected fault (loaded by name in TVM's workers)."""
+    from dlgate.backends.testing import offset_op_pass
+
+    return offset_op_pass("relax.abs", 1.0)
+
+
+def _has(model: bytes, op_type: str) -> bool:
+    import onnx
+
+    return any(n.op_type == op_type for n in onnx.load_from_string(model).graph.node)
+
+
+class RefusesAbs(TVM):
+    """TVM that has no converter for Abs (refused as TVM refuses, naming it) and, where
+    ``bug`` is set, gets every Sigmoid wrong."""
+
+    name = "refuses-abs"
+    bug = True
+    message = "The following operators are not supported for frontend ONNX: Abs"
+
+    def compile(self, model):
+        if _has(model.onnx, "Abs"):
+            raise NotImplementedError(self.message)
+        if self.bug:
+            self.options = dict(self.options, extra_passes=["dlgate.backends.testing:sigmoid_plus_half"])
+        return super().compile(model)
+
+
+class RefusesQuietly(RefusesAbs):
+    """The same, with a refusal that names no operator (the reducer finds it)."""
+
+    message = "this build has no converter for one of the model's operators"
+
+
+class RefusesAbsHealthy(RefusesAbs):
+    """A correct TVM that has no converter for Abs."""
+
+    bug = False
+
+
+class RefusesSymbolic(TVM):
+    """TVM that cannot compile symbolic input dimensions, and says so (unsupported, for a
+    dynamic model), and gets every Sigmoid wrong."""
+
+    symbolic_refusals = TVM.symbolic_refusals + (r"symbolic dimensions are not handled",)
+
+    def compile(self, model):
+        import onnx
+
+        if any(d.dim_param for i in onnx.load_from_string(model.onnx).graph.input
+               for d in i.type.tensor_type.shape.dim):
+            raise RuntimeError("symbolic dimensions are not handled by this build")
+        self.options = dict(self.options, extra_passes=["dlgate.backends.testing:sigmoid_plus_half"])
+        return super().compile(model)
+
+
+class EnvFaults(TVM):
+    """TVM with the injected faults that ``FAKE_FAULTS`` names in the worker's environment
+    (``sigmoid``, ``abs``): a head build and a base build that differ."""
+
+    FAULTS = {"sigmoid": "dlgate.backends.testing:sigmoid_plus_half", "abs": "tests.fake_backends:abs_plus_one"}
+
+    def compile(self, model):
+        names = [f for f in os.environ.get("FAKE_FAULTS", "").split(",") if f]
+        self.options = dict(self.options, extra_passes=[self.FAULTS[n] for n in names])
+        return super().compile(model)
+
+
+class TwoFaults(OnnxRuntime):
+    """onnxruntime with two independent broken conversions: Softsign run as Softplus and
+    Sin run as Cos (loaded by name in the workers)."""
+
+    name = "two-faults"
+
+    def compile(self, model):
+        return super().compile(_misconverted(_misconverted(model, "Softsign", "Softplus"), "Sin", "Cos"))
+
+
+class EnvSoftsign(OnnxRuntime):
+    """onnxruntime with Softsign run as Softplus where the build's environment says so
+    (``FAKE_WRONG=Softsign``): head and base builds of one compiler, for the sharing tests."""
+
+    name = "env-softsign"
+
+    def compile(self, model):
+        if os.environ.get("FAKE_WRONG") == "Softsign":
+            model = _misconverted(model, "Softsign", "Softplus")
+        return super().compile(model)

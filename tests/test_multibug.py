@@ -17,7 +17,6 @@ import pytest
 import yaml
 
 from dlgate.backends.base import BackendSpec
-from dlgate.backends.tvm import TVM
 from dlgate.check import CheckConfig, check, load_bundle
 from dlgate.cli import main
 from dlgate.exec.worker import Pool
@@ -27,82 +26,14 @@ from dlgate.gate.journal import read_records
 from dlgate.graph.generator import GenConfig, Generator
 from dlgate.reduce.cutout import cut_out, reference_values, refused, static_tensors
 from dlgate.reduce.reducer import Reducer, Target, intermediates
+from tests.fake_backends import RefusesAbs, RefusesQuietly
 from tests.helpers import draw_cases, onnx_ops, output_cones, seed_where
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OPS = ["Sigmoid", "Abs", "Add", "Relu", "Mul"]
 #: TVM with two independent miscompilations: every Sigmoid result +0.5, every Abs result +1.
 TWO_FAULTS = {"name": "tvm", "options": {"extra_passes": ["dlgate.backends.testing:sigmoid_plus_half",
-                                                          "tests.test_multibug:abs_plus_one"]}}
-
-
-def abs_plus_one():
-    """``offset_op_pass("relax.abs", 1.0)``: the second injected fault (loaded by name in TVM's workers)."""
-    from dlgate.backends.testing import offset_op_pass
-
-    return offset_op_pass("relax.abs", 1.0)
-
-
-def _has(model: bytes, op_type: str) -> bool:
-    import onnx
-
-    return any(n.op_type == op_type for n in onnx.load_from_string(model).graph.node)
-
-
-class RefusesAbs(TVM):
-    """TVM that has no converter for Abs (refused as TVM refuses, naming it) and, where
-    ``bug`` is set, gets every Sigmoid wrong."""
-
-    name = "refuses-abs"
-    bug = True
-    message = "The following operators are not supported for frontend ONNX: Abs"
-
-    def compile(self, model):
-        if _has(model.onnx, "Abs"):
-            raise NotImplementedError(self.message)
-        if self.bug:
-            self.options = dict(self.options, extra_passes=["dlgate.backends.testing:sigmoid_plus_half"])
-        return super().compile(model)
-
-
-class RefusesQuietly(RefusesAbs):
-    """The same, with a refusal that names no operator (the reducer finds it)."""
-
-    message = "this build has no converter for one of the model's operators"
-
-
-class RefusesAbsHealthy(RefusesAbs):
-    """A correct TVM that has no converter for Abs."""
-
-    bug = False
-
-
-class RefusesSymbolic(TVM):
-    """TVM that cannot compile symbolic input dimensions, and says so (unsupported, for a
-    dynamic model), and gets every Sigmoid wrong."""
-
-    symbolic_refusals = TVM.symbolic_refusals + (r"symbolic dimensions are not handled",)
-
-    def compile(self, model):
-        import onnx
-
-        if any(d.dim_param for i in onnx.load_from_string(model.onnx).graph.input
-               for d in i.type.tensor_type.shape.dim):
-            raise RuntimeError("symbolic dimensions are not handled by this build")
-        self.options = dict(self.options, extra_passes=["dlgate.backends.testing:sigmoid_plus_half"])
-        return super().compile(model)
-
-
-class EnvFaults(TVM):
-    """TVM with the injected faults that ``FAKE_FAULTS`` names in the worker's environment
-    (``sigmoid``, ``abs``): a head build and a base build that differ."""
-
-    FAULTS = {"sigmoid": "dlgate.backends.testing:sigmoid_plus_half", "abs": "tests.test_multibug:abs_plus_one"}
-
-    def compile(self, model):
-        names = [f for f in os.environ.get("FAKE_FAULTS", "").split(",") if f]
-        self.options = dict(self.options, extra_passes=[self.FAULTS[n] for n in names])
-        return super().compile(model)
+                                                          "tests.fake_backends:abs_plus_one"]}}
 
 
 def write_config(path, **kw) -> str:
@@ -279,7 +210,7 @@ def test_findings_per_case_1_stops_at_the_first_failure_as_before(two_faults, tm
 
 @pytest.mark.parametrize("backend", ["RefusesAbs", "RefusesQuietly"])
 def test_an_unsupported_operator_no_longer_hides_a_failure_elsewhere(tmp_path, backend):
-    cfg = write_config(str(tmp_path), backends=[{"name": f"tests.test_multibug:{backend}"}], models=6,
+    cfg = write_config(str(tmp_path), backends=[{"name": f"tests.fake_backends:{backend}"}], models=6,
                        operators=["Sigmoid", "Abs", "Add", "Relu"])
     out = str(tmp_path / "o")
     assert main(["run", "--config", cfg, "--seed", "refused", "--out", out, "--no-progress"]) == 1
@@ -299,7 +230,7 @@ def test_an_unsupported_operator_no_longer_hides_a_failure_elsewhere(tmp_path, b
     # at findings_per_case 1 the refusal hides it: the same batch (reduction draws nothing),
     # unreduced, since only the verdicts are looked at here (a reduction of each Sigmoid
     # failure met alone would compile a candidate a step)
-    cfg1 = write_config(str(tmp_path), backends=[{"name": f"tests.test_multibug:{backend}"}], models=6,
+    cfg1 = write_config(str(tmp_path), backends=[{"name": f"tests.fake_backends:{backend}"}], models=6,
                         operators=["Sigmoid", "Abs", "Add", "Relu"], reduce=False)
     out1 = str(tmp_path / "one")
     main(["run", "--config", cfg1, "--seed", "refused", "--out", out1, "--no-progress", "--findings-per-case", "1"])
@@ -322,7 +253,7 @@ def test_head_versus_base_judges_a_further_finding_on_the_same_cut_model(tmp_pat
     monkeypatch.setenv("FAKE_FAULTS", "sigmoid,abs")  # head: both faults; base: the Sigmoid one only
     base = {"python": sys.executable, "env": {"FAKE_FAULTS": "sigmoid", "PYTHONPATH": REPO}}
     # reduce_pre_existing: the weekly campaign's setting; a pull request's leaves shared failures unreduced
-    cfg = write_config(str(tmp_path), backends=[{"name": "tests.test_multibug:EnvFaults"}], base=base,
+    cfg = write_config(str(tmp_path), backends=[{"name": "tests.fake_backends:EnvFaults"}], base=base,
                        reduce_pre_existing=True)
     out = str(tmp_path / "o")
     assert main(["run", "--config", cfg, "--seed", seed_where(cfg, _abs_met_beside_sigmoid, "hvb"), "--out", out,
@@ -357,7 +288,7 @@ def test_head_versus_base_judges_a_further_finding_on_the_same_cut_model(tmp_pat
 
 
 def test_a_correct_backend_yields_nothing_extra(tmp_path):
-    cfg = write_config(str(tmp_path), backends=[{"name": "tests.test_multibug:RefusesAbsHealthy"}], models=8)
+    cfg = write_config(str(tmp_path), backends=[{"name": "tests.fake_backends:RefusesAbsHealthy"}], models=8)
     out = str(tmp_path / "o")
     assert main(["run", "--config", cfg, "--seed", "healthy", "--out", out, "--no-progress"]) == 0
     refusals = 0
@@ -374,7 +305,7 @@ def test_a_correct_backend_yields_nothing_extra(tmp_path):
 
 def test_a_model_refused_for_its_symbolic_dimensions_runs_static(tmp_path):
     # seed symbolic2: three of the four models hold a Sigmoid and get symbolic dimensions
-    cfg = write_config(str(tmp_path), backends=[{"name": "tests.test_multibug:RefusesSymbolic"}], models=4,
+    cfg = write_config(str(tmp_path), backends=[{"name": "tests.fake_backends:RefusesSymbolic"}], models=4,
                        operators=["Sigmoid", "Add", "Relu"], dynamic_share=1.0)
     out = str(tmp_path / "o")
     main(["run", "--config", cfg, "--seed", "symbolic2", "--out", out, "--no-progress"])

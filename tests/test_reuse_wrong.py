@@ -10,8 +10,6 @@ import sys
 import pytest
 import yaml
 
-from dlgate.backends.onnxruntime import OnnxRuntime
-from dlgate.backends.testing import _misconverted
 from dlgate.check import load_bundle
 from dlgate.cli import main
 from dlgate.gate import reuse as T
@@ -23,29 +21,7 @@ from tests.helpers import onnx_ops, seed_where
 #: Softsign run as Softplus; with ``TwoFaults``, Sin run as Cos too.
 ONE = {"name": "dlgate.backends.testing:MisconvertingOnnxRuntime",
        "options": {"convert_from": "Softsign", "convert_to": "Softplus"}}
-TWO = {"name": "tests.test_reuse_wrong:TwoFaults"}
-
-
-class TwoFaults(OnnxRuntime):
-    """onnxruntime with two independent broken conversions: Softsign run as Softplus and
-    Sin run as Cos (loaded by name in the workers)."""
-
-    name = "two-faults"
-
-    def compile(self, model):
-        return super().compile(_misconverted(_misconverted(model, "Softsign", "Softplus"), "Sin", "Cos"))
-
-
-class EnvSoftsign(OnnxRuntime):
-    """onnxruntime with Softsign run as Softplus where the build's environment says so
-    (``FAKE_WRONG=Softsign``): head and base builds of one compiler, for the sharing tests."""
-
-    name = "env-softsign"
-
-    def compile(self, model):
-        if os.environ.get("FAKE_WRONG") == "Softsign":
-            model = _misconverted(model, "Softsign", "Softplus")
-        return super().compile(model)
+TWO = {"name": "tests.fake_backends:TwoFaults"}
 
 
 def _config(tmp_path, name: str, backend: dict, ops: list, **kw) -> str:
@@ -140,7 +116,7 @@ def test_a_new_wrong_answer_cause_is_run_on_the_base_build_once(tmp_path, monkey
     monkeypatch.setenv("FAKE_WRONG", "Softsign")
     monkeypatch.setenv("PYTHONPATH", repo)
     base = {"python": sys.executable, "env": {"PYTHONPATH": repo, "FAKE_WRONG": "Softsign" if base_has_it else ""}}
-    cfg = _config(tmp_path, "base", {"name": "tests.test_reuse_wrong:EnvSoftsign"}, ["Softsign", "Add", "Relu", "Mul"],
+    cfg = _config(tmp_path, "base", {"name": "tests.fake_backends:EnvSoftsign"}, ["Softsign", "Add", "Relu", "Mul"],
                   findings_per_case=1, base=base)
     seed = seed_where(cfg, lambda cases: sum("Softsign" in onnx_ops(c) for c in cases) >= 4, "rwb")
     out = str(tmp_path / "out")

@@ -64,6 +64,19 @@ IMPORT_ENV_PREFIXES = ("TVM_", "TORCH", "PYTORCH_", "ATEN_", "TRITON_", "OMP_", 
 #: (setdefault): Inductor reads it when ``torch._inductor.config`` is imported.
 IMPORT_ENV = {"TORCHINDUCTOR_COMPILE_THREADS": "1"}
 
+#: What a worker of each kind imports on its first job besides its compiler, imported by the
+#: server after the compiler so that its workers fork with it: the backend's own module, and
+#: where the worker builds the model from dlgate's graph (the reference, Inductor, TVM's direct
+#: path), the operator catalogue (``module:function`` is called once: the registry's load),
+#: which every such worker otherwise imported again, about a second each. A preload that fails
+#: is left out: the worker meets the same failure and reports it, as a cold one would.
+PRELOADS = {
+    "torch": ("dlgate.backends.torch_eager", "dlgate.ops.registry:all_specs"),
+    "torch._inductor": ("dlgate.backends.inductor", "dlgate.ops.registry:all_specs"),
+    "tvm": ("dlgate.backends.tvm", "tvm.relax.frontend.onnx", "dlgate.backends.tvm_relax",
+            "dlgate.ops.registry:all_specs"),
+}
+
 _SERVERS: dict = {}
 _COLD: dict = {}
 _RETIRED: list = []
@@ -323,10 +336,26 @@ def warm_import(kind: str) -> str | None:
     for k, v in IMPORT_ENV.items():
         os.environ.setdefault(k, v)
     importlib.import_module(kind)
+    preload(kind)
     extra = threads_across_fork()
     if extra:
         return f"importing {kind} started threads that live across a fork: {', '.join(extra)}"
     return None
+
+
+def preload(kind: str) -> list:
+    """Import ``PRELOADS[kind]`` (and call each ``module:function`` once); the ones that failed,
+    as ``"name: error"``, which leave the server warm (its workers import them as before)."""
+    failed = []
+    for name in PRELOADS.get(kind, ()):
+        module, _, function = name.partition(":")
+        try:
+            mod = importlib.import_module(module)
+            if function:
+                getattr(mod, function)()
+        except Exception as e:  # noqa: BLE001 - the worker meets and reports it itself
+            failed.append(f"{name}: {type(e).__name__}: {e}")
+    return failed
 
 
 def main(listener_fd: int, alive_r: int, status_w: int, kind: str, gate: int = 0) -> None:
