@@ -751,7 +751,7 @@ class RefusesSymbolic(TVM):
         return super().compile(model)
 
 
-class EnvFaults(TVM):
+class EnvTvmFaults(TVM):
     """TVM with the injected faults that ``FAKE_FAULTS`` names in the worker's environment
     (``sigmoid``, ``abs``): a head build and a base build that differ."""
 

@@ -253,7 +253,7 @@ def test_head_versus_base_judges_a_further_finding_on_the_same_cut_model(tmp_pat
     monkeypatch.setenv("FAKE_FAULTS", "sigmoid,abs")  # head: both faults; base: the Sigmoid one only
     base = {"python": sys.executable, "env": {"FAKE_FAULTS": "sigmoid", "PYTHONPATH": REPO}}
     # reduce_pre_existing: the weekly campaign's setting; a pull request's leaves shared failures unreduced
-    cfg = write_config(str(tmp_path), backends=[{"name": "tests.fake_backends:EnvFaults"}], base=base,
+    cfg = write_config(str(tmp_path), backends=[{"name": "tests.fake_backends:EnvTvmFaults"}], base=base,
                        reduce_pre_existing=True)
     out = str(tmp_path / "o")
     assert main(["run", "--config", cfg, "--seed", seed_where(cfg, _abs_met_beside_sigmoid, "hvb"), "--out", out,
