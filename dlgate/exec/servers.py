@@ -64,17 +64,18 @@ IMPORT_ENV_PREFIXES = ("TVM_", "TORCH", "PYTORCH_", "ATEN_", "TRITON_", "OMP_", 
 #: (setdefault): Inductor reads it when ``torch._inductor.config`` is imported.
 IMPORT_ENV = {"TORCHINDUCTOR_COMPILE_THREADS": "1"}
 
-#: What a worker of each kind imports on its first job besides its compiler, imported by the
-#: server after the compiler so that its workers fork with it: the backend's own module, and
-#: where the worker builds the model from dlgate's graph (the reference, Inductor, TVM's direct
-#: path), the operator catalogue (``module:function`` is called once: the registry's load),
-#: which every such worker otherwise imported again, about a second each. A preload that fails
-#: is left out: the worker meets the same failure and reports it, as a cold one would.
+#: What every worker of a kind imports on its first job besides its compiler, imported by the
+#: server after the compiler so that its workers fork with it: the backend's own module and,
+#: where the worker builds the model from dlgate's graph (the reference, Inductor), the operator
+#: catalogue (``module:function`` is called once: the registry's load), which each such worker
+#: otherwise loaded again, about a second each. Only what every worker of the kind needs: a
+#: server starts once per gate, and a preload its workers never use is a cost (TVM's importer
+#: path needs its ONNX frontend, not the catalogue; the direct path loads it in its worker). A
+#: preload that fails is left out: the worker meets the failure and reports it, as a cold one would.
 PRELOADS = {
     "torch": ("dlgate.backends.torch_eager", "dlgate.ops.registry:all_specs"),
     "torch._inductor": ("dlgate.backends.inductor", "dlgate.ops.registry:all_specs"),
-    "tvm": ("dlgate.backends.tvm", "tvm.relax.frontend.onnx", "dlgate.backends.tvm_relax",
-            "dlgate.ops.registry:all_specs"),
+    "tvm": ("dlgate.backends.tvm", "tvm.relax.frontend.onnx"),
 }
 
 _SERVERS: dict = {}
