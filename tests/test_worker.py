@@ -132,7 +132,7 @@ def test_a_worker_in_its_own_session_keeps_the_gates_niceness():
     assert out.returncode == 0, out.stderr[-3000:]
     for line in out.stdout.splitlines():
         own, group, leader = map(int, line.split())
-        assert (own, leader) == (nice + os.nice(0), 1), line
+        assert (own, leader) == (min(19, nice + os.nice(0)), 1), line  # nice adds to the test's own, up to 19
         assert group == own, line  # its session's group, as nice as the gate
     assert len(out.stdout.splitlines()) == 2, out.stdout
 

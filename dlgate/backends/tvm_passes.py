@@ -110,9 +110,10 @@ def module_source(mod) -> tuple:
     """``(text, constants)``: the module's TVMScript with every constant the printer puts in
     its metadata written as ``R.const(C[k], "dtype")``, and the list ``C`` of their NumPy
     values; a non-finite scalar, which the printer writes as a string its parser refuses, is
-    written ``R.const(float("-inf"), "dtype")``. The text starts with the imports it needs (TVM's printer writes them as comments)
-    and defines ``class Module``. Which constant is ``metadata[...][k]`` is the printer's order
-    of first appearance; :func:`parses_back` checks the result."""
+    written ``R.const(float("-inf"), "dtype")``. The text starts with the imports it needs
+    (TVM's printer writes them as comments) and defines ``class Module``. Which constant is
+    ``metadata[...][k]`` is the printer's order of first appearance; :func:`parses_back`
+    checks the result."""
     import tvm  # local: optional compiler, imported where it runs
     from tvm import relax, tirx
     from tvm.s_tir import renew_defs  # local: optional compiler, imported where it runs

@@ -344,19 +344,18 @@ def warm_import(kind: str) -> str | None:
     return None
 
 
-def preload(kind: str) -> list:
-    """Import ``PRELOADS[kind]`` (and call each ``module:function`` once); the ones that failed,
-    as ``"name: error"``, which leave the server warm (its workers import them as before)."""
-    failed = []
+def preload(kind: str) -> None:
+    """Import ``PRELOADS[kind]`` (and call each ``module:function`` once). One that fails is
+    skipped and leaves the server warm: its workers import it as before, and meet and report
+    the failure themselves."""
     for name in PRELOADS.get(kind, ()):
         module, _, function = name.partition(":")
         try:
             mod = importlib.import_module(module)
             if function:
                 getattr(mod, function)()
-        except Exception as e:  # noqa: BLE001 - the worker meets and reports it itself
-            failed.append(f"{name}: {type(e).__name__}: {e}")
-    return failed
+        except Exception:  # noqa: BLE001 - the worker meets and reports it itself
+            continue
 
 
 def main(listener_fd: int, alive_r: int, status_w: int, kind: str, gate: int = 0) -> None:
