@@ -185,6 +185,62 @@ def test_the_pair_names_the_wrong_path_and_makes_a_shared_failure_one_finding():
     assert rec["relax"]["pairs"][0]["finding"] == "undecided" and not RP.shares_finding(rec["verdicts"][0])
 
 
+def _found(v: dict, typed: str, *more: dict) -> dict:
+    """``v`` identified as reduced to ``typed``, with the findings ``more`` made behind it."""
+    v["identity"] = {"typed": typed, "fingerprint": typed, "cluster": typed}
+    if more:
+        v["more"] = list(more)
+    return v
+
+
+def test_a_defect_one_path_meets_whole_and_the_other_behind_a_refusal_is_one_finding():
+    """The direct path refused an operator the importer path converts (ArgMax with
+    select_last_index=1), cut it, and met the importer path's own compile error in the rest
+    (weekly-27's case 00014: float16 Asin, 'unknown intrinsic'): one finding, the importer
+    path's, as for a failure both paths share in the whole case. Another error, other reduced
+    operators, or a wrong answer (outputs of another model) stay findings of their own."""
+    err = {"type": "TVMError", "message": "unknown intrinsic tirx.acos for float16"}
+    pairs = RP.pairs_of([BackendSpec("tvm")])
+
+    def run(vi, vd):
+        rec = {"verdicts": [vi, vd]}
+        RP.judge_pairs(rec, pairs, {})
+        RP.pair_behind(rec, pairs)
+        return rec
+
+    rec = run(_found(_v(IMPORTER, V.COMPILE_ERROR, err), "Asin(float16)"),
+              _found(_v(DIRECT, V.UNSUPPORTED), "ArgMax(float16)",
+                     _found(_v(DIRECT, V.COMPILE_ERROR, dict(err)), "Asin(float16)")))
+    vi, vd = rec["verdicts"]
+    behind = vd["more"][0]
+    assert behind["pair"] == {"path": "direct", "same_as": IMPORTER, "behind": True}
+    assert RP.shares_finding(behind) and D.classify({"kind": "batch"}, behind, _NoBaseline()) is None
+    assert D.classify({"kind": "batch"}, vi, _NoBaseline()) == D.NEW and not RP.shares_finding(vi)
+    assert f"{DIRECT} (the direct Relax path) fails the same way behind a failure" in vi["detail"]
+    assert "Asin(float16)" in behind["detail"]
+    assert rec["relax"]["pairs"][0]["finding"] == "undecided" and rec["relax"]["pairs"][0]["behind_shared"] == 1
+    # the other way round: the importer path refused, the direct path fails the whole case
+    rec = run(_found(_v(IMPORTER, V.UNSUPPORTED), "Foo(float16)",
+                     _found(_v(IMPORTER, V.COMPILE_ERROR, err), "Asin(float16)")),
+              _found(_v(DIRECT, V.COMPILE_ERROR, dict(err)), "Asin(float16)"))
+    assert rec["verdicts"][1]["pair"]["same_as"] == IMPORTER
+    # not the same defect: each stays a finding
+    for vd in (_found(_v(DIRECT, V.COMPILE_ERROR, dict(err)), "Acosh(float16)"),
+               _found(_v(DIRECT, V.COMPILE_ERROR, {"type": "TVMError", "message": "other words"}), "Asin(float16)"),
+               _found(_v(DIRECT, V.RUN_ERROR, dict(err)), "Asin(float16)")):
+        rec = run(_found(_v(IMPORTER, V.COMPILE_ERROR, err), "Asin(float16)"),
+                  _found(_v(DIRECT, V.UNSUPPORTED), "ArgMax(float16)", vd))
+        assert not RP.shares_finding(vd) and D.classify({"kind": "batch"}, vd, _NoBaseline()) == D.NEW
+        assert "behind_shared" not in rec["relax"]["pairs"][0]
+    wrong = _found(_v(DIRECT, V.MISMATCH), "Asin(float16)")
+    run(_found(_v(IMPORTER, V.MISMATCH), "Asin(float16)"), _found(_v(DIRECT, V.UNSUPPORTED), "ArgMax(float16)", wrong))
+    assert not RP.shares_finding(wrong)
+    # two whole-case failures the pair judged different are not merged afterwards
+    rec = run(_found(_v(IMPORTER, V.COMPILE_ERROR, err), "Asin(float16)"),
+              _found(_v(DIRECT, V.COMPILE_ERROR, {"type": "TVMError", "message": "other"}), "Asin(float16)"))
+    assert rec["relax"]["pairs"][0]["finding"] == "both" and not RP.shares_finding(rec["verdicts"][1])
+
+
 class _NoBaseline:
     def knows(self, *_):
         return False

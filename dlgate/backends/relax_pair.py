@@ -26,7 +26,8 @@ In a campaign (``relax_share``), the gate runs the direct path beside each ``tvm
 the Relax-native cases (:func:`selected`, drawn from the operators it lowers through
 :class:`NativeSplit`) at that backend's own pipeline, and :func:`judge_pairs` decides whose
 finding a failure is: the wrong path's where the other agrees with the reference, one finding
-(the importer path's) where both are wrong the same way. The zero/default placement above is
+(the importer path's) where both are wrong the same way; :func:`pair_behind` does the same for
+the findings each path makes behind its failures. The zero/default placement above is
 left to this module's bench and the cross-check each mismatch already gets.
 """
 from __future__ import annotations
@@ -251,3 +252,50 @@ def shares_finding(v: dict) -> bool:
     """Whether verdict ``v`` is the direct path's side of a finding the importer path already
     holds (:func:`judge_pairs`): neither triaged nor counted again."""
     return bool((v.get("pair") or {}).get("same_as"))
+
+
+def pair_behind(rec: dict, pairs: list) -> None:
+    """Pair the findings made behind failures (``v["more"]``, :mod:`dlgate.gate.multibug`) across
+    the two paths of a Relax-native case, once both searches are done. Each path cuts its own
+    failures out, so a defect both paths reach can surface on one path in the whole case and on
+    the other only in a cut model (the direct path refused an operator the importer path
+    converted, cut it, and met the importer path's compile error in the rest). Such a direct
+    finding is the importer path's, as :func:`judge_pairs` decides for the whole case: the same
+    class, the same error (:func:`share_key`'s essence) and the same reduced operators (the
+    identity's ``typed``). A wrong answer behind a failure is left a finding of its own: its
+    outputs are of another model than the other path's, so nothing shows that one computation
+    gives both. The pairs' entries count what was paired (``behind_shared``)."""
+    by = {v["backend"]: v for v in rec["verdicts"]}
+    entries = {(e["importer"], e["direct"]): e for e in (rec.get("relax") or {}).get("pairs", ())}
+    for imp, direct in pairs:
+        il, dl = imp.label(), direct.label()
+        vi, vd = by.get(il), by.get(dl)
+        if vi is None or vd is None:
+            continue
+        theirs = [x for x in (vi, *vi.get("more", ())) if _pairable(x)]
+        shared = 0
+        for k, x in enumerate((vd, *vd.get("more", ()))):
+            if shares_finding(x) or not _pairable(x):
+                continue
+            same = next((y for y in theirs if (k or y is not vi) and _same_error(y, x)), None)
+            if same is None:
+                continue
+            x["pair"] = {"path": "direct", "same_as": il, "behind": True}
+            x["detail"] = _noted(x, f"{il} (the ONNX importer path) fails the same way on the same operators "
+                                    f"({same['identity']['typed']}): one finding")
+            same["detail"] = _noted(same, f"{dl} (the direct Relax path) fails the same way behind a failure "
+                                          "of its own: one finding")
+            shared += 1
+        if shared and (il, dl) in entries:
+            entries[(il, dl)]["behind_shared"] = shared
+
+
+def _pairable(v: dict) -> bool:
+    """A failure that is not a wrong answer and whose reduced operators are known."""
+    return v["verdict"] in V.FAILURES and v["verdict"] not in V.VALUE_CLASSES and \
+        bool((v.get("identity") or {}).get("typed"))
+
+
+def _same_error(a: dict, b: dict) -> bool:
+    return a["verdict"] == b["verdict"] and a["identity"]["typed"] == b["identity"]["typed"] and \
+        share_key(a["verdict"], IMPORTER, a.get("error")) == share_key(b["verdict"], IMPORTER, b.get("error"))

@@ -236,6 +236,8 @@ def _run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | No
                     if v["verdict"] in V.FAILURES + (V.UNSUPPORTED,) and finder.limit > 1 and kind != "baseline":
                         ACTIVITY.begin(f"looking behind case {case.id}'s {v['verdict']} on {spec.label()} (cut cases)")
                     failing = M.search(finder, case, spec, v, reduced, kind) or failing  # what it hides
+                if native:  # a defect one path met in the whole case and the other behind a failure
+                    RP.pair_behind(rec, pairs)
                 _stop_if_lost(pool, base_pool, ccfg, cfg, case.id)  # triage ran it again, on the base build too
                 twinned = EQ.findings(rec)  # the equivalence oracle's, never mixed with the verdicts
                 if twinned and base_pool is not None and kind != "baseline":  # shared by the base build?
