@@ -126,3 +126,28 @@ def trust_param_casts(mod, _ctx):
     out = tvm.IRModule(dict(mod.functions_items()))
     out["main"] = relax.Function(params, bound.body, main.ret_ty, main.is_pure, main.attrs)
     return out
+
+
+@relax.expr_functor.visitor
+class _FindSin(relax.PyExprVisitor):
+    def __init__(self):
+        super().__init__()
+        self.found = False
+
+    def visit_call_(self, call):
+        super().visit_call_(call)
+        if isinstance(call.op, tvm.ir.Op) and call.op.name == "relax.sin":
+            self.found = True
+
+
+@tvm.transform.module_pass(opt_level=0, name="RefuseSin")
+def refuse_sin(mod, _ctx):
+    """Fails to compile any module that computes a sine, with the same words on either path:
+    a defect both paths reach (the pair's test behind a failure)."""
+    for f in mod.functions.values():
+        if isinstance(f, relax.Function):
+            v = _FindSin()
+            v.visit_expr(f)
+            if v.found:
+                raise ValueError("planted: RefuseSin cannot compile relax.sin")
+    return mod

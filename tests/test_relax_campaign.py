@@ -318,6 +318,33 @@ def test_a_fault_only_the_direct_module_meets_is_the_direct_paths_finding_new_ag
     assert all(p["finding"] in ("none", "undecided") for r in records if r not in caught for p in r["relax"]["pairs"])
 
 
+def test_a_fault_both_paths_meet_one_of_them_only_behind_a_refusal_is_one_finding(tmp_path):
+    """Through the gate: a pass that cannot compile a sine (both paths) on a dynamic case of
+    Mul, Add and Sin whose Mul broadcasts a symbolic shape the direct path refuses (Relax
+    infers no shape for it). The importer path fails the whole case; the direct path refuses
+    it, cuts the Mul and fails the rest the same way: one finding, the importer path's, the
+    direct one paired behind its refusal."""
+    doc = dict(campaign="rb", models=1, min_nodes=2, max_nodes=4, operators=["Add", "Sin", "Mul"],
+               dtypes=["float32"], opset=17, dynamic_share=1.0, extreme_share=0, relax_share=1.0, reduce=True,
+               reduce_seconds=60, findings_per_case=2, backends=[{"name": "tvm", "options": {"extra_passes": [
+                   "tests.relax_faults:refuse_sin"]}}], timeout_s=120)
+    cfg = tmp_path / "rb.yaml"
+    cfg.write_text(yaml.safe_dump(doc))
+    out = tmp_path / "rb"
+    code = main(["run", "--config", str(cfg), "--seed", "rb3", "--out", str(out), "--fresh", "--no-progress"])
+    (rec,) = [json.loads(x) for x in (out / "results.jsonl").read_text().splitlines()]
+    vi, vd = _by(rec)[IMPORTER], _by(rec)[DIRECT]
+    assert vi["verdict"] == V.COMPILE_ERROR and vi["identity"]["typed"].startswith("Sin(")
+    assert vd["verdict"] == V.UNSUPPORTED and "Mul on symbolic shapes" in vd["detail"], vd["detail"]
+    (behind,) = vd["more"]
+    assert behind["verdict"] == V.COMPILE_ERROR and behind["identity"]["typed"] == vi["identity"]["typed"]
+    assert behind["pair"] == {"path": "direct", "same_as": IMPORTER, "behind": True}
+    assert rec["relax"]["pairs"][0]["behind_shared"] == 1
+    verdict = json.loads((out / "verdict.json").read_text())
+    assert code == 1 and [g["backend"] for g in verdict["new"]] == [IMPORTER], verdict["new"]
+    assert "fails the same way behind a failure of its own" in verdict["new"][0]["detail"]
+
+
 def test_a_direct_path_finding_the_base_build_shares_is_pre_existing(tmp_path):
     code, records, verdict = _run(tmp_path, "shared", fault=True, base_fixed=False)
     assert code == 0, verdict
