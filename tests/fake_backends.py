@@ -78,6 +78,20 @@ class Hang(Good):
         time.sleep(3600)
 
 
+class Spins(Good):
+    """Computes for option ``cpu_s`` seconds of its own CPU time (default: for ever, a hang that
+    spins), then answers as Good."""
+
+    name = "spins"
+
+    def run(self, graph, inputs):
+        need = float(self.options.get("cpu_s", "inf"))
+        start = time.thread_time()
+        while time.thread_time() - start < need:
+            pass
+        return super().run(graph, inputs)
+
+
 class Hog(Good):
     name = "hog"
 

@@ -58,6 +58,39 @@ def test_failures_are_classified_and_the_batch_goes_on(model):
         assert pool.execute(spec("Good"), model, feeds(model)).ok
 
 
+def test_a_worker_starved_of_cpu_is_not_timed_out_and_a_hang_still_is(model):
+    """The timeout counts the worker's own time: pinned to one CPU beside three busy
+    processes (each in a session of its own, so each gets a fair share), a job that needs
+    0.5 s of CPU under a 1 s limit takes about 2 s and is answered, not timed out; a job that
+    spins for ever under the same load still times out, its log saying how long it waited
+    for a CPU, and a blocked one (Hang) at the limit."""
+    cpu = max(os.sched_getaffinity(0))
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True) for _ in range(3)]
+    try:
+        for h in hogs:
+            os.sched_setaffinity(h.pid, {cpu})
+
+        def starved(w):
+            assert w.start()
+            os.sched_setaffinity(w._proc.pid, {cpu})
+            return w
+
+        with W.Pool(timeout_s=1) as pool:
+            busy = BackendSpec("tests.fake_backends:Spins", options=(("cpu_s", "0.5"),))
+            out = starved(pool.get(busy)).execute(model, feeds(model))
+            assert out.ok, out.error
+            assert out.wall_s > 1.2, out.wall_s  # the load did keep it past the limit in wall-clock time
+            out = starved(pool.get(spec("Spins"))).execute(model, feeds(model))
+            assert out.status == W.TIMEOUT and out.error["message"] == "no answer within 1 s"
+            assert "the worker waited" in out.error["log"] and out.wall_s < 30, (out.wall_s, out.error["log"][:200])
+            out = starved(pool.get(spec("Hang"))).execute(model, feeds(model))
+            assert out.status == W.TIMEOUT and out.wall_s < 3, out.wall_s
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
+
+
 def test_unavailable_and_broken_backends_say_why(model):
     with W.Pool() as pool:
         out = pool.execute(spec("NoGpu"), model, feeds(model))

@@ -1,10 +1,15 @@
 """Isolated, long-lived worker processes that host one backend each.
 
 Every compile and run happens in a worker, never in the gate's own process. The worker
-imports its backend once and serves case after case. The parent enforces a wall-clock
-timeout and a memory cap (resident set size of the worker's whole process tree, polled
+imports its backend once and serves case after case. The parent enforces a timeout and a
+memory cap (resident set size of the worker's whole process tree, polled
 through psutil on every OS: :mod:`dlgate.exec.proctree`), and classifies what kills a worker:
-a signal (crash, with the signal's name), the timeout, or the memory cap (oom). A fresh
+a signal (crash, with the signal's name), the timeout, or the memory cap (oom). The timeout
+counts the worker's own time: wall-clock time, less the time its main thread was runnable but
+waited for a CPU that the machine gave to other work (Linux's run-queue wait,
+``/proc/PID/schedstat``; elsewhere, wall-clock time). A compile that is slow because the
+machine is busy (a ``nice -n 19`` campaign beside a build, a loaded CI runner) is then not
+taken for a hang; a hang, spinning or blocked, still ends at the limit. A fresh
 worker replaces a dead one on the next case, so a crashing compiler never stops a batch.
 Workers are forked from a fork server that has imported the worker's own side only
 (:mod:`dlgate.exec.child`; :func:`_context`), so a restart costs the backend's imports, not a
@@ -43,6 +48,20 @@ from dlgate.secrets import redact_obj, scrubbed_env
 # W.Outcome); they live in dlgate.exec.outcome, which the worker's own side imports too.
 from dlgate.exec.outcome import (COMPILE_ERROR, CRASH, OK, OOM, RUN_ERROR, TIMEOUT,  # noqa: F401
                                  UNAVAILABLE, UNSUPPORTED, Outcome)
+
+
+def queued_s(pid: int) -> float | None:
+    """Seconds process ``pid``'s main thread has spent runnable but waiting for a CPU (the
+    kernel's run-queue wait, ``/proc/PID/schedstat``), or None where the kernel does not say."""
+    try:
+        with open(f"/proc/{pid}/schedstat", "rb") as f:
+            return int(f.read().split()[1]) / 1e9
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _waited(before: float | None, now: float | None) -> float:
+    return max(0.0, now - before) if before is not None and now is not None else 0.0
 
 
 class Worker:
@@ -227,9 +246,11 @@ class Worker:
             return self._died(t0, "send")
         if on_phase is not None:
             on_phase("compile")
-        deadline = time.monotonic() + limit
+        start = time.monotonic()
+        deadline = start + limit
         polls = 0
         tree = ProcessTree(self._proc.pid)
+        queued0 = queued_s(self._proc.pid)  # time the worker waits for a CPU is not its own
         while True:
             polls += 1
             if self._conn.poll(0.02):
@@ -268,7 +289,13 @@ class Worker:
                     continue
                 return self._died(t0, "run")
             if time.monotonic() > deadline:
+                waited = _waited(queued0, queued_s(self._proc.pid))
+                if start + limit + waited > time.monotonic():  # starved, not slow: it gets that time back
+                    deadline = start + limit + waited
+                    continue
                 log = self.log_tail()
+                if waited >= 0.5:
+                    log = f"[dlgate] besides its {limit:g} s, the worker waited {waited:.1f} s for a CPU\n{log}"
                 self._kill()
                 self.restarts += 1
                 return Outcome(TIMEOUT, error={"type": "Timeout", "message": f"no answer within {limit:g} s",
