@@ -58,6 +58,8 @@ def test_failures_are_classified_and_the_batch_goes_on(model):
         assert pool.execute(spec("Good"), model, feeds(model)).ok
 
 
+@pytest.mark.skipif(not os.path.exists("/proc/self/schedstat") or not hasattr(os, "sched_setaffinity"),
+                    reason="the kernel says nothing of run-queue waits here (timeouts are wall-clock time)")
 def test_a_worker_starved_of_cpu_is_not_timed_out_and_a_hang_still_is(model):
     """The timeout counts the worker's own time: pinned to one CPU beside three busy
     processes (each in a session of its own, so each gets a fair share), a job that needs

@@ -290,8 +290,8 @@ class Worker:
                 return self._died(t0, "run")
             if time.monotonic() > deadline:
                 waited = _waited(queued0, queued_s(self._proc.pid))
-                if start + limit + waited > time.monotonic():  # starved, not slow: it gets that time back
-                    deadline = start + limit + waited
+                deadline = start + limit + waited  # starved, not slow: it gets that time back
+                if deadline > time.monotonic():
                     continue
                 log = self.log_tail()
                 if waited >= 0.5:

@@ -129,8 +129,8 @@ FIELDS = (
     Field("reference", "str", "torch", "The trusted reference backend."),
     Field("tolerances", "dict", {}, "Per-dtype `[rtol, atol]` overriding the defaults, e.g. "
           "`{float32: [1e-2, 1e-3]}`."),
-    Field("timeout_s", "float", 60.0, "Seconds of its own time one compile and run may take before it is a timeout (time it waits for a busy machine's CPU is not counted).", min=1,
-          max=86_400),
+    Field("timeout_s", "float", 60.0, "Seconds of its own time one compile and run may take before it is a "
+          "timeout (time it waits for a busy machine's CPU is not counted).", min=1, max=86_400),
     Field("memory_mb", "int", 4096, "Resident-memory cap of a backend worker; beyond it the case is oom.",
           min=64, max=1 << 24),
     Field("search_steps", "int", 24, "Step budget of the numeric-valid input search.", min=0, max=10_000),
