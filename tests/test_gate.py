@@ -312,6 +312,51 @@ def test_merge_refuses_incomplete_or_mismatched_shards(tmp_path, capsys):
     assert main(["run", "--config", cfg, "--seed", "m", "--out", d2, "--shard", "3/2"]) == 2
 
 
+def test_slices_of_the_batch_run_its_cases_and_merge_into_the_whole_run(tmp_path, capsys):
+    """--cases A-B runs those cases of the batch alone, the same models as the whole run's;
+    slices (sharded or not) merge into the whole run's journal."""
+    corpus = str(tmp_path / "corpus")  # a corpus case runs in the whole run, not in a slice
+    assert main(["gen", "--seed", "c", "--count", "1", "--out", corpus]) == 0
+    cfg = write_config(str(tmp_path), models=6, backends=["onnxruntime"], corpus=corpus)
+    whole = str(tmp_path / "whole")
+    assert main(["run", "--config", cfg, "--seed", "sl", "--out", whole]) == 0
+    assert results(whole)[0]["case"].startswith("corpus/")
+    lo, hi1, hi2 = (str(tmp_path / n) for n in ("lo", "hi1", "hi2"))
+    assert main(["run", "--config", cfg, "--seed", "sl", "--out", lo, "--cases", "0-2"]) == 0
+    assert [r["case"][:5] for r in results(lo)] == ["00000", "00001", "00002"]
+    assert json.load(open(os.path.join(lo, "run.json")))["cases"] == [[0, 2]]
+    for i, d in ((1, hi1), (2, hi2)):
+        assert main(["run", "--config", cfg, "--seed", "sl", "--out", d, "--cases", "3-5", "--shard", f"{i}/2"]) == 0
+    assert [r["case"][:5] for r in results(hi1)] == ["00004"]  # shard 1 owns the even indices, as in a whole run
+    assert [r["case"][:5] for r in results(hi2)] == ["00003", "00005"]
+    hi = str(tmp_path / "hi")
+    assert main(["merge", hi1, hi2, "--out", hi]) == 0
+    merged = str(tmp_path / "merged")
+    assert main(["merge", lo, hi, "--out", merged]) == 0
+    key = lambda out: [(r["case"], [(v["backend"], v["verdict"]) for v in r["verdicts"]]) for r in results(out)]  # noqa: E731
+    assert key(merged) == key(whole)[1:]
+    assert json.load(open(os.path.join(merged, "run.json")))["cases"] == [[0, 2], [3, 5]]
+    capsys.readouterr()
+    # resuming with another slice, shards of different slices, a range past the batch: one line, exit 2
+    assert main(["run", "--config", cfg, "--seed", "sl", "--out", lo, "--cases", "1-2"]) == 2
+    assert "holds a different run (cases: [[0, 2]], now [[1, 2]])" in capsys.readouterr().err
+    odd = str(tmp_path / "odd")
+    assert main(["run", "--config", cfg, "--seed", "sl", "--out", odd, "--cases", "0-2", "--shard", "2/2"]) == 0
+    assert main(["merge", hi1, odd, "--out", str(tmp_path / "bad")]) == 2
+    assert "run the same --cases slice" in capsys.readouterr().err
+    for bad, said in (("4-9", "the batch has 6 cases (0-5)"), ("3-1", "need 0 <= A <= B"), ("x", "expected A-B")):
+        assert main(["run", "--config", cfg, "--seed", "sl", "--out", str(tmp_path / "n"), "--cases", bad]) == 2
+        err = capsys.readouterr().err.strip()
+        assert said in err and len(err.splitlines()) == 1, err
+    assert not os.path.exists(tmp_path / "n")  # refused before the output folder is touched
+
+
+def test_a_slice_of_a_campaign_with_tir_steps_is_refused(tmp_path, capsys):
+    cfg = write_config(str(tmp_path), models=6, backends=["tvm"], tir_share=0.5)
+    assert main(["run", "--config", cfg, "--seed", "sl", "--out", str(tmp_path / "o"), "--cases", "0-2"]) == 2
+    assert "chains run whole" in capsys.readouterr().err
+
+
 # -- flaky, head-versus-base ----------------------------------------------------------------------
 def test_a_failure_that_does_not_reproduce_is_flaky_and_does_not_fail(tmp_path):
     cfg = write_config(str(tmp_path), models=3, backends=[{"name": "tests.fake_backends:Flaky"}], crosscheck=False)

@@ -23,6 +23,10 @@ def add_parser(sub) -> None:
     r.add_argument("--commit", help="commit SHA seeding the batch (default: GITHUB_SHA, else git rev-parse HEAD)")
     r.add_argument("--seed", help="explicit seed text instead of a commit")
     r.add_argument("--shard", metavar="I/N", help="run only shard I of N (merge the outputs with `dlgate merge`)")
+    r.add_argument("--cases", metavar="A-B", help="run only the batch's cases A to B (inclusive; no corpus or "
+                   "baseline repros): a case's model depends on the seed, the campaign and its index alone, so a "
+                   "long campaign can be run a slice at a time (on several machines or days) and merged with "
+                   "`dlgate merge`; combines with --shard")
     r.add_argument("--out", default="dlgate-out", help="output folder (default dlgate-out); a rerun resumes it")
     r.add_argument("--fresh", action="store_true",
                    help="discard what dlgate wrote in --out (journal, reports, cases/, repros/) instead of resuming")
@@ -66,7 +70,7 @@ def command(args) -> int:
     from dlgate.check import CaseError  # local: imports torch; off the CLI start-up
     from dlgate.gate.run.lifecycle import hold_stop_signals
     from dlgate.gate.run.loop import run
-    from dlgate.gate.run.plan import Shard
+    from dlgate.gate.run.plan import CaseRange, Shard
 
     for flag, value in (("--seed", args.seed), ("--commit", args.commit)):
         if value is not None and not value.strip():
@@ -85,6 +89,9 @@ def command(args) -> int:
         cfg = C.load(args.config, over, flags) if args.config else C.embedded_default(over, flags)
         root, source = C.resolve_root(args.seed, args.commit)
         shard = Shard.parse(args.shard) if args.shard else None
+        cases = CaseRange.parse(args.cases) if args.cases is not None else None
+        if cases is not None:
+            cases.check(cfg)
         out_dir(args.out, "dlgate run: --out")
         load_baseline(cfg.baseline)  # checked before the output folder is touched (run() reads it again)
         change = read_change(args, cfg.backends, "dlgate run")
@@ -95,7 +102,7 @@ def command(args) -> int:
     t0 = time.time() - 1  # file times may be coarser than time.time()
     try:
         status = run(cfg, root, source, args.out, shard, fresh=args.fresh,
-                     progress=False if args.no_progress else None, log=log, change=change)
+                     progress=False if args.no_progress else None, log=log, change=change, cases=cases)
     except (C.ConfigError, RunError, BaselineError, CaseError) as e:  # a bad file: one line, exit status 2
         status = 2
         raise UsageError(f"dlgate run: {e}") from None

@@ -113,6 +113,8 @@ def _header(f: RunFolder) -> str:
     shard = m.get("shard")
     where = (f"shard {shard[0]} of {shard[1]}" if shard else
              f"merged from {len(m['merged_from'])} shard folders" if m.get("merged_from") else "the whole batch")
+    if m.get("cases"):
+        where += ", cases " + ", ".join(f"{a}-{b}" for a, b in m["cases"]) + " of the batch"
     opsets = m.get("opset_range")
     rows = [("seed", f"<code>{_e(m.get('root', '?'))}</code> (from {_e(m.get('root_source', '?'))})"),
             ("campaign", f"<code>{_e(m.get('campaign', '?'))}</code>, config {_e(m.get('config_source', '?'))}, "

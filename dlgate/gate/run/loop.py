@@ -33,7 +33,7 @@ from dlgate.gate.run.finish import finish
 from dlgate.gate.run.guidance import coverage_start, read_coverage_state, rewrite_coverage
 from dlgate.gate.run.lifecycle import DeviceLost, Interrupted, lost, preflight, stopped_by_signals
 from dlgate.gate.run.outdir import manifest_of, open_out, progress_of
-from dlgate.gate.run.plan import (Shard, case_key, check_config, generator, labels, only, opset_range,
+from dlgate.gate.run.plan import (CaseRange, Shard, case_key, check_config, generator, labels, only, opset_range,
                                   optional_labels, plan)
 from dlgate.gate.run.tir import TirMode, preflight_coverage
 from dlgate.gate.run.tir import aimed as tir_aimed
@@ -61,17 +61,18 @@ class _Opened:
 
 
 def run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | None = None, fresh: bool = False,
-        progress: bool | None = None, log=print, change=None) -> int:
+        progress: bool | None = None, log=print, change=None, cases: CaseRange | None = None) -> int:
     """The campaign, holding ``out``'s lock from start to end (a second run there is refused,
     exit status 2). SIGTERM or SIGINT kills the workers, keeps the journal (the case in
     flight is not recorded), writes the reports of the cases journaled so far marked as
     interrupted (never a pass) and ends the run with 143 or 130 and a line saying how to
     resume; a rerun of the same command resumes. ``change``: the pull request's
-    ``TargetSet`` (``dlgate.change``), aiming ``cfg.target_share`` of the batch at it."""
+    ``TargetSet`` (``dlgate.change``), aiming ``cfg.target_share`` of the batch at it.
+    ``cases``: run that slice of the batch alone (``plan.CaseRange``)."""
     opened = _Opened()
     with OutLock(out), stopped_by_signals():
         try:
-            return _run(cfg, root, root_source, out, shard, fresh, progress, log, opened, change)
+            return _run(cfg, root, root_source, out, shard, fresh, progress, log, opened, change, cases)
         except Interrupted as e:
             close_all()  # workers started outside a pool's `with` (preflight) too, and their logs
             _report_interrupted(cfg, out, opened, e, log)
@@ -94,7 +95,7 @@ def _report_interrupted(cfg: Campaign, out: str, opened: _Opened, stop: Interrup
 
 
 def _run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | None, fresh: bool,
-         progress: bool | None, log, opened: _Opened, change=None) -> int:
+         progress: bool | None, log, opened: _Opened, change=None, cases: CaseRange | None = None) -> int:
     try:
         every_s = heartbeat_seconds()  # a bad DLGATE_HEARTBEAT_S is said before any work
     except ValueError as e:
@@ -104,8 +105,8 @@ def _run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | No
     base = B.load(cfg.baseline)
     given_state = read_coverage_state(cfg)
     skipped: dict = {}  # corpus cases (or baseline repros) that cannot be loaded: reported, not run
-    items = plan(cfg, shard, base, skipped)
-    manifest = manifest_of(cfg, root, root_source, shard, len(items))
+    items = plan(cfg, shard, base, skipped, cases)
+    manifest = manifest_of(cfg, root, root_source, shard, len(items), cases)
     aims = ()
     if change is not None:
         manifest["change"] = dict(change.to_json(), target_share=cfg.target_share)
@@ -128,7 +129,7 @@ def _run(cfg: Campaign, root: str, root_source: str, out: str, shard: Shard | No
     todo = [it for it in items if case_key(it, cfg, root) not in journal.done]
     if journal.done:
         log(f"dlgate: resuming {out}: {len(items) - len(todo)} of {len(items)} cases already done")
-    where = f" shard {shard}" if shard else ""
+    where = (f" shard {shard}" if shard else "") + (f" cases {cases}" if cases else "")
     log(f"dlgate: campaign {cfg.campaign!r}{where}: {len(items)} cases (seed {root_source} {root[:12]}), "
         f"backends {', '.join(labels(cfg.backends))} vs {cfg.reference}")
     bar = Progress(len(todo), cfg.campaign, progress, every_s=every_s, budget_s=cfg.budget)

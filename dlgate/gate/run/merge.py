@@ -34,6 +34,9 @@ def merge(dirs: list, out: str, log=print) -> int:
         got = sorted(s[0] for s in shards)
         if got != list(range(1, next(iter(n)) + 1)):
             raise RunError(f"merge: expected shards 1..{next(iter(n))} exactly once, got {got}")
+        if len({str(m.get("cases")) for m in mans}) != 1:
+            raise RunError("merge: the shards of one split run the same --cases slice; these differ: "
+                           + ", ".join(f"{d}: {_slices(m)}" for d, m in zip(dirs, mans)))
     try:
         cfg = build(first["config"], first.get("config_source", "<merged>"))
     except ConfigError as e:
@@ -66,8 +69,11 @@ def _merge(dirs: list, mans: list, first: dict, cfg: Campaign, out: str, log) ->
     records.sort(key=D._order)
     if os.path.exists(os.path.join(dirs[0], C_START)):
         shutil.copyfile(os.path.join(dirs[0], C_START), os.path.join(out, C_START))
+    ranges = sorted({tuple(r) for m in mans for r in (m.get("cases") or ())})
+    whole = any(not m.get("cases") for m in mans)  # a whole batch holds every slice
     manifest = dict(first, shard=None, planned=sum(m.get("planned", 0) for m in mans),
-                    merged_from=[os.path.abspath(d) for d in dirs])
+                    merged_from=[os.path.abspath(d) for d in dirs],
+                    cases=None if whole or not ranges else [list(r) for r in ranges])
     manifest.pop("stopped_by_budget", None)
     if any(m.get("stopped_by_budget") for m in mans):
         manifest["stopped_by_budget"] = {"seconds": cfg.budget, "ran": len(records), "planned": manifest["planned"],
@@ -80,3 +86,8 @@ def _merge(dirs: list, mans: list, first: dict, cfg: Campaign, out: str, log) ->
         f.writelines(json_line(t) for t in timings)
     log(f"dlgate: merged {len(dirs)} folder(s), {len(records)} cases, into {out}")
     return finish(out, cfg, manifest, complete=True, log=log)
+
+
+def _slices(manifest: dict) -> str:
+    """The --cases ranges a run folder holds, as typed ("the whole batch" for none)."""
+    return ", ".join(f"{a}-{b}" for a, b in manifest.get("cases") or ()) or "the whole batch"

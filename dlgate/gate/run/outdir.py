@@ -20,10 +20,14 @@ OUT_FILES = (RESULTS, "timings.jsonl", MANIFEST, "junit.xml", "summary.md", "ver
 OUT_DIRS = ("cases", "repros", "report")  # report: dlgate report's plots
 
 
-def manifest_of(cfg: Campaign, root: str, root_source: str, shard: Shard | None, planned: int) -> dict:
+def manifest_of(cfg: Campaign, root: str, root_source: str, shard: Shard | None, planned: int,
+                cases=None) -> dict:
+    """``cases``: the run's ``CaseRange`` (``--cases``), kept as a list of [first, last] ranges
+    (a merge of slices keeps each of theirs)."""
     return {"dlgate": __version__, "generator": GENERATOR_VERSION, "root": root, "root_source": root_source,
             "campaign": cfg.campaign, "config": cfg.to_json(), "config_source": cfg.source,
             "fingerprint": cfg.fingerprint(), "shard": [shard.index, shard.count] if shard else None,
+            "cases": [cases.to_json()] if cases is not None else None,
             "planned": planned}
 
 
@@ -42,7 +46,7 @@ def open_out(out: str, manifest: dict, fresh: bool) -> dict:
     old = {}
     if os.path.exists(path):
         old = read_manifest(path)
-        for key in ("root", "fingerprint", "shard", "generator"):
+        for key in ("root", "fingerprint", "shard", "cases", "generator"):
             if old.get(key) != manifest.get(key):
                 raise RunError(f"{out} holds a different run ({key}: {old.get(key)!r}, now {manifest.get(key)!r}); "
                                "use another --out, or --fresh to discard it")

@@ -42,6 +42,45 @@ class Shard:
         return f"{self.index}/{self.count}"
 
 
+@dataclass(frozen=True)
+class CaseRange:
+    """``--cases A-B``: the fresh batch's cases A to B (inclusive) alone, without the corpus
+    and the baseline's repros. A case's model depends on the seed, the campaign and its
+    index only, so a slice runs exactly those cases of the whole campaign: a campaign can be
+    finished on another machine, a day at a time, or one stretch of it run again; slices
+    merge like shards (``dlgate merge``)."""
+    first: int
+    last: int
+
+    @staticmethod
+    def parse(text: str) -> "CaseRange":
+        a, sep, b = text.strip().partition("-")
+        try:
+            first, last = int(a), int(b if sep else a)
+        except ValueError:
+            raise RunError(f"--cases: expected A-B (e.g. 1000-1999) or one index, got {text!r}") from None
+        if not 0 <= first <= last:
+            raise RunError(f"--cases: need 0 <= A <= B, got {text!r}")
+        return CaseRange(first, last)
+
+    def holds(self, index: int) -> bool:
+        return self.first <= index <= self.last
+
+    def check(self, cfg: Campaign) -> None:
+        """Refuse a range the campaign cannot run as a slice (one clear line)."""
+        if tir_steps(cfg):
+            raise RunError(f"--cases: campaign {cfg.campaign!r} has TIR steps (tir_share), whose chains run "
+                           "whole; a slice holds graph cases only: set tir_share to 0 or run without --cases")
+        if self.last >= cfg.models:
+            raise RunError(f"--cases {self}: the batch has {cfg.models} cases (0-{cfg.models - 1})")
+
+    def to_json(self) -> list:
+        return [self.first, self.last]
+
+    def __str__(self) -> str:
+        return f"{self.first}-{self.last}"
+
+
 def _loadable(cases: list, skipped: dict | None) -> list:
     """The keys of ``cases`` ((key, case id, folder) triples) whose folder can be loaded (a
     readable meta.json and inputs.npz, a model that parses and is the one its meta.json
@@ -76,11 +115,17 @@ def _loadable_repros(base: B.Baseline, names: set, skipped: dict | None) -> list
                       for fp in base.repro_cases() if base.fingerprints[fp].get("backend") in names], skipped)
 
 
-def plan(cfg: Campaign, shard: Shard | None, base: B.Baseline | None = None, skipped: dict | None = None) -> list:
+def plan(cfg: Campaign, shard: Shard | None, base: B.Baseline | None = None, skipped: dict | None = None,
+         cases: CaseRange | None = None) -> list:
     """(kind, name or index) of every case this run (or shard) owns, in order: the corpus,
     the baseline entries' reduced repros of the backends under test, the fresh batch (its
     ``tir_share`` of TIR steps spread among its graph cases, :mod:`dlgate.gate.run.tir`).
-    Saved cases that cannot be loaded are left out (``skipped``: case id -> why)."""
+    Saved cases that cannot be loaded are left out (``skipped``: case id -> why). With
+    ``cases``, the batch's cases in that range alone (a shard owns its share of them)."""
+    if cases is not None:
+        cases.check(cfg)
+        graph = [("batch", i) for i in range(cases.first, cases.last + 1)]
+        return [it for k, it in enumerate(graph) if shard is None or shard.owns(it[1])]
     names = {backend_spec(b).name for b in cfg.backends}
     if cfg.relax_share and "tvm" in names:  # the direct Relax path's findings (backends.relax_pair)
         names.add("tvm-relax")
