@@ -35,6 +35,26 @@ class Segfault(Good):
         ctypes.string_at(0)  # reads address 0: SIGSEGV
 
 
+class SegfaultOn(OnnxRuntime):
+    """onnxruntime, dying of SIGSEGV running a model that holds the operator type option
+    ``on`` names: a crash tied to one operator, which reduces to it."""
+
+    name = "segfault-on"
+    option_names = OnnxRuntime.option_names + ("on",)
+
+    def compile(self, model):
+        import onnx
+
+        ops = {n.op_type for n in onnx.load_from_string(model.onnx).graph.node}
+        return self.options.get("on") in ops, super().compile(model)
+
+    def run(self, compiled, inputs):
+        crash, session = compiled
+        if crash:
+            ctypes.string_at(0)  # reads address 0: SIGSEGV
+        return super().run(session, inputs)
+
+
 class BusError(Good):
     """Reads a mapped page past the end of its file: SIGBUS."""
 

@@ -18,6 +18,7 @@ from dlgate.ops.base import TensorType
 from dlgate.ops.registry import all_specs
 from dlgate.oracle.compare import compare
 from dlgate.reduce.identity import identity
+from tests.helpers import seed_where_pinned
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -118,6 +119,86 @@ def test_an_errors_cause_is_its_cluster():
     err = {"type": "TVMError", "message": "unknown intrinsic tirx.asinh", "frames": ["codegen_llvm.cc:12"]}
     i = identity("compile_error", "tvm", err, reduce_op("ReduceMax", "float16"))
     assert i["cause"] == i["cluster"] and i["dtypes"] == ["float16"]
+
+
+def unary(op: str, dtype: str) -> Graph:
+    x, y = TensorType(dtype, (2, 3)), TensorType(dtype, (2, 3))
+    return Graph(tensors=[x, y], nodes=[Node(op, {}, [0], [1])], inputs=[0], consts=[], outputs=[1], opset=13)
+
+
+HANG = {"type": "Timeout", "message": "no answer within 120 s", "stage": "run", "frames": []}
+SEGV = {"type": "Crash", "message": "worker died: killed by SIGSEGV", "stage": "run", "frames": [], "signal": "SIGSEGV"}
+
+
+def test_hangs_and_segfaults_in_other_operators_are_other_clusters_and_causes():
+    """A timeout's (or a death by signal's) error holds the worker's fixed words alone: keyed
+    by them, every hang of a backend was one cluster, and a baseline knowing one knew every
+    other. Their reduced operators key them, as a wrong answer's do; one hang met in two
+    dtypes is two clusters of one cause."""
+    neg, neg16, ab = (identity("timeout", "tvm", HANG, unary(op, dt))
+                      for op, dt in (("Neg", "float32"), ("Neg", "float16"), ("Abs", "float32")))
+    assert len({neg["cluster"], neg16["cluster"], ab["cluster"]}) == 3
+    assert neg["cause"] == neg16["cause"] != ab["cause"]
+    assert neg["cluster_text"] == "timeout in Neg(float32)" and neg["cause_text"] == "timeout in Neg()"
+    # the same hang reduced the same way is one identity, whatever the timeout it was met with
+    again = identity("timeout", "tvm", dict(HANG, message="no answer within 30 s"), unary("Neg", "float32"))
+    assert (again["fingerprint"], again["cluster"], again["cause"]) == (neg["fingerprint"], neg["cluster"], neg["cause"])
+    segv = [identity("crash", "tvm", SEGV, unary(op, "float32")) for op in ("Neg", "Abs")]
+    assert segv[0]["cluster"] != segv[1]["cluster"] and segv[0]["cluster_text"] == "crash (SIGSEGV) in Neg(float32)"
+    abrt = identity("crash", "tvm", dict(SEGV, message="worker died: killed by SIGABRT", signal="SIGABRT"),
+                    unary("Neg", "float32"))
+    assert abrt["cluster"] != segv[0]["cluster"] and abrt["cause"] != segv[0]["cause"]
+    # a crash or error with the compiler's own words keeps its message's cluster across operators
+    said = dict(SEGV, frames=["tvm::relax::Normalize"])
+    assert identity("crash", "tvm", said, unary("Neg", "float32"))["cluster"] == \
+        identity("crash", "tvm", said, unary("Abs", "float32"))["cluster"]
+
+
+def test_a_baseline_knowing_one_hang_does_not_know_a_hang_in_other_operators():
+    """The novelty rule: a known hang stays known (its fingerprint), also met in another dtype
+    (its cause is not novelty's: a new cluster of it is new, as for a wrong answer); a hang
+    in other operators is new."""
+    known = identity("timeout", "tvm", HANG, unary("Neg", "float32"))
+    base = B.Baseline(fingerprints={known["fingerprint"]: {"backend": "tvm", "verdict": "timeout"}},
+                      clusters={known["cluster"]: {"backend": "tvm", "verdict": "timeout"}})
+
+    def cls(ident):
+        v = {"backend": "tvm[cpu]", "verdict": "timeout", "error": HANG, "identity": ident,
+             "signature": {"id": "same-for-every-hang"}, "confirm": {"runs": 1, "reproduced": True}}
+        return D.classify({"case": "00001-x", "kind": "batch", "index": 1, "verdicts": [v]}, v, base)
+    assert cls(identity("timeout", "tvm", HANG, unary("Neg", "float32"))) == D.KNOWN
+    assert cls(identity("timeout", "tvm", HANG, unary("Abs", "float32"))) == D.NEW
+
+
+def test_a_hang_in_other_operators_is_new_against_a_baseline_that_knows_one_hang(tmp_path, monkeypatch):
+    """End to end, baseline mode: a build that hangs on Neg, its hang put in the baseline; the
+    same campaign on it again is known (silent), and on a build that hangs on Abs instead
+    (the injected fault: a second hang) it is new and fails the check. Before hangs were
+    keyed by their reduced operators, the second hang was "known"."""
+    from dlgate.reduce import hang
+
+    monkeypatch.setattr(hang, "HANG_PROBE_S", 0.5)
+    monkeypatch.chdir(tmp_path)
+
+    def config(name, op):
+        doc = {"campaign": "hangs", "models": 1, "min_nodes": 2, "max_nodes": 2, "opset": 18,
+               "operators": ["Neg", "Abs"], "dtypes": ["float32"], "backends": [
+                   {"name": "tests.fake_backends:HangsOn", "options": {"hang": op}}],
+               "timeout_s": 1, "confirm_runs": 0, "crosscheck": False, "baseline": "baseline.json",
+               "findings_per_case": 1}
+        (tmp_path / name).write_text(yaml.safe_dump(doc))
+        return name
+    neg, ab = config("neg.yaml", "Neg"), config("abs.yaml", "Abs")
+    seed = seed_where_pinned(neg, lambda b: {"Neg", "Abs"} <= set(b[0].graph.op_names()), "h", "h1")
+    assert main(["run", "--config", neg, "--seed", seed, "--out", "first"]) == 1
+    first = json.load(open("first/verdict.json"))
+    assert [g["typed"] for g in first["new"]] == ["Neg(float32)"], first["new"]
+    assert main(["baseline", "update", "first", "--baseline", "baseline.json"]) == 0
+    assert main(["run", "--config", neg, "--seed", seed, "--out", "again"]) == 0
+    assert [g["typed"] for g in json.load(open("again/verdict.json"))["known"]] == ["Neg(float32)"]
+    assert main(["run", "--config", ab, "--seed", seed, "--out", "other"]) == 1
+    other = json.load(open("other/verdict.json"))
+    assert [g["typed"] for g in other["new"]] == ["Abs(float32)"] and not other["known"], other
 
 
 def test_a_run_reports_one_bug_in_sibling_operators_and_dtypes_as_one_cause(tmp_path, monkeypatch):

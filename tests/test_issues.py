@@ -17,6 +17,7 @@ import yaml
 
 from dlgate.cli import main
 from dlgate.gate import config as C
+from dlgate.gate.journal import read_records
 from dlgate.gate.run.publish import publish_issues
 from dlgate.github.client import GitHub
 from dlgate.github.issues import cluster_marker, findings, marker, publish, title
@@ -36,7 +37,7 @@ def run_dir(tmp_path_factory):
     cfg.write_text(yaml.safe_dump({
         "campaign": "iss", "models": 4, "max_nodes": 5, "opset": 18, "dtypes": ["float32"],
         "operators": ["Sigmoid", "Add", "Relu", "Mul", "Abs", "Neg", "Tanh"], "crosscheck": False,
-        "backends": [{"name": "tests.fake_backends:EnvBug"}, {"name": "tests.fake_backends:Segfault"}],
+        "backends": [{"name": "tests.fake_backends:EnvBug"}, {"name": "tests.fake_backends:SegfaultOn", "options": {"on": "Tanh"}}],
         "timeout_s": 20, "reduce_seconds": 30,
         "findings_per_case": 1}))  # EnvBug is wrong everywhere: one finding a case keeps under the cap
     old = os.environ.get("FAKE_BUG")
@@ -116,11 +117,13 @@ def _results_with_issues(run_dir: str, tmp_path, **issues) -> str:
 def test_one_issue_per_cluster_then_one_comment_per_repeat_run(run_dir):
     found = findings(run_dir)
     # EnvBug is wrong on every operator, so its cases reduce to one operator each: one
-    # fingerprint (and cluster) per operator; the crash's four cases share one cause
-    kinds = {(f.doc["verdict"], f.doc["pattern"] if f.doc["verdict"] == "mismatch" else "") for f in found}
+    # fingerprint (and cluster) per operator; the crash (on Tanh) in every case holding it is one cause
+    kinds = {(f.doc["verdict"], f.doc["pattern"]) for f in found}
     assert len(found) == len(kinds) >= 2
     crash = [f for f in found if f.doc["verdict"] == "crash"]
-    assert len(crash) == 1 and crash[0].cases == 4
+    crashed = [r for r in read_records(os.path.join(run_dir, "results.jsonl"))
+               if any(v["verdict"] == "crash" for v in r["verdicts"])]
+    assert len(crash) == 1 and crash[0].doc["pattern"] == "Tanh" and crash[0].cases == len(crashed) >= 2
     private, public = _split(found)
     assert private == crash and len(public) >= 1  # the SIGSEGV is reported privately, the rest in public
     n = len(public)

@@ -492,11 +492,11 @@ def _report_privately(f: Finding, client, run: dict, stats: dict, max_issues: in
                                   f"cannot tell whether it reported this already ({e})", stats, log)
     if existing is not None:
         stats["unchanged"] += 1
-        log(f"dlgate: {f.cause}: {what}: reported privately already: {existing.get('ghsa_id', '')}")
+        log(f"dlgate: {f.cluster}: {what}: reported privately already: {existing.get('ghsa_id', '')}")
         return None
     if stats["opened"] + stats["reported"] >= max_issues:
         stats["over_cap"] += 1
-        log(f"dlgate: {f.cause}: {what}: not reported (cap of {max_issues} new issues and reports per run)")
+        log(f"dlgate: {f.cluster}: {what}: not reported (cap of {max_issues} new issues and reports per run)")
         return None
     try:
         adv, created = client.report_once(mark, title(f), body(f, run, private_note(f)), [f.memory_safety["cwe"]])
@@ -505,14 +505,14 @@ def _report_privately(f: Finding, client, run: dict, stats: dict, max_issues: in
             raise
         return _withhold(f, what, f"{client.repo} takes no private vulnerability reports ({e})", stats, log)
     stats["reported" if created else "unchanged"] += 1
-    log(f"dlgate: {f.cause}: {what}: {'reported privately' if created else 'reported privately already'}, "
+    log(f"dlgate: {f.cluster}: {what}: {'reported privately' if created else 'reported privately already'}, "
         f"not as a public issue: {adv.get('ghsa_id', '')} {adv.get('html_url', '')}")
     return None
 
 
 def _withhold(f: Finding, what: str, why: str, stats: dict, log) -> str:
     stats["withheld"] += 1
-    log(f"dlgate: {f.cause}: {what}: not filed: dlgate opens no public issue for it, and {why}; enable "
+    log(f"dlgate: {f.cluster}: {what}: not filed: dlgate opens no public issue for it, and {why}; enable "
         "private vulnerability reporting on the repository, or report it to its maintainers privately "
         f"from the run's artifact {os.path.join('repros', os.path.basename(f.repro))}")
     return why

@@ -11,7 +11,11 @@ corpus, issues) uses these two, never the operator set of an unreduced model:
 * **cluster**: fingerprints that share one cause whatever the operator: for errors and
   crashes the backend, class, message template (operator names, intrinsics and dtypes
   masked) and innermost frames; a wrong answer carries no message, so its cluster is its
-  fingerprint.
+  fingerprint. A timeout, a memory cap or a death by signal (:func:`wordless`) carries only
+  the worker's own fixed words, the same for every hang or segfault of a backend, so its
+  cluster is likewise its reduced operators' (backend, class, signal, typed pattern): two
+  hangs in other operators are two clusters, and a baseline that knows one does not
+  know the other.
 * **cause**: what the report counts and gives one row: for errors and crashes the cluster,
   with a frame named after the operator the message names masked
   (:func:`dlgate.oracle.signature.cause`: twin checks in ``InferTypeQuantize`` and
@@ -24,7 +28,8 @@ corpus, issues) uses these two, never the operator set of an unreduced model:
   sibling operators (ReduceMax and ReduceMin wrong alike) is one cause listing them all,
   while another wrong-value pattern or other operators stay another cause. An error that an
   earlier operator's wrong dtype or shape made (:func:`upstream_cause`) takes that wrong
-  answer's cause. Novelty is never decided on it: the baseline and "known" keep
+  answer's cause. A wordless failure's cause is its class and signal with the operators up
+  to dtype and siblings (one hang met in two dtypes is one row). Novelty is never decided on it: the baseline and "known" keep
   fingerprints and clusters.
 """
 from __future__ import annotations
@@ -39,6 +44,18 @@ from dlgate.oracle import verdict as V
 
 def _hash(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+#: Error types the worker writes itself for a compiler that said nothing: no answer within the
+#: timeout, resident memory over the cap, the process dead of a signal (``dlgate.exec.worker``).
+_WORKER_WORDS = ("Timeout", "OutOfMemory", "Crash")
+
+
+def wordless(error: dict | None) -> bool:
+    """Whether a failure's error holds none of the compiler's words or frames, only the
+    worker's fixed ones: then its message tells one hang (or segfault) from another no more
+    than a wrong answer's absent message does."""
+    return bool(error) and error.get("type") in _WORKER_WORDS and not error.get("frames")
 
 
 def pattern(graph: Graph) -> str:
@@ -143,10 +160,18 @@ def identity(verdict: str, backend_name: str, error: dict | None, graph: Graph, 
         sig = S.signature(verdict, backend_name, error)
         text = f"error :: {sig['text']} :: {typed}"
         fp = _hash(text)
-        c = S.cluster(verdict, backend_name, error)
-        cl, cl_text = c["id"], (c["text"] if error else f"{verdict} in {typed}")
+        if wordless(error):  # the reduced operators tell one hang (or segfault) from another
+            what = verdict + (f" ({error['signal']})" if error.get("signal") else "")
+            cl, cl_text = _hash(" :: ".join(("wordless", backend_name, what, typed))), f"{what} in {typed}"
+        else:
+            c = S.cluster(verdict, backend_name, error)
+            cl, cl_text = c["id"], (c["text"] if error else f"{verdict} in {typed}")
     cause, cause_text = cl, cl_text
-    if verdict not in V.VALUE_CLASSES and error:  # twin checks named after their operator: one row
+    if wordless(error):  # one hang met in other dtypes or sibling operators: one row
+        kin = kin_pattern(graph, matter)
+        cause = _hash(" :: ".join(("cause", backend_name, what, kin)))
+        cause_text = f"{what} in {kin}"
+    elif verdict not in V.VALUE_CLASSES and error:  # twin checks named after their operator: one row
         c = S.cause(verdict, backend_name, error)
         cause, cause_text = c["id"], c["text"]
     if verdict in V.VALUE_CLASSES:  # ``comparison``: the reduced case's, for its wrong-value pattern
