@@ -98,6 +98,14 @@ class Hang(Good):
         time.sleep(3600)
 
 
+class HangingModuleText(Hang):
+    """In place of TVM's module printer (``dlgate.reduce.tvmscript.MODULE_TEXT``): never
+    answers, as when TVM's importer hangs on the model."""
+
+    name = "hanging-module-text"
+    option_names = ("path", "plain")
+
+
 class Spins(Good):
     """Computes for option ``cpu_s`` seconds of its own CPU time (default: for ever, a hang that
     spins), then answers as Good."""

@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -391,6 +392,30 @@ def test_a_correct_compiler_gets_no_pass_list_and_no_script(tmp_path):
     assert sequence(BackendSpec("onnxruntime")) is None
     assert sequence(BackendSpec("tvm", "cuda")) is None
     assert tvm_repro(None, cfg, str(tmp_path), p, BackendSpec("onnxruntime"), fake, ref) is None
+
+
+def test_a_hang_whose_module_does_not_print_is_given_up_within_the_print_limit(tmp_path, monkeypatch):
+    """A hang in TVM's importer leaves no module to print: its TVMScript repro is given up
+    once printing takes HANG_PRINT_S, not the campaign's whole timeout, and says why; the
+    pool's own limits are as they were."""
+    from dlgate.reduce import tvmscript
+
+    monkeypatch.setattr(tvmscript, "MODULE_TEXT", "tests.fake_backends:HangingModuleText")
+    monkeypatch.setattr(tvmscript, "HANG_PRINT_S", 1.0)
+    p = _symbolic_case()
+    spec = BackendSpec("tvm")
+    cfg = CheckConfig([spec], timeout_s=120, crosscheck=False)
+    hang = {"backend": "tvm[cpu]", "verdict": V.TIMEOUT,
+            "error": {"type": "Timeout", "message": "no answer within 120 s", "frames": []}}
+    with Pool(timeout_s=120) as pool:
+        t0 = time.monotonic()
+        got = write_tvmscript(pool, cfg, str(tmp_path), p, spec, hang, [], "an importer hang")
+        took = time.monotonic() - t0
+        assert pool.job_limit is None and pool.timeout_s == 120
+    assert got["not_written"].startswith("TVM could not build the module, before any pass (Timeout: no answer "
+                                         "within 1 s)"), got
+    assert took < 60, took
+    assert not os.path.exists(tmp_path / SCRIPT)
 
 
 def test_a_campaign_writes_the_tvmscript_repro_beside_the_onnx_one(tmp_path):

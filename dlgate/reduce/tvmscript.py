@@ -30,6 +30,7 @@ from dlgate.backends.tvm_module_text import PRINTING
 from dlgate.backends.tvm_relax import TVMRelax
 from dlgate.invalid.relax import TVMRelaxInvalid
 from dlgate.check import CheckConfig, Prepared
+from dlgate.oracle import verdict as V
 from dlgate.oracle.compare import DEFAULT_TOLERANCES
 from dlgate.reduce import inline as IN
 from dlgate.reduce.passes import PassReduction, describe, discard, reduce_passes, sequence, with_passes
@@ -41,6 +42,11 @@ SCRIPT = "repro_tvmscript.py"
 DATA = "tvmscript.npz"
 #: The worker that prints a module (:class:`dlgate.backends.tvm_module_text.ModuleText`).
 MODULE_TEXT = "dlgate.backends.tvm_module_text:ModuleText"
+#: Seconds a hang's module may take to print. TVM prints a reduced case's module in a second
+#: or two; a hang's that takes longer hangs in the importer, where there is no module to write
+#: as TVMScript. With the campaign's whole timeout (120 s in the weekly one) each importer
+#: hang spent two more minutes learning that, a third of its reduction.
+HANG_PRINT_S = 30.0
 
 
 class NoScript(Exception):
@@ -95,10 +101,15 @@ def write_tvmscript(pool, cfg: CheckConfig, d: str, case: Prepared, spec: Backen
         return {"not_written": "the failure shows only at a further binding of the symbolic shapes"}
     if sequence(spec) is None:
         return {"not_written": "no pass list: not TVM on the CPU, or a pass given as a Python object"}
-    try:  # first: a module that cannot be built (an importer crash) has no pass list to reduce
+    limit = pool.job_limit
+    if verdict.get("verdict") == V.TIMEOUT:
+        pool.job_limit = HANG_PRINT_S if limit is None else min(limit, HANG_PRINT_S)
+    try:  # first: a module that cannot be built (an importer crash or hang) has no pass list to reduce
         text, order, consts = module_text(pool, spec, case)
     except NoScript as e:
         return {"not_written": str(e)}
+    finally:
+        pool.job_limit = limit
     red = reduce_passes(pool, cfg, Target.of(spec, verdict), case, reference, max_seconds=max_seconds,
                         max_probes=max_probes, shape=verdict.get("shape"))
     if red is None:
