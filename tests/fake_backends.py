@@ -564,6 +564,21 @@ class HangsOn(EnvBug):
         return super().compile(model)
 
 
+class HangsOnLevels(HangsOn):
+    """:class:`HangsOn` with two optimization levels: at ``default`` it hangs on the operators
+    option ``hang`` names, at ``zero`` on those ``hang_zero`` names (the same when not given):
+    one hang met at both levels of a backend, or one hang at each level."""
+
+    name = "hangson-levels"
+    option_names = HangsOn.option_names + ("hang_zero",)
+    opt_levels = ("zero", "default")
+
+    def compile(self, model):
+        if self.opt_level == "zero" and self.options.get("hang_zero"):
+            self.options = dict(self.options, hang=self.options["hang_zero"])
+        return super().compile(model)
+
+
 class FirstShape(Backend):
     """onnxruntime that specializes the model on the shapes of its first run (an injected
     dynamic-shape bug): later runs at other shapes get the first run's outputs, resized."""

@@ -4,15 +4,19 @@ from __future__ import annotations
 import json
 import os
 
+import pytest
+import yaml
+
 from dlgate.backends.base import BackendSpec
 from dlgate.case import make_case
 from dlgate.check import CheckConfig, check, load_bundle, prepare, save_bundle
 from dlgate.cli import main
 from dlgate.exec.worker import Pool
+from dlgate.gate.journal import read_records
 from dlgate.graph.generator import GenConfig, Generator
 from dlgate.reduce.candidates import cut, intermediates
 from dlgate.reduce.reducer import Reducer, Target
-from tests.helpers import draw_cases
+from tests.helpers import draw_cases, seed_where_pinned
 
 BROKEN = BackendSpec("tvm", options=(("extra_passes", ("dlgate.backends.testing:sigmoid_to_tanh",)),))
 
@@ -231,6 +235,38 @@ def test_a_hang_is_reduced_with_short_probes_and_confirmed_with_the_full_timeout
     assert res.verdict.verdict == "timeout" and res.verdict.error["message"] == "no answer within 4 s", res.verdict
     assert res.log[-1] == "hang: probed with a 0.5 s timeout; the reduced case gives no answer within the full 4 s either"
     assert res.seconds >= 4  # the confirmation's full timeout counts in the reduction's time
+
+
+@pytest.mark.parametrize("zero, reused", [("Abs,Neg", True), ("Relu", False)])
+def test_a_hang_reduced_at_one_level_stands_for_the_same_case_at_another_once_it_hangs_there(
+        tmp_path, monkeypatch, zero, reused):
+    """A case hanging on Abs and Neg together at both levels of a backend (``tvm`` and
+    ``tvm@zero`` in TVM's importer): the default level's hang is reduced, and the zero level's
+    reuses that reduction after one run of the reduced case there, which hangs too. Where the
+    zero level hangs on Relu instead (another hang), the reduced case answers there, so that
+    level's hang is reduced itself: two causes."""
+    from dlgate.reduce import hang
+
+    monkeypatch.setattr(hang, "HANG_PROBE_S", 0.3)
+    monkeypatch.chdir(tmp_path)
+    be = "tests.fake_backends:HangsOnLevels"
+    opts = {"hang": "Abs,Neg", "hang_zero": zero}
+    doc = {"campaign": "levels", "models": 1, "min_nodes": 3, "max_nodes": 3, "opset": 18,
+           "operators": ["Neg", "Abs", "Relu"], "dtypes": ["float32"], "crosscheck": False,
+           "backends": [{"name": be, "options": opts}, {"name": be, "opt_level": "zero", "options": opts}],
+           "timeout_s": 1, "confirm_runs": 0, "findings_per_case": 1}
+    (tmp_path / "c.yaml").write_text(yaml.safe_dump(doc))
+    seed = seed_where_pinned("c.yaml", lambda b: {"Neg", "Abs", "Relu"} == set(b[0].graph.op_names()), "lv", "lv1")
+    assert main(["run", "--config", "c.yaml", "--seed", seed, "--out", "o"]) == 1
+    (rec,) = read_records("o/results.jsonl")
+    default, at_zero = rec["verdicts"]
+    assert (default["verdict"], at_zero["verdict"]) == ("timeout", "timeout")
+    assert sorted(default["identity"]["pattern"].split(">")) == ["Abs", "Neg"], default["identity"]
+    assert ("reused" in at_zero["identity"]["reduction"]) is reused, at_zero["identity"]
+    if reused:
+        assert at_zero["identity"]["cluster"] == default["identity"]["cluster"]
+    else:
+        assert at_zero["identity"]["pattern"] == "Relu" and at_zero["identity"]["cluster"] != default["identity"]["cluster"]
 
 
 def test_a_case_slow_but_not_hung_once_reduced_leaves_the_original_standing(monkeypatch):

@@ -18,6 +18,8 @@ import re
 from dataclasses import dataclass, field
 
 from dlgate.backends.base import Model
+from dlgate.exec.outcome import TIMEOUT
+from dlgate.gate.progress import ACTIVITY
 from dlgate.check import CaseError, judge_backend, load_bundle
 from dlgate.gate.decide import findings
 from dlgate.ops.registry import get
@@ -66,6 +68,19 @@ def reduction_key(v: dict, any_level: bool = False) -> str | None:
     parts = [label, v["verdict"], S.cluster(v["verdict"], name, v["error"])["id"],
              S.share_key(v["verdict"], name, v["error"])]
     return hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:16]
+
+
+def hang_key(v: dict, case_id: str) -> str | None:
+    """The key a timeout's reduction is kept under: the backend without its optimization
+    level, and the case. A hang says nothing of where it is, so its reduction stands for no
+    other case's; it stands for the same case's hang at the backend's other levels (``tvm``
+    and ``tvm@zero`` hang alike in TVM's importer) once its reduced case gives no answer at
+    that level too (:meth:`Reductions.reuse_hang`). None for any other failure, and for one
+    at a further binding of a dynamic case."""
+    if v["verdict"] != V.TIMEOUT or v.get("shape"):
+        return None
+    name = v["backend"].split("@", 1)[0]
+    return hashlib.sha256(json.dumps(["hang", name, case_id]).encode()).hexdigest()[:16]
 
 
 def lookup_key(reductions, v: dict) -> str | None:
@@ -287,6 +302,25 @@ class Reductions:
             + (f": {ident['repro']}" if ident.get("repro") else ""))
         return Reused(reduced, v, kept, src, bool(first.get("hit_limit")))
 
+
+    def reuse_hang(self, key: str, case, v: dict, pool, spec, log=print) -> "Reused | None":
+        """Identify timeout ``v`` (on ``case``, at one level of a backend) by the reduction of
+        the same case's hang at another level (:func:`hang_key`), once that reduced case,
+        run at this level with the full timeout, gives no answer either: one run instead
+        of a reduction. None when there is none, or when it answers here (this level hangs
+        elsewhere: the case is reduced itself)."""
+        for first in self._entries(key, False):
+            reduced = self.reduced_case(first)
+            if reduced is None:
+                continue
+            ACTIVITY.begin(f"running the hang reduced at another level ({first.get('typed') or '?'}) on "
+                           f"{spec.label()}")
+            got = pool.execute(spec, Model(reduced.model, reduced.graph), reduced.inputs)
+            if got.status == TIMEOUT:
+                return self.reuse(key, case, v, log)
+            log(f"dlgate: {case.id}: the hang reduced at another level ({first.get('typed') or '?'}) "
+                f"answers on {spec.label()} ({got.status}): reduced here too")
+        return None
 
     def reuse_wrong(self, key: str, case, v: dict, pool, ccfg, spec, log=print,
                     only_new: bool = False) -> "Reused | None":

@@ -79,7 +79,7 @@ from dlgate.backends.base import Model
 from dlgate.check import judge_backend
 from dlgate.gate.cone import on_cone
 from dlgate.gate.progress import ACTIVITY
-from dlgate.gate.reuse import CUT_REUSED_CLASSES, Reductions, Reused, lookup_key, reduction_key
+from dlgate.gate.reuse import CUT_REUSED_CLASSES, Reductions, Reused, hang_key, lookup_key, reduction_key
 from dlgate.ops.registry import get
 from dlgate.oracle import memsafety as MS
 from dlgate.oracle import signature as S
@@ -239,6 +239,12 @@ def identify(pool, case, ccfg, spec, ref_out: list, v: dict, out: str, campaign:
     (a wrong answer's, before its confirmation): a fresh reduction is still recorded."""
     key = reduction_key(v) if reductions is not None else None
     found = lookup_key(reductions, v) if key is not None else None
+    hang = hang_key(v, case.id) if reductions is not None else None
+    if hang is not None:  # the same case's hang, reduced at another level of the backend
+        key = hang
+        got = reductions.reuse_hang(hang, case, v, pool, spec, log) if hang in reductions else None
+        if got is not None:
+            return got
     if found is not None and not tried:
         if v["verdict"] in V.VALUE_CLASSES:
             got = reductions.reuse_wrong(found, case, v, pool, ccfg, spec, log)
