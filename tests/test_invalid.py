@@ -329,6 +329,27 @@ def test_catch_a_crash_on_an_invalid_dtype_and_an_accepting_compiler_and_nothing
         assert wrong  # the misconverted Relu is a wrong answer, never an invalid-model finding
 
 
+def test_a_hang_the_valid_model_shares_is_not_an_invalid_model_finding():
+    """A compiler that hangs on any model holding Relu, before it looks at anything else (as
+    TVM's importer hangs on a SplitToSequence pair converted before a broken node): on an
+    invalid case whose valid model holds Relu, the valid model hangs too, so the case cannot
+    judge the broken rule: ``invalid`` (not judged), not ``invalid_timeout``. On one without
+    Relu it compiles as onnxruntime and rejects the model cleanly. (That a crash only the
+    invalid model causes stays a finding is the test above.)"""
+    spec = BackendSpec("tests.fake_backends:HangsOn", options=(("hang", "Relu"),))
+    cfg = CheckConfig([spec])
+    with Pool(2, 4096) as pool:
+        (_c, p), = _invalid("dtype", 1, "inv-hang", where=lambda c: "Relu" in c.graph.op_names())
+        (v,) = IO.check_invalid(pool, p, cfg)["verdicts"]
+        assert v["verdict"] == V.INVALID, v
+        assert v["detail"].startswith("not judged: the valid model this case was made from gives no answer too")
+        assert "dtype at" in v["detail"]
+        (_c, p), = _invalid("dtype", 1, "inv-hang", where=lambda c: "Relu" not in c.graph.op_names())
+        (v,) = IO.check_invalid(pool, p, cfg)["verdicts"]
+        assert v["verdict"] == V.PASS and v["detail"].startswith("rejected cleanly"), v
+    assert IO.valid_model(p) == make_case(GEN, "inv-hang", "t", p.meta["index"]).model_bytes  # the very bytes
+
+
 def test_onnxruntime_rejects_a_batch_of_invalid_models_cleanly():
     cfg = CheckConfig([BackendSpec("onnxruntime"), BackendSpec("onnxruntime", opt_level="disable")])
     with Pool(60, 4096) as pool:

@@ -4,7 +4,12 @@ ONNX's checker rejects for a known reason (``meta["invalid"]``).
 - It raised at load, compile or run time (``compile_error``, ``run_error``, a refusal):
   a clean rejection, ``pass``.
 - It died by a signal, hung, or ran out of memory: ``invalid_crash``, ``invalid_timeout``,
-  ``invalid_oom``. Whatever the input, a compiler must not do that.
+  ``invalid_oom``. Whatever the input, a compiler must not do that. Unless the valid model
+  the case was made from dies the same way (the same status and signal): then the compiler
+  fails before it meets the broken rule (TVM's importer converts in node order, and a hang
+  at the second node comes before a broken sixth), the case cannot judge how it handles
+  invalid input, and the verdict is ``invalid`` (not judged), the failure being the valid
+  batch's to find (:func:`not_the_rule`).
 - It accepted the model and ran it to completion: ``invalid_accepted``, unless the backend
   is documented to tolerate that rule (:data:`TOLERATED`: TVM's importer, which checks a
   model and only warns by design, and casts through dtypes), then ``pass`` with the
@@ -27,10 +32,12 @@ from dlgate.backends.base import Model
 from dlgate.backends.registry import load
 from dlgate.exec import worker as W
 from dlgate.graph.ir import random_values
+from dlgate.materialize.onnx_model import to_onnx
 from dlgate.invalid import repro
 from dlgate.oracle import memsafety as MS
 from dlgate.oracle import signature as S
 from dlgate.oracle import verdict as V
+from dlgate.seeds import sub_seed
 
 #: The invalid-model finding classes (also in :data:`dlgate.oracle.verdict.FAILURES`).
 INVALID_CRASH, INVALID_TIMEOUT, INVALID_OOM, INVALID_ACCEPTED = V.INVALID_FINDINGS
@@ -104,6 +111,31 @@ def judge(backend_name: str, label: str, outcome, info: dict) -> V.Verdict:
     return V.Verdict(label, kind, f"on an invalid model ({where}): {said}"[:2000], sig, error=err, **times)
 
 
+def valid_model(case) -> bytes:
+    """The valid ONNX model an ONNX-level invalid case was made from: its graph is the valid
+    one (the rule is broken in the model bytes only), written as the generator writes it."""
+    m = case.meta
+    return to_onnx(case.graph, sub_seed(m.get("seed") or 0, "onnx"),
+                   doc=f"dlgate case {m.get('root')}/{m.get('campaign')}/{m.get('index')}").SerializeToString()
+
+
+def not_the_rule(pool, spec, case, out, v: V.Verdict) -> V.Verdict:
+    """``v``, a hang, crash or memory blow-up on invalid ``case`` (worker outcome ``out``),
+    unless the valid model it was made from, run the same way, dies the same way (status and
+    signal): then the broken rule is not what the compiler failed on, and the verdict is
+    ``invalid`` (not judged), saying so."""
+    got = pool.execute(spec, Model(valid_model(case), case.graph), case.inputs)
+    if got.status != out.status or (got.error or {}).get("signal") != (out.error or {}).get("signal"):
+        return v
+    what = {W.TIMEOUT: "gives no answer", W.OOM: "runs out of memory"}.get(out.status, "dies")
+    sig = (out.error or {}).get("signal")
+    info = case.meta["invalid"]
+    return V.Verdict(v.backend, V.INVALID, f"not judged: the valid model this case was made from {what}"
+                     f"{f' ({sig})' if sig else ''} too, so the compiler fails before it meets the broken rule "
+                     f"({info['rule']} at {info['op_type']}); that failure is the valid batch's to find",
+                     compile_s=v.compile_s, run_s=v.run_s, wall_s=v.wall_s, versions=v.versions)
+
+
 def inputs(graph, seed: int) -> list:
     """Inputs for an invalid model: plain random values of the valid graph's input types
     (no rule changes a graph input). No numeric validity is needed: nothing is compared."""
@@ -133,7 +165,10 @@ def check_invalid(pool, case, cfg) -> dict:
                                                 "model: an invalid ONNX model cannot reach it").to_json())
             continue
         out = pool.execute(spec, Model(case.model, case.graph), case.inputs)
-        record["verdicts"].append(judge(spec.name, spec.label(), out, info).to_json())
+        v = judge(spec.name, spec.label(), out, info)
+        if v.verdict in _DIED.values() and not relax_level:
+            v = not_the_rule(pool, spec, case, out, v)
+        record["verdicts"].append(v.to_json())
     return record
 
 
