@@ -66,11 +66,17 @@ class Case:
         return d
 
 
+def model_bytes(graph: Graph, seed: int, root: str, campaign: str, index) -> bytes:
+    """The ONNX model of case ``index``'s ``graph``, as the batch writes it (its spelling drawn
+    from the case's seed): the generated model, or the valid one an invalid case was made from."""
+    return to_onnx(graph, sub_seed(seed, "onnx"), doc=f"dlgate case {root}/{campaign}/{index}").SerializeToString()
+
+
 def make_case(gen: Generator, root: str, campaign: str, index: int) -> Case:
     seed = case_seed(root, campaign, index)
     graph = gen.generate(seed)
-    model = to_onnx(graph, sub_seed(seed, "onnx"), doc=f"dlgate case {root}/{campaign}/{index}")
-    return Case(case_id(root, campaign, index), root, campaign, index, seed, graph, model.SerializeToString())
+    return Case(case_id(root, campaign, index), root, campaign, index, seed, graph,
+                model_bytes(graph, seed, root, campaign, index))
 
 
 class GuidedBatch:

@@ -18,10 +18,10 @@ import re
 from dataclasses import dataclass, field
 
 from dlgate.backends.base import Model
-from dlgate.exec.outcome import TIMEOUT
-from dlgate.gate.progress import ACTIVITY
 from dlgate.check import CaseError, judge_backend, load_bundle
+from dlgate.exec.outcome import TIMEOUT
 from dlgate.gate.decide import findings
+from dlgate.gate.progress import ACTIVITY
 from dlgate.ops.registry import get
 from dlgate.oracle import memsafety as MS
 from dlgate.oracle import signature as S

@@ -30,14 +30,13 @@ import numpy as np
 
 from dlgate.backends.base import Model
 from dlgate.backends.registry import load
+from dlgate.case import model_bytes
 from dlgate.exec import worker as W
 from dlgate.graph.ir import random_values
-from dlgate.materialize.onnx_model import to_onnx
 from dlgate.invalid import repro
 from dlgate.oracle import memsafety as MS
 from dlgate.oracle import signature as S
 from dlgate.oracle import verdict as V
-from dlgate.seeds import sub_seed
 
 #: The invalid-model finding classes (also in :data:`dlgate.oracle.verdict.FAILURES`).
 INVALID_CRASH, INVALID_TIMEOUT, INVALID_OOM, INVALID_ACCEPTED = V.INVALID_FINDINGS
@@ -115,8 +114,7 @@ def valid_model(case) -> bytes:
     """The valid ONNX model an ONNX-level invalid case was made from: its graph is the valid
     one (the rule is broken in the model bytes only), written as the generator writes it."""
     m = case.meta
-    return to_onnx(case.graph, sub_seed(m.get("seed") or 0, "onnx"),
-                   doc=f"dlgate case {m.get('root')}/{m.get('campaign')}/{m.get('index')}").SerializeToString()
+    return model_bytes(case.graph, m.get("seed") or 0, m.get("root"), m.get("campaign"), m.get("index"))
 
 
 def not_the_rule(pool, spec, case, out, v: V.Verdict) -> V.Verdict:

@@ -29,8 +29,8 @@ corpus, issues) uses these two, never the operator set of an unreduced model:
   while another wrong-value pattern or other operators stay another cause. An error that an
   earlier operator's wrong dtype or shape made (:func:`upstream_cause`) takes that wrong
   answer's cause. A wordless failure's cause is its class and signal with the operators up
-  to dtype and siblings (one hang met in two dtypes is one row). Novelty is never decided on it: the baseline and "known" keep
-  fingerprints and clusters.
+  to dtype and siblings (one hang met in two dtypes is one row). Novelty is never decided
+  on it: the baseline and "known" keep fingerprints and clusters.
 """
 from __future__ import annotations
 
@@ -56,6 +56,14 @@ def wordless(error: dict | None) -> bool:
     worker's fixed ones: then its message tells one hang (or segfault) from another no more
     than a wrong answer's absent message does."""
     return bool(error) and error.get("type") in _WORKER_WORDS and not error.get("frames")
+
+
+def _wordless_class(verdict: str, error: dict | None) -> str | None:
+    """A wordless failure's class as its cluster and cause name it (``crash (SIGSEGV)``,
+    ``timeout``); None for any other failure."""
+    if not wordless(error):
+        return None
+    return verdict + (f" ({error['signal']})" if error.get("signal") else "")
 
 
 def pattern(graph: Graph) -> str:
@@ -152,6 +160,7 @@ def identity(verdict: str, backend_name: str, error: dict | None, graph: Graph, 
     readable key: the message template, or the typed pattern of a wrong answer;
     ``cause_text`` the cause's; ``dtypes`` the reduced operators' input dtypes."""
     typed = typed_pattern(graph, matter)
+    what = _wordless_class(verdict, error)
     if verdict in V.VALUE_CLASSES:
         text = " :: ".join(("value", backend_name, verdict, typed))
         fp = cl = _hash(text)
@@ -160,14 +169,13 @@ def identity(verdict: str, backend_name: str, error: dict | None, graph: Graph, 
         sig = S.signature(verdict, backend_name, error)
         text = f"error :: {sig['text']} :: {typed}"
         fp = _hash(text)
-        if wordless(error):  # the reduced operators tell one hang (or segfault) from another
-            what = verdict + (f" ({error['signal']})" if error.get("signal") else "")
+        if what is not None:  # the reduced operators tell one hang (or segfault) from another
             cl, cl_text = _hash(" :: ".join(("wordless", backend_name, what, typed))), f"{what} in {typed}"
         else:
             c = S.cluster(verdict, backend_name, error)
             cl, cl_text = c["id"], (c["text"] if error else f"{verdict} in {typed}")
     cause, cause_text = cl, cl_text
-    if wordless(error):  # one hang met in other dtypes or sibling operators: one row
+    if what is not None:  # one hang met in other dtypes or sibling operators: one row
         kin = kin_pattern(graph, matter)
         cause = _hash(" :: ".join(("cause", backend_name, what, kin)))
         cause_text = f"{what} in {kin}"

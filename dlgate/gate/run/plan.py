@@ -63,9 +63,6 @@ class CaseRange:
             raise RunError(f"--cases: need 0 <= A <= B, got {text!r}")
         return CaseRange(first, last)
 
-    def holds(self, index: int) -> bool:
-        return self.first <= index <= self.last
-
     def check(self, cfg: Campaign) -> None:
         """Refuse a range the campaign cannot run as a slice (one clear line)."""
         if tir_steps(cfg):
@@ -124,8 +121,7 @@ def plan(cfg: Campaign, shard: Shard | None, base: B.Baseline | None = None, ski
     ``cases``, the batch's cases in that range alone (a shard owns its share of them)."""
     if cases is not None:
         cases.check(cfg)
-        graph = [("batch", i) for i in range(cases.first, cases.last + 1)]
-        return [it for k, it in enumerate(graph) if shard is None or shard.owns(it[1])]
+        return [("batch", i) for i in range(cases.first, cases.last + 1) if shard is None or shard.owns(i)]
     names = {backend_spec(b).name for b in cfg.backends}
     if cfg.relax_share and "tvm" in names:  # the direct Relax path's findings (backends.relax_pair)
         names.add("tvm-relax")
